@@ -1,0 +1,31 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "loom",
+		Short: "A Kubernetes operator driven by templates",
+		Long: `Loom turns custom resources into child objects rendered from a folder of
+YAML templates (Go text/template + sprig), applies them with server-side
+apply, prunes what no longer renders, and reports readiness in the parent's
+status.
+
+A template set is a folder with a loom.yaml naming the parent kind, *.yaml
+templates that render children, _*.tpl partials with define blocks, and a
+tests/ folder of golden-file cases.`,
+		Example: `  # Print what a MyResource renders, without a cluster:
+  loom render -t templates/myresource -f examples/myresource.yaml
+
+  # Check every template set's golden files:
+  loom test templates/
+
+  # Run the operator against the current kubeconfig:
+  loom run --templates templates/`,
+		SilenceUsage: true,
+	}
+	root.AddCommand(newRenderCommand(), newTestCommand())
+	return root
+}

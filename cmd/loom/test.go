@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/internal/golden"
+)
+
+func newTestCommand() *cobra.Command {
+	var update bool
+	cmd := &cobra.Command{
+		Use:   "test PATH...",
+		Short: "Run the golden-file tests of template sets",
+		Long: `Test renders every case in a template set's tests/ folder and compares it
+with the expected output. A case is an input parent, tests/NAME.yaml, and its
+expected children, tests/NAME.golden.yaml. Given a folder that is not itself
+a set, test finds every set below it. A mismatch prints a unified diff
+(-golden +rendered) and makes the command exit non-zero.`,
+		Example: `  loom test templates/myresource
+  loom test templates/            # every set below
+  loom test --update templates/   # rewrite the golden files; review the diff`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			var passed, failed, updated int
+			for _, path := range args {
+				sets, err := render.LoadAll(path)
+				if err != nil {
+					return err
+				}
+				for _, set := range sets {
+					results, err := golden.Run(set, update)
+					if err != nil {
+						return err
+					}
+					if len(results) == 0 {
+						fmt.Fprintf(out, "?    %s: no cases in %s/\n", set.Dir, render.TestsDir)
+					}
+					for _, r := range results {
+						switch {
+						case r.Err != nil:
+							failed++
+							fmt.Fprintf(out, "FAIL %s/%s: %v\n", r.Set, r.Case, r.Err)
+						case r.Diff != "":
+							failed++
+							fmt.Fprintf(out, "FAIL %s/%s: output differs from the golden file\n%s\n", r.Set, r.Case, r.Diff)
+						case r.Updated:
+							updated++
+							fmt.Fprintf(out, "UPD  %s/%s\n", r.Set, r.Case)
+						default:
+							passed++
+							fmt.Fprintf(out, "ok   %s/%s\n", r.Set, r.Case)
+						}
+					}
+				}
+			}
+			fmt.Fprintf(out, "%d passed, %d failed", passed, failed)
+			if update {
+				fmt.Fprintf(out, ", %d updated", updated)
+			}
+			fmt.Fprintln(out)
+			if failed > 0 {
+				return errors.New("golden tests failed")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&update, "update", false, "rewrite golden files with what renders now")
+	return cmd
+}

@@ -1,0 +1,150 @@
+package render
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	yamlv2 "go.yaml.in/yaml/v2"
+)
+
+// decodeYAML parses one YAML document into the JSON-compatible values that
+// unstructured objects hold (map[string]any, []any, string, int64, float64,
+// bool, nil). It gives the same result as sigs.k8s.io/yaml followed by
+// Kubernetes' JSON decoding, which is what kubectl does, but without the
+// YAML → JSON → decode round trip: it walks the YAML parser's output once.
+// The equivalence is checked by FuzzDecodeMatchesSigsYAML.
+func decodeYAML(doc []byte) (map[string]any, error) {
+	var raw any
+	if err := yamlv2.Unmarshal(doc, &raw); err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	v, err := toJSONValue(raw)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("a document must be a YAML mapping (an object), not %T", v)
+	}
+	return m, nil
+}
+
+// toJSONValue converts what yaml.v2 produces into JSON-compatible values.
+func toJSONValue(v any) (any, error) {
+	switch t := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(t))
+		for k, val := range t {
+			ks, err := keyString(k)
+			if err != nil {
+				return nil, err
+			}
+			if m[ks], err = toJSONValue(val); err != nil {
+				return nil, fmt.Errorf("%s: %w", ks, err)
+			}
+		}
+		return m, nil
+	case []any:
+		a := make([]any, len(t))
+		for i, val := range t {
+			var err error
+			if a[i], err = toJSONValue(val); err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+		return a, nil
+	case int:
+		return int64(t), nil
+	case int64:
+		return t, nil
+	case uint64:
+		if t <= math.MaxInt64 {
+			return int64(t), nil
+		}
+		return float64(t), nil
+	case float64:
+		if math.IsInf(t, 0) || math.IsNaN(t) {
+			return nil, fmt.Errorf("unsupported value %v", t)
+		}
+		// JSON has one number type; Kubernetes decodes integral numbers
+		// as int64, so 1.0 must become 1, as it does through JSON.
+		if t == math.Trunc(t) && math.Abs(t) < 1<<53 {
+			return int64(t), nil
+		}
+		return t, nil
+	case time.Time:
+		return t.Format(time.RFC3339Nano), nil
+	case string, bool, nil:
+		return t, nil
+	default:
+		return nil, fmt.Errorf("unsupported YAML value of type %T", v)
+	}
+}
+
+// keyString converts a mapping key the way sigs.k8s.io/yaml does.
+func keyString(k any) (string, error) {
+	switch t := k.(type) {
+	case string:
+		return t, nil
+	case int:
+		return strconv.Itoa(t), nil
+	case int64:
+		return strconv.FormatInt(t, 10), nil
+	case uint64:
+		return strconv.FormatUint(t, 10), nil
+	case float64:
+		return strconv.FormatFloat(t, 'g', -1, 64), nil
+	case bool:
+		return strconv.FormatBool(t), nil
+	case nil:
+		return "null", nil
+	default:
+		return "", fmt.Errorf("unsupported map key of type %T", k)
+	}
+}
+
+// defaultCacheSize bounds the decode cache. Three children per parent for a
+// few thousand parents fit; past that the cache starts over.
+const defaultCacheSize = 16384
+
+// decodeCache remembers decoded and validated documents by their exact
+// bytes. Re-rendering a parent whose spec did not change yields the same
+// bytes, so a reconcile or resync skips YAML decoding and validation. The
+// cached objects are never handed out; callers receive deep copies.
+type decodeCache struct {
+	mu  sync.RWMutex
+	max int
+	m   map[string]*decoded
+}
+
+// decoded is a cached, validated document, before injection. Only
+// documents that decoded and validated cleanly are cached.
+type decoded struct {
+	obj map[string]any
+}
+
+func newDecodeCache(max int) *decodeCache {
+	return &decodeCache{max: max, m: make(map[string]*decoded)}
+}
+
+func (c *decodeCache) get(key []byte) *decoded {
+	c.mu.RLock()
+	d := c.m[string(key)] // no allocation: the compiler special-cases this
+	c.mu.RUnlock()
+	return d
+}
+
+func (c *decodeCache) put(key []byte, d *decoded) {
+	c.mu.Lock()
+	if len(c.m) >= c.max {
+		c.m = make(map[string]*decoded, len(c.m))
+	}
+	c.m[string(key)] = d
+	c.mu.Unlock()
+}

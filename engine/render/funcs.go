@@ -1,0 +1,179 @@
+package render
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+	"sigs.k8s.io/yaml"
+)
+
+// MaxIncludeDepth caps how deeply include and tpl may nest, so that a
+// template that includes itself fails instead of exhausting the stack.
+const MaxIncludeDepth = 1000
+
+// removedFuncs are sprig functions that read the process environment or the
+// network. Rendering must depend on nothing but the parent and the set.
+var removedFuncs = []string{"env", "expandenv", "getHostByName"}
+
+// baseFuncs is sprig's map, less removedFuncs, plus the stateless functions
+// Loom adds. It is built once and never mutated.
+var baseFuncs = func() template.FuncMap {
+	m := sprig.TxtFuncMap()
+	for _, name := range removedFuncs {
+		delete(m, name)
+	}
+	m["toYaml"] = toYAML
+	m["fromYaml"] = fromYAML
+	m["fromYamlArray"] = fromYAMLArray
+	m["toJson"] = toJSON
+	m["fromJson"] = fromJSON
+	m["required"] = required
+	return m
+}()
+
+// funcMap returns the functions for one renderer. include and tpl need the
+// renderer's own template tree and depth; with r == nil they are stubs that
+// only let the parser accept their names.
+func funcMap(r *renderer) template.FuncMap {
+	m := make(template.FuncMap, len(baseFuncs)+2)
+	for k, v := range baseFuncs {
+		m[k] = v
+	}
+	if r == nil {
+		m["include"] = func(string, any) (string, error) { return "", errors.New("include used outside a render") }
+		m["tpl"] = func(string, any) (string, error) { return "", errors.New("tpl used outside a render") }
+		return m
+	}
+	m["include"] = r.include
+	m["tpl"] = r.tpl
+	return m
+}
+
+// toYAML marshals v as YAML without the trailing newline, like Helm's, but
+// returns marshalling errors instead of swallowing them.
+func toYAML(v any) (string, error) {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("toYaml: %w", err)
+	}
+	return strings.TrimSuffix(string(b), "\n"), nil
+}
+
+// fromYAML parses a YAML mapping.
+func fromYAML(s string) (map[string]any, error) {
+	m := map[string]any{}
+	if err := yaml.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("fromYaml: %w", err)
+	}
+	return m, nil
+}
+
+// fromYAMLArray parses a YAML sequence.
+func fromYAMLArray(s string) ([]any, error) {
+	var a []any
+	if err := yaml.Unmarshal([]byte(s), &a); err != nil {
+		return nil, fmt.Errorf("fromYamlArray: %w", err)
+	}
+	return a, nil
+}
+
+// toJSON marshals v as compact JSON and returns errors (sprig's swallows them).
+func toJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("toJson: %w", err)
+	}
+	return string(b), nil
+}
+
+// fromJSON parses a JSON value and returns errors (sprig's swallows them).
+func fromJSON(s string) (any, error) {
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return nil, fmt.Errorf("fromJson: %w", err)
+	}
+	return v, nil
+}
+
+// required fails the render with msg when v is missing or an empty string,
+// with Helm's meaning.
+func required(msg string, v any) (any, error) {
+	if v == nil {
+		return nil, errors.New(msg)
+	}
+	if s, ok := v.(string); ok && s == "" {
+		return nil, errors.New(msg)
+	}
+	return v, nil
+}
+
+// renderer is one goroutine's view of a set: a clone of the parsed tree whose
+// include and tpl are bound to this renderer's depth counter. Renderers are
+// pooled, so a clone is made once per pooled renderer, never per render.
+type renderer struct {
+	t     *template.Template
+	depth int
+}
+
+func (r *renderer) include(name string, data any) (string, error) {
+	if r.depth >= MaxIncludeDepth {
+		return "", fmt.Errorf("include %q: nesting deeper than %d (a template that includes itself?)", name, MaxIncludeDepth)
+	}
+	r.depth++
+	defer func() { r.depth-- }()
+	var b strings.Builder
+	if err := r.t.ExecuteTemplate(&b, name, data); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+func (r *renderer) tpl(text string, data any) (string, error) {
+	if r.depth >= MaxIncludeDepth {
+		return "", fmt.Errorf("tpl: nesting deeper than %d", MaxIncludeDepth)
+	}
+	r.depth++
+	defer func() { r.depth-- }()
+	t, err := r.t.Clone()
+	if err != nil {
+		return "", fmt.Errorf("tpl: %w", err)
+	}
+	t, err = t.New("tpl").Parse(text)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// rendererPool hands out renderers bound to one set's template tree.
+type rendererPool struct {
+	root *template.Template
+	p    sync.Pool
+}
+
+func (p *rendererPool) init(root *template.Template) { p.root = root }
+
+func (p *rendererPool) get() (*renderer, error) {
+	if r, ok := p.p.Get().(*renderer); ok {
+		r.depth = 0
+		return r, nil
+	}
+	t, err := p.root.Clone()
+	if err != nil {
+		return nil, err
+	}
+	r := &renderer{}
+	r.t = t.Funcs(funcMap(r))
+	return r, nil
+}
+
+func (p *rendererPool) put(r *renderer) { p.p.Put(r) }

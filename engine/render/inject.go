@@ -1,0 +1,148 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Labels and annotations that connect a parent to its children. Loom uses
+// the ApplySet convention of KEP-3659: the parent is the ApplySet parent,
+// and each child carries the part-of label with the parent's ApplySet ID.
+const (
+	// LabelPartOf is set on every child to its parent's ApplySet ID.
+	LabelPartOf = "applyset.kubernetes.io/part-of"
+	// LabelApplySetID is set on the parent to its ApplySet ID.
+	LabelApplySetID = "applyset.kubernetes.io/id"
+	// AnnotationTooling names the tool that manages the ApplySet.
+	AnnotationTooling = "applyset.kubernetes.io/tooling"
+	// AnnotationGroupKinds lists the group-kinds of the ApplySet's members.
+	AnnotationGroupKinds = "applyset.kubernetes.io/contains-group-kinds"
+	// LabelManagedBy is set on every child so that Loom's informers can
+	// select only Loom's children.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is LabelManagedBy's value.
+	ManagedByValue = "loom"
+)
+
+// ApplySetID returns the KEP-3659 ApplySet ID of a parent:
+// applyset-<base64url(sha256(name.namespace.kind.group))>-v1.
+func ApplySetID(name, namespace, kind, group string) string {
+	sum := sha256.Sum256([]byte(strings.Join([]string{name, namespace, kind, group}, ".")))
+	return "applyset-" + base64.RawURLEncoding.EncodeToString(sum[:]) + "-v1"
+}
+
+// owner is what injection needs to know of the parent.
+type owner struct {
+	apiVersion, kind, name, namespace, uid string
+	applySetID                             string
+}
+
+func newOwner(p *unstructured.Unstructured) owner {
+	gvk := p.GroupVersionKind()
+	return owner{
+		apiVersion: p.GetAPIVersion(),
+		kind:       gvk.Kind,
+		name:       p.GetName(),
+		namespace:  p.GetNamespace(),
+		uid:        string(p.GetUID()),
+		applySetID: ApplySetID(p.GetName(), p.GetNamespace(), gvk.Kind, gvk.Group),
+	}
+}
+
+// inject sets the parent's namespace (when the template sets none), a
+// controller ownerReference to the parent, and the labels the apply stage
+// selects children by. A child that the ownerReference could not reach, in
+// another namespace or of a cluster-scoped kind, is an error.
+func (o owner) inject(obj map[string]any) error {
+	meta := obj["metadata"].(map[string]any) // validate ensured it
+	kind, _ := obj["kind"].(string)
+	apiVersion, _ := obj["apiVersion"].(string)
+	if o.namespace != "" {
+		if IsClusterScoped(apiVersion, kind) {
+			return fmt.Errorf("%s is cluster-scoped, so a namespaced %s cannot own it", kind, o.kind)
+		}
+		switch ns, _ := meta["namespace"].(string); ns {
+		case "":
+			meta["namespace"] = o.namespace
+		case o.namespace:
+		default:
+			return fmt.Errorf("metadata.namespace is %q, but children must live in their parent's namespace %q", ns, o.namespace)
+		}
+	}
+	if err := o.setOwnerRef(meta); err != nil {
+		return err
+	}
+	return o.setLabels(meta)
+}
+
+func (o owner) setOwnerRef(meta map[string]any) error {
+	refs, _ := meta["ownerReferences"].([]any)
+	for _, r := range refs {
+		if m, ok := r.(map[string]any); ok && m["controller"] == true {
+			return fmt.Errorf("metadata.ownerReferences names a controller (%v %v), but Loom's parent must be the controller", m["kind"], m["name"])
+		}
+	}
+	ref := map[string]any{
+		"apiVersion":         o.apiVersion,
+		"kind":               o.kind,
+		"name":               o.name,
+		"controller":         true,
+		"blockOwnerDeletion": true,
+	}
+	if o.uid != "" {
+		ref["uid"] = o.uid
+	}
+	meta["ownerReferences"] = append(refs, ref)
+	return nil
+}
+
+func (o owner) setLabels(meta map[string]any) error {
+	labels, _ := meta["labels"].(map[string]any)
+	if labels == nil {
+		labels = map[string]any{}
+		meta["labels"] = labels
+	}
+	for k, want := range map[string]string{LabelPartOf: o.applySetID, LabelManagedBy: ManagedByValue} {
+		if v, ok := labels[k]; ok && v != want {
+			return fmt.Errorf("label %s is reserved for Loom and must not be set by a template", k)
+		}
+		labels[k] = want
+	}
+	return nil
+}
+
+// clusterScoped lists the cluster-scoped kinds built into Kubernetes, by
+// kind and group. Render has no cluster to ask; the apply stage checks
+// custom kinds against the API server's RESTMapper.
+var clusterScoped = map[string]string{
+	"Namespace": "", "Node": "", "PersistentVolume": "", "ComponentStatus": "",
+	"ClusterRole": "rbac.authorization.k8s.io", "ClusterRoleBinding": "rbac.authorization.k8s.io",
+	"CustomResourceDefinition": "apiextensions.k8s.io", "APIService": "apiregistration.k8s.io",
+	"StorageClass": "storage.k8s.io", "CSIDriver": "storage.k8s.io", "CSINode": "storage.k8s.io",
+	"VolumeAttachment": "storage.k8s.io", "PriorityClass": "scheduling.k8s.io",
+	"RuntimeClass": "node.k8s.io", "IngressClass": "networking.k8s.io",
+	"ValidatingWebhookConfiguration": "admissionregistration.k8s.io",
+	"MutatingWebhookConfiguration":   "admissionregistration.k8s.io",
+	"ValidatingAdmissionPolicy":      "admissionregistration.k8s.io",
+	"ValidatingAdmissionPolicyBinding": "admissionregistration.k8s.io",
+	"FlowSchema": "flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration": "flowcontrol.apiserver.k8s.io",
+	"CertificateSigningRequest": "certificates.k8s.io",
+}
+
+// IsClusterScoped reports whether apiVersion/kind is a built-in
+// cluster-scoped kind.
+func IsClusterScoped(apiVersion, kind string) bool {
+	group, ok := clusterScoped[kind]
+	if !ok {
+		return false
+	}
+	g := ""
+	if i := strings.LastIndexByte(apiVersion, '/'); i >= 0 {
+		g = apiVersion[:i]
+	}
+	return g == group
+}

@@ -1,0 +1,85 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// docLine returns the source line where document idx (1-based) of file
+// starts, counting the literal "---" separators in the template source.
+// When the template emits separators from actions, it falls back to line 1.
+func (s *Set) docLine(file string, idx int) int {
+	if idx <= 1 {
+		return 1
+	}
+	src := s.sources[file]
+	line, seen := 1, 0
+	for _, l := range bytes.Split(src, []byte("\n")) {
+		if isSeparator(l) {
+			seen++
+			if seen == idx-1 {
+				return line + 1
+			}
+		}
+		line++
+	}
+	return 1
+}
+
+// findLine returns the first line, at or after from, whose trimmed text
+// contains needle, or from when none does.
+func (s *Set) findLine(file string, from int, needle string) int {
+	if needle == "" {
+		return from
+	}
+	lines := bytes.Split(s.sources[file], []byte("\n"))
+	for i := from - 1; i >= 0 && i < len(lines); i++ {
+		if i > from-1 && isSeparator(lines[i]) {
+			break
+		}
+		if bytes.Contains(lines[i], []byte(needle)) {
+			return i + 1
+		}
+	}
+	return from
+}
+
+// yamlLine matches the line number in a yaml.v2 error.
+var yamlLine = regexp.MustCompile(`line (\d+):? `)
+
+// yamlError locates a YAML parse error. The parser's line is relative to the
+// rendered document; the error quotes that rendered line, and points at the
+// template line that holds the same text when there is one.
+func (s *Set) yamlError(file string, doc int, text []byte, err error) error {
+	start := s.docLine(file, doc)
+	line := start
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		lines := strings.Split(string(text), "\n")
+		if n >= 1 && n <= len(lines) {
+			rendered := lines[n-1]
+			line = s.findLine(file, start, strings.TrimSpace(rendered))
+			msg = fmt.Sprintf("%s (rendered line %d of the document: %q)", msg, n, rendered)
+		}
+	}
+	return &Error{File: file, Line: line, Doc: doc, Err: fmt.Errorf("invalid YAML: %s", msg)}
+}
+
+// unknownField matches the field name in a strict-decoding error.
+var unknownField = regexp.MustCompile(`unknown field "(?:[^"]*\.)?([^".]+)"`)
+
+// validationError locates a validation failure at the offending field's
+// line when the error names a field that the template spells out.
+func (s *Set) validationError(file string, doc int, obj map[string]any, err error) error {
+	line := s.docLine(file, doc)
+	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
+		line = s.findLine(file, line, m[1]+":")
+	} else if f := fieldOf(err); f != "" {
+		line = s.findLine(file, line, f+":")
+	}
+	return &Error{File: file, Line: line, Doc: doc, Object: objectName(obj), Err: err}
+}

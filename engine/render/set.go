@@ -1,0 +1,227 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/template"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// ConfigFile is the name of the file that makes a folder a template set.
+const ConfigFile = "loom.yaml"
+
+// TestsDir is the folder inside a set that holds golden-file test cases.
+const TestsDir = "tests"
+
+// Config is the content of a set's loom.yaml.
+type Config struct {
+	// Parent names the kind whose objects this set renders children for.
+	Parent ParentRef `json:"parent"`
+	// Readiness overrides how the status stage judges a child's readiness.
+	Readiness []ReadinessRule `json:"readiness,omitempty"`
+	// Status names a template file, inside the set, that renders extra
+	// fields for the parent's status. It is not rendered as children.
+	Status string `json:"status,omitempty"`
+}
+
+// ParentRef names the parent kind.
+type ParentRef struct {
+	// APIVersion is group/version, e.g. example.loom.dev/v1alpha1.
+	APIVersion string `json:"apiVersion"`
+	// Kind is the parent's kind, e.g. MyResource.
+	Kind string `json:"kind"`
+}
+
+// ReadinessRule overrides the readiness of the children it matches.
+type ReadinessRule struct {
+	// Kind matches the child's kind; required.
+	Kind string `json:"kind"`
+	// APIVersion, when set, matches the child's apiVersion.
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Name, when set, matches the child's name exactly.
+	Name string `json:"name,omitempty"`
+	// Condition names a condition type that must be True for the child to
+	// be ready (e.g. Complete for a Job, Available for a custom kind).
+	Condition string `json:"condition,omitempty"`
+	// FailedCondition names a condition type that, when True, marks the
+	// child Failed (e.g. Failed for a Job).
+	FailedCondition string `json:"failedCondition,omitempty"`
+	// Ignore, when true, leaves the child out of the parent's readiness.
+	Ignore bool `json:"ignore,omitempty"`
+}
+
+// Set is a parsed template set. It is immutable after Load and safe for
+// concurrent use.
+type Set struct {
+	// Name is the folder's base name.
+	Name string
+	// Dir is the folder the set was loaded from.
+	Dir string
+	// Config is the parsed loom.yaml.
+	Config Config
+
+	gvk     schema.GroupVersionKind
+	root    *template.Template
+	files   []string // child templates, in name order
+	sources map[string][]byte
+	pool    rendererPool
+	caches  map[string]*decodeCache // per child template file
+}
+
+// ParentGVK returns the parent kind named in loom.yaml.
+func (s *Set) ParentGVK() schema.GroupVersionKind { return s.gvk }
+
+// Files returns the names of the templates that render children.
+func (s *Set) Files() []string { return append([]string(nil), s.files...) }
+
+// HasStatus reports whether the set has a status template.
+func (s *Set) HasStatus() bool { return s.Config.Status != "" }
+
+// Load parses the template set in dir. Files whose names start with "_" are
+// partials that hold define blocks; every other *.yaml file renders children,
+// except the status template named in loom.yaml. The tests folder is ignored.
+func Load(dir string) (*Set, error) {
+	return LoadFS(os.DirFS(dir), dir)
+}
+
+// LoadFS is Load over a file system; dir is used only to name the set.
+func LoadFS(fsys fs.FS, dir string) (*Set, error) {
+	s := &Set{Name: filepath.Base(dir), Dir: dir, sources: map[string][]byte{}}
+	raw, err := fs.ReadFile(fsys, ConfigFile)
+	if err != nil {
+		return nil, &Error{File: ConfigFile, Err: err}
+	}
+	if err := yaml.UnmarshalStrict(raw, &s.Config); err != nil {
+		return nil, &Error{File: ConfigFile, Err: fmt.Errorf("invalid set config: %w", err)}
+	}
+	if s.gvk, err = s.Config.parentGVK(); err != nil {
+		return nil, &Error{File: ConfigFile, Err: err}
+	}
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, &Error{File: ".", Err: err}
+	}
+	var partials []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || name == ConfigFile || strings.HasPrefix(name, ".") {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(name, "_"):
+			partials = append(partials, name)
+		case name == s.Config.Status:
+		case strings.HasSuffix(name, ".yaml"):
+			s.files = append(s.files, name)
+		default:
+			continue
+		}
+		if s.sources[name], err = fs.ReadFile(fsys, name); err != nil {
+			return nil, &Error{File: name, Err: err}
+		}
+	}
+	if s.Config.Status != "" {
+		if s.sources[s.Config.Status], err = fs.ReadFile(fsys, s.Config.Status); err != nil {
+			return nil, &Error{File: ConfigFile, Err: fmt.Errorf("status template: %w", err)}
+		}
+	}
+	if len(s.files) == 0 {
+		return nil, &Error{File: ".", Err: errors.New("template set has no *.yaml templates")}
+	}
+	sort.Strings(s.files)
+	sort.Strings(partials)
+	if err := s.parse(partials); err != nil {
+		return nil, err
+	}
+	s.caches = make(map[string]*decodeCache, len(s.files))
+	for _, f := range s.files {
+		s.caches[f] = newDecodeCache(defaultCacheSize)
+	}
+	s.pool.init(s.root)
+	return s, nil
+}
+
+func (c Config) parentGVK() (schema.GroupVersionKind, error) {
+	if c.Parent.APIVersion == "" || c.Parent.Kind == "" {
+		return schema.GroupVersionKind{}, errors.New("parent.apiVersion and parent.kind are required")
+	}
+	gv, err := schema.ParseGroupVersion(c.Parent.APIVersion)
+	if err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("parent.apiVersion: %w", err)
+	}
+	for i, r := range c.Readiness {
+		if r.Kind == "" {
+			return schema.GroupVersionKind{}, fmt.Errorf("readiness[%d].kind is required", i)
+		}
+		if !r.Ignore && r.Condition == "" {
+			return schema.GroupVersionKind{}, fmt.Errorf("readiness[%d] needs condition or ignore", i)
+		}
+	}
+	return gv.WithKind(c.Parent.Kind), nil
+}
+
+// parse builds one template tree holding every file, so that include and
+// template can reach any define block in the set. Partials must render
+// nothing but whitespace outside their define blocks.
+func (s *Set) parse(partials []string) error {
+	s.root = template.New(s.Name).Funcs(funcMap(nil)).Option("missingkey=default")
+	names := append(append([]string(nil), partials...), s.files...)
+	if s.Config.Status != "" {
+		names = append(names, s.Config.Status)
+	}
+	for _, name := range names {
+		if _, err := s.root.New(name).Parse(string(s.sources[name])); err != nil {
+			return fromTemplateError(name, err)
+		}
+	}
+	for _, name := range partials {
+		var buf bytes.Buffer
+		if err := s.root.ExecuteTemplate(&buf, name, nil); err == nil && len(bytes.TrimSpace(buf.Bytes())) > 0 {
+			return &Error{File: name, Line: 1, Err: errors.New("a partial may only hold define blocks, but it renders text outside them")}
+		}
+	}
+	return nil
+}
+
+// LoadAll finds every template set under root, recursively: each folder that
+// holds a loom.yaml is one set. Sets are returned in path order.
+func LoadAll(root string) ([]*Set, error) {
+	var dirs []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == TestsDir {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && d.Name() == ConfigFile {
+			dirs = append(dirs, filepath.Dir(p))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("no template sets (folders with %s) under %s", ConfigFile, root)
+	}
+	sets := make([]*Set, 0, len(dirs))
+	var errs []error
+	for _, d := range dirs {
+		s, err := Load(d)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("load template set %s: %w", d, err))
+			continue
+		}
+		sets = append(sets, s)
+	}
+	return sets, errors.Join(errs...)
+}

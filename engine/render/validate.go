@@ -1,0 +1,117 @@
+package render
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes/scheme"
+	kjson "sigs.k8s.io/json"
+)
+
+// FieldError is a validation failure of one field of a rendered object.
+type FieldError struct {
+	// Path is the field's JSON path, e.g. spec.replicas.
+	Path string
+	// Msg says what is wrong with it.
+	Msg string
+}
+
+// Error formats the path, then the message.
+func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
+
+// fieldOf returns the last path element named by a *FieldError in err.
+func fieldOf(err error) string {
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		return ""
+	}
+	if i := strings.LastIndexByte(fe.Path, '.'); i >= 0 {
+		return fe.Path[i+1:]
+	}
+	return fe.Path
+}
+
+// validate checks one decoded object before anything reaches a cluster:
+// apiVersion, kind and a valid metadata.name must be present, and objects
+// of kinds built into Kubernetes must decode strictly into their k8s.io/api
+// type, so that a misspelt field or a string where an int belongs fails.
+func validate(obj map[string]any) error {
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	if apiVersion == "" {
+		return &FieldError{Path: "apiVersion", Msg: "required"}
+	}
+	if kind == "" {
+		return &FieldError{Path: "kind", Msg: "required"}
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return &FieldError{Path: "apiVersion", Msg: err.Error()}
+	}
+	meta, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return &FieldError{Path: "metadata", Msg: "required"}
+	}
+	name, _ := meta["name"].(string)
+	if name == "" {
+		return &FieldError{Path: "metadata.name", Msg: "required (generateName is not supported: Loom must know each child's name)"}
+	}
+	if errs := nameErrors(kind, name); len(errs) > 0 {
+		return &FieldError{Path: "metadata.name", Msg: fmt.Sprintf("invalid name %q: %s", name, strings.Join(errs, "; "))}
+	}
+	return strictDecode(gv.WithKind(kind), obj)
+}
+
+// nameErrors applies the naming rule the API server applies to kind.
+func nameErrors(kind, name string) []string {
+	switch kind {
+	case "Service", "Namespace":
+		return validation.IsDNS1035Label(name)
+	default:
+		return validation.IsDNS1123Subdomain(name)
+	}
+}
+
+// strictDecode decodes obj into its built-in Go type when the kind is one of
+// Kubernetes' own, and reports unknown fields and mistyped values.
+func strictDecode(gvk schema.GroupVersionKind, obj map[string]any) error {
+	if !scheme.Scheme.Recognizes(gvk) {
+		return nil
+	}
+	typed, err := scheme.Scheme.New(gvk)
+	if err != nil {
+		return nil
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("encode as JSON: %w", err)
+	}
+	strict, err := kjson.UnmarshalStrict(raw, typed)
+	if err != nil {
+		return typeError(err)
+	}
+	if len(strict) > 0 {
+		msgs := make([]string, len(strict))
+		for i, e := range strict {
+			msgs[i] = e.Error()
+		}
+		return fmt.Errorf("not a valid %s: %s", gvk.Kind, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// jsonTypeError matches encoding/json's message for a mistyped value.
+var jsonTypeError = regexp.MustCompile(`cannot unmarshal (\w+) into Go struct field [^.]*\.(\S+) of type (\S+)`)
+
+// typeError rewrites encoding/json's message as a *FieldError with a path.
+func typeError(err error) error {
+	if m := jsonTypeError.FindStringSubmatch(err.Error()); m != nil {
+		return &FieldError{Path: m[2], Msg: fmt.Sprintf("must be %s, not %s", m[3], m[1])}
+	}
+	return err
+}

@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# cluster.sh - a local Kubernetes control plane for Loom's tests, without Docker.
+#
+# Runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
+# (which fakes a kubelet-less node, so pods "run" without containers) as plain
+# background processes. Binaries go to $ROOT/bin, all state to $ROOT/.cluster.
+#
+# Usage: hack/cluster/cluster.sh build|up|down [--keep-state]|status|env
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BIN=$ROOT/bin
+STATE=$ROOT/.cluster
+LOGS=$STATE/logs
+PIDS=$STATE/pids
+KUBECONFIG_FILE=$STATE/kubeconfig
+CERTS=$STATE/apiserver-certs
+
+ETCD_PORT=${CLUSTER_ETCD_PORT:-23790}
+ETCD_PEER_PORT=${CLUSTER_ETCD_PEER_PORT:-23800}
+APISERVER_PORT=${CLUSTER_APISERVER_PORT:-16443}
+TIMEOUT=${CLUSTER_TIMEOUT:-60}  # seconds each readiness wait may take
+KWOK_VERSION=v0.7.0
+NODE_NAME=kwok-node-0
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok) # start order
+
+log() { echo "cluster: $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+k() { kubectl --kubeconfig "$KUBECONFIG_FILE" --request-timeout=5s "$@"; }
+
+# ---------------------------------------------------------------- build ----
+
+# ensure_tools installs curl/openssl if missing (fresh CI machines) and checks go/kubectl.
+ensure_tools() {
+  local missing=() t
+  for t in curl openssl; do command -v "$t" >/dev/null || missing+=("$t"); done
+  if ((${#missing[@]})); then
+    log "installing ${missing[*]} with apt-get"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  for t in go kubectl setsid; do command -v "$t" >/dev/null || die "$t is required but not installed"; done
+}
+
+# build_bin NAME PKG: go build PKG (pinned by hack/cluster/go.mod) to bin/NAME,
+# unless bin/NAME is already newer than go.mod.
+build_bin() {
+  local name=$1 pkg=$2
+  [[ -x $BIN/$name && $BIN/$name -nt $HERE/go.mod ]] && return 0
+  local kver ldflags=""
+  kver=$(awk '$1 == "k8s.io/kubernetes" { print $2; exit }' "$HERE/go.mod")
+  if [[ $pkg == k8s.io/kubernetes/* ]]; then # stamp the version (else /version says v0.0.0-master)
+    local v=k8s.io/component-base/version major=${kver#v}
+    major=${major%%.*}
+    local minor=${kver#v*.}
+    minor=${minor%%.*}
+    ldflags="-X $v.gitVersion=$kver -X $v.gitMajor=$major -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
+  fi
+  log "building bin/$name ($pkg)"
+  (cd "$HERE" && GOWORK=off go build -ldflags "$ldflags" -o "$BIN/$name" "$pkg")
+}
+
+cmd_build() {
+  ensure_tools
+  mkdir -p "$BIN"
+  build_bin etcd go.etcd.io/etcd/server/v3
+  build_bin kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+  build_bin kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+  build_bin kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+  if ! "$BIN/kwok" --version 2>/dev/null | grep -qF "$KWOK_VERSION"; then
+    log "installing bin/kwok ($KWOK_VERSION)"
+    # Outside any module, so kwok resolves its own dependencies.
+    (cd /tmp && GOWORK=off GOFLAGS=-mod=mod GOBIN=$BIN go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION")
+  fi
+}
+
+# ------------------------------------------------------------ processes ----
+
+pid_of() { cat "$PIDS/$1.pid" 2>/dev/null || true; }
+
+# alive NAME: the pid in NAME's pid file is running bin/NAME (not a reused pid, not a zombie).
+alive() {
+  local pid cmd
+  pid=$(pid_of "$1")
+  [[ -n $pid && -r /proc/$pid/cmdline ]] || return 1
+  cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  [[ $cmd == "$BIN/$1 "* ]]
+}
+
+# start NAME ARGS...: run bin/NAME in its own session, detached from this script,
+# logging to .cluster/logs/NAME.log; the process writes its own pid file before exec.
+start() {
+  local name=$1; shift
+  log "starting $name"
+  rm -f "$PIDS/$name.pid"
+  setsid nohup bash -c 'echo $$ >"$0"; exec "$@"' "$PIDS/$name.pid" "$BIN/$name" "$@" \
+    </dev/null >"$LOGS/$name.log" 2>&1 &
+  local i
+  for i in {1..50}; do alive "$name" && return 0; sleep 0.1; done
+  fail "$name exited right after start" "$name"
+}
+
+# stop NAME: SIGTERM, wait up to 10 s, then SIGKILL; removes the pid file.
+stop() {
+  local name=$1 pid i
+  pid=$(pid_of "$name")
+  if alive "$name"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in {1..100}; do alive "$name" || break; sleep 0.1; done
+    if alive "$name"; then log "$name ($pid) ignored SIGTERM, killing"; kill -KILL "$pid" 2>/dev/null || true; fi
+    for i in {1..20}; do alive "$name" || break; sleep 0.1; done
+    log "stopped $name ($pid)"
+  fi
+  rm -f "$PIDS/$name.pid"
+}
+
+stop_all() {
+  local i
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop "${COMPONENTS[i]}"; done
+}
+
+# fail MSG [NAME]: print the error and the tail of NAME's log, stop everything, exit 1.
+fail() {
+  trap - INT TERM
+  log "ERROR: $1"
+  if [[ -n ${2:-} && -s $LOGS/$2.log ]]; then
+    log "last 30 lines of $LOGS/$2.log:"
+    tail -n 30 "$LOGS/$2.log" | sed 's/^/    /' >&2
+  fi
+  log "stopping everything that was started (logs are kept in $LOGS)"
+  stop_all
+  exit 1
+}
+
+# wait_for NAME WHAT CMD...: poll CMD until it succeeds; fail if NAME dies or TIMEOUT passes.
+wait_for() {
+  local name=$1 what=$2 deadline=$((SECONDS + TIMEOUT))
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    alive "$name" || fail "$name exited before $what" "$name"
+    ((SECONDS < deadline)) || fail "$name: no $what after ${TIMEOUT}s" "$name"
+    sleep 0.3
+  done
+}
+
+# port_free PORT: nothing accepts connections on 127.0.0.1:PORT.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# orphans: pids running one of our binaries that no pid file tracks.
+orphans() {
+  local f pid cmd name
+  for f in /proc/[0-9]*/cmdline; do
+    pid=${f#/proc/}; pid=${pid%/cmdline}
+    cmd=$(tr '\0' ' ' <"$f" 2>/dev/null) || continue
+    for name in "${COMPONENTS[@]}"; do
+      if [[ $cmd == "$BIN/$name "* ]] && ! alive "$name"; then echo "$pid"; fi
+    done
+  done
+}
+
+# ------------------------------------------------------------- cluster ----
+
+healthy() {
+  local name
+  for name in "${COMPONENTS[@]}"; do alive "$name" || return 1; done
+  [[ $(k get --raw /readyz 2>/dev/null) == ok ]]
+}
+
+apiserver_ready() { curl -fsk -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$APISERVER_PORT/readyz"; }
+node_ready() { [[ $(k get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
+
+# make_secrets: admin token (group system:masters) and the service-account signing key; kept across restarts.
+make_secrets() {
+  [[ -s $STATE/admin.token ]] || openssl rand -hex 32 >"$STATE/admin.token"
+  TOKEN=$(<"$STATE/admin.token")
+  echo "$TOKEN,admin,admin,system:masters" >"$STATE/tokens.csv"
+  [[ -s $STATE/sa.key ]] || openssl genrsa -out "$STATE/sa.key" 2048 2>/dev/null
+}
+
+# write_kubeconfig: admin token + the CA of the apiserver's self-signed cert (in its --cert-dir).
+write_kubeconfig() {
+  local ca
+  ca=$(openssl base64 -A <"$CERTS/apiserver.crt")
+  cat >"$KUBECONFIG_FILE.tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: loom
+  cluster:
+    server: https://127.0.0.1:$APISERVER_PORT
+    certificate-authority-data: $ca
+users:
+- name: admin
+  user:
+    token: $TOKEN
+contexts:
+- name: loom
+  context: {cluster: loom, user: admin}
+current-context: loom
+EOF
+  mv "$KUBECONFIG_FILE.tmp" "$KUBECONFIG_FILE"
+}
+
+# The fake node kwok manages (selected by annotation); no taints, so ordinary pods land on it.
+NODE_YAML="apiVersion: v1
+kind: Node
+metadata:
+  name: $NODE_NAME
+  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: '0'}
+  labels: {type: kwok, kubernetes.io/hostname: $NODE_NAME, kubernetes.io/os: linux, kubernetes.io/arch: amd64}
+status:
+  allocatable: {cpu: '1000', memory: 4Ti, pods: '10000'}
+  capacity: {cpu: '1000', memory: 4Ti, pods: '10000'}"
+
+cmd_up() {
+  cmd_build
+  if healthy; then log "already up and healthy, nothing to do"; cmd_env; return 0; fi
+  local t0=$SECONDS port stray
+  stop_all # leftovers of a crashed or half-started run
+  stray=$(orphans | xargs)
+  [[ -z $stray ]] || die "untracked cluster processes are running (pids $stray); run '$0 down' first"
+  for port in "$ETCD_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT"; do
+    port_free "$port" && continue
+    command -v ss >/dev/null && ss -ltnpH "sport = :$port" >&2 || true
+    die "port $port is already in use; free it or set CLUSTER_ETCD_PORT / CLUSTER_ETCD_PEER_PORT / CLUSTER_APISERVER_PORT"
+  done
+  mkdir -p "$LOGS" "$PIDS" "$CERTS" "$STATE/etcd" "$STATE/flexvolume"
+  chmod 700 "$STATE" "$STATE/etcd"
+  make_secrets
+  trap 'fail "interrupted"' INT TERM
+
+  local etcd_url=http://127.0.0.1:$ETCD_PORT peer_url=http://127.0.0.1:$ETCD_PEER_PORT
+  start etcd --name loom --data-dir "$STATE/etcd" --unsafe-no-fsync --log-level warn \
+    --listen-client-urls "$etcd_url" --advertise-client-urls "$etcd_url" \
+    --listen-peer-urls "$peer_url" --initial-advertise-peer-urls "$peer_url" --initial-cluster "loom=$peer_url"
+  wait_for etcd "health" curl -fs "$etcd_url/health"
+
+  start kube-apiserver --etcd-servers "$etcd_url" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" --cert-dir "$CERTS" \
+    --token-auth-file "$STATE/tokens.csv" --authorization-mode RBAC \
+    --service-account-issuer https://kubernetes.default.svc \
+    --service-account-key-file "$STATE/sa.key" --service-account-signing-key-file "$STATE/sa.key" \
+    --service-cluster-ip-range 10.96.0.0/16 --allow-privileged \
+    --disable-admission-plugins ServiceAccount,TaintNodesByCondition \
+    --enable-priority-and-fairness=false --max-requests-inflight 2000 --max-mutating-requests-inflight 1000
+  wait_for kube-apiserver "/readyz" apiserver_ready
+  write_kubeconfig
+
+  local client=(--kubeconfig "$KUBECONFIG_FILE" --leader-elect=false --secure-port 0 --kube-api-qps 500 --kube-api-burst 1000)
+  start kube-controller-manager "${client[@]}" --root-ca-file "$CERTS/apiserver.crt" \
+    --flex-volume-plugin-dir "$STATE/flexvolume" \
+    --controllers '*,-serviceaccount-token-controller,-node-ipam-controller,-node-lifecycle-controller'
+  start kube-scheduler "${client[@]}"
+
+  k apply -f - <<<"$NODE_YAML" >/dev/null || fail "could not create node $NODE_NAME" kube-apiserver
+  start kwok --kubeconfig "$KUBECONFIG_FILE" --manage-all-nodes=false \
+    --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake --cidr 10.244.0.1/16 --node-ip 127.0.0.1
+  wait_for kwok "Ready node $NODE_NAME" node_ready
+  wait_for kube-controller-manager "default ServiceAccount" k get serviceaccount default -n default
+  alive kube-scheduler || fail "kube-scheduler exited" kube-scheduler
+  trap - INT TERM
+  log "up in $((SECONDS - t0))s: apiserver https://127.0.0.1:$APISERVER_PORT, etcd $etcd_url, node $NODE_NAME"
+  cmd_env
+}
+
+cmd_down() {
+  stop_all
+  local pid
+  for pid in $(orphans); do # e.g. pid files were deleted by hand
+    log "stopping untracked $(tr '\0' ' ' <"/proc/$pid/cmdline" | cut -c1-60)... ($pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  sleep 0.5
+  for pid in $(orphans); do kill -KILL "$pid" 2>/dev/null || true; done
+  if [[ ${1:-} == --keep-state ]]; then log "state kept in $STATE"; else rm -rf "$STATE"; fi
+  [[ -z $(orphans) ]] || die "processes still running: $(orphans | xargs)"
+  log "down"
+}
+
+cmd_status() {
+  local name pid
+  for name in "${COMPONENTS[@]}"; do
+    pid=$(pid_of "$name")
+    if alive "$name"; then echo "$name: running (pid $pid)"; else echo "$name: not running"; fi
+  done
+  if healthy; then echo "cluster is up (KUBECONFIG=$KUBECONFIG_FILE)"; else echo "cluster is down"; return 1; fi
+}
+
+cmd_env() { echo "export KUBECONFIG=$KUBECONFIG_FILE"; }
+
+case ${1:-} in
+build) cmd_build ;;
+up) cmd_up ;;
+down) cmd_down "${2:-}" ;;
+status) cmd_status ;;
+env) cmd_env ;;
+*) echo "usage: $0 build|up|down [--keep-state]|status|env" >&2; exit 2 ;;
+esac
