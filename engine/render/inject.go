@@ -125,11 +125,11 @@ var clusterScoped = map[string]string{
 	"StorageClass": "storage.k8s.io", "CSIDriver": "storage.k8s.io", "CSINode": "storage.k8s.io",
 	"VolumeAttachment": "storage.k8s.io", "PriorityClass": "scheduling.k8s.io",
 	"RuntimeClass": "node.k8s.io", "IngressClass": "networking.k8s.io",
-	"ValidatingWebhookConfiguration": "admissionregistration.k8s.io",
-	"MutatingWebhookConfiguration":   "admissionregistration.k8s.io",
-	"ValidatingAdmissionPolicy":      "admissionregistration.k8s.io",
+	"ValidatingWebhookConfiguration":   "admissionregistration.k8s.io",
+	"MutatingWebhookConfiguration":     "admissionregistration.k8s.io",
+	"ValidatingAdmissionPolicy":        "admissionregistration.k8s.io",
 	"ValidatingAdmissionPolicyBinding": "admissionregistration.k8s.io",
-	"FlowSchema": "flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration": "flowcontrol.apiserver.k8s.io",
+	"FlowSchema":                       "flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration": "flowcontrol.apiserver.k8s.io",
 	"CertificateSigningRequest": "certificates.k8s.io",
 }
 

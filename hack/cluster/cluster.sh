@@ -153,7 +153,7 @@ orphans() {
     pid=${f#/proc/}; pid=${pid%/cmdline}
     cmd=$(tr '\0' ' ' <"$f" 2>/dev/null) || continue
     for name in "${COMPONENTS[@]}"; do
-      if [[ $cmd == "$BIN/$name "* ]] && ! alive "$name"; then echo "$pid"; fi
+      if [[ $cmd == "$BIN/$name "* && $pid != "$(pid_of "$name")" ]]; then echo "$pid"; fi
     done
   done
 }
@@ -215,14 +215,16 @@ status:
 cmd_up() {
   cmd_build
   if healthy; then log "already up and healthy, nothing to do"; cmd_env; return 0; fi
-  local t0=$SECONDS port stray
+  local t0=$SECONDS port name num var stray
   stop_all # leftovers of a crashed or half-started run
   stray=$(orphans | xargs)
   [[ -z $stray ]] || die "untracked cluster processes are running (pids $stray); run '$0 down' first"
-  for port in "$ETCD_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT"; do
-    port_free "$port" && continue
-    command -v ss >/dev/null && ss -ltnpH "sport = :$port" >&2 || true
-    die "port $port is already in use; free it or set CLUSTER_ETCD_PORT / CLUSTER_ETCD_PEER_PORT / CLUSTER_APISERVER_PORT"
+  for port in "etcd:$ETCD_PORT:CLUSTER_ETCD_PORT" "etcd-peer:$ETCD_PEER_PORT:CLUSTER_ETCD_PEER_PORT" \
+    "kube-apiserver:$APISERVER_PORT:CLUSTER_APISERVER_PORT"; do
+    IFS=: read -r name num var <<<"$port"
+    port_free "$num" && continue
+    command -v ss >/dev/null && ss -ltnpH "sport = :$num" >&2 || true
+    die "port $num (for $name) is already in use; free it or choose another with $var=PORT"
   done
   mkdir -p "$LOGS" "$PIDS" "$CERTS" "$STATE/etcd" "$STATE/flexvolume"
   chmod 700 "$STATE" "$STATE/etcd"
