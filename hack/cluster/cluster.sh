@@ -39,7 +39,7 @@ ensure_tools() {
     log "installing ${missing[*]} with apt-get"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
-  for t in go kubectl setsid; do command -v "$t" >/dev/null || die "$t is required but not installed"; done
+  for t in go kubectl setsid flock; do command -v "$t" >/dev/null || die "$t is required but not installed"; done
 }
 
 # build_bin NAME PKG: go build PKG (pinned by hack/cluster/go.mod) to bin/NAME,
@@ -47,14 +47,11 @@ ensure_tools() {
 build_bin() {
   local name=$1 pkg=$2
   [[ -x $BIN/$name && $BIN/$name -nt $HERE/go.mod ]] && return 0
-  local kver ldflags=""
-  kver=$(awk '$1 == "k8s.io/kubernetes" { print $2; exit }' "$HERE/go.mod")
+  local kver mm v=k8s.io/component-base/version ldflags=""
   if [[ $pkg == k8s.io/kubernetes/* ]]; then # stamp the version (else /version says v0.0.0-master)
-    local v=k8s.io/component-base/version major=${kver#v}
-    major=${major%%.*}
-    local minor=${kver#v*.}
-    minor=${minor%%.*}
-    ldflags="-X $v.gitVersion=$kver -X $v.gitMajor=$major -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
+    kver=$(awk '$1 == "k8s.io/kubernetes" { print $2; exit }' "$HERE/go.mod") # e.g. v1.36.3
+    mm=${kver#v} && mm=${mm%.*}                                                 # e.g. 1.36
+    ldflags="-X $v.gitVersion=$kver -X $v.gitMajor=${mm%%.*} -X $v.gitMinor=${mm#*.} -X $v.gitTreeState=clean"
   fi
   log "building bin/$name ($pkg)"
   (cd "$HERE" && GOWORK=off go build -ldflags "$ldflags" -o "$BIN/$name" "$pkg")
@@ -93,8 +90,9 @@ start() {
   local name=$1; shift
   log "starting $name"
   rm -f "$PIDS/$name.pid"
+  # shellcheck disable=SC2016 # $$ and $@ are expanded by the inner bash
   setsid nohup bash -c 'echo $$ >"$0"; exec "$@"' "$PIDS/$name.pid" "$BIN/$name" "$@" \
-    </dev/null >"$LOGS/$name.log" 2>&1 &
+    </dev/null >"$LOGS/$name.log" 2>&1 9>&- & # 9>&-: don't inherit the lock
   local i
   for i in {1..50}; do alive "$name" && return 0; sleep 0.1; done
   fail "$name exited right after start" "$name"
@@ -223,7 +221,7 @@ cmd_up() {
     "kube-apiserver:$APISERVER_PORT:CLUSTER_APISERVER_PORT"; do
     IFS=: read -r name num var <<<"$port"
     port_free "$num" && continue
-    command -v ss >/dev/null && ss -ltnpH "sport = :$num" >&2 || true
+    if command -v ss >/dev/null; then ss -ltnpH "sport = :$num" >&2 || true; fi # who holds it
     die "port $num (for $name) is already in use; free it or choose another with $var=PORT"
   done
   mkdir -p "$LOGS" "$PIDS" "$CERTS" "$STATE/etcd" "$STATE/flexvolume"
@@ -267,13 +265,15 @@ cmd_up() {
 
 cmd_down() {
   stop_all
-  local pid
-  for pid in $(orphans); do # e.g. pid files were deleted by hand
-    log "stopping untracked $(tr '\0' ' ' <"/proc/$pid/cmdline" | cut -c1-60)... ($pid)"
-    kill -TERM "$pid" 2>/dev/null || true
-  done
-  sleep 0.5
-  for pid in $(orphans); do kill -KILL "$pid" 2>/dev/null || true; done
+  local -a stray
+  mapfile -t stray < <(orphans)
+  if ((${#stray[@]})); then # e.g. pid files were deleted by hand
+    log "stopping untracked cluster processes: ${stray[*]}"
+    kill -TERM "${stray[@]}" 2>/dev/null || true
+    sleep 3
+    mapfile -t stray < <(orphans)
+    ((${#stray[@]} == 0)) || kill -KILL "${stray[@]}" 2>/dev/null || true
+  fi
   if [[ ${1:-} == --keep-state ]]; then log "state kept in $STATE"; else rm -rf "$STATE"; fi
   [[ -z $(orphans) ]] || die "processes still running: $(orphans | xargs)"
   log "down"
@@ -285,10 +285,15 @@ cmd_status() {
     pid=$(pid_of "$name")
     if alive "$name"; then echo "$name: running (pid $pid)"; else echo "$name: not running"; fi
   done
-  if healthy; then echo "cluster is up (KUBECONFIG=$KUBECONFIG_FILE)"; else echo "cluster is down"; return 1; fi
+  if healthy; then echo "cluster is up (KUBECONFIG=$KUBECONFIG_FILE)"; else echo "cluster is not up"; return 1; fi
 }
 
 cmd_env() { echo "export KUBECONFIG=$KUBECONFIG_FILE"; }
+
+# One build/up/down at a time (e.g. parallel `make cluster`); the lock is released on exit.
+if [[ ${1:-} =~ ^(build|up|down)$ ]]; then
+  mkdir -p "$BIN" && exec 9>"$BIN/.cluster.lock" && flock 9
+fi
 
 case ${1:-} in
 build) cmd_build ;;
