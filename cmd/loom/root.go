@@ -1,7 +1,10 @@
 package main
 
 import (
+	"flag"
+
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 )
 
 func newRootCommand() *cobra.Command {
@@ -26,6 +29,9 @@ tests/ folder of golden-file cases.`,
   loom run --templates templates/`,
 		SilenceUsage: true,
 	}
-	root.AddCommand(newRenderCommand(), newTestCommand())
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
+	root.AddCommand(newRenderCommand(), newTestCommand(), newRunCommand())
 	return root
 }

@@ -1,11 +1,13 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 )
@@ -45,6 +47,11 @@ func toJSONValue(v any) (any, error) {
 			if err != nil {
 				return nil, err
 			}
+			if _, dup := m[ks]; dup {
+				// sigs.k8s.io/yaml keeps either value, in map order;
+				// a render must not depend on map order.
+				return nil, fmt.Errorf("%w: %q", errKeyCollision, ks)
+			}
 			if m[ks], err = toJSONValue(val); err != nil {
 				return nil, fmt.Errorf("%s: %w", ks, err)
 			}
@@ -72,41 +79,65 @@ func toJSONValue(v any) (any, error) {
 		if math.IsInf(t, 0) || math.IsNaN(t) {
 			return nil, fmt.Errorf("unsupported value %v", t)
 		}
-		// JSON has one number type; Kubernetes decodes integral numbers
-		// as int64, so 1.0 must become 1, as it does through JSON.
-		if t == math.Trunc(t) && math.Abs(t) < 1<<53 {
+		// JSON has one number type; Kubernetes decodes a number written
+		// without a fraction or exponent that fits int64 as int64, and
+		// encoding/json writes integral floats below 1e21 that way. So
+		// 1.0 and 1e17 must become int64, as they do through JSON.
+		if t == math.Trunc(t) && t >= math.MinInt64 && t < math.MaxInt64 {
 			return int64(t), nil
 		}
 		return t, nil
 	case time.Time:
 		return t.Format(time.RFC3339Nano), nil
-	case string, bool, nil:
+	case string:
+		return validUTF8(t), nil
+	case bool, nil:
 		return t, nil
 	default:
 		return nil, fmt.Errorf("unsupported YAML value of type %T", v)
 	}
 }
 
-// keyString converts a mapping key the way sigs.k8s.io/yaml does.
+// errKeyCollision reports two keys of one mapping that become the same
+// string, such as 1 and "1".
+var errKeyCollision = errors.New("two keys of a mapping convert to the same string")
+
+// keyString converts a mapping key the way sigs.k8s.io/yaml does, including
+// its formatting of float keys at float32 precision, and its refusal of
+// null keys and of integer keys beyond int64.
 func keyString(k any) (string, error) {
 	switch t := k.(type) {
 	case string:
-		return t, nil
+		return validUTF8(t), nil
 	case int:
 		return strconv.Itoa(t), nil
 	case int64:
 		return strconv.FormatInt(t, 10), nil
-	case uint64:
-		return strconv.FormatUint(t, 10), nil
 	case float64:
-		return strconv.FormatFloat(t, 'g', -1, 64), nil
+		switch s := strconv.FormatFloat(t, 'g', -1, 32); s {
+		case "+Inf":
+			return ".inf", nil
+		case "-Inf":
+			return "-.inf", nil
+		case "NaN":
+			return ".nan", nil
+		default:
+			return s, nil
+		}
 	case bool:
 		return strconv.FormatBool(t), nil
-	case nil:
-		return "null", nil
 	default:
-		return "", fmt.Errorf("unsupported map key of type %T", k)
+		return "", fmt.Errorf("unsupported map key of type %T: %v", k, k)
 	}
+}
+
+// validUTF8 replaces each byte of s that is not valid UTF-8 with U+FFFD,
+// as encoding/json does. Only !!binary values can hold such bytes.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return string([]rune(s))
 }
 
 // defaultCacheSize bounds the decode cache. Three children per parent for a

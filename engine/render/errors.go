@@ -62,6 +62,9 @@ var tmplLoc = regexp.MustCompile(`template: ([^:]+):(\d+)(?::\d+)?: `)
 // executing matches text/template's `executing "name" at <action>: ` prefix.
 var executing = regexp.MustCompile(`executing "[^"]*" at `)
 
+// unclosedAt matches where text/template says an unclosed action starts.
+var unclosedAt = regexp.MustCompile(`unclosed action started at ([^:\s]+):(\d+)`)
+
 // fromTemplateError turns a text/template error into an *Error located at
 // the innermost template file and line that the message names. When the
 // failure is inside an include, the outer locations are kept as a trail.
@@ -75,17 +78,56 @@ func fromTemplateError(file string, err error) *Error {
 	if len(locs) == 0 {
 		return &Error{File: file, Err: err}
 	}
+	loc := func(l []int) string { return msg[l[2]:l[3]] + ":" + msg[l[4]:l[5]] }
 	last := locs[len(locs)-1]
-	out := &Error{File: msg[last[2]:last[3]]}
-	out.Line, _ = strconv.Atoi(msg[last[4]:last[5]])
 	text := executing.ReplaceAllString(msg[last[1]:], "at ")
+	// Text that tpl parsed is in no file: name the innermost file instead,
+	// and say where in the tpl text the error is.
+	at := len(locs) - 1
+	for at > 0 && msg[locs[at][2]:locs[at][3]] == tplName {
+		at--
+	}
+	if at < len(locs)-1 {
+		text = "in " + loc(last) + ": " + text
+	}
+	out := &Error{File: msg[locs[at][2]:locs[at][3]]}
+	out.Line, _ = strconv.Atoi(msg[locs[at][4]:locs[at][5]])
+	// The parser reports an unclosed action where the file ends; the line
+	// to fix is where the action starts.
+	if m := unclosedAt.FindStringSubmatchIndex(text); m != nil && text[m[2]:m[3]] == out.File {
+		out.Line, _ = strconv.Atoi(text[m[4]:m[5]])
+		text = text[:m[0]] + "unclosed action" + text[m[1]:]
+	}
 	var trail []string
-	for _, l := range locs[:len(locs)-1] {
-		trail = append(trail, msg[l[2]:l[3]]+":"+msg[l[4]:l[5]])
+	for _, l := range locs[:at] {
+		if msg[l[2]:l[3]] != tplName {
+			trail = append(trail, loc(l))
+		}
 	}
 	if len(trail) > 0 {
-		text += " (included from " + strings.Join(trail, ", ") + ")"
+		text += " (included from " + foldRepeats(trail) + ")"
 	}
 	out.Err = errors.New(text)
 	return out
+}
+
+// foldRepeats joins locations, writing a run of one location once with a
+// count, so that a template that includes itself gives a short message.
+func foldRepeats(locs []string) string {
+	var b strings.Builder
+	for i := 0; i < len(locs); {
+		j := i + 1
+		for j < len(locs) && locs[j] == locs[i] {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(locs[i])
+		if j-i > 1 {
+			fmt.Fprintf(&b, " (%d times)", j-i)
+		}
+		i = j
+	}
+	return b.String()
 }

@@ -143,7 +143,7 @@ func (r *renderer) tpl(text string, data any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("tpl: %w", err)
 	}
-	t, err = t.New("tpl").Parse(text)
+	t, err = t.New(tplName).Parse(text)
 	if err != nil {
 		return "", err
 	}
@@ -153,6 +153,10 @@ func (r *renderer) tpl(text string, data any) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// tplName names the template that tpl parses its text into. Errors in it
+// are located at the file that called tpl (see fromTemplateError).
+const tplName = "tpl"
 
 // rendererPool hands out renderers bound to one set's template tree.
 type rendererPool struct {

@@ -2,6 +2,8 @@ package render
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -74,6 +76,23 @@ type Set struct {
 	sources map[string][]byte
 	pool    rendererPool
 	caches  map[string]*decodeCache // per child template file
+}
+
+// Fingerprint is a hash of every file the set was parsed from. Two loads
+// of unchanged files have the same fingerprint.
+func (s *Set) Fingerprint() string {
+	names := make([]string, 0, len(s.sources))
+	for n := range s.sources {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, n := range names {
+		fmt.Fprintf(h, "%s\x00%d\x00", n, len(s.sources[n]))
+		h.Write(s.sources[n])
+	}
+	fmt.Fprintf(h, "%+v", s.Config)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ParentGVK returns the parent kind named in loom.yaml.
@@ -191,15 +210,33 @@ func (s *Set) parse(partials []string) error {
 	return nil
 }
 
+// SetError is the failure to load one template set.
+type SetError struct {
+	// Dir is the set's folder.
+	Dir string
+	// Err is why it failed.
+	Err error
+}
+
+// Error names the set.
+func (e *SetError) Error() string { return "load template set " + e.Dir + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *SetError) Unwrap() error { return e.Err }
+
 // LoadAll finds every template set under root, recursively: each folder that
-// holds a loom.yaml is one set. Sets are returned in path order.
+// holds a loom.yaml is one set. Sets are returned in path order. Sets that
+// fail to load are left out, and each failure is a *SetError in the joined
+// error; the sets that loaded are returned all the same.
 func LoadAll(root string) ([]*Set, error) {
 	var dirs []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && d.Name() == TestsDir {
+		// Skip test cases, and hidden folders such as the timestamped
+		// copies a ConfigMap volume keeps beside its ..data symlink.
+		if d.IsDir() && p != root && (d.Name() == TestsDir || strings.HasPrefix(d.Name(), ".")) {
 			return filepath.SkipDir
 		}
 		if !d.IsDir() && d.Name() == ConfigFile {
@@ -218,7 +255,7 @@ func LoadAll(root string) ([]*Set, error) {
 	for _, d := range dirs {
 		s, err := Load(d)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("load template set %s: %w", d, err))
+			errs = append(errs, &SetError{Dir: d, Err: err})
 			continue
 		}
 		sets = append(sets, s)

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/loom-operator/loom/engine/controller"
+)
+
+type runOptions struct {
+	templates   string
+	kubeconfig  string
+	namespace   string
+	workers     int
+	resync      time.Duration
+	qps         float32
+	burst       int
+	metricsAddr string
+}
+
+func newRunCommand() *cobra.Command {
+	o := runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run --templates DIR",
+		Short: "Run the operator: watch parents, render, apply, prune and report status",
+		Long: `Run loads every template set under --templates and, for each parent kind,
+watches its objects, renders their children, server-side applies them (field
+manager "loom"), prunes children that no longer render, and writes the
+parent's status. Template edits are picked up without a restart. A parent
+kind whose CRD is not installed yet is started when the CRD appears.
+
+It uses --kubeconfig, then $KUBECONFIG, then the in-cluster config.
+SIGTERM or SIGINT drains in-flight reconciles and exits.`,
+		Example: `  loom run --templates templates/
+  loom run --templates /etc/loom/templates --namespace shop --workers 8
+  loom run --templates templates/ --kubeconfig .cluster/kubeconfig --metrics-bind-address :8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.templates, "templates", "t", "templates", "folder of template sets, searched recursively")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "watch only this namespace (default: all)")
+	f.IntVar(&o.workers, "workers", 8, "parents reconciled in parallel, per parent kind")
+	f.DurationVar(&o.resync, "resync-period", 10*time.Minute, "reconcile every parent this often even if nothing changed (0 disables)")
+	f.Float32Var(&o.qps, "kube-api-qps", 200, "API requests per second, sustained")
+	f.IntVar(&o.burst, "kube-api-burst", 400, "API requests per second, burst")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "serve /metrics, /healthz and /readyz here (empty disables)")
+	return cmd
+}
+
+func run(ctx context.Context, o runOptions) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	logger := klog.Background()
+	ctx = klog.NewContext(ctx, logger)
+
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("load kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	cfg.UserAgent = "loom"
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mgr, err := controller.New(controller.Options{
+		Config: cfg, TemplatesDir: o.templates, Workers: o.workers, Namespace: o.namespace,
+		ResyncPeriod: o.resync, Registry: reg,
+	})
+	if err != nil {
+		return err
+	}
+	if o.metricsAddr != "" {
+		srv, err := serveMetrics(o.metricsAddr, reg)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		logger.Info("Serving metrics", "address", o.metricsAddr)
+	}
+	logger.Info("Starting Loom", "templates", o.templates, "namespace", o.namespace, "workers", o.workers)
+	return mgr.Run(ctx)
+}
+
+// serveMetrics serves Prometheus metrics and health probes.
+func serveMetrics(addr string, reg *prometheus.Registry) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
+	mux.HandleFunc("/healthz", ok)
+	mux.HandleFunc("/readyz", ok)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(os.Stderr, "metrics server:", err)
+		}
+	}()
+	return srv, nil
+}

@@ -1,0 +1,165 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// FieldManager is the server-side apply field manager Loom writes with.
+const FieldManager = "loom"
+
+// Applier applies children with server-side apply and prunes them. It is
+// safe for concurrent use.
+type Applier struct {
+	client  dynamic.Interface
+	mapper  meta.RESTMapper
+	manager string
+
+	mu      sync.Mutex
+	applied map[Ref]record
+}
+
+// record is what Loom last applied to one object: the hash of the desired
+// object, and the server's values at the paths it sets (which may be
+// normalised forms of what was sent).
+type record struct {
+	hash       string
+	rv         uint64
+	projection any
+}
+
+// New returns an Applier that writes as manager (FieldManager if empty).
+func New(client dynamic.Interface, mapper meta.RESTMapper, manager string) *Applier {
+	if manager == "" {
+		manager = FieldManager
+	}
+	return &Applier{client: client, mapper: mapper, manager: manager, applied: map[Ref]record{}}
+}
+
+// Resource maps a kind to its resource, and says whether it is namespaced.
+func (a *Applier) Resource(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+	m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return schema.GroupVersionResource{}, false, err
+	}
+	return m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+// Apply makes one child match desired. live is the child as the caller's
+// informer cache has it, or nil when it is not there. When live already
+// matches, Apply sends no request at all and reports Unchanged.
+func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstructured) Result {
+	ref := RefOf(desired)
+	hash, err := Hash(desired)
+	if err != nil {
+		return failed(ref, fmt.Errorf("hash %s: %w", ref, err))
+	}
+	obj := withHash(desired, hash)
+	if a.unchanged(ref, hash, obj, live) {
+		return Result{Ref: ref, Action: Unchanged, Object: live}
+	}
+	gvr, namespaced, err := a.Resource(ref.GVK)
+	if err != nil {
+		return failed(ref, fmt.Errorf("apply %s: %w", ref, err))
+	}
+	if !namespaced && ref.Namespace != "" {
+		return failed(ref, fmt.Errorf("apply %s: %s is cluster-scoped, so a namespaced parent cannot own it", ref, ref.GVK.Kind))
+	}
+	resp, err := a.client.Resource(gvr).Namespace(ref.Namespace).Apply(ctx, ref.Name, obj,
+		metav1.ApplyOptions{FieldManager: a.manager, Force: true})
+	if err != nil {
+		return failed(ref, fmt.Errorf("apply %s: %w", ref, err))
+	}
+	a.remember(ref, record{hash: hash, rv: parseRV(resp.GetResourceVersion()), projection: Project(obj.Object, resp.Object)})
+	action := Configured
+	if live == nil {
+		action = Created // as far as the cache knew
+	}
+	return Result{Ref: ref, Action: action, Object: resp}
+}
+
+// unchanged reports whether the child needs no write:
+//   - the cache has not yet caught up with Loom's own apply of this very
+//     desired object (live is missing or older than that write); or
+//   - the hash annotation proves that live was applied from this desired
+//     object, and live holds every desired value as written, or exactly the
+//     (normalised) values the server returned when Loom last applied it.
+//
+// A change by another writer to a field Loom sets fails both tests.
+func (a *Applier) unchanged(ref Ref, hash string, obj, live *unstructured.Unstructured) bool {
+	a.mu.Lock()
+	rec, ok := a.applied[ref]
+	a.mu.Unlock()
+	ok = ok && rec.hash == hash
+	if live == nil || parseRV(live.GetResourceVersion()) < rec.rv {
+		return ok
+	}
+	if live.GetAnnotations()[AnnotationApplied] != hash || live.GetDeletionTimestamp() != nil {
+		return false
+	}
+	return Matches(obj.Object, live.Object) ||
+		ok && equality.Semantic.DeepEqual(rec.projection, Project(obj.Object, live.Object))
+}
+
+// parseRV reads a resourceVersion as a number. Kubernetes calls them
+// opaque, but etcd-backed ones are revisions; an unparsable one is 0.
+func parseRV(rv string) uint64 {
+	n, _ := strconv.ParseUint(rv, 10, 64)
+	return n
+}
+
+func (a *Applier) remember(ref Ref, r record) {
+	a.mu.Lock()
+	a.applied[ref] = r
+	a.mu.Unlock()
+}
+
+// Forget drops what Loom remembers of an object that is gone.
+func (a *Applier) Forget(ref Ref) {
+	a.mu.Lock()
+	delete(a.applied, ref)
+	a.mu.Unlock()
+}
+
+// Prune deletes objects that no longer render. Each delete is conditional
+// on the object's UID, so an object recreated under the same name by
+// someone else is never deleted by mistake. An object already gone counts
+// as pruned.
+func (a *Applier) Prune(ctx context.Context, objs []*unstructured.Unstructured) ChangeSet {
+	cs := make(ChangeSet, 0, len(objs))
+	for _, o := range objs {
+		ref := RefOf(o)
+		gvr, _, err := a.Resource(ref.GVK)
+		if err != nil {
+			cs = append(cs, failed(ref, fmt.Errorf("prune %s: %w", ref, err)))
+			continue
+		}
+		uid := o.GetUID()
+		policy := metav1.DeletePropagationBackground
+		err = a.client.Resource(gvr).Namespace(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{
+			Preconditions:     &metav1.Preconditions{UID: &uid},
+			PropagationPolicy: &policy,
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			cs = append(cs, failed(ref, fmt.Errorf("prune %s: %w", ref, err)))
+			continue
+		}
+		a.Forget(ref)
+		cs = append(cs, Result{Ref: ref, Action: Pruned})
+	}
+	return cs
+}
+
+func failed(ref Ref, err error) Result {
+	return Result{Ref: ref, Action: Failed, Err: err}
+}

@@ -1,0 +1,20 @@
+// Package controller wires Loom's stages into a Kubernetes controller.
+//
+// A Manager loads every template set under a folder and runs one parent
+// controller per parent kind. Each follows kubernetes/sample-controller:
+//
+//	parent informer ─┐                         ┌─► render (engine/render)
+//	child informers ─┼─► rate-limited queue ─► │─► apply + prune (engine/apply)
+//	template watcher ┘   (namespace/name)      └─► status (engine/status)
+//
+// Event handlers only enqueue. A child event is mapped to its parent through
+// the controller ownerReference (after checking the owner's UID). Parent
+// updates that only touch status are ignored, so Loom's own status writes
+// never cause another reconcile. Child informers are started lazily, the
+// first time a template renders a kind, and cache only Loom's children.
+//
+// Errors decide retries: a broken template or spec is reported in the
+// parent's status and waits for the spec or the template to change; a
+// transient API error is retried with backoff; a child kind the cluster
+// does not serve waits for CRDs to change.
+package controller

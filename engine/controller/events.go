@@ -1,0 +1,51 @@
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/loom-operator/loom/engine/status"
+)
+
+// condition is the part of a status condition that transitions compare.
+type condition struct {
+	status, reason, message string
+}
+
+// conditionOf reads one condition from a status map.
+func conditionOf(st map[string]any, typ string) condition {
+	conds, _ := st["conditions"].([]any)
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != typ {
+			continue
+		}
+		s, _ := m["status"].(string)
+		r, _ := m["reason"].(string)
+		msg, _ := m["message"].(string)
+		return condition{status: s, reason: r, message: msg}
+	}
+	return condition{}
+}
+
+// recordTransitions records Events when the parent becomes Ready, stops
+// being Ready, or becomes Degraded (or Degraded for another reason). Every
+// other reconcile records nothing.
+func (c *parentController) recordTransitions(parent, prev *unstructured.Unstructured, want map[string]any) {
+	old, _ := prev.Object["status"].(map[string]any)
+	oldReady, newReady := conditionOf(old, status.TypeReady), conditionOf(want, status.TypeReady)
+	oldDeg, newDeg := conditionOf(old, status.TypeDegraded), conditionOf(want, status.TypeDegraded)
+	rec := c.m.recorder
+	switch {
+	case newReady.status == "True" && oldReady.status != "True":
+		rec.Event(parent, corev1.EventTypeNormal, "Ready", newReady.message)
+	case newReady.status != "True" && oldReady.status == "True" && newDeg.status != "True":
+		rec.Event(parent, corev1.EventTypeNormal, "NotReady", newReady.message)
+	}
+	if newDeg.status == "True" && (oldDeg.status != "True" || oldDeg.reason != newDeg.reason) {
+		rec.Event(parent, corev1.EventTypeWarning, newDeg.reason, newDeg.message)
+	}
+	if newDeg.status != "True" && oldDeg.status == "True" {
+		rec.Event(parent, corev1.EventTypeNormal, "Recovered", "no longer degraded: "+oldDeg.reason+" resolved")
+	}
+}

@@ -1,0 +1,245 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/render"
+)
+
+// Options configure a Manager.
+type Options struct {
+	// Config reaches the API server.
+	Config *rest.Config
+	// TemplatesDir holds the template sets, found recursively.
+	TemplatesDir string
+	// Workers is the number of parents reconciled at once, per parent kind.
+	Workers int
+	// Namespace limits Loom to one namespace; empty means all.
+	Namespace string
+	// ResyncPeriod is how often every parent is reconciled even when
+	// nothing changed; 0 disables it.
+	ResyncPeriod time.Duration
+	// FieldManager is the server-side apply field manager.
+	FieldManager string
+	// Registry receives Loom's metrics; nil disables them.
+	Registry prometheus.Registerer
+	// Clock stamps condition transitions; nil means the real clock.
+	Clock clock.PassiveClock
+	// ReloadDebounce is how long the template watcher waits for a burst of
+	// file events to settle before reloading.
+	ReloadDebounce time.Duration
+}
+
+// Manager runs one parent controller per template set, the shared child
+// informers, the CRD watch that starts controllers whose kind appears
+// later, and the template watcher that reloads sets when files change.
+type Manager struct {
+	opts      Options
+	client    dynamic.Interface
+	mapper    *restmapper.DeferredDiscoveryRESTMapper
+	applier   *apply.Applier
+	children  *childWatcher
+	recorder  record.EventRecorder
+	metrics   *metrics
+	broadcast record.EventBroadcaster
+
+	mu          sync.Mutex
+	ctx         context.Context
+	controllers map[schema.GroupKind]*parentController
+	pending     map[schema.GroupKind]startState
+	dirs        map[string]schema.GroupKind // set folder → parent kind
+	crds        cache.Store                 // CRDs, once synced
+}
+
+// New builds a Manager. It loads no templates and contacts no server until
+// Run.
+func New(opts Options) (*Manager, error) {
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+	if opts.FieldManager == "" {
+		opts.FieldManager = apply.FieldManager
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.ReloadDebounce <= 0 {
+		opts.ReloadDebounce = 200 * time.Millisecond
+	}
+	client, err := dynamic.NewForConfig(opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("create dynamic client: %w", err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("create discovery client: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("create clientset: %w", err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	m := &Manager{
+		opts: opts, client: client, mapper: mapper,
+		applier:     apply.New(client, mapper, opts.FieldManager),
+		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "loom"}),
+		broadcast:   b,
+		metrics:     newMetrics(opts.Registry),
+		controllers: map[schema.GroupKind]*parentController{},
+		pending:     map[schema.GroupKind]startState{},
+		dirs:        map[string]schema.GroupKind{},
+	}
+	return m, nil
+}
+
+// Run loads the template sets, starts a controller for each, and blocks
+// until ctx is done. On cancellation, in-flight reconciles finish before
+// Run returns.
+func (m *Manager) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	defer m.broadcast.Shutdown()
+	sets, err := render.LoadAll(m.opts.TemplatesDir)
+	if len(sets) == 0 {
+		return fmt.Errorf("load templates: %w", err)
+	}
+	if err != nil {
+		logger.Error(err, "Some template sets failed to load; they are retried when their files change")
+	}
+	m.mu.Lock()
+	m.ctx = ctx
+	m.children = newChildWatcher(ctx, m.client, m.opts.Namespace, m.opts.ResyncPeriod, m.route)
+	for _, s := range sets {
+		if err := m.addSetLocked(s); err != nil {
+			m.mu.Unlock()
+			return err
+		}
+	}
+	m.mu.Unlock()
+	go m.watchCRDs(ctx)
+	reloadDone := make(chan struct{})
+	go func() {
+		defer close(reloadDone)
+		if err := m.watchTemplates(ctx); err != nil {
+			logger.Error(err, "Template watcher stopped; edits need a restart")
+		}
+	}()
+	<-ctx.Done()
+	logger.Info("Shutting down: draining in-flight reconciles")
+	m.mu.Lock()
+	ctls := make([]*parentController, 0, len(m.controllers))
+	for _, c := range m.controllers {
+		ctls = append(ctls, c)
+	}
+	m.mu.Unlock()
+	for _, c := range ctls {
+		if c.running.Load() {
+			<-c.done
+		}
+	}
+	<-reloadDone
+	logger.Info("Shut down")
+	return nil
+}
+
+// addSetLocked registers a set's controller and tries to start it.
+func (m *Manager) addSetLocked(s *render.Set) error {
+	gk := s.ParentGVK().GroupKind()
+	if other, ok := m.controllers[gk]; ok && other.set.Load().Dir != s.Dir {
+		return fmt.Errorf("template sets %s and %s both render children of %s", other.set.Load().Dir, s.Dir, gk)
+	}
+	c := newParentController(m, s)
+	m.controllers[gk] = c
+	m.dirs[s.Dir] = gk
+	m.pending[gk] = starting
+	go m.tryStart(c)
+	return nil
+}
+
+// startState tracks a controller that is not running yet.
+type startState int
+
+const (
+	// waiting: the last start failed (no CRD yet); retried when CRDs change.
+	waiting startState = iota
+	// starting: a start is in progress.
+	starting
+)
+
+// tryStart starts a controller whose parent kind is served; otherwise it
+// stays pending until the CRD watch sees a change.
+func (m *Manager) tryStart(c *parentController) {
+	gk := c.gvk.GroupKind()
+	logger := klog.FromContext(m.ctx).WithValues("kind", c.gvk.Kind)
+	err := c.start(m.ctx, m.opts.Workers)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case err == nil:
+		delete(m.pending, gk)
+	case errors.Is(err, errNotServed):
+		m.pending[gk] = waiting
+		logger.Info("Parent kind is not served yet; waiting for its CRD", "apiVersion", c.gvk.GroupVersion().String())
+	default:
+		m.pending[gk] = waiting
+		logger.Error(err, "Could not start controller; retrying when CRDs change")
+	}
+}
+
+// route sends a child event to the controller of the child's owner.
+func (m *Manager) route(ev ownerEvent) {
+	if ev.deleted {
+		m.applier.Forget(apply.RefOf(ev.child))
+	}
+	gv, err := schema.ParseGroupVersion(ev.ref.APIVersion)
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	c := m.controllers[gv.WithKind(ev.ref.Kind).GroupKind()]
+	m.mu.Unlock()
+	if c != nil {
+		c.onChild(ev)
+	}
+}
+
+// kindsChanged is called when CRDs change: discovery is refreshed, pending
+// controllers are started, and running ones re-reconcile every parent (a
+// child kind they could not apply may be served now).
+func (m *Manager) kindsChanged() {
+	m.mapper.Reset()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for gk, c := range m.controllers {
+		if c.running.Load() {
+			c.enqueueAll()
+			continue
+		}
+		if st, ok := m.pending[gk]; ok && st == waiting {
+			m.pending[gk] = starting
+			go m.tryStart(c)
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package controller
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/loom-operator/loom/engine/apply"
+)
+
+// metrics are Loom's Prometheus metrics, registered on a registry the
+// caller owns (cmd/loom serves it on /metrics).
+type metrics struct {
+	reconciles   *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	changes      *prometheus.CounterVec
+	statusWrites *prometheus.CounterVec
+	reloads      *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loom_reconcile_total", Help: "Reconciles by parent kind and result (success, error).",
+		}, []string{"kind", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "loom_reconcile_duration_seconds", Help: "Time to reconcile one parent.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"kind"}),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loom_child_changes_total", Help: "Apply results for children by parent kind and action (created, configured, unchanged, pruned, failed).",
+		}, []string{"kind", "action"}),
+		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loom_status_writes_total", Help: "Status writes by parent kind.",
+		}, []string{"kind"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loom_template_reloads_total", Help: "Template set reloads by set and result (success, error).",
+		}, []string{"set", "result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.reloads)
+	}
+	return m
+}
+
+func (m *metrics) observeReconcile(kind string, err error, d time.Duration) {
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	m.reconciles.WithLabelValues(kind, result).Inc()
+	m.duration.WithLabelValues(kind).Observe(d.Seconds())
+}
+
+func (m *metrics) observeChanges(kind string, cs apply.ChangeSet) {
+	for _, r := range cs {
+		m.changes.WithLabelValues(kind, string(r.Action)).Inc()
+	}
+}

@@ -1,0 +1,199 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/loom-operator/loom/engine/render"
+)
+
+// parentController reconciles the objects of one parent kind, following
+// the shape of kubernetes/sample-controller: event handlers only enqueue,
+// workers drain a rate-limited queue keyed by namespace/name.
+type parentController struct {
+	m   *Manager
+	gvk schema.GroupVersionKind
+	set atomic.Pointer[render.Set]
+
+	gvr      schema.GroupVersionResource
+	informer cache.SharedIndexInformer
+	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	running  atomic.Bool
+	done     chan struct{}
+
+	mu      sync.Mutex
+	written map[types.UID]writtenStatus
+}
+
+// writtenStatus is the status Loom last wrote to a parent, and the
+// resourceVersion the write produced. Until the cache catches up with that
+// write, the reconcile compares against it instead of the stale cache.
+type writtenStatus struct {
+	rv     uint64
+	status map[string]any
+}
+
+func newParentController(m *Manager, set *render.Set) *parentController {
+	c := &parentController{m: m, gvk: set.ParentGVK(), written: map[types.UID]writtenStatus{}, done: make(chan struct{})}
+	c.set.Store(set)
+	return c
+}
+
+// errNotServed means the parent kind has no CRD (yet).
+var errNotServed = errors.New("parent kind is not served by the cluster")
+
+// start resolves the parent's resource, starts its informer and workers,
+// and returns once the cache has synced. It fails with errNotServed while
+// the kind has no CRD; the Manager calls it again when CRDs change.
+func (c *parentController) start(ctx context.Context, workers int) error {
+	gvr, _, err := c.m.applier.Resource(c.gvk)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", errNotServed, c.gvk, err)
+	}
+	c.gvr = gvr
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: c.gvk.Kind})
+	c.informer = dynamicinformer.NewFilteredDynamicInformer(c.m.client, gvr, c.m.opts.Namespace,
+		c.m.opts.ResyncPeriod, cache.Indexers{}, nil).Informer()
+	_ = c.informer.SetTransform(stripManagedFields)
+	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: c.onUpdate,
+		DeleteFunc: c.enqueue,
+	})
+	go c.informer.Run(ctx.Done())
+	logger := klog.FromContext(ctx).WithValues("kind", c.gvk.Kind)
+	logger.Info("Waiting for informer cache to sync", "resource", gvr.String())
+	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
+		return fmt.Errorf("wait for %s cache to sync: %w", gvr, context.Cause(ctx))
+	}
+	c.running.Store(true)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait.UntilWithContext(ctx, c.runWorker, time.Second)
+		}()
+	}
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDownWithDrain()
+		wg.Wait()
+		close(c.done)
+	}()
+	logger.Info("Started workers", "count", workers)
+	return nil
+}
+
+// onUpdate enqueues a parent when something Loom renders from changed:
+// its spec (generation), labels, annotations or deletion. Status-only
+// updates, such as Loom's own status writes, are ignored, so writing status
+// never triggers another reconcile. Periodic resyncs are let through.
+func (c *parentController) onUpdate(old, cur any) {
+	o, ok1 := old.(*unstructured.Unstructured)
+	n, ok2 := cur.(*unstructured.Unstructured)
+	if ok1 && ok2 && o.GetResourceVersion() != n.GetResourceVersion() &&
+		o.GetGeneration() == n.GetGeneration() &&
+		mapsEqual(o.GetLabels(), n.GetLabels()) && mapsEqual(o.GetAnnotations(), n.GetAnnotations()) &&
+		(o.GetDeletionTimestamp() == nil) == (n.GetDeletionTimestamp() == nil) {
+		return
+	}
+	c.enqueue(cur)
+}
+
+func (c *parentController) enqueue(obj any) {
+	key, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// enqueueAll enqueues every parent in the cache (template change, CRD change).
+func (c *parentController) enqueueAll() {
+	if !c.running.Load() {
+		return
+	}
+	for _, obj := range c.informer.GetStore().List() {
+		c.enqueue(obj)
+	}
+}
+
+// onChild enqueues the parent a child event belongs to, after checking
+// that the cached parent is the very object (same UID) that owns the child.
+func (c *parentController) onChild(ev ownerEvent) {
+	if !c.running.Load() {
+		return
+	}
+	key := cache.NewObjectName(ev.namespace, ev.ref.Name)
+	obj, exists, err := c.informer.GetIndexer().GetByKey(key.String())
+	if err != nil || !exists {
+		return
+	}
+	if obj.(*unstructured.Unstructured).GetUID() != ev.ref.UID {
+		return
+	}
+	c.queue.Add(key)
+}
+
+func (c *parentController) runWorker(ctx context.Context) {
+	for c.processNextItem(ctx) {
+	}
+}
+
+func (c *parentController) processNextItem(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	logger := klog.FromContext(ctx).WithValues("kind", c.gvk.Kind, "parent", key.String())
+	start := time.Now()
+	err := c.reconcile(klog.NewContext(ctx, logger), key)
+	c.m.metrics.observeReconcile(c.gvk.Kind, err, time.Since(start))
+	if err == nil {
+		c.queue.Forget(key)
+		return true
+	}
+	logger.Error(err, "Reconcile failed; will retry", "retries", c.queue.NumRequeues(key))
+	c.queue.AddRateLimited(key)
+	return true
+}
+
+// parentGet returns the cached parent.
+func (c *parentController) parentGet(key cache.ObjectName) (*unstructured.Unstructured, bool) {
+	obj, exists, err := c.informer.GetIndexer().GetByKey(key.String())
+	if err != nil || !exists {
+		return nil, false
+	}
+	return obj.(*unstructured.Unstructured), true
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,241 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/status"
+)
+
+// reconcile makes one parent's children match its templates and writes its
+// status. It returns an error only for failures worth retrying with
+// backoff; a broken template or spec is reported in the status and waits
+// for the spec or the template to change.
+func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) error {
+	logger := klog.FromContext(ctx)
+
+	// 1. Read the parent from the cache. Gone or going means nothing to do.
+	parent, ok := c.parentGet(key)
+	if !ok || parent.GetDeletionTimestamp() != nil {
+		c.forgetParent(parent)
+		return nil
+	}
+	set := c.set.Load()
+
+	// 2. Render the children. Rendering reads only the parent and the set.
+	rendered, renderErr := set.Render(parent)
+	if renderErr != nil {
+		logger.V(2).Info("Render failed", "err", renderErr)
+		return c.writeStatus(ctx, set, parent, status.Input{RenderErr: renderErr})
+	}
+
+	// 3. Watch every child kind, then apply each child that differs.
+	results, live := c.applyAll(ctx, rendered)
+
+	// 4. Prune this parent's children that no longer render.
+	pruned, pruneErr := c.prune(ctx, parent, rendered, results)
+	results = append(results, pruned...)
+	c.m.metrics.observeChanges(c.gvk.Kind, results)
+	if n := results.Writes(); n > 0 {
+		logger.V(2).Info("Applied children", "writes", n)
+	}
+
+	// 5. Write the parent's status.
+	in := status.Input{Rendered: rendered, Results: results, Live: live}
+	in.Extra, in.ExtraErr = c.renderStatusExtra(set, parent, rendered, live)
+	if err := c.writeStatus(ctx, set, parent, in); err != nil {
+		return err
+	}
+	return errors.Join(retryable(results.Err()), pruneErr)
+}
+
+// applyAll applies each rendered child and returns the results, with the
+// best-known live object of each child.
+func (c *parentController) applyAll(ctx context.Context, rendered []*unstructured.Unstructured) (apply.ChangeSet, map[apply.Ref]*unstructured.Unstructured) {
+	results := make(apply.ChangeSet, 0, len(rendered))
+	live := make(map[apply.Ref]*unstructured.Unstructured, len(rendered))
+	for _, child := range rendered {
+		ref := apply.RefOf(child)
+		gvr, err := c.watchChildKind(ctx, ref.GVK)
+		if err != nil {
+			results = append(results, apply.Result{Ref: ref, Action: apply.Failed, Err: fmt.Errorf("apply %s: %w", ref, err)})
+			continue
+		}
+		cached := c.m.children.get(gvr, ref.Namespace, ref.Name)
+		r := c.m.applier.Apply(ctx, child, cached)
+		results = append(results, r)
+		if r.Object != nil {
+			live[ref] = r.Object
+		} else if cached != nil {
+			live[ref] = cached
+		}
+	}
+	return results, live
+}
+
+// watchChildKind maps a child kind to its resource and makes sure its
+// informer runs and has synced.
+func (c *parentController) watchChildKind(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+	gvr, _, err := c.m.applier.Resource(gvk)
+	if err != nil {
+		return gvr, err
+	}
+	_, err = c.m.children.ensure(ctx, gvr)
+	return gvr, err
+}
+
+// prune deletes the cached children of parent that did not render. It only
+// runs when every child kind resolved, so that a kind that is temporarily
+// not served never causes its children to be deleted.
+func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, results apply.ChangeSet) (apply.ChangeSet, error) {
+	for _, r := range results {
+		if r.Err != nil && meta.IsNoMatchError(r.Err) {
+			return nil, nil
+		}
+	}
+	// Kinds listed in the parent's status were rendered before; watch them
+	// so that children of a kind no template renders any more are found.
+	for _, gvk := range statusChildKinds(parent) {
+		if _, err := c.watchChildKind(ctx, gvk); err != nil && !meta.IsNoMatchError(err) {
+			return nil, err
+		}
+	}
+	keep := make(map[apply.Ref]bool, len(rendered))
+	for _, r := range rendered {
+		keep[apply.RefOf(r)] = true
+	}
+	applySetID := render.ApplySetID(parent.GetName(), parent.GetNamespace(), parent.GroupVersionKind().Kind, parent.GroupVersionKind().Group)
+	var stale []*unstructured.Unstructured
+	for _, child := range c.m.children.owned(parent.GetUID()) {
+		if keep[apply.RefOf(child)] || child.GetLabels()[render.LabelPartOf] != applySetID || child.GetDeletionTimestamp() != nil {
+			continue
+		}
+		stale = append(stale, child)
+	}
+	cs := c.m.applier.Prune(ctx, stale)
+	return cs, retryable(cs.Err())
+}
+
+// statusChildKinds reads the kinds of status.children.
+func statusChildKinds(parent *unstructured.Unstructured) []schema.GroupVersionKind {
+	children, _, _ := unstructured.NestedSlice(parent.Object, "status", "children")
+	var out []schema.GroupVersionKind
+	for _, ch := range children {
+		m, ok := ch.(map[string]any)
+		if !ok {
+			continue
+		}
+		av, _ := m["apiVersion"].(string)
+		kind, _ := m["kind"].(string)
+		if gv, err := schema.ParseGroupVersion(av); err == nil && kind != "" {
+			out = append(out, gv.WithKind(kind))
+		}
+	}
+	return out
+}
+
+// renderStatusExtra renders the set's status template, if it has one, over
+// the parent and its live children.
+func (c *parentController) renderStatusExtra(set *render.Set, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[apply.Ref]*unstructured.Unstructured) (map[string]any, error) {
+	if !set.HasStatus() {
+		return nil, nil
+	}
+	children := make([]*unstructured.Unstructured, 0, len(rendered))
+	for _, r := range rendered {
+		if l := live[apply.RefOf(r)]; l != nil {
+			children = append(children, l)
+		}
+	}
+	return set.RenderStatus(parent, children)
+}
+
+// retryable keeps the errors worth retrying with backoff. An object the
+// API server rejects as invalid, or a kind it does not serve, will fail the
+// same way until the spec, the template or the CRDs change, and each of
+// those enqueues the parent again.
+func retryable(err error) error {
+	if err == nil || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || meta.IsNoMatchError(err) {
+		return nil
+	}
+	return err
+}
+
+// writeStatus computes the parent's status and writes it when it differs
+// from what the parent has (or what Loom last wrote, while the cache lags
+// behind that write). It records Events on transitions.
+func (c *parentController) writeStatus(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, in status.Input) error {
+	prev := c.previous(parent)
+	in.Parent = prev
+	in.Rules = set.Config.Readiness
+	in.Now = c.m.opts.Clock.Now()
+	want := status.Compute(in)
+	if status.Equal(want, prev) {
+		return nil
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": parent.GetAPIVersion(),
+		"kind":       parent.GetKind(),
+		"metadata": map[string]any{
+			"name": parent.GetName(), "namespace": parent.GetNamespace(), "uid": string(parent.GetUID()),
+		},
+		"status": want,
+	}}
+	resp, err := c.m.client.Resource(c.gvr).Namespace(parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), obj,
+		metav1.ApplyOptions{FieldManager: c.m.opts.FieldManager, Force: true})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) && parent.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("write status of %s %s/%s: %w", c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
+	}
+	c.m.metrics.statusWrites.WithLabelValues(c.gvk.Kind).Inc()
+	c.mu.Lock()
+	c.written[parent.GetUID()] = writtenStatus{rv: parseRV(resp.GetResourceVersion()), status: want}
+	c.mu.Unlock()
+	c.recordTransitions(parent, prev, want)
+	return nil
+}
+
+// previous returns the parent with the newest status Loom knows of: the
+// cached one, or the one Loom wrote if the cache has not caught up yet.
+func (c *parentController) previous(parent *unstructured.Unstructured) *unstructured.Unstructured {
+	c.mu.Lock()
+	w, ok := c.written[parent.GetUID()]
+	c.mu.Unlock()
+	if !ok || parseRV(parent.GetResourceVersion()) >= w.rv {
+		return parent
+	}
+	p := parent.DeepCopy()
+	p.Object["status"] = w.status
+	return p
+}
+
+// forgetParent drops what Loom remembers of a parent that is gone.
+func (c *parentController) forgetParent(parent *unstructured.Unstructured) {
+	if parent == nil {
+		return
+	}
+	c.mu.Lock()
+	delete(c.written, parent.GetUID())
+	c.mu.Unlock()
+}
+
+// parseRV reads a resourceVersion as a number. Kubernetes documents them as
+// opaque, but etcd-backed ones are revisions; an unparsable one reads as 0,
+// which makes the cache win.
+func parseRV(rv string) uint64 {
+	n, _ := strconv.ParseUint(rv, 10, 64)
+	return n
+}

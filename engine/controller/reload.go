@@ -1,0 +1,148 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+
+	"github.com/loom-operator/loom/engine/render"
+)
+
+// watchTemplates reloads template sets when their files change. It watches
+// every folder under the templates folder, hidden ones included, because a
+// ConfigMap volume updates by creating a new hidden folder and swapping the
+// ..data symlink to it. Bursts of events are coalesced, then every set is
+// loaded again; a set whose files did not change is left alone.
+func (m *Manager) watchTemplates(ctx context.Context) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := addWatches(w, m.opts.TemplatesDir); err != nil {
+		return err
+	}
+	var timer <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return errors.New("fsnotify closed its event channel")
+			}
+			if ev.Has(fsnotify.Create) {
+				_ = addWatches(w, ev.Name) // a new folder, or a ConfigMap's new ..data target
+			}
+			timer = time.After(m.opts.ReloadDebounce)
+		case err, ok := <-w.Errors:
+			if !ok {
+				return errors.New("fsnotify closed its error channel")
+			}
+			klog.FromContext(ctx).Error(err, "Template watcher error")
+		case <-timer:
+			timer = nil
+			m.reload(ctx)
+		}
+	}
+}
+
+// addWatches watches root and every folder below it.
+func addWatches(w *fsnotify.Watcher, root string) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // vanished while walking: its removal is an event too
+		}
+		if d.IsDir() {
+			return w.Add(p)
+		}
+		return nil
+	})
+}
+
+// reload loads every set again and swaps in those that changed. A set that
+// fails to load keeps its last good version; the failure is logged and
+// recorded as a Warning Event on the parent kind's CRD.
+func (m *Manager) reload(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	sets, loadErr := render.LoadAll(m.opts.TemplatesDir)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := map[string]bool{}
+	for _, s := range sets {
+		seen[s.Dir] = true
+		gk := s.ParentGVK().GroupKind()
+		c, ok := m.controllers[gk]
+		if !ok {
+			logger.Info("Template set added", "set", s.Dir, "kind", gk.String())
+			if err := m.addSetLocked(s); err != nil {
+				logger.Error(err, "Template set rejected", "set", s.Dir)
+			}
+			continue
+		}
+		if old := c.set.Load(); old.Fingerprint() != s.Fingerprint() {
+			if old.ParentGVK() != s.ParentGVK() {
+				logger.Error(nil, "Template set changed its parent version; restart Loom to switch", "set", s.Dir)
+				continue
+			}
+			c.set.Store(s)
+			m.metrics.reloads.WithLabelValues(s.Dir, "success").Inc()
+			logger.Info("Template set reloaded; reconciling every parent", "set", s.Dir, "kind", gk.String())
+			c.enqueueAll()
+		}
+	}
+	for _, err := range splitJoined(loadErr) {
+		var se *render.SetError
+		if !errors.As(err, &se) {
+			logger.Error(err, "Could not look for template sets")
+			return
+		}
+		dir := se.Dir
+		seen[dir] = true // keep the last good version
+		m.metrics.reloads.WithLabelValues(dir, "error").Inc()
+		logger.Error(err, "Template set failed to load; keeping its last good version", "set", dir)
+		if gk, ok := m.dirs[dir]; ok {
+			m.eventOnKind(gk, "TemplateSetInvalid", err.Error())
+		}
+	}
+	for dir, gk := range m.dirs {
+		if !seen[dir] {
+			logger.Info("Template set removed; its parents keep the last version until Loom restarts", "set", dir, "kind", gk.String())
+			delete(m.dirs, dir)
+		}
+	}
+}
+
+// eventOnKind records a Warning Event on the CRD that defines gk, which is
+// where `kubectl describe crd` shows it.
+func (m *Manager) eventOnKind(gk schema.GroupKind, reason, msg string) {
+	c := m.controllers[gk]
+	if m.crds == nil || c == nil || c.gvr.Resource == "" {
+		return
+	}
+	obj, ok, _ := m.crds.GetByKey(c.gvr.Resource + "." + gk.Group)
+	if !ok {
+		return
+	}
+	crd := obj.(*unstructured.Unstructured)
+	m.recorder.Event(crd, corev1.EventTypeWarning, reason, msg)
+}
+
+// splitJoined undoes errors.Join.
+func splitJoined(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

@@ -1,0 +1,504 @@
+package status
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/render"
+)
+
+const parentDoc = `
+apiVersion: example.loom.dev/v1alpha1
+kind: MyResource
+metadata: {name: app, namespace: default, generation: 7}
+spec: {image: nginx}
+`
+
+// The children as rendered: no status.
+const (
+	renderedConfigMap = `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app-config, namespace: default}
+data: {a: b}
+`
+	renderedDeployment = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: default}
+spec: {replicas: 3}
+`
+	renderedService = `
+apiVersion: v1
+kind: Service
+metadata: {name: app, namespace: default}
+spec: {ports: [{port: 8080}]}
+`
+)
+
+// The children as live.
+const (
+	liveService = `
+apiVersion: v1
+kind: Service
+metadata: {name: app, namespace: default}
+spec: {type: ClusterIP, clusterIP: 10.96.0.12, ports: [{port: 8080}]}
+`
+	liveDeploymentReady = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: default, generation: 2}
+spec: {replicas: 3, progressDeadlineSeconds: 600}
+status:
+  observedGeneration: 2
+  replicas: 3
+  updatedReplicas: 3
+  readyReplicas: 3
+  availableReplicas: 3
+  conditions:
+  - {type: Available, status: "True"}
+  - {type: Progressing, status: "True", reason: NewReplicaSetAvailable}
+`
+	liveDeploymentRolling = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: default, generation: 3}
+spec: {replicas: 3, progressDeadlineSeconds: 600}
+status:
+  observedGeneration: 3
+  replicas: 3
+  updatedReplicas: 1
+  readyReplicas: 3
+  availableReplicas: 3
+  conditions:
+  - {type: Available, status: "True"}
+  - {type: Progressing, status: "True", reason: ReplicaSetUpdated}
+`
+	liveDeploymentDeadline = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: default, generation: 3}
+spec: {replicas: 3, progressDeadlineSeconds: 600}
+status:
+  observedGeneration: 3
+  replicas: 3
+  updatedReplicas: 1
+  conditions:
+  - {type: Progressing, status: "False", reason: ProgressDeadlineExceeded, message: timed out}
+`
+)
+
+var now = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+
+// baseInput is a parent with three rendered children, all applied and ready.
+func baseInput(t testing.TB) Input {
+	t.Helper()
+	return Input{
+		Parent:   obj(t, parentDoc),
+		Rendered: objs(t, renderedConfigMap, renderedDeployment, renderedService),
+		Results: apply.ChangeSet{
+			{Ref: ref("", "v1", "ConfigMap", "app-config"), Action: apply.Unchanged},
+			{Ref: ref("apps", "v1", "Deployment", "app"), Action: apply.Configured},
+			{Ref: ref("", "v1", "Service", "app"), Action: apply.Unchanged},
+		},
+		Live: liveOf(objs(t, renderedConfigMap, liveDeploymentReady, liveService)...),
+		Now:  now,
+	}
+}
+
+func ref(group, version, kind, name string) apply.Ref {
+	return apply.Ref{GVK: schema.GroupVersionKind{Group: group, Version: version, Kind: kind}, Namespace: "default", Name: name}
+}
+
+// failResult marks the result for r as failed with err.
+func failResult(in *Input, r apply.Ref, err error) {
+	for i := range in.Results {
+		if in.Results[i].Ref == r {
+			in.Results[i] = apply.Result{Ref: r, Action: apply.Failed, Err: err}
+			return
+		}
+	}
+	in.Results = append(in.Results, apply.Result{Ref: r, Action: apply.Failed, Err: err})
+}
+
+var renderErr = &render.Error{File: "deployment.yaml", Line: 12, Err: errors.New(`at <.Spec.image>: map has no entry for key "image"`)}
+
+var allGood = map[string]cond{
+	TypeReady:       {"True", ReasonAllChildrenReady, "all 3 children are ready"},
+	TypeProgressing: {"False", ReasonComplete, "all 3 children are ready"},
+	TypeDegraded:    {"False", ReasonAsExpected, "no failures"},
+}
+
+func TestComputeConditions(t *testing.T) {
+	deployRef := ref("apps", "v1", "Deployment", "app")
+	tests := []struct {
+		name      string
+		edit      func(t *testing.T, in *Input)
+		wantConds map[string]cond
+		wantState string
+	}{{
+		name:      "all ready",
+		edit:      func(*testing.T, *Input) {},
+		wantConds: allGood,
+		wantState: StateReady,
+	}, {
+		name: "one deployment rolling out",
+		edit: func(t *testing.T, in *Input) { in.Live[deployRef] = obj(t, liveDeploymentRolling) },
+		wantConds: map[string]cond{
+			TypeReady:       {"False", ReasonChildrenNotReady, "waiting for Deployment app: Updated: 1/3"},
+			TypeProgressing: {"True", ReasonChildrenProgressing, "waiting for Deployment app: Updated: 1/3"},
+			TypeDegraded:    {"False", ReasonAsExpected, "no failures"},
+		},
+		wantState: StateBuilding,
+	}, {
+		name: "two children not found yet, right after apply",
+		edit: func(t *testing.T, in *Input) { in.Live = liveOf(obj(t, renderedConfigMap)) },
+		wantConds: map[string]cond{
+			TypeReady:       {"False", ReasonChildrenNotReady, "waiting for Deployment app: not found yet (and 1 more)"},
+			TypeProgressing: {"True", ReasonChildrenProgressing, "waiting for Deployment app: not found yet (and 1 more)"},
+			TypeDegraded:    {"False", ReasonAsExpected, "no failures"},
+		},
+		wantState: StateBuilding,
+	}, {
+		name: "render error",
+		edit: func(t *testing.T, in *Input) { in.Rendered, in.Results, in.RenderErr = nil, nil, renderErr },
+		wantConds: map[string]cond{
+			TypeReady:       {"False", ReasonRenderFailed, "cannot render children: " + renderErr.Error()},
+			TypeProgressing: {"False", ReasonRenderFailed, "nothing is rolled out while the templates fail to render"},
+			TypeDegraded:    {"True", ReasonRenderFailed, `deployment.yaml:12: at <.Spec.image>: map has no entry for key "image"`},
+		},
+		wantState: StateFailed,
+	}, {
+		name: "apply error on one child",
+		edit: func(t *testing.T, in *Input) {
+			failResult(in, deployRef, errors.New(`deployments.apps "app" is forbidden: exceeded quota`))
+		},
+		wantConds: map[string]cond{
+			TypeReady:       {"False", ReasonApplyFailed, `apply Deployment app: deployments.apps "app" is forbidden: exceeded quota`},
+			TypeProgressing: {"False", ReasonApplyFailed, `apply Deployment app: deployments.apps "app" is forbidden: exceeded quota`},
+			TypeDegraded:    {"True", ReasonApplyFailed, `apply Deployment app: deployments.apps "app" is forbidden: exceeded quota`},
+		},
+		wantState: StateFailed,
+	}, {
+		name: "kind not served by the cluster",
+		edit: func(t *testing.T, in *Input) {
+			w := obj(t, "{apiVersion: example.com/v1, kind: Widget, metadata: {name: app, namespace: default}}")
+			in.Rendered = append(in.Rendered, w)
+			noMatch := &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "example.com", Kind: "Widget"}, SearchedVersions: []string{"v1"}}
+			failResult(in, apply.RefOf(w), fmt.Errorf("get mapping: %w", noMatch))
+		},
+		wantConds: map[string]cond{
+			TypeReady: {"False", ReasonApplyFailed,
+				"apply Widget app: kind Widget (example.com/v1) is not served by the cluster; is its CRD installed?"},
+			TypeProgressing: {"False", ReasonApplyFailed,
+				"apply Widget app: kind Widget (example.com/v1) is not served by the cluster; is its CRD installed?"},
+			TypeDegraded: {"True", ReasonApplyFailed,
+				"apply Widget app: kind Widget (example.com/v1) is not served by the cluster; is its CRD installed?"},
+		},
+		wantState: StateFailed,
+	}, {
+		name: "child failed",
+		edit: func(t *testing.T, in *Input) { in.Live[deployRef] = obj(t, liveDeploymentDeadline) },
+		wantConds: map[string]cond{
+			TypeReady:       {"False", ReasonChildFailed, "Deployment app failed: Progress deadline exceeded: timed out"},
+			TypeProgressing: {"False", ReasonChildFailed, "Deployment app failed: Progress deadline exceeded: timed out"},
+			TypeDegraded:    {"True", ReasonChildFailed, "Deployment app failed: Progress deadline exceeded: timed out"},
+		},
+		wantState: StateFailed,
+	}, {
+		name: "several problems: the most severe is the reason, the others are counted",
+		edit: func(t *testing.T, in *Input) {
+			in.Live[deployRef] = obj(t, liveDeploymentDeadline)
+			failResult(in, ref("", "v1", "Service", "app"), errors.New("conflict"))
+			in.ExtraErr = &render.Error{File: "status.yaml", Line: 2, Err: errors.New("boom")}
+		},
+		wantConds: map[string]cond{
+			TypeReady:       {"False", ReasonApplyFailed, "apply Service app: conflict (and 1 more)"},
+			TypeProgressing: {"False", ReasonApplyFailed, "apply Service app: conflict (and 1 more)"},
+			TypeDegraded:    {"True", ReasonApplyFailed, "apply Service app: conflict (and 2 more)"},
+		},
+		wantState: StateFailed,
+	}, {
+		name: "status template error degrades status only",
+		edit: func(t *testing.T, in *Input) {
+			in.Extra = map[string]any{"url": "http://stale"}
+			in.ExtraErr = &render.Error{File: "status.yaml", Line: 2, Err: errors.New(`map has no entry for key "port"`)}
+		},
+		wantConds: map[string]cond{
+			TypeReady:       allGood[TypeReady],
+			TypeProgressing: allGood[TypeProgressing],
+			TypeDegraded: {"True", ReasonStatusTemplateFailed,
+				`status template failed: status.yaml:2: map has no entry for key "port"`},
+		},
+		wantState: StateReady,
+	}, {
+		name: "ignored child rolling out does not hold Ready back",
+		edit: func(t *testing.T, in *Input) {
+			in.Live[deployRef] = obj(t, liveDeploymentRolling)
+			in.Rules = []render.ReadinessRule{{Kind: "Deployment", Ignore: true}}
+		},
+		wantConds: map[string]cond{
+			TypeReady:       {"True", ReasonAllChildrenReady, "all 2 children are ready (1 more ignored)"},
+			TypeProgressing: {"False", ReasonComplete, "all 2 children are ready (1 more ignored)"},
+			TypeDegraded:    {"False", ReasonAsExpected, "no failures"},
+		},
+		wantState: StateReady,
+	}, {
+		name: "ignored child that failed to apply still counts",
+		edit: func(t *testing.T, in *Input) {
+			in.Rules = []render.ReadinessRule{{Kind: "Deployment", Ignore: true}}
+			failResult(in, deployRef, errors.New("conflict"))
+		},
+		wantConds: map[string]cond{
+			TypeReady:       {"False", ReasonApplyFailed, "apply Deployment app: conflict"},
+			TypeProgressing: {"False", ReasonApplyFailed, "apply Deployment app: conflict"},
+			TypeDegraded:    {"True", ReasonApplyFailed, "apply Deployment app: conflict"},
+		},
+		wantState: StateFailed,
+	}, {
+		name: "no children",
+		edit: func(t *testing.T, in *Input) { in.Rendered, in.Results, in.Live = nil, nil, nil },
+		wantConds: map[string]cond{
+			TypeReady:       {"True", ReasonAllChildrenReady, "no children to wait for"},
+			TypeProgressing: {"False", ReasonComplete, "no children to wait for"},
+			TypeDegraded:    {"False", ReasonAsExpected, "no failures"},
+		},
+		wantState: StateReady,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := baseInput(t)
+			tt.edit(t, &in)
+			got := Compute(in)
+			if diff := cmp.Diff(tt.wantConds, condsOf(t, got)); diff != "" {
+				t.Errorf("conditions mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantState, got["state"]); diff != "" {
+				t.Errorf("state mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestComputeFullStatus checks the whole map: every field, its JSON type,
+// observedGeneration on the status and on each condition, and time format.
+func TestComputeFullStatus(t *testing.T) {
+	in := baseInput(t)
+	in.Now = time.Date(2024, 5, 1, 14, 30, 15, 123456789, time.FixedZone("CEST", 2*3600))
+	in.Extra = map[string]any{"url": "http://app.default.svc:8080", "replicas": 3}
+	got := Compute(in)
+	ts := "2024-05-01T12:30:15Z"
+	want := map[string]any{
+		"observedGeneration": int64(7),
+		"state":              "Ready",
+		"url":                "http://app.default.svc:8080",
+		"replicas":           int64(3),
+		"conditions": []any{
+			map[string]any{"type": "Ready", "status": "True", "reason": "AllChildrenReady",
+				"message": "all 3 children are ready", "lastTransitionTime": ts, "observedGeneration": int64(7)},
+			map[string]any{"type": "Progressing", "status": "False", "reason": "Complete",
+				"message": "all 3 children are ready", "lastTransitionTime": ts, "observedGeneration": int64(7)},
+			map[string]any{"type": "Degraded", "status": "False", "reason": "AsExpected",
+				"message": "no failures", "lastTransitionTime": ts, "observedGeneration": int64(7)},
+		},
+		"children": []any{
+			map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "app-config",
+				"ready": true, "status": "Current", "message": "Resource is always ready"},
+			map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "app",
+				"ready": true, "status": "Current", "message": "Deployment is available. Replicas: 3"},
+			map[string]any{"apiVersion": "v1", "kind": "Service", "name": "app",
+				"ready": true, "status": "Current", "message": "Service is ready"},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Compute() mismatch (-want +got):\n%s", diff)
+	}
+	// The map must hold only JSON values; DeepCopyJSON panics otherwise.
+	if diff := cmp.Diff(got, runtime.DeepCopyJSON(got)); diff != "" {
+		t.Errorf("DeepCopyJSON changed the status (-want +got):\n%s", diff)
+	}
+}
+
+func TestComputeChildren(t *testing.T) {
+	in := baseInput(t)
+	deployRef := ref("apps", "v1", "Deployment", "app")
+	in.Rules = []render.ReadinessRule{{Kind: "ConfigMap", Ignore: true}}
+	delete(in.Live, deployRef)
+	failResult(&in, ref("", "v1", "Service", "app"), errors.New("conflict with "+strings.Repeat("x", 400)))
+	got := Compute(in)["children"]
+	want := []any{
+		map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "app-config",
+			"ready": true, "status": "Current", "message": "ignored: Resource is always ready"},
+		map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "app",
+			"ready": false, "status": "NotFound", "message": "not found yet"},
+		map[string]any{"apiVersion": "v1", "kind": "Service", "name": "app",
+			"ready": false, "status": "Current", "message": truncate("apply failed: conflict with "+strings.Repeat("x", 400), 256)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("children mismatch (-want +got):\n%s", diff)
+	}
+	msg := got.([]any)[2].(map[string]any)["message"].(string)
+	if len(msg) != maxChildMessage || !strings.HasSuffix(msg, "...") {
+		t.Errorf("child message is %d bytes ending %q, want %d ending \"...\"", len(msg), msg[len(msg)-5:], maxChildMessage)
+	}
+}
+
+// TestComputeRenderErrorKeepsChildren: nothing was applied, so the previous
+// children stay listed; a live object the caller supplies refreshes its entry.
+func TestComputeRenderErrorKeepsChildren(t *testing.T) {
+	in := baseInput(t)
+	previous := Compute(in)
+	in.Parent = withStatus(t, in.Parent, previous)
+	in.Rendered, in.Results, in.RenderErr = nil, nil, renderErr
+	in.Live = liveOf(obj(t, liveDeploymentRolling))
+
+	got := Compute(in)
+	want := []any{
+		map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "app-config",
+			"ready": true, "status": "Current", "message": "Resource is always ready"},
+		map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "app",
+			"ready": false, "status": "InProgress", "message": "Updated: 1/3"},
+		map[string]any{"apiVersion": "v1", "kind": "Service", "name": "app",
+			"ready": true, "status": "Current", "message": "Service is ready"},
+	}
+	if diff := cmp.Diff(want, got["children"]); diff != "" {
+		t.Errorf("children mismatch (-want +got):\n%s", diff)
+	}
+	if got["state"] != StateFailed {
+		t.Errorf("state = %v, want %s", got["state"], StateFailed)
+	}
+}
+
+func TestComputeExtraFields(t *testing.T) {
+	tests := []struct {
+		name         string
+		extra        map[string]any
+		wantExtra    map[string]any
+		wantDegraded cond
+	}{{
+		name:         "merged at the top level",
+		extra:        map[string]any{"url": "http://app.default.svc:8080", "ports": []int{80, 443}},
+		wantExtra:    map[string]any{"url": "http://app.default.svc:8080", "ports": []any{int64(80), int64(443)}},
+		wantDegraded: allGood[TypeDegraded],
+	}, {
+		name: "reserved fields are dropped and reported",
+		extra: map[string]any{"url": "http://x", "state": "Hacked", "conditions": []any{},
+			"observedGeneration": 1, "children": nil},
+		wantExtra: map[string]any{"url": "http://x"},
+		wantDegraded: cond{"True", ReasonStatusTemplateFailed,
+			"status template sets observedGeneration, conditions, state, children, which Loom owns; ignored"},
+	}, {
+		name:         "not JSON",
+		extra:        map[string]any{"url": func() {}},
+		wantExtra:    map[string]any{},
+		wantDegraded: cond{"True", ReasonStatusTemplateFailed, "status template fields are not JSON: json: unsupported type: func()"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := baseInput(t)
+			in.Extra = tt.extra
+			got := Compute(in)
+			gotExtra := map[string]any{}
+			for k, v := range got {
+				if k != "observedGeneration" && k != "conditions" && k != "state" && k != "children" {
+					gotExtra[k] = v
+				}
+			}
+			if diff := cmp.Diff(tt.wantExtra, gotExtra); diff != "" {
+				t.Errorf("extra fields mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantDegraded, condsOf(t, got)[TypeDegraded]); diff != "" {
+				t.Errorf("Degraded mismatch (-want +got):\n%s", diff)
+			}
+			if got["state"] != StateReady || got["observedGeneration"] != int64(7) {
+				t.Errorf("Loom's fields overridden: state %v, observedGeneration %v", got["state"], got["observedGeneration"])
+			}
+		})
+	}
+}
+
+func TestComputeLastTransitionTime(t *testing.T) {
+	const before = "2024-04-01T08:00:00Z"
+	tests := []struct {
+		name     string
+		previous []any
+		want     map[string]string // type -> lastTransitionTime
+	}{{
+		name: "status unchanged, reason and message changed: kept",
+		previous: []any{
+			map[string]any{"type": "Ready", "status": "True", "reason": "Old", "message": "old",
+				"lastTransitionTime": before, "observedGeneration": int64(6)},
+			map[string]any{"type": "Degraded", "status": "False", "reason": "Old", "message": "old",
+				"lastTransitionTime": before},
+		},
+		want: map[string]string{"Ready": before, "Progressing": "2024-05-01T12:00:00Z", "Degraded": before},
+	}, {
+		name: "status flipped: stamped now",
+		previous: []any{
+			map[string]any{"type": "Ready", "status": "False", "reason": "ChildrenNotReady", "message": "waiting",
+				"lastTransitionTime": before},
+			map[string]any{"type": "Progressing", "status": "True", "reason": "ChildrenProgressing", "message": "waiting",
+				"lastTransitionTime": before},
+			map[string]any{"type": "Degraded", "status": "False", "reason": "AsExpected", "message": "no failures",
+				"lastTransitionTime": before},
+		},
+		want: map[string]string{"Ready": "2024-05-01T12:00:00Z", "Progressing": "2024-05-01T12:00:00Z", "Degraded": before},
+	}, {
+		name: "previous entry without a time: stamped now",
+		previous: []any{
+			map[string]any{"type": "Ready", "status": "True", "reason": "AllChildrenReady", "message": "x"},
+		},
+		want: map[string]string{"Ready": "2024-05-01T12:00:00Z", "Progressing": "2024-05-01T12:00:00Z",
+			"Degraded": "2024-05-01T12:00:00Z"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := baseInput(t)
+			in.Parent = withStatus(t, in.Parent, map[string]any{"conditions": tt.previous})
+			got := map[string]string{}
+			for _, c := range Compute(in)["conditions"].([]any) {
+				m := c.(map[string]any)
+				got[m["type"].(string)] = m["lastTransitionTime"].(string)
+				if m["observedGeneration"] != int64(7) {
+					t.Errorf("%s observedGeneration = %v, want 7", m["type"], m["observedGeneration"])
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("lastTransitionTime mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestComputeTruncatesMessages(t *testing.T) {
+	in := baseInput(t)
+	failResult(&in, ref("", "v1", "Service", "app"), errors.New(strings.Repeat("é", 3000)))
+	msg := condsOf(t, Compute(in))[TypeDegraded].Message
+	if len(msg) > maxConditionMessage || !strings.HasSuffix(msg, "...") || !strings.HasPrefix(msg, "apply Service app: é") {
+		t.Errorf("Degraded message is %d bytes, %q...%q; want at most %d, cut with ...",
+			len(msg), msg[:24], msg[len(msg)-8:], maxConditionMessage)
+	}
+	if !utf8.ValidString(msg) {
+		t.Errorf("truncated message is not valid UTF-8")
+	}
+}
+
+// TestComputeNilParent: Compute does not panic without a parent.
+func TestComputeNilParent(t *testing.T) {
+	in := baseInput(t)
+	in.Parent = nil
+	got := Compute(in)
+	if got["observedGeneration"] != int64(0) || got["state"] != StateReady {
+		t.Errorf("got observedGeneration %v, state %v; want 0, Ready", got["observedGeneration"], got["state"])
+	}
+}

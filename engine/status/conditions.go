@@ -1,0 +1,246 @@
+package status
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/loom-operator/loom/engine/apply"
+)
+
+// findings is what one pass learned, sorted by kind of problem. Each list
+// holds ready-made messages, in the order the children render.
+type findings struct {
+	renderErr error
+	// applyFailures name each failed apply or prune.
+	applyFailures []string
+	// childFailures name each counted child that kstatus calls Failed.
+	childFailures []string
+	// waiting names each counted child that is not ready and not failed.
+	waiting []string
+	// templateProblems are the status template's failures.
+	templateProblems []string
+	// counted and ignored count the children that do and do not count
+	// toward readiness.
+	counted, ignored int
+}
+
+// gather sorts the children and results of one pass into findings.
+func gather(in Input, kids []child, templateProblems []string) findings {
+	f := findings{renderErr: in.RenderErr, templateProblems: templateProblems}
+	for _, r := range in.Results {
+		if failed(r) {
+			f.applyFailures = append(f.applyFailures, applyMessage(r))
+		}
+	}
+	for _, c := range kids {
+		switch {
+		case c.applyErr != nil:
+			// Counted in applyFailures, whether ignored or not: the
+			// desired state is not in the cluster.
+			f.counted++
+		case c.state.Ignored:
+			f.ignored++
+		case c.state.Status == statusFailed:
+			f.counted++
+			f.childFailures = append(f.childFailures, fmt.Sprintf("%s failed: %s", c, c.state.Message))
+		case !c.state.Ready:
+			f.counted++
+			f.waiting = append(f.waiting, fmt.Sprintf("waiting for %s: %s", c, c.state.Message))
+		default:
+			f.counted++
+		}
+	}
+	return f
+}
+
+// applyMessage names the child and says why applying it failed. A kind the
+// API server does not serve is said in plain words: its CRD is missing.
+func applyMessage(r apply.Result) string {
+	name := r.Ref.GVK.Kind + " " + r.Ref.Name
+	if meta.IsNoMatchError(r.Err) {
+		return fmt.Sprintf("apply %s: kind %s (%s) is not served by the cluster; is its CRD installed?",
+			name, r.Ref.GVK.Kind, r.Ref.GVK.GroupVersion())
+	}
+	return fmt.Sprintf("apply %s: %s", name, errText(r.Err))
+}
+
+// ready is True when the templates rendered and every counted child was
+// applied and is ready. Its reason is the most severe thing in the way.
+func (f findings) ready() metav1.Condition {
+	c := metav1.Condition{Type: TypeReady, Status: metav1.ConditionFalse}
+	switch {
+	case f.renderErr != nil:
+		c.Reason, c.Message = ReasonRenderFailed, "cannot render children: "+f.renderErr.Error()
+	case len(f.applyFailures) > 0:
+		c.Reason = ReasonApplyFailed
+	case len(f.childFailures) > 0:
+		c.Reason = ReasonChildFailed
+	case len(f.waiting) > 0:
+		c.Reason = ReasonChildrenNotReady
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonAllChildrenReady, f.allReady()
+	}
+	if c.Message == "" {
+		c.Message = summarize(concat(f.applyFailures, f.childFailures, f.waiting))
+	}
+	return c
+}
+
+// allReady is the message when nothing is in the way.
+func (f findings) allReady() string {
+	var msg string
+	switch f.counted {
+	case 0:
+		msg = "no children to wait for"
+	case 1:
+		msg = "the only child is ready"
+	default:
+		msg = fmt.Sprintf("all %d children are ready", f.counted)
+	}
+	if f.ignored > 0 {
+		msg += fmt.Sprintf(" (%d more ignored)", f.ignored)
+	}
+	return msg
+}
+
+// progressing is True while a counted child is still rolling out. It is
+// False once everything is ready (Complete), and when nothing can move:
+// the templates do not render, or every child not ready has failed.
+func (f findings) progressing() metav1.Condition {
+	c := metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionFalse}
+	switch {
+	case f.renderErr != nil:
+		c.Reason, c.Message = ReasonRenderFailed, "nothing is rolled out while the templates fail to render"
+	case len(f.waiting) > 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonChildrenProgressing, summarize(f.waiting)
+	case len(f.applyFailures) > 0:
+		c.Reason, c.Message = ReasonApplyFailed, summarize(concat(f.applyFailures, f.childFailures))
+	case len(f.childFailures) > 0:
+		c.Reason, c.Message = ReasonChildFailed, summarize(f.childFailures)
+	default:
+		c.Reason, c.Message = ReasonComplete, f.allReady()
+	}
+	return c
+}
+
+// degraded is True when anything failed. The reason is the most severe
+// failure (render, apply, child, status template); the message is that
+// failure's, with the count of the others.
+func (f findings) degraded() metav1.Condition {
+	c := metav1.Condition{Type: TypeDegraded, Status: metav1.ConditionTrue}
+	var msgs []string
+	if f.renderErr != nil {
+		msgs = append(msgs, f.renderErr.Error())
+	}
+	msgs = concat(msgs, f.applyFailures, f.childFailures, f.templateProblems)
+	switch {
+	case f.renderErr != nil:
+		c.Reason = ReasonRenderFailed
+	case len(f.applyFailures) > 0:
+		c.Reason = ReasonApplyFailed
+	case len(f.childFailures) > 0:
+		c.Reason = ReasonChildFailed
+	case len(f.templateProblems) > 0:
+		c.Reason = ReasonStatusTemplateFailed
+	default:
+		c.Status, c.Reason, msgs = metav1.ConditionFalse, ReasonAsExpected, []string{"no failures"}
+	}
+	c.Message = summarize(msgs)
+	return c
+}
+
+// state is the one-word summary. A status template failure alone does not
+// make the parent Failed: its children, the workload, are fine, and
+// Degraded says what is wrong.
+func (f findings) state(ready metav1.Condition) string {
+	switch {
+	case f.renderErr != nil || len(f.applyFailures) > 0 || len(f.childFailures) > 0:
+		return StateFailed
+	case ready.Status == metav1.ConditionTrue:
+		return StateReady
+	default:
+		return StateBuilding
+	}
+}
+
+// setConditions applies the new conditions over the parent's previous ones
+// with meta.SetStatusCondition semantics: lastTransitionTime becomes now
+// only when a condition's status changes. It returns Loom's conditions, in
+// the order given, as status.conditions entries.
+func setConditions(parent *unstructured.Unstructured, gen int64, stamp time.Time, next ...metav1.Condition) []any {
+	conds := previousConditions(parent)
+	now := metav1.NewTime(stamp)
+	out := make([]any, 0, len(next))
+	for _, c := range next {
+		c.ObservedGeneration = gen
+		c.Message = truncate(c.Message, maxConditionMessage)
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(&conds, c)
+		got := meta.FindStatusCondition(conds, c.Type)
+		if got.LastTransitionTime.IsZero() {
+			got.LastTransitionTime = now
+		}
+		out = append(out, conditionMap(*got))
+	}
+	return out
+}
+
+// previousConditions decodes the parent's status.conditions.
+func previousConditions(parent *unstructured.Unstructured) []metav1.Condition {
+	raw, _, _ := unstructured.NestedFieldNoCopy(parent.Object, "status", fieldConditions)
+	return decodeConditions(raw)
+}
+
+// decodeConditions decodes a status.conditions list, skipping any entry
+// that is not a condition.
+func decodeConditions(raw any) []metav1.Condition {
+	items, _ := raw.([]any)
+	conds := make([]metav1.Condition, 0, len(items))
+	for _, item := range items {
+		var c metav1.Condition
+		if b, err := json.Marshal(item); err != nil || json.Unmarshal(b, &c) != nil || c.Type == "" {
+			continue
+		}
+		conds = append(conds, c)
+	}
+	return conds
+}
+
+// conditionMap is a condition in its JSON form; lastTransitionTime is
+// RFC 3339 in UTC, to the second, as metav1.Time encodes it.
+func conditionMap(c metav1.Condition) map[string]any {
+	return map[string]any{
+		"type":               c.Type,
+		"status":             string(c.Status),
+		"reason":             c.Reason,
+		"message":            c.Message,
+		"lastTransitionTime": c.LastTransitionTime.UTC().Format(time.RFC3339),
+		"observedGeneration": c.ObservedGeneration,
+	}
+}
+
+// summarize is the first message, with the count of the others.
+func summarize(msgs []string) string {
+	switch len(msgs) {
+	case 0:
+		return ""
+	case 1:
+		return msgs[0]
+	default:
+		return fmt.Sprintf("%s (and %d more)", msgs[0], len(msgs)-1)
+	}
+}
+
+// concat joins lists into a new one.
+func concat(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}

@@ -1,0 +1,92 @@
+package status
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/render"
+)
+
+// Condition types Loom sets on every parent.
+const (
+	// TypeReady is True when every child is applied and ready.
+	TypeReady = "Ready"
+	// TypeProgressing is True while children are still rolling out.
+	TypeProgressing = "Progressing"
+	// TypeDegraded is True when rendering or applying failed, or a child failed.
+	TypeDegraded = "Degraded"
+)
+
+// States are the one-word summaries in status.state.
+const (
+	// StateBuilding means the children are not all ready yet, and nothing failed.
+	StateBuilding = "Building"
+	// StateReady means Ready is True and nothing but the status template failed.
+	StateReady = "Ready"
+	// StateFailed means rendering or applying failed, or a child failed.
+	StateFailed = "Failed"
+)
+
+// Reasons Loom sets on its conditions.
+const (
+	// ReasonAllChildrenReady: Ready is True.
+	ReasonAllChildrenReady = "AllChildrenReady"
+	// ReasonChildrenNotReady: Ready is False while children roll out.
+	ReasonChildrenNotReady = "ChildrenNotReady"
+	// ReasonChildrenProgressing: Progressing is True.
+	ReasonChildrenProgressing = "ChildrenProgressing"
+	// ReasonComplete: Progressing is False because every child is ready.
+	ReasonComplete = "Complete"
+	// ReasonAsExpected: Degraded is False.
+	ReasonAsExpected = "AsExpected"
+	// ReasonRenderFailed: the templates did not render.
+	ReasonRenderFailed = "RenderFailed"
+	// ReasonApplyFailed: applying or pruning a child failed.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonChildFailed: kstatus, or a readiness rule, calls a child Failed.
+	ReasonChildFailed = "ChildFailed"
+	// ReasonStatusTemplateFailed: the status template failed, or set a
+	// field that Loom owns.
+	ReasonStatusTemplateFailed = "StatusTemplateFailed"
+)
+
+// ChildState is the readiness of one child.
+type ChildState struct {
+	// Ready is true when Status is Current.
+	Ready bool
+	// Status is the kstatus status: Current, InProgress, Failed, NotFound,
+	// Unknown or Terminating.
+	Status string
+	// Message says why, in kstatus's words or the readiness rule's.
+	Message string
+	// Ignored is true when a readiness rule leaves the child out of the
+	// parent's readiness. Ready still tells the child's own state.
+	Ignored bool
+}
+
+// Input is everything the parent's status is computed from. Compute reads
+// nothing else: no clients, no clock but Now.
+type Input struct {
+	// Parent is the parent as last read; its status holds the previous
+	// conditions, whose lastTransitionTime is kept when nothing changed.
+	Parent *unstructured.Unstructured
+	// Rendered are the children the templates rendered; nil when RenderErr.
+	Rendered []*unstructured.Unstructured
+	// RenderErr is the render failure, if any (an *render.Error).
+	RenderErr error
+	// Results are the apply results, one per rendered child, plus prunes.
+	Results apply.ChangeSet
+	// Live maps each rendered child to its live object (from the informer
+	// cache, or the apply response); a missing entry means not found.
+	Live map[apply.Ref]*unstructured.Unstructured
+	// Rules are the set's readiness overrides from loom.yaml.
+	Rules []render.ReadinessRule
+	// Extra holds fields the set's status template rendered, merged into
+	// the status; ExtraErr is that template's failure, if any.
+	Extra    map[string]any
+	ExtraErr error
+	// Now stamps lastTransitionTime on conditions that change.
+	Now time.Time
+}
