@@ -20,8 +20,19 @@ build: ## Build bin/loom.
 .PHONY: test
 test: build ## Run every test: unit, fuzz seeds, golden files, and e2e against the local cluster.
 	go vet ./...
+	go vet -tags e2e ./test/e2e/...
 	go test $(GO_TEST_FLAGS) ./...
 	$(BIN)/loom test templates/
+	hack/e2e.sh
+
+.PHONY: test-unit
+test-unit: build ## Run the tests that need no cluster.
+	go test $(GO_TEST_FLAGS) ./...
+	$(BIN)/loom test templates/
+
+.PHONY: test-e2e
+test-e2e: ## Run the e2e tests (starts the local cluster if it is not up).
+	hack/e2e.sh -v
 
 .PHONY: golden
 golden: build ## Rewrite the golden files of every template set (review the diff!).

@@ -35,12 +35,30 @@ func (s *Set) findLine(file string, from int, needle string) int {
 	if needle == "" {
 		return from
 	}
+	return s.findMatch(file, from, func(line []byte) bool { return bytes.Contains(line, []byte(needle)) })
+}
+
+// findKeyLine returns the first line, at or after from, that holds the
+// mapping key key, alone or as the first key of a sequence item ("key:" or
+// "- key:", but not "otherkey:"), or from when none does.
+func (s *Set) findKeyLine(file string, from int, key string) int {
+	prefix := []byte(key + ":")
+	return s.findMatch(file, from, func(line []byte) bool {
+		line = bytes.TrimLeft(line, " ")
+		line = bytes.TrimLeft(bytes.TrimPrefix(line, []byte("-")), " ")
+		return bytes.HasPrefix(line, prefix)
+	})
+}
+
+// findMatch returns the first line, at or after from and within the same
+// document, that match accepts, or from when none does.
+func (s *Set) findMatch(file string, from int, match func(line []byte) bool) int {
 	lines := bytes.Split(s.sources[file], []byte("\n"))
 	for i := from - 1; i >= 0 && i < len(lines); i++ {
 		if i > from-1 && isSeparator(lines[i]) {
 			break
 		}
-		if bytes.Contains(lines[i], []byte(needle)) {
+		if match(lines[i]) {
 			return i + 1
 		}
 	}
@@ -77,9 +95,9 @@ var unknownField = regexp.MustCompile(`unknown field "(?:[^"]*\.)?([^".]+)"`)
 func (s *Set) validationError(file string, doc int, obj map[string]any, err error) error {
 	line := s.docLine(file, doc)
 	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
-		line = s.findLine(file, line, m[1]+":")
+		line = s.findKeyLine(file, line, m[1])
 	} else if f := fieldOf(err); f != "" {
-		line = s.findLine(file, line, f+":")
+		line = s.findKeyLine(file, line, f)
 	}
 	return &Error{File: file, Line: line, Doc: doc, Object: objectName(obj), Err: err}
 }

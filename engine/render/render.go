@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,6 +33,7 @@ func (s *Set) Render(parent *unstructured.Unstructured) (children []*unstructure
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer bufPool.Put(buf)
 
+	seen := map[string]origin{} // group, kind and name → where rendered
 	for _, file := range s.files {
 		buf.Reset()
 		if err := s.execute(r, buf, file, data); err != nil {
@@ -45,11 +47,12 @@ func (s *Set) Render(parent *unstructured.Unstructured) (children []*unstructure
 			if err := owner.inject(o.obj); err != nil {
 				return nil, &Error{File: file, Line: o.line, Doc: o.doc, Object: objectName(o.obj), Err: err}
 			}
-			children = append(children, &unstructured.Unstructured{Object: o.obj})
+			child := &unstructured.Unstructured{Object: o.obj}
+			if err := checkDuplicate(seen, child, file, o); err != nil {
+				return nil, err
+			}
+			children = append(children, child)
 		}
-	}
-	if err := checkDuplicates(children); err != nil {
-		return nil, err
 	}
 	sortForApply(children)
 	return children, nil
@@ -179,17 +182,22 @@ func isBlank(b []byte) bool {
 	return len(bytes.TrimSpace(b)) == 0
 }
 
-// checkDuplicates rejects two children with the same group, kind and name.
-func checkDuplicates(children []*unstructured.Unstructured) error {
-	seen := make(map[string]bool, len(children))
-	for _, c := range children {
-		gk := c.GroupVersionKind().GroupKind()
-		key := gk.String() + "/" + c.GetName()
-		if seen[key] {
-			return &Error{File: "(set)", Object: gk.Kind + " " + c.GetName(), Err: fmt.Errorf("two templates render %s %q; child names must be unique per kind", gk, c.GetName())}
-		}
-		seen[key] = true
+// origin is where a child was rendered.
+type origin struct {
+	file      string
+	line, doc int
+}
+
+// checkDuplicate rejects a child with the same group, kind and name as one
+// rendered before, naming where both were rendered.
+func checkDuplicate(seen map[string]origin, c *unstructured.Unstructured, file string, o renderedDoc) error {
+	gk := c.GroupVersionKind().GroupKind()
+	key := gk.String() + "/" + c.GetName()
+	if first, ok := seen[key]; ok {
+		return &Error{File: file, Line: o.line, Doc: o.doc, Object: objectName(c.Object),
+			Err: fmt.Errorf("%s %q is also rendered by %s:%d (document %d); child names must be unique per kind", gk, c.GetName(), first.file, first.line, first.doc)}
 	}
+	seen[key] = origin{file: file, line: o.line, doc: o.doc}
 	return nil
 }
 
@@ -240,8 +248,5 @@ func objectName(obj map[string]any) string {
 	kind, _ := obj["kind"].(string)
 	meta, _ := obj["metadata"].(map[string]any)
 	name, _ := meta["name"].(string)
-	if kind == "" && name == "" {
-		return ""
-	}
-	return kind + " " + name
+	return strings.TrimSpace(kind + " " + name)
 }

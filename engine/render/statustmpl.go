@@ -51,7 +51,7 @@ func (s *Set) RenderStatus(parent *unstructured.Unstructured, children []*unstru
 	}
 	for _, reserved := range []string{"observedGeneration", "conditions", "state", "children"} {
 		if _, ok := m[reserved]; ok {
-			return nil, &Error{File: file, Line: s.findLine(file, 1, reserved+":"), Err: fmt.Errorf("status.%s is Loom's own and cannot be set by the status template", reserved)}
+			return nil, &Error{File: file, Line: s.findKeyLine(file, 1, reserved), Err: fmt.Errorf("status.%s is Loom's own and cannot be set by the status template", reserved)}
 		}
 	}
 	return m, nil

@@ -106,7 +106,9 @@ func strictDecode(gvk schema.GroupVersionKind, obj map[string]any) error {
 }
 
 // jsonTypeError matches encoding/json's message for a mistyped value.
-var jsonTypeError = regexp.MustCompile(`cannot unmarshal (\w+) into Go struct field [^.]*\.(\S+) of type (\S+)`)
+// The value is named by its JSON type, and numbers also by their value:
+// "cannot unmarshal number 1.5 into Go struct field ...".
+var jsonTypeError = regexp.MustCompile(`cannot unmarshal (\w+(?: \S+)?) into Go struct field [^.]*\.(\S+) of type (\S+)`)
 
 // typeError rewrites encoding/json's message as a *FieldError with a path.
 func typeError(err error) error {

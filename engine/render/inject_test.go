@@ -1,0 +1,237 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// webAppSetID is the ApplySet ID of the App web in namespace default,
+// computed outside Go: the unpadded URL-safe base64 of
+//
+//	printf web.default.App.example.com | sha256sum
+const webAppSetID = "applyset-D_YSZBlQreU9VPuJq0a-dh4leAUnoO6H3Z0vC-CUzsk-v1"
+
+// TestApplySetID checks the KEP-3659 format against IDs computed by hand.
+func TestApplySetID(t *testing.T) {
+	sum := sha256.Sum256([]byte("web.default.App.example.com"))
+	byHand := "applyset-" + base64.RawURLEncoding.EncodeToString(sum[:]) + "-v1"
+	tests := []struct {
+		name                         string
+		pname, ns, kind, group, want string
+	}{
+		{"computed in the test", "web", "default", "App", "example.com", byHand},
+		{"computed outside Go", "web", "default", "App", "example.com", webAppSetID},
+		{"the shipped golden files' parent", "web", "default", "MyResource", "example.loom.dev", "applyset-FSgPlITH87J3vpFkNgH2JrPYvqH5X4k9_84MvYmFRqg-v1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, ApplySetID(tt.pname, tt.ns, tt.kind, tt.group)); diff != "" {
+				t.Errorf("ApplySetID mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if a, b := ApplySetID("web", "default", "App", "example.com"), ApplySetID("web", "other", "App", "example.com"); a == b {
+		t.Errorf("parents in two namespaces share the ApplySet ID %s", a)
+	}
+}
+
+// TestInject checks the metadata every child gets from its parent.
+func TestInject(t *testing.T) {
+	controllerRef := map[string]any{
+		"apiVersion":         "example.com/v1",
+		"kind":               "App",
+		"name":               "web",
+		"uid":                "uid-1",
+		"controller":         true,
+		"blockOwnerDeletion": true,
+	}
+	loomLabels := map[string]any{LabelPartOf: webAppSetID, LabelManagedBy: ManagedByValue}
+	tests := []struct {
+		name     string
+		metadata string // the child's metadata, indented by two spaces
+		want     string // the child's metadata after injection
+	}{
+		{
+			name:     "namespace filled when empty",
+			metadata: "  name: cm\n",
+			want:     "name: cm\nnamespace: default\n",
+		},
+		{
+			name:     "same namespace kept",
+			metadata: "  name: cm\n  namespace: default\n",
+			want:     "name: cm\nnamespace: default\n",
+		},
+		{
+			name:     "template labels kept beside Loom's",
+			metadata: "  name: cm\n  labels:\n    app: web\n    app.kubernetes.io/managed-by: loom\n",
+			want:     "name: cm\nnamespace: default\nlabels:\n  app: web\n",
+		},
+		{
+			name:     "template ownerReferences kept before the controller's",
+			metadata: "  name: cm\n  ownerReferences:\n  - apiVersion: v1\n    kind: ConfigMap\n    name: base\n    uid: uid-2\n",
+			want:     "name: cm\nnamespace: default\nownerReferences:\n- apiVersion: v1\n  kind: ConfigMap\n  name: base\n  uid: uid-2\n",
+		},
+		{
+			name:     "a non-controller reference is kept",
+			metadata: "  name: cm\n  ownerReferences:\n  - {apiVersion: v1, kind: ConfigMap, name: base, uid: uid-2, controller: false}\n",
+			want:     "name: cm\nnamespace: default\nownerReferences:\n- {apiVersion: v1, kind: ConfigMap, name: base, uid: uid-2, controller: false}\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := loadSet(t, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n" + tt.metadata})
+			got := mustRender(t, s, app(t, ""))
+			if len(got) != 1 {
+				t.Fatalf("rendered %v, want one ConfigMap", names(got))
+			}
+			want := object(t, tt.want).Object
+			labels, _ := want["labels"].(map[string]any)
+			if labels == nil {
+				labels = map[string]any{}
+				want["labels"] = labels
+			}
+			for k, v := range loomLabels {
+				labels[k] = v
+			}
+			refs, _ := want["ownerReferences"].([]any)
+			want["ownerReferences"] = append(refs, controllerRef)
+			if diff := cmp.Diff(want, got[0].Object["metadata"]); diff != "" {
+				t.Errorf("metadata mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestInjectNoUID checks that a parent without a uid (as given to loom
+// render) gets an ownerReference without one, rather than an empty one.
+func TestInjectNoUID(t *testing.T) {
+	s := loadSet(t, map[string]string{"cm.yaml": configMap("cm", "  a: b\n")})
+	parent := object(t, "apiVersion: example.com/v1\nkind: App\nmetadata:\n  name: web\n  namespace: default\n")
+	got := mustRender(t, s, parent)
+	want := []any{map[string]any{
+		"apiVersion":         "example.com/v1",
+		"kind":               "App",
+		"name":               "web",
+		"controller":         true,
+		"blockOwnerDeletion": true,
+	}}
+	if diff := cmp.Diff(want, got[0].Object["metadata"].(map[string]any)["ownerReferences"]); diff != "" {
+		t.Errorf("ownerReferences mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestInjectClusterScopedParent checks that a cluster-scoped parent may own
+// cluster-scoped children, whose namespace stays empty.
+func TestInjectClusterScopedParent(t *testing.T) {
+	s := loadSet(t, map[string]string{"cr.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: reader\nrules: []\n"})
+	parent := object(t, "apiVersion: example.com/v1\nkind: App\nmetadata:\n  name: web\n  uid: uid-1\n")
+	got := mustRender(t, s, parent)
+	if len(got) != 1 {
+		t.Fatalf("rendered %v, want one ClusterRole", names(got))
+	}
+	if ns := got[0].GetNamespace(); ns != "" {
+		t.Errorf("namespace = %q, want none", ns)
+	}
+	refs := got[0].GetOwnerReferences()
+	if len(refs) != 1 || refs[0].Name != "web" || refs[0].UID != "uid-1" || refs[0].Controller == nil || !*refs[0].Controller {
+		t.Errorf("ownerReferences = %+v, want one controller reference to App web", refs)
+	}
+	id := ApplySetID("web", "", "App", "example.com")
+	if got := got[0].GetLabels()[LabelPartOf]; got != id {
+		t.Errorf("label %s = %q, want %q", LabelPartOf, got, id)
+	}
+}
+
+// TestInjectErrors checks the children that injection refuses.
+func TestInjectErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		child string
+		want  string
+	}{
+		{
+			name:  "other namespace",
+			child: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: other\n",
+			want:  `a.yaml:1 (document 1) ConfigMap cm: metadata.namespace is "other", but children must live in their parent's namespace "default"`,
+		},
+		{
+			name:  "ClusterRole under a namespaced parent",
+			child: "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: reader\n",
+			want:  "a.yaml:1 (document 1) ClusterRole reader: ClusterRole is cluster-scoped, so a namespaced App cannot own it",
+		},
+		{
+			name:  "Namespace under a namespaced parent",
+			child: "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n",
+			want:  "a.yaml:1 (document 1) Namespace team: Namespace is cluster-scoped, so a namespaced App cannot own it",
+		},
+		{
+			name:  "template names a controller",
+			child: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  ownerReferences:\n  - {apiVersion: apps/v1, kind: Deployment, name: other, uid: u, controller: true}\n",
+			want:  "a.yaml:1 (document 1) ConfigMap cm: metadata.ownerReferences names a controller (Deployment other), but Loom's parent must be the controller",
+		},
+		{
+			name:  "template sets part-of",
+			child: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  labels:\n    applyset.kubernetes.io/part-of: someone-else\n",
+			want:  "a.yaml:1 (document 1) ConfigMap cm: label applyset.kubernetes.io/part-of is reserved for Loom and must not be set by a template",
+		},
+		{
+			name:  "template sets managed-by",
+			child: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  labels:\n    app.kubernetes.io/managed-by: helm\n",
+			want:  "a.yaml:1 (document 1) ConfigMap cm: label app.kubernetes.io/managed-by is reserved for Loom and must not be set by a template",
+		},
+		{
+			name:  "second document located",
+			child: configMap("ok", "  a: b\n") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: other\n",
+			want:  `a.yaml:8 (document 2) ConfigMap cm: metadata.namespace is "other", but children must live in their parent's namespace "default"`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := loadSet(t, map[string]string{"a.yaml": tt.child})
+			got := renderErr(t, s, app(t, ""))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("error mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestIsClusterScoped checks the built-in table by kind and group.
+func TestIsClusterScoped(t *testing.T) {
+	tests := []struct {
+		apiVersion, kind string
+		want             bool
+	}{
+		{"v1", "Namespace", true},
+		{"v1", "PersistentVolume", true},
+		{"rbac.authorization.k8s.io/v1", "ClusterRole", true},
+		{"apiextensions.k8s.io/v1", "CustomResourceDefinition", true},
+		{"v1", "ConfigMap", false},
+		{"rbac.authorization.k8s.io/v1", "Role", false},
+		{"example.com/v1", "ClusterRole", false},
+		{"apps/v1", "Namespace", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.apiVersion+"/"+tt.kind, func(t *testing.T) {
+			if got := IsClusterScoped(tt.apiVersion, tt.kind); got != tt.want {
+				t.Errorf("IsClusterScoped(%q, %q) = %v, want %v", tt.apiVersion, tt.kind, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCustomClusterRoleNamespaced checks that a custom kind that happens to
+// share a built-in cluster-scoped kind's name is treated as namespaced.
+func TestCustomClusterRoleNamespaced(t *testing.T) {
+	s := loadSet(t, map[string]string{"a.yaml": "apiVersion: example.com/v1\nkind: ClusterRole\nmetadata:\n  name: mine\n"})
+	got := mustRender(t, s, app(t, ""))
+	if len(got) != 1 {
+		t.Fatalf("rendered %v, want one ClusterRole", names(got))
+	}
+	if ns := got[0].GetNamespace(); ns != "default" {
+		t.Errorf("namespace = %q, want default", ns)
+	}
+}

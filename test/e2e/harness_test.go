@@ -1,0 +1,294 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/engine/controller"
+)
+
+var (
+	myresGVR     = schema.GroupVersionResource{Group: "example.loom.dev", Version: "v1alpha1", Resource: "myresources"}
+	deployGVR    = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	serviceGVR   = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	crdGVR       = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+)
+
+func nsObject(meta *metav1.ObjectMeta) *corev1.Namespace { return &corev1.Namespace{ObjectMeta: *meta} }
+
+// installCRDs server-side applies every CRD in dir and waits until each is
+// established.
+func installCRDs(ctx context.Context, dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := applyCRD(ctx, raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyCRD(ctx context.Context, raw []byte) error {
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
+		return err
+	}
+	if _, err := dyn.Resource(crdGVR).Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "e2e", Force: true}); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		crd, err := dyn.Resource(crdGVR).Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, c := range conds {
+			if m := c.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// loom is one in-process Loom controller under test.
+type loom struct {
+	templates string
+	registry  *prometheus.Registry
+	writes    *writeCounter
+	cancel    context.CancelFunc
+	done      chan error
+}
+
+type loomOptions struct {
+	resync  time.Duration
+	workers int
+}
+
+// startLoom runs a controller over templates, watching only namespace, and
+// stops it (waiting for it to drain) when the test ends.
+func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
+	t.Helper()
+	l := &loom{templates: templates, registry: prometheus.NewRegistry(), writes: &writeCounter{}, done: make(chan error, 1)}
+	c := rest.CopyConfig(cfg)
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, n: l.writes} })
+	mgr, err := controller.New(controller.Options{
+		Config: c, TemplatesDir: templates, Namespace: namespace, Workers: o.workers,
+		ResyncPeriod: o.resync, Registry: l.registry, ReloadDebounce: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("new manager: %v", err)
+	}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	l.cancel = cancel
+	go func() { l.done <- mgr.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-l.done:
+			if err != nil {
+				t.Errorf("loom run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("loom did not stop within 30s of cancellation")
+		}
+	})
+	return l
+}
+
+// counter sums a counter metric over all its label values that match.
+func (l *loom) counter(t *testing.T, name string, match map[string]string) float64 {
+	t.Helper()
+	mfs, err := l.registry.Gather()
+	if err != nil {
+		t.Fatalf("gather metrics: %v", err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if want, ok := match[lp.GetName()]; ok && want != lp.GetValue() {
+					continue metric
+				}
+			}
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
+// writeCounter counts the write requests a Loom sends.
+type writeCounter struct {
+	mu    sync.Mutex
+	total atomic.Int64
+	log   []string
+}
+
+func (w *writeCounter) reset() {
+	w.mu.Lock()
+	w.total.Store(0)
+	w.log = nil
+	w.mu.Unlock()
+}
+
+func (w *writeCounter) snapshot() (int64, []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.total.Load(), append([]string(nil), w.log...)
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	n    *writeCounter
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		c.n.mu.Lock()
+		c.n.total.Add(1)
+		if len(c.n.log) < 50 {
+			c.n.log = append(c.n.log, r.Method+" "+r.URL.Path)
+		}
+		c.n.mu.Unlock()
+	}
+	return c.next.RoundTrip(r)
+}
+
+// copyTemplates copies the shipped template sets into a temporary folder
+// that a test may edit.
+func copyTemplates(t *testing.T) string {
+	t.Helper()
+	dst := t.TempDir()
+	src := filepath.Join(repoRoot, "templates")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatalf("copy templates: %v", err)
+	}
+	return dst
+}
+
+// editFile rewrites a file by replacing old with new, failing if old is absent.
+func editFile(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("%s does not contain %q", path, old)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createParent creates a MyResource from YAML in namespace.
+func createParent(t *testing.T, namespace, manifest string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
+		t.Fatalf("parse parent: %v", err)
+	}
+	created, err := dyn.Resource(myresGVR).Namespace(namespace).Create(context.Background(), obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create parent: %v", err)
+	}
+	return created
+}
+
+// eventually polls cond until it returns nil, failing with its last error
+// after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		last = cond(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %v: %v", what, timeout, last)
+	}
+}
+
+// get reads an object, or returns the error.
+func get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	return dyn.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// condition returns the status, reason and message of a parent's condition.
+func condition(obj *unstructured.Unstructured, typ string) (status, reason, message string) {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			s, _ := m["status"].(string)
+			r, _ := m["reason"].(string)
+			msg, _ := m["message"].(string)
+			return s, r, msg
+		}
+	}
+	return "", "", ""
+}
+
+// events lists the Events recorded on an object.
+func events(ctx context.Context, namespace, name string) ([]corev1.Event, error) {
+	list, err := kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+var errNotYet = errors.New("not yet")
+
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }

@@ -1,0 +1,260 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+const fullParent = `
+apiVersion: example.loom.dev/v1alpha1
+kind: MyResource
+metadata:
+  name: web
+spec:
+  image: nginx:1.27
+  replicas: 2
+  memory: 128Mi
+  port: 8080
+  config:
+    LOG_LEVEL: info
+`
+
+const minimalParent = `
+apiVersion: example.loom.dev/v1alpha1
+kind: MyResource
+metadata:
+  name: hello
+spec:
+  image: nginx:1.27
+`
+
+// ownedBy checks that obj has exactly one controller ownerReference, to parent.
+func ownedBy(obj, parent *unstructured.Unstructured) error {
+	var ctrl []metav1.OwnerReference
+	for _, r := range obj.GetOwnerReferences() {
+		if r.Controller != nil && *r.Controller {
+			ctrl = append(ctrl, r)
+		}
+	}
+	if len(ctrl) != 1 || ctrl[0].UID != parent.GetUID() || ctrl[0].Kind != "MyResource" || ctrl[0].Name != parent.GetName() {
+		return fmt.Errorf("%s %s: controller refs %+v, want one to MyResource %s (%s)", obj.GetKind(), obj.GetName(), ctrl, parent.GetName(), parent.GetUID())
+	}
+	return nil
+}
+
+func TestCreateMakesChildrenWithOwnerReference(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
+	parent := createParent(t, ns, fullParent)
+	eventually(t, 30*time.Second, "children exist and are owned by the parent", func(ctx context.Context) error {
+		cm, err := get(ctx, configMapGVR, ns, "web-config")
+		if err != nil {
+			return err
+		}
+		if got := cm.Object["data"].(map[string]any)["LOG_LEVEL"]; got != "info" {
+			return fmt.Errorf("ConfigMap data LOG_LEVEL = %v", got)
+		}
+		dep, err := get(ctx, deployGVR, ns, "web")
+		if err != nil {
+			return err
+		}
+		svc, err := get(ctx, serviceGVR, ns, "web")
+		if err != nil {
+			return err
+		}
+		for _, o := range []*unstructured.Unstructured{cm, dep, svc} {
+			if err := ownedBy(o, parent); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func TestSpecChangeUpdatesChildren(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
+	createParent(t, ns, fullParent)
+	waitReplicas(t, ns, "web", 2)
+	patch := `{"spec":{"replicas":4,"image":"nginx:1.28","config":{"LOG_LEVEL":"debug"}}}`
+	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "Deployment and ConfigMap follow the new spec", func(ctx context.Context) error {
+		dep, err := get(ctx, deployGVR, ns, "web")
+		if err != nil {
+			return err
+		}
+		replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas")
+		containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+		image := containers[0].(map[string]any)["image"]
+		if replicas != 4 || image != "nginx:1.28" {
+			return fmt.Errorf("replicas=%d image=%v", replicas, image)
+		}
+		cm, err := get(ctx, configMapGVR, ns, "web-config")
+		if err != nil {
+			return err
+		}
+		if got, _, _ := unstructured.NestedString(cm.Object, "data", "LOG_LEVEL"); got != "debug" {
+			return fmt.Errorf("LOG_LEVEL=%q", got)
+		}
+		return nil
+	})
+}
+
+func waitReplicas(t *testing.T, ns, name string, want int64) {
+	t.Helper()
+	eventually(t, 30*time.Second, "Deployment "+name+" has the rendered replicas", func(ctx context.Context) error {
+		dep, err := get(ctx, deployGVR, ns, name)
+		if err != nil {
+			return err
+		}
+		if got, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); got != want {
+			return fmt.Errorf("replicas = %d, want %d", got, want)
+		}
+		return nil
+	})
+}
+
+func TestTemplateEditUpdatesEveryParent(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	dir := copyTemplates(t)
+	startLoom(t, dir, ns, loomOptions{})
+	createParent(t, ns, fullParent)
+	createParent(t, ns, minimalParent)
+	waitReplicas(t, ns, "web", 2)
+	waitReplicas(t, ns, "hello", 1)
+	editFile(t, filepath.Join(dir, "myresource", "deployment.yaml"), "spec:\n  replicas:", "  annotations:\n    loom.dev/edited: \"yes\"\nspec:\n  replicas:")
+	for _, name := range []string{"web", "hello"} {
+		eventually(t, 30*time.Second, "Deployment "+name+" picks up the template edit", func(ctx context.Context) error {
+			dep, err := get(ctx, deployGVR, ns, name)
+			if err != nil {
+				return err
+			}
+			if dep.GetAnnotations()["loom.dev/edited"] != "yes" {
+				return fmt.Errorf("annotations %v", dep.GetAnnotations())
+			}
+			return nil
+		})
+	}
+}
+
+func TestRemovedTemplateFilePrunesChild(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	dir := copyTemplates(t)
+	startLoom(t, dir, ns, loomOptions{})
+	createParent(t, ns, fullParent)
+	eventually(t, 30*time.Second, "Service exists", func(ctx context.Context) error {
+		_, err := get(ctx, serviceGVR, ns, "web")
+		return err
+	})
+	if err := os.Remove(filepath.Join(dir, "myresource", "service.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "Service is pruned", func(ctx context.Context) error {
+		_, err := get(ctx, serviceGVR, ns, "web")
+		if isNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (err=%v)", err)
+	})
+	// The other children stay.
+	if _, err := get(context.Background(), deployGVR, ns, "web"); err != nil {
+		t.Fatalf("Deployment was removed too: %v", err)
+	}
+}
+
+func TestDeletedChildIsRecreated(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
+	createParent(t, ns, fullParent)
+	var oldUID types.UID
+	eventually(t, 30*time.Second, "Service exists", func(ctx context.Context) error {
+		svc, err := get(ctx, serviceGVR, ns, "web")
+		if err == nil {
+			oldUID = svc.GetUID()
+		}
+		return err
+	})
+	if err := dyn.Resource(serviceGVR).Namespace(ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "Service is recreated", func(ctx context.Context) error {
+		svc, err := get(ctx, serviceGVR, ns, "web")
+		if err != nil {
+			return err
+		}
+		if svc.GetUID() == oldUID {
+			return fmt.Errorf("still the old Service")
+		}
+		return nil
+	})
+}
+
+func TestDriftByAnotherFieldManagerIsReverted(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
+	createParent(t, ns, fullParent)
+	waitReplicas(t, ns, "web", 2)
+	// Another writer scales the Deployment and changes a label Loom sets.
+	patch := `{"spec":{"replicas":7},"metadata":{"labels":{"app.kubernetes.io/name":"hijacked"}}}`
+	if _, err := dyn.Resource(deployGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType, []byte(patch),
+		metav1.PatchOptions{FieldManager: "intruder"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "Loom reverts the drift", func(ctx context.Context) error {
+		dep, err := get(ctx, deployGVR, ns, "web")
+		if err != nil {
+			return err
+		}
+		replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas")
+		if replicas != 2 || dep.GetLabels()["app.kubernetes.io/name"] != "myresource" {
+			return fmt.Errorf("replicas=%d labels=%v", replicas, dep.GetLabels())
+		}
+		return nil
+	})
+}
+
+func TestDeletingParentGarbageCollectsChildren(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
+	createParent(t, ns, fullParent)
+	waitReplicas(t, ns, "web", 2)
+	if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the garbage collector removes every child", func(ctx context.Context) error {
+		var left []string
+		if _, err := get(ctx, deployGVR, ns, "web"); !isNotFound(err) {
+			left = append(left, "Deployment")
+		}
+		if _, err := get(ctx, serviceGVR, ns, "web"); !isNotFound(err) {
+			left = append(left, "Service")
+		}
+		if _, err := get(ctx, configMapGVR, ns, "web-config"); !isNotFound(err) {
+			left = append(left, "ConfigMap")
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("still there: %s", strings.Join(left, ", "))
+		}
+		return nil
+	})
+}
