@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // TestDecodeYAML checks the values decodeYAML produces: those that
@@ -19,8 +20,9 @@ func TestDecodeYAML(t *testing.T) {
 	}{
 		{"empty", "", nil},
 		{"only comments", "# a\n# b\n", nil},
-		{"scalars", "s: x\ni: 1\nf: 1.5\nb: true\nn: null\ne: ~\n", map[string]any{"s": "x", "i": int64(1), "f": 1.5, "b": true, "n": nil, "e": nil}},
+		{"scalars", "s: x\ni: 1\nf: 1.5\nb: true\nnul: null\ne: ~\n", map[string]any{"s": "x", "i": int64(1), "f": 1.5, "b": true, "nul": nil, "e": nil}},
 		{"YAML 1.1 booleans", "a: yes\nb: no\nc: on\nd: off\ne: y\nf: \"yes\"\n", map[string]any{"a": true, "b": false, "c": true, "d": false, "e": true, "f": "yes"}},
+		{"YAML 1.1 boolean keys", "y: 1\nn: 2\n", map[string]any{"true": int64(1), "false": int64(2)}},
 		{"quoted numbers stay strings", "a: \"1\"\nb: '2.0'\n", map[string]any{"a": "1", "b": "2.0"}},
 		{"integral floats become int64", "a: 1.0\nb: 1e3\nc: -0.0\nd: 1.0e17\n", map[string]any{"a": int64(1), "b": int64(1000), "c": int64(0), "d": int64(100000000000000000)}},
 		{"other floats stay float64", "a: 0.5\nb: 1e-7\nc: 1.0e19\nd: 1.0e21\n", map[string]any{"a": 0.5, "b": 1e-7, "c": 1e19, "d": 1e21}},
@@ -28,7 +30,7 @@ func TestDecodeYAML(t *testing.T) {
 		{"other integer notations", "a: 0x1F\nb: 017\nc: 1_000\n", map[string]any{"a": int64(31), "b": int64(15), "c": int64(1000)}},
 		{"timestamps stay strings", "a: 2001-12-14\nb: !!timestamp 2001-12-14\n", map[string]any{"a": "2001-12-14", "b": "2001-12-14"}},
 		{"non-string keys", "1: a\n2.5: b\ntrue: c\n0.1: d\n3.14159265358979: e\n", map[string]any{"1": "a", "2.5": "b", "true": "c", "0.1": "d", "3.1415927": "e"}},
-		{"anchors and merge keys", "base: &b {x: 1}\nother: *b\nmerged:\n  <<: *b\n  y: 2\n", map[string]any{"base": map[string]any{"x": int64(1)}, "other": map[string]any{"x": int64(1)}, "merged": map[string]any{"x": int64(1), "y": int64(2)}}},
+		{"anchors and merge keys", "base: &b {x: 1}\nother: *b\nmerged:\n  <<: *b\n  z: 2\n", map[string]any{"base": map[string]any{"x": int64(1)}, "other": map[string]any{"x": int64(1)}, "merged": map[string]any{"x": int64(1), "z": int64(2)}}},
 		{"nested lists", "l: [1, [2, {a: b}], [], {}]\n", map[string]any{"l": []any{int64(1), []any{int64(2), map[string]any{"a": "b"}}, []any{}, map[string]any{}}}},
 		{"binary", "a: !!binary aGVsbG8=\nb: !!binary /w==\n", map[string]any{"a": "hello", "b": "\uFFFD"}},
 		{"only the first document", "a: 1\n---\nb: 2\n", map[string]any{"a": int64(1)}},
@@ -53,7 +55,8 @@ func TestDecodeYAMLErrors(t *testing.T) {
 		doc  string
 		want string
 	}{
-		{"syntax", "a: b: c\n", "yaml: line 1: mapping values are not allowed in this context"},
+		{"syntax", "a: b: c\n", "yaml: mapping values are not allowed in this context"},
+		{"syntax on a later line", "a: 1\nb: [\n", "yaml: line 2: did not find expected node content"},
 		{"a list", "- a\n", "a document must be a YAML mapping (an object), not []interface {}"},
 		{"a scalar", "hello\n", "a document must be a YAML mapping (an object), not string"},
 		{"infinity", "a: .inf\n", "a: unsupported value +Inf"},
@@ -87,14 +90,14 @@ kind: ConfigMap
 metadata:
   name: x
 data:
-  yes: "yes"
+  "yes": "yes"
   num: "0123"
   float: "1.0"
-  null: "null"
+  "null": "null"
   multi: "a\nb"
   colon: "a: b"
 `)
-	out, err := MarshalStream(toList(obj))
+	out, err := MarshalStream([]*unstructured.Unstructured{obj})
 	if err != nil {
 		t.Fatal(err)
 	}

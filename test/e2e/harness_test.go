@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
@@ -292,3 +293,37 @@ func events(ctx context.Context, namespace, name string) ([]corev1.Event, error)
 var errNotYet = errors.New("not yet")
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// createObject creates an object from JSON.
+func createObject(t *testing.T, gvr schema.GroupVersionResource, namespace, manifest string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
+		t.Fatalf("parse object: %v", err)
+	}
+	created, err := dyn.Resource(gvr).Namespace(namespace).Create(context.Background(), obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create %s: %v", gvr.Resource, err)
+	}
+	return created
+}
+
+// waitCondition waits until a MyResource's condition has the given status.
+func waitCondition(t *testing.T, ns, name, typ, want string) {
+	t.Helper()
+	waitConditionGVR(t, myresGVR, ns, name, typ, want)
+}
+
+func waitConditionGVR(t *testing.T, gvr schema.GroupVersionResource, ns, name, typ, want string) {
+	t.Helper()
+	eventually(t, 60*time.Second, name+" "+typ+"="+want, func(ctx context.Context) error {
+		p, err := get(ctx, gvr, ns, name)
+		if err != nil {
+			return err
+		}
+		if st, reason, msg := condition(p, typ); st != want {
+			return fmt.Errorf("%s=%q (%s: %s)", typ, st, reason, msg)
+		}
+		return nil
+	})
+}

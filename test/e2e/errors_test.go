@@ -1,0 +1,216 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// A template that breaks for one parent (it reads .Spec.config.LOG_LEVEL,
+// which is nil for a parent without config) degrades that parent with the
+// template's file:line, records a Warning Event, and does not stop another
+// parent from becoming Ready. Fixing the template clears the condition.
+func TestBrokenTemplateDegradesOnlyItsParent(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	dir := copyTemplates(t)
+	deployment := filepath.Join(dir, "myresource", "deployment.yaml")
+	editFile(t, deployment, "          image:", "          args: [{{ .Spec.config.LOG_LEVEL | lower | quote }}]\n          image:")
+	line := lineOf(t, deployment, ".Spec.config.LOG_LEVEL")
+	startLoom(t, dir, ns, loomOptions{})
+	createParent(t, ns, minimalParent) // no config: breaks
+	createParent(t, ns, fullParent)    // has config: fine
+
+	eventually(t, 30*time.Second, "the broken parent is Degraded with file:line", func(ctx context.Context) error {
+		p, err := get(ctx, myresGVR, ns, "hello")
+		if err != nil {
+			return err
+		}
+		st, reason, msg := condition(p, "Degraded")
+		if st != "True" || reason != "RenderFailed" || !strings.Contains(msg, fmt.Sprintf("deployment.yaml:%d", line)) {
+			return fmt.Errorf("Degraded=%s reason=%s message=%q", st, reason, msg)
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, "a Warning Event names the template line", func(ctx context.Context) error {
+		evs, err := events(ctx, ns, "hello")
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if e.Type == "Warning" && e.Reason == "RenderFailed" && strings.Contains(e.Message, fmt.Sprintf("deployment.yaml:%d", line)) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no RenderFailed Warning among %d events", len(evs))
+	})
+	waitCondition(t, ns, "web", "Ready", "True")
+
+	// Fixing the template clears the condition.
+	editFile(t, deployment, `args: [{{ .Spec.config.LOG_LEVEL | lower | quote }}]`, `args: [{{ dig "config" "LOG_LEVEL" "warn" .Spec | lower | quote }}]`)
+	waitCondition(t, ns, "hello", "Degraded", "False")
+	waitCondition(t, ns, "hello", "Ready", "True")
+}
+
+// A template edit that does not parse keeps the last good version: parents
+// keep reconciling, and a later good edit is picked up.
+func TestUnparsableTemplateKeepsLastGoodVersion(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	dir := copyTemplates(t)
+	startLoom(t, dir, ns, loomOptions{})
+	createParent(t, ns, fullParent)
+	waitCondition(t, ns, "web", "Ready", "True")
+	service := filepath.Join(dir, "myresource", "service.yaml")
+	editFile(t, service, "spec:", "{{ if }}\nspec:")
+	time.Sleep(500 * time.Millisecond) // let the watcher try, and fail, to reload
+	// The last good version still renders: a spec change still lands.
+	patch := []byte(`{"spec":{"replicas":3}}`)
+	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicas(t, ns, "web", 3)
+	p, err := get(context.Background(), myresGVR, ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _, msg := condition(p, "Degraded"); st != "False" {
+		t.Fatalf("parent degraded by an unparsable edit that should have been ignored: %s", msg)
+	}
+	editFile(t, service, "{{ if }}\n", "")
+	editFile(t, service, "port: {{", "port: {{ add 1 ")
+	eventually(t, 30*time.Second, "a good edit after a bad one is picked up", func(ctx context.Context) error {
+		svc, err := get(ctx, serviceGVR, ns, "web")
+		if err != nil {
+			return err
+		}
+		ports := svc.Object["spec"].(map[string]any)["ports"].([]any)
+		if got := ports[0].(map[string]any)["port"]; got != int64(8081) {
+			return fmt.Errorf("port = %v", got)
+		}
+		return nil
+	})
+}
+
+// A set whose parent kind has no CRD does not crash Loom; its controller
+// starts when the CRD appears. A child kind the cluster does not serve makes
+// the parent's condition say so, and is applied once its CRD is installed.
+func TestMissingCRDs(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	group := fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
+	dir := t.TempDir()
+	set := filepath.Join(dir, "widget")
+	writeFiles(t, set, map[string]string{
+		"loom.yaml": "parent:\n  apiVersion: " + group + "/v1\n  kind: Widget\n",
+		"configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Name }}-cm
+data:
+  size: {{ .Spec.size | default "small" | quote }}
+`,
+		"gadget.yaml": `apiVersion: ` + group + `/v1
+kind: Gadget
+metadata:
+  name: {{ .Name }}-gadget
+spec:
+  color: blue
+`,
+	})
+	startLoom(t, dir, ns, loomOptions{})
+	time.Sleep(time.Second) // Loom is up, waiting for the Widget CRD
+
+	installTestCRD(t, group, "Widget", "widgets")
+	widgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
+	createObject(t, widgets, ns, `{"apiVersion":"`+group+`/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":"large"}}`)
+	eventually(t, 30*time.Second, "the Widget controller starts and applies the ConfigMap", func(ctx context.Context) error {
+		_, err := get(ctx, configMapGVR, ns, "w1-cm")
+		return err
+	})
+	eventually(t, 30*time.Second, "the condition says Gadget is not served", func(ctx context.Context) error {
+		p, err := get(ctx, widgets, ns, "w1")
+		if err != nil {
+			return err
+		}
+		st, reason, msg := condition(p, "Degraded")
+		if st != "True" || reason != "ApplyFailed" || !strings.Contains(msg, "Gadget") || !strings.Contains(msg, "not served") {
+			return fmt.Errorf("Degraded=%s reason=%s message=%q", st, reason, msg)
+		}
+		return nil
+	})
+	installTestCRD(t, group, "Gadget", "gadgets")
+	gadgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
+	eventually(t, 30*time.Second, "the Gadget is applied once its CRD exists", func(ctx context.Context) error {
+		_, err := get(ctx, gadgets, ns, "w1-gadget")
+		return err
+	})
+	waitConditionGVR(t, widgets, ns, "w1", "Degraded", "False")
+}
+
+func lineOf(t *testing.T, path, needle string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, needle) {
+			return i + 1
+		}
+	}
+	t.Fatalf("%s has no %q", path, needle)
+	return 0
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// installTestCRD installs a namespaced CRD with a free-form spec and a
+// status subresource, and deletes it when the test ends.
+func installTestCRD(t *testing.T, group, kind, plural string) {
+	t.Helper()
+	crd := fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: %[3]s.%[1]s
+spec:
+  group: %[1]s
+  scope: Namespaced
+  names: {kind: %[2]s, plural: %[3]s, singular: %[4]s, listKind: %[2]sList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`, group, kind, plural, strings.ToLower(kind))
+	if err := applyCRD(context.Background(), []byte(crd)); err != nil {
+		t.Fatalf("install CRD %s.%s: %v", plural, group, err)
+	}
+	t.Cleanup(func() {
+		_ = dyn.Resource(crdGVR).Delete(context.Background(), plural+"."+group, metav1.DeleteOptions{})
+	})
+}

@@ -1,0 +1,173 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// After convergence, a full resync of 100 parents sends no write request:
+// every child matches, and so does every status.
+func TestSteadyStateIsSilent(t *testing.T) {
+	t.Parallel()
+	const parents = 100
+	ns := newNamespace(t)
+	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{resync: 4 * time.Second})
+	for i := range parents {
+		createParent(t, ns, fmt.Sprintf(`
+apiVersion: example.loom.dev/v1alpha1
+kind: MyResource
+metadata:
+  name: app-%d
+spec:
+  image: nginx:1.27
+  replicas: 1
+  config:
+    INDEX: "%d"
+`, i, i))
+	}
+	eventually(t, 120*time.Second, "every parent is Ready", func(ctx context.Context) error {
+		list, err := dyn.Resource(myresGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for i := range list.Items {
+			if st, _, _ := condition(&list.Items[i], "Ready"); st == "True" {
+				ready++
+			}
+		}
+		if ready != parents {
+			return fmt.Errorf("%d of %d Ready", ready, parents)
+		}
+		return nil
+	})
+	// Let in-flight reconciles (from the last child status changes) finish.
+	time.Sleep(2 * time.Second)
+	l.writes.reset()
+	before := l.counter(t, "loom_reconcile_total", nil)
+	time.Sleep(9 * time.Second) // two full resyncs
+	reconciles := l.counter(t, "loom_reconcile_total", nil) - before
+	writes, log := l.writes.snapshot()
+	if reconciles < 2*parents {
+		t.Fatalf("only %v reconciles in two resync periods; want at least %d (did the resync run?)", reconciles, 2*parents)
+	}
+	if writes != 0 {
+		t.Fatalf("steady state sent %d write requests over %v reconciles; first ones: %s", writes, reconciles, strings.Join(log, "\n"))
+	}
+	t.Logf("%v reconciles of %d parents, 0 writes", reconciles, parents)
+}
+
+// Editing a template set mounted the way a ConfigMap volume mounts it (files
+// are symlinks into ..data, which is swapped atomically to a new folder)
+// takes effect without a restart.
+func TestHotReloadThroughConfigMapSymlinkSwap(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	root := t.TempDir()
+	set := filepath.Join(root, "myresource")
+	src := filepath.Join(repoRoot, "templates", "myresource")
+	files := []string{"loom.yaml", "_helpers.tpl", "configmap.yaml", "deployment.yaml", "service.yaml"}
+	version := func(name string, edit func(string) string) {
+		dir := filepath.Join(set, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join(src, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, f), []byte(edit(f+"\x00"+string(b))[len(f)+1:]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Swap ..data atomically, as the kubelet does.
+		tmp := filepath.Join(set, "..data_tmp")
+		if err := os.Symlink(name, tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(set, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(set, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	version("..v1", func(s string) string { return s })
+	for _, f := range files {
+		if err := os.Symlink(filepath.Join("..data", f), filepath.Join(set, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startLoom(t, root, ns, loomOptions{})
+	createParent(t, ns, fullParent)
+	waitReplicas(t, ns, "web", 2)
+	version("..v2", func(s string) string {
+		if strings.HasPrefix(s, "service.yaml\x00") {
+			return strings.Replace(s, "port: {{", "port: {{ add 100 ", 1)
+		}
+		return s
+	})
+	eventually(t, 30*time.Second, "the Service follows the swapped templates", func(ctx context.Context) error {
+		svc, err := get(ctx, serviceGVR, ns, "web")
+		if err != nil {
+			return err
+		}
+		ports := svc.Object["spec"].(map[string]any)["ports"].([]any)
+		if got := ports[0].(map[string]any)["port"]; got != int64(8180) {
+			return fmt.Errorf("port = %v", got)
+		}
+		return nil
+	})
+}
+
+// SIGTERM makes `loom run` drain and exit cleanly.
+func TestSIGTERMExitsCleanly(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	bin := filepath.Join(repoRoot, "bin", "loom")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s is missing: run make build (make test does)", bin)
+	}
+	kubeconfig := os.Getenv("KUBECONFIG")
+	if kubeconfig == "" {
+		kubeconfig = filepath.Join(repoRoot, ".cluster", "kubeconfig")
+	}
+	cmd := exec.Command(bin, "run", "--templates", filepath.Join(repoRoot, "templates"), "--namespace", ns,
+		"--kubeconfig", kubeconfig, "--metrics-bind-address", "")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	createParent(t, ns, fullParent)
+	waitReplicas(t, ns, "web", 2)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("loom exited with %v after SIGTERM:\n%s", err, out.String())
+		}
+		if !strings.Contains(out.String(), "Shut down") {
+			t.Fatalf("loom did not log a clean shutdown:\n%s", out.String())
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("loom did not exit within 20s of SIGTERM:\n%s", out.String())
+	}
+}
