@@ -47,13 +47,16 @@ cluster: ## Start the local cluster (builds it from source the first time).
 	$(CLUSTER) up
 
 .PHONY: cluster-down
-cluster-down: ## Stop the local cluster and delete its state.
+cluster-down: stop ## Stop the local cluster (and Loom) and delete its state.
 	$(CLUSTER) down
 
 .PHONY: run
 run: build ## Bring up the local cluster and run the operator on the shipped example.
-	@echo "make run: the local cluster and the controller arrive with issue 3; rendering the examples instead."
-	$(BIN)/loom render -t templates/myresource -f examples/myresource.yaml -f examples/myresource-full.yaml
+	hack/run.sh
+
+.PHONY: stop
+stop: ## Stop the Loom started by make run.
+	@if [[ -f .cluster/loom.pid ]]; then kill $$(cat .cluster/loom.pid) 2>/dev/null || true; rm -f .cluster/loom.pid; echo "Loom stopped"; fi
 
 .PHONY: fmt
 fmt: ## Format the code.

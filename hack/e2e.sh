@@ -16,5 +16,12 @@ cleanup() {
 }
 trap cleanup EXIT
 export KUBECONFIG="$ROOT/.cluster/kubeconfig"
+# A Loom left running by `make run` watches every namespace and would fight
+# the tests' own controllers.
+if [[ -f $ROOT/.cluster/loom.pid ]]; then
+  echo "Stopping the Loom started by make run, which would interfere with the tests"
+  kill "$(cat "$ROOT/.cluster/loom.pid")" 2>/dev/null || true
+  rm -f "$ROOT/.cluster/loom.pid"
+fi
 cd "$ROOT"
 go test -tags e2e -count=1 -timeout 30m "$@" ./test/e2e/...
