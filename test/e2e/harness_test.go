@@ -95,6 +95,8 @@ type loom struct {
 type loomOptions struct {
 	resync  time.Duration
 	workers int
+	// impersonate runs Loom as this user, e.g. a service account.
+	impersonate string
 }
 
 // startLoom runs a controller over templates, watching only namespace, and
@@ -103,6 +105,7 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 	t.Helper()
 	l := &loom{templates: templates, registry: prometheus.NewRegistry(), writes: &writeCounter{}, done: make(chan error, 1)}
 	c := rest.CopyConfig(cfg)
+	c.Impersonate.UserName = o.impersonate
 	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, n: l.writes} })
 	mgr, err := controller.New(controller.Options{
 		Config: c, TemplatesDir: templates, Namespace: namespace, Workers: o.workers,

@@ -46,10 +46,7 @@ func setup() error {
 		return err
 	}
 	repoRoot = root
-	path := os.Getenv("KUBECONFIG")
-	if path == "" {
-		path = filepath.Join(root, ".cluster", "kubeconfig")
-	}
+	path := kubeconfigPath()
 	cfg, err = clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return fmt.Errorf("load kubeconfig %s: %w", path, err)
@@ -67,6 +64,14 @@ func setup() error {
 		return fmt.Errorf("reach the API server at %s: %w", cfg.Host, err)
 	}
 	return installCRDs(ctx, filepath.Join(root, "crds"))
+}
+
+// kubeconfigPath is the kubeconfig the tests use, for kubectl and bin/loom.
+func kubeconfigPath() string {
+	if p := os.Getenv("KUBECONFIG"); p != "" {
+		return p
+	}
+	return filepath.Join(repoRoot, ".cluster", "kubeconfig")
 }
 
 // newNamespace creates a namespace for one test and deletes it afterwards.

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -178,10 +177,7 @@ func TestKubectlWaitForReady(t *testing.T) {
 	ns := newNamespace(t)
 	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
 	createParent(t, ns, fullParent)
-	kubeconfig := os.Getenv("KUBECONFIG")
-	if kubeconfig == "" {
-		kubeconfig = filepath.Join(repoRoot, ".cluster", "kubeconfig")
-	}
+	kubeconfig := kubeconfigPath()
 	out, err := exec.Command("kubectl", "--kubeconfig", kubeconfig, "-n", ns, "wait", "--for=condition=Ready",
 		"myresource/web", "--timeout=60s").CombinedOutput()
 	if err != nil {

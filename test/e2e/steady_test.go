@@ -140,10 +140,7 @@ func TestSIGTERMExitsCleanly(t *testing.T) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s is missing: run make build (make test does)", bin)
 	}
-	kubeconfig := os.Getenv("KUBECONFIG")
-	if kubeconfig == "" {
-		kubeconfig = filepath.Join(repoRoot, ".cluster", "kubeconfig")
-	}
+	kubeconfig := kubeconfigPath()
 	cmd := exec.Command(bin, "run", "--templates", filepath.Join(repoRoot, "templates"), "--namespace", ns,
 		"--kubeconfig", kubeconfig, "--metrics-bind-address", "")
 	var out strings.Builder
