@@ -92,7 +92,7 @@ func Matches(desired, live any) bool {
 	case map[string]any:
 		l, ok := live.(map[string]any)
 		if !ok {
-			return len(d) == 0 && live == nil
+			return live == nil && isEmpty(d)
 		}
 		for k, dv := range d {
 			lv, ok := l[k]
@@ -110,7 +110,7 @@ func Matches(desired, live any) bool {
 	case []any:
 		l, ok := live.([]any)
 		if !ok {
-			return len(d) == 0 && live == nil
+			return live == nil && len(d) == 0
 		}
 		if byName := indexByName(l); byName != nil && allNamed(d) {
 			if len(byName) < len(d) {
@@ -145,12 +145,19 @@ func Matches(desired, live any) bool {
 	}
 }
 
+// isEmpty reports whether v is nil, an empty list, or a map that holds
+// only empty values: what the API server drops from an object.
 func isEmpty(v any) bool {
 	switch t := v.(type) {
 	case nil:
 		return true
 	case map[string]any:
-		return len(t) == 0
+		for _, x := range t {
+			if !isEmpty(x) {
+				return false
+			}
+		}
+		return true
 	case []any:
 		return len(t) == 0
 	}
