@@ -17,7 +17,10 @@ import (
 // bool, nil). It gives the same result as sigs.k8s.io/yaml followed by
 // Kubernetes' JSON decoding, which is what kubectl does, but without the
 // YAML → JSON → decode round trip: it walks the YAML parser's output once.
-// The equivalence is checked by FuzzDecodeMatchesSigsYAML.
+// The equivalence is checked by FuzzDecodeMatchesSigsYAML. One difference
+// is deliberate: where two keys of a mapping become the same string (1 and
+// "1"), sigs.k8s.io/yaml keeps either value, in map order, and decodeYAML
+// fails, so that a render never depends on map order.
 func decodeYAML(doc []byte) (map[string]any, error) {
 	var raw any
 	if err := yamlv2.Unmarshal(doc, &raw); err != nil {
@@ -79,14 +82,7 @@ func toJSONValue(v any) (any, error) {
 		if math.IsInf(t, 0) || math.IsNaN(t) {
 			return nil, fmt.Errorf("unsupported value %v", t)
 		}
-		// JSON has one number type; Kubernetes decodes a number written
-		// without a fraction or exponent that fits int64 as int64, and
-		// encoding/json writes integral floats below 1e21 that way. So
-		// 1.0 and 1e17 must become int64, as they do through JSON.
-		if t == math.Trunc(t) && t >= math.MinInt64 && t < math.MaxInt64 {
-			return int64(t), nil
-		}
-		return t, nil
+		return floatValue(t), nil
 	case time.Time:
 		return t.Format(time.RFC3339Nano), nil
 	case string:
@@ -101,6 +97,25 @@ func toJSONValue(v any) (any, error) {
 // errKeyCollision reports two keys of one mapping that become the same
 // string, such as 1 and "1".
 var errKeyCollision = errors.New("two keys of a mapping convert to the same string")
+
+// floatValue is what a float becomes through JSON. JSON has one number
+// type; Kubernetes decodes a number written without a fraction or exponent
+// that fits int64 as int64, and encoding/json writes integral floats below
+// 1e21 that way, in their shortest form. So 1.0 and 1e17 become int64, and
+// 20000000000000008 (a float, as 0020000000000000008 is not octal) becomes
+// 20000000000000010, the shortest decimal that parses to the same float.
+func floatValue(f float64) any {
+	if f != math.Trunc(f) || math.Abs(f) >= 1e21 {
+		return f
+	}
+	if math.Abs(f) < 1<<53 {
+		return int64(f)
+	}
+	if i, err := strconv.ParseInt(strconv.FormatFloat(f, 'f', -1, 64), 10, 64); err == nil {
+		return i
+	}
+	return f
+}
 
 // keyString converts a mapping key the way sigs.k8s.io/yaml does, including
 // its formatting of float keys at float32 precision, and its refusal of

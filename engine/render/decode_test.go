@@ -25,6 +25,7 @@ func TestDecodeYAML(t *testing.T) {
 		{"YAML 1.1 boolean keys", "y: 1\nn: 2\n", map[string]any{"true": int64(1), "false": int64(2)}},
 		{"quoted numbers stay strings", "a: \"1\"\nb: '2.0'\n", map[string]any{"a": "1", "b": "2.0"}},
 		{"integral floats become int64", "a: 1.0\nb: 1e3\nc: -0.0\nd: 1.0e17\n", map[string]any{"a": int64(1), "b": int64(1000), "c": int64(0), "d": int64(100000000000000000)}},
+		{"integral floats beyond 2^53 in their shortest form", "a: 0020000000000000008\nb: 9.007199254740993e15\n", map[string]any{"a": int64(20000000000000010), "b": int64(9007199254740992)}},
 		{"other floats stay float64", "a: 0.5\nb: 1e-7\nc: 1.0e19\nd: 1.0e21\n", map[string]any{"a": 0.5, "b": 1e-7, "c": 1e19, "d": 1e21}},
 		{"big integers", "a: 9007199254740993\nb: 9223372036854775807\nc: 9223372036854775808\nd: -9223372036854775808\n", map[string]any{"a": int64(9007199254740993), "b": int64(math.MaxInt64), "c": 9223372036854775808.0, "d": int64(math.MinInt64)}},
 		{"other integer notations", "a: 0x1F\nb: 017\nc: 1_000\n", map[string]any{"a": int64(31), "b": int64(15), "c": int64(1000)}},
