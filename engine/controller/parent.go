@@ -74,7 +74,7 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: c.onUpdate,
-		DeleteFunc: c.enqueue,
+		DeleteFunc: c.onDelete,
 	})
 	go c.informer.Run(ctx.Done())
 	logger := klog.FromContext(ctx).WithValues("kind", c.gvk.Kind)
@@ -115,6 +115,19 @@ func (c *parentController) onUpdate(old, cur any) {
 		return
 	}
 	c.enqueue(cur)
+}
+
+// onDelete forgets what Loom remembers of a deleted parent. Its children
+// go with it: the garbage collector follows their ownerReferences.
+func (c *parentController) onDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		c.mu.Lock()
+		delete(c.written, u.GetUID())
+		c.mu.Unlock()
+	}
 }
 
 func (c *parentController) enqueue(obj any) {

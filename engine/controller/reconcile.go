@@ -29,7 +29,6 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	// 1. Read the parent from the cache. Gone or going means nothing to do.
 	parent, ok := c.parentGet(key)
 	if !ok || parent.GetDeletionTimestamp() != nil {
-		c.forgetParent(parent)
 		return nil
 	}
 	set := c.set.Load()
@@ -220,16 +219,6 @@ func (c *parentController) previous(parent *unstructured.Unstructured) *unstruct
 	p := parent.DeepCopy()
 	p.Object["status"] = w.status
 	return p
-}
-
-// forgetParent drops what Loom remembers of a parent that is gone.
-func (c *parentController) forgetParent(parent *unstructured.Unstructured) {
-	if parent == nil {
-		return
-	}
-	c.mu.Lock()
-	delete(c.written, parent.GetUID())
-	c.mu.Unlock()
 }
 
 // parseRV reads a resourceVersion as a number. Kubernetes documents them as
