@@ -80,7 +80,7 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 	if err != nil {
 		return failed(ref, fmt.Errorf("apply %s: %w", ref, err))
 	}
-	a.remember(ref, record{hash: hash, rv: parseRV(resp.GetResourceVersion()), projection: Project(obj.Object, resp.Object)})
+	a.remember(ref, record{hash: hash, rv: ParseResourceVersion(resp.GetResourceVersion()), projection: Project(obj.Object, resp.Object)})
 	action := Configured
 	if live == nil {
 		action = Created // as far as the cache knew
@@ -101,7 +101,7 @@ func (a *Applier) unchanged(ref Ref, hash string, obj, live *unstructured.Unstru
 	rec, ok := a.applied[ref]
 	a.mu.Unlock()
 	ok = ok && rec.hash == hash
-	if live == nil || parseRV(live.GetResourceVersion()) < rec.rv {
+	if live == nil || ParseResourceVersion(live.GetResourceVersion()) < rec.rv {
 		return ok
 	}
 	if live.GetAnnotations()[AnnotationApplied] != hash || live.GetDeletionTimestamp() != nil {
@@ -111,9 +111,11 @@ func (a *Applier) unchanged(ref Ref, hash string, obj, live *unstructured.Unstru
 		ok && equality.Semantic.DeepEqual(rec.projection, Project(obj.Object, live.Object))
 }
 
-// parseRV reads a resourceVersion as a number. Kubernetes calls them
-// opaque, but etcd-backed ones are revisions; an unparsable one is 0.
-func parseRV(rv string) uint64 {
+// ParseResourceVersion reads a resourceVersion as a number, to tell whether
+// a cached object is older than a write. Kubernetes calls them opaque, but
+// etcd-backed ones are revisions; an unparsable one reads as 0, which makes
+// the cached object count as current.
+func ParseResourceVersion(rv string) uint64 {
 	n, _ := strconv.ParseUint(rv, 10, 64)
 	return n
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -201,7 +200,7 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 	}
 	c.m.metrics.statusWrites.WithLabelValues(c.gvk.Kind).Inc()
 	c.mu.Lock()
-	c.written[parent.GetUID()] = writtenStatus{rv: parseRV(resp.GetResourceVersion()), status: want}
+	c.written[parent.GetUID()] = writtenStatus{rv: apply.ParseResourceVersion(resp.GetResourceVersion()), status: want}
 	c.mu.Unlock()
 	c.recordTransitions(parent, prev, want)
 	return nil
@@ -213,18 +212,10 @@ func (c *parentController) previous(parent *unstructured.Unstructured) *unstruct
 	c.mu.Lock()
 	w, ok := c.written[parent.GetUID()]
 	c.mu.Unlock()
-	if !ok || parseRV(parent.GetResourceVersion()) >= w.rv {
+	if !ok || apply.ParseResourceVersion(parent.GetResourceVersion()) >= w.rv {
 		return parent
 	}
 	p := parent.DeepCopy()
 	p.Object["status"] = w.status
 	return p
-}
-
-// parseRV reads a resourceVersion as a number. Kubernetes documents them as
-// opaque, but etcd-backed ones are revisions; an unparsable one reads as 0,
-// which makes the cache win.
-func parseRV(rv string) uint64 {
-	n, _ := strconv.ParseUint(rv, 10, 64)
-	return n
 }
