@@ -15,7 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/controller"
@@ -30,6 +34,9 @@ type runOptions struct {
 	qps         float32
 	burst       int
 	metricsAddr string
+	leaderElect bool
+	leaseNS     string
+	leaseName   string
 }
 
 func newRunCommand() *cobra.Command {
@@ -60,6 +67,9 @@ SIGTERM or SIGINT drains in-flight reconciles and exits.`,
 	f.Float32Var(&o.qps, "kube-api-qps", 200, "API requests per second, sustained")
 	f.IntVar(&o.burst, "kube-api-burst", 400, "API requests per second, burst")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "serve /metrics, /healthz and /readyz here (empty disables)")
+	f.BoolVar(&o.leaderElect, "leader-elect", false, "run several replicas, of which one (holding a Lease) reconciles")
+	f.StringVar(&o.leaseNS, "leader-election-namespace", "loom-system", "namespace of the leader-election Lease")
+	f.StringVar(&o.leaseName, "leader-election-id", "loom", "name of the leader-election Lease")
 	return cmd
 }
 
@@ -96,7 +106,41 @@ func run(ctx context.Context, o runOptions) error {
 		logger.Info("Serving metrics", "address", o.metricsAddr)
 	}
 	logger.Info("Starting Loom", "templates", o.templates, "namespace", o.namespace, "workers", o.workers)
-	return mgr.Run(ctx)
+	if !o.leaderElect {
+		return mgr.Run(ctx)
+	}
+	return runAsLeader(ctx, cfg, o, mgr.Run)
+}
+
+// runAsLeader runs fn while this process holds the leader-election Lease.
+// Losing the Lease ends the process, so that a new leader never runs
+// beside an old one.
+func runAsLeader(ctx context.Context, cfg *rest.Config, o runOptions, fn func(context.Context) error) error {
+	id, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	id += "_" + string(uuid.NewUUID())
+	lock, err := resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, o.leaseNS, o.leaseName,
+		resourcelock.ResourceLockConfig{Identity: id}, cfg, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("leader-election lock: %w", err)
+	}
+	var runErr error
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock: lock, ReleaseOnCancel: true, Name: o.leaseName,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) { runErr = fn(ctx) },
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					klog.FromContext(ctx).Info("Lost the leader-election Lease; exiting")
+					os.Exit(1)
+				}
+			},
+		},
+	})
+	return runErr
 }
 
 // serveMetrics serves Prometheus metrics and health probes.
