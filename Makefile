@@ -8,6 +8,8 @@ BIN         := $(ROOT)/bin
 CLUSTER     := $(ROOT)/hack/cluster/cluster.sh
 KUBECONFIG_LOCAL := $(ROOT)/.cluster/kubeconfig
 GO_TEST_FLAGS ?= -count=1
+# Flags of the converge benchmark (go run ./test/converge -help).
+CONVERGE_FLAGS ?= -parents 1000 -workers 8
 
 .PHONY: help
 help: ## List the targets.
@@ -39,8 +41,12 @@ golden: build ## Rewrite the golden files of every template set (review the diff
 	$(BIN)/loom test --update templates/
 
 .PHONY: bench
-bench: ## Run the render benchmarks (Loom vs Helm's engine).
+bench: ## Run the render benchmarks (Loom vs Helm's engine), then the converge benchmark on the local cluster.
 	cd bench && go test -run '^$$' -bench . -benchmem -count 1 ./...
+	started=0; \
+	if ! $(CLUSTER) status >/dev/null 2>&1; then $(CLUSTER) up; started=1; fi; \
+	trap 'if [[ $$started == 1 ]]; then $(CLUSTER) down; fi' EXIT; \
+	KUBECONFIG=$(KUBECONFIG_LOCAL) go run ./test/converge $(CONVERGE_FLAGS)
 
 .PHONY: cluster
 cluster: ## Start the local cluster (builds it from source the first time).
