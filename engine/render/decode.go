@@ -21,7 +21,18 @@ import (
 // is deliberate: where two keys of a mapping become the same string (1 and
 // "1"), sigs.k8s.io/yaml keeps either value, in map order, and decodeYAML
 // fails, so that a render never depends on map order.
+//
+// Documents in the YAML subset that templates produce are read by
+// fastDecode; all others, and every invalid one, by yaml.v2.
 func decodeYAML(doc []byte) (map[string]any, error) {
+	if m, err := fastDecode(doc); !errors.Is(err, errUnsupported) {
+		return m, err
+	}
+	return decodeYAMLv2(doc)
+}
+
+// decodeYAMLv2 is decodeYAML through yaml.v2, for any YAML document.
+func decodeYAMLv2(doc []byte) (map[string]any, error) {
 	var raw any
 	if err := yamlv2.Unmarshal(doc, &raw); err != nil {
 		return nil, err

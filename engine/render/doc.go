@@ -16,6 +16,13 @@
 //	       ──► injection (namespace, controller ownerReference, ApplySet labels)
 //	       ──► a stably ordered []*unstructured.Unstructured
 //
+// Decoding and validation have fast paths for what templates usually
+// produce. fastDecode reads the plain block YAML that templates write and
+// leaves any other document to yaml.v2; a built-in kind's cached shape
+// (shape.go) accepts a valid object without the JSON round trip of strict
+// decoding, which still decides, and words the error, for anything else.
+// Fuzz tests hold each fast path to the result of its slow one.
+//
 // Every error is an *Error that names the template file, the line, and the
 // document index, so that it can be fixed without reading Loom's source.
 package render

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -79,7 +81,32 @@ func nameErrors(kind, name string) []string {
 
 // strictDecode decodes obj into its built-in Go type when the kind is one of
 // Kubernetes' own, and reports unknown fields and mistyped values.
+//
+// Most objects are valid, and checking the decoded values against the
+// type's cached shape tells so without encoding and decoding JSON. Only an
+// object that the shape does not accept is decoded for real, which decides
+// and gives the error.
 func strictDecode(gvk schema.GroupVersionKind, obj map[string]any) error {
+	shape := kindShape(gvk)
+	if shape == nil || shape.accepts(obj) {
+		return nil
+	}
+	typed, err := scheme.Scheme.New(gvk)
+	if err != nil {
+		return nil
+	}
+	return jsonStrictDecode(gvk, typed, obj)
+}
+
+// kindShapes caches the shape of the Go type of each built-in kind seen.
+var kindShapes sync.Map // schema.GroupVersionKind → *typeShape
+
+// kindShape returns the shape of gvk's Go type, or nil when gvk is not a
+// built-in kind.
+func kindShape(gvk schema.GroupVersionKind) *typeShape {
+	if s, ok := kindShapes.Load(gvk); ok {
+		return s.(*typeShape)
+	}
 	if !scheme.Scheme.Recognizes(gvk) {
 		return nil
 	}
@@ -87,6 +114,14 @@ func strictDecode(gvk schema.GroupVersionKind, obj map[string]any) error {
 	if err != nil {
 		return nil
 	}
+	s := shapeOf(reflect.TypeOf(typed))
+	kindShapes.Store(gvk, s)
+	return s
+}
+
+// jsonStrictDecode decodes the JSON encoding of obj into typed, a new object
+// of kind gvk, as the API server would.
+func jsonStrictDecode(gvk schema.GroupVersionKind, typed any, obj map[string]any) error {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return fmt.Errorf("encode as JSON: %w", err)

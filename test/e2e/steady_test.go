@@ -88,7 +88,7 @@ func TestHotReloadThroughConfigMapSymlinkSwap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(dir, f), []byte(edit(f+"\x00"+string(b))[len(f)+1:]), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte(edit(f + "\x00" + string(b))[len(f)+1:]), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

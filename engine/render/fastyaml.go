@@ -1,0 +1,502 @@
+package render
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// errUnsupported reports a document outside the YAML subset that
+// fastDecode reads. decodeYAML then decodes it with yaml.v2.
+var errUnsupported = errors.New("outside the YAML subset of the fast decoder")
+
+// maxFastDepth bounds how deeply fastDecode nests collections. Deeper
+// documents are left to yaml.v2, which has its own limit.
+const maxFastDepth = 200
+
+// maxFastKey is the longest key fastDecode reads, in bytes. libyaml refuses
+// a simple key longer than 1024 characters; longer keys are left to it.
+const maxFastKey = 1000
+
+// fastDecode decodes the YAML subset that templates produce, and gives the
+// same values decodeYAML's yaml.v2 path gives (FuzzFastDecodeMatchesYAMLv2
+// checks this). The subset: block mappings and block sequences nested by
+// indentation, including "- key: v" items and sequences at the indentation
+// of their key; plain, single-quoted and double-quoted scalars on one line;
+// the empty flow collections {} and []; comments and blank lines.
+//
+// Anything else, including every document that is not valid YAML, gives
+// errUnsupported and no other error, so that yaml.v2 reports the error with
+// its line number. Plain scalars are resolved only where the result is
+// certain (null, YAML 1.1 booleans, decimal integers that fit int64, and
+// strings that cannot be read as anything else); any other number-like
+// scalar also gives errUnsupported.
+//
+// Strings in the result share the memory of one copy of doc.
+func fastDecode(doc []byte) (map[string]any, error) {
+	if !subsetBytes(doc) {
+		return nil, errUnsupported
+	}
+	lines, ok := splitLines(string(doc))
+	if !ok {
+		return nil, errUnsupported
+	}
+	if len(lines) == 0 {
+		return nil, nil // only comments and blank lines, as yaml.v2 gives
+	}
+	if isSeqEntry(lines[0].text) {
+		return nil, errUnsupported // not a mapping: yaml.v2 reports it
+	}
+	p := fastParser{lines: lines}
+	m, err := p.mapping(lines[0].indent, 0)
+	if err != nil {
+		return nil, err
+	}
+	if p.i < len(p.lines) {
+		return nil, errUnsupported // a line less indented than the first
+	}
+	return m, nil
+}
+
+// subsetBytes reports whether doc is valid UTF-8 made only of characters
+// that YAML reads as themselves: no tabs, carriage returns or other control
+// characters, no byte order marks, and no Unicode line breaks.
+func subsetBytes(doc []byte) bool {
+	for i := 0; i < len(doc); {
+		c := doc[i]
+		if c < utf8.RuneSelf {
+			if c != '\n' && (c < 0x20 || c == 0x7f) {
+				return false
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(doc[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			return false
+		case r < 0xa0, r == 0x2028, r == 0x2029, r == 0xfeff, r > 0xfffd && r < 0x10000:
+			return false
+		}
+		i += n
+	}
+	return true
+}
+
+// fline is one line of a document that holds content: its indentation in
+// spaces, and its text after the indentation.
+type fline struct {
+	indent int
+	text   string
+}
+
+// splitLines returns the lines of src that are neither blank nor only a
+// comment. It refuses document markers (--- and ...) at the start of a
+// line.
+func splitLines(src string) ([]fline, bool) {
+	lines := make([]fline, 0, strings.Count(src, "\n")+1)
+	for len(src) > 0 {
+		line := src
+		if i := strings.IndexByte(src, '\n'); i >= 0 {
+			line, src = src[:i], src[i+1:]
+		} else {
+			src = ""
+		}
+		n := 0
+		for n < len(line) && line[n] == ' ' {
+			n++
+		}
+		text := line[n:]
+		if text == "" || text[0] == '#' {
+			continue
+		}
+		if n == 0 && (strings.HasPrefix(text, "---") || strings.HasPrefix(text, "...")) {
+			return nil, false
+		}
+		lines = append(lines, fline{indent: n, text: text})
+	}
+	return lines, true
+}
+
+// fastParser reads block collections from lines, one line at a time.
+type fastParser struct {
+	lines []fline
+	i     int // the next line to read
+}
+
+// block reads the mapping or sequence whose first line is the next line,
+// at indentation ind.
+func (p *fastParser) block(ind, depth int) (any, error) {
+	if depth > maxFastDepth {
+		return nil, errUnsupported
+	}
+	if isSeqEntry(p.lines[p.i].text) {
+		return p.sequence(ind, depth)
+	}
+	return p.mapping(ind, depth)
+}
+
+// mapping reads the entries of a block mapping at indentation ind.
+func (p *fastParser) mapping(ind, depth int) (map[string]any, error) {
+	m := make(map[string]any)
+	for p.i < len(p.lines) {
+		l := p.lines[p.i]
+		if l.indent < ind {
+			break
+		}
+		if l.indent > ind {
+			return nil, errUnsupported
+		}
+		key, rest, found, err := splitKey(l.text)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, errUnsupported
+		}
+		if _, dup := m[key]; dup {
+			return nil, errUnsupported
+		}
+		p.i++
+		v, err := p.value(rest, ind, depth, true)
+		if err != nil {
+			return nil, err
+		}
+		m[key] = v
+	}
+	return m, nil
+}
+
+// sequence reads the items of a block sequence at indentation ind.
+func (p *fastParser) sequence(ind, depth int) ([]any, error) {
+	var s []any
+	for p.i < len(p.lines) {
+		l := p.lines[p.i]
+		if l.indent != ind || !isSeqEntry(l.text) {
+			if l.indent > ind {
+				return nil, errUnsupported
+			}
+			break
+		}
+		content := strings.TrimLeft(l.text[1:], " ")
+		col := ind + len(l.text) - len(content)
+		v, err := p.item(content, col, ind, depth)
+		if err != nil {
+			return nil, err
+		}
+		s = append(s, v)
+	}
+	return s, nil
+}
+
+// item reads one sequence item at indentation ind, whose content after
+// "- " starts at column col.
+func (p *fastParser) item(content string, col, ind, depth int) (any, error) {
+	if content == "" || content[0] == '#' {
+		p.i++
+		return p.value("", ind, depth, false)
+	}
+	if isSeqEntry(content) {
+		p.lines[p.i] = fline{indent: col, text: content}
+		return p.block(col, depth+1)
+	}
+	_, _, found, err := splitKey(content)
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		// "- key: v" starts a mapping at col, which the following
+		// lines at that indentation continue.
+		p.lines[p.i] = fline{indent: col, text: content}
+		return p.block(col, depth+1)
+	}
+	p.i++
+	v, empty, err := inlineValue(content)
+	if err != nil || empty {
+		return nil, errUnsupported
+	}
+	return v, nil
+}
+
+// value reads the value after "key:" or "-": rest when it holds one, else
+// the block on the following lines. A mapping's value may be a sequence at
+// the mapping's own indentation ind.
+func (p *fastParser) value(rest string, ind, depth int, inMapping bool) (any, error) {
+	v, empty, err := inlineValue(rest)
+	if err != nil || !empty {
+		return v, err
+	}
+	if p.i >= len(p.lines) {
+		return nil, nil
+	}
+	next := p.lines[p.i]
+	switch {
+	case next.indent > ind:
+		return p.block(next.indent, depth+1)
+	case next.indent == ind && inMapping && isSeqEntry(next.text):
+		if depth+1 > maxFastDepth {
+			return nil, errUnsupported
+		}
+		return p.sequence(ind, depth+1)
+	}
+	return nil, nil
+}
+
+// isSeqEntry reports whether text starts a block sequence item.
+func isSeqEntry(text string) bool {
+	return text == "-" || strings.HasPrefix(text, "- ")
+}
+
+// splitKey splits a mapping entry "key: rest". found is false when text is
+// no entry, only a scalar.
+func splitKey(text string) (key, rest string, found bool, err error) {
+	if text[0] == '"' || text[0] == '\'' {
+		key, n, err := quoted(text)
+		if err != nil {
+			return "", "", false, err
+		}
+		after := text[n:]
+		if after == "" || after[0] != ':' {
+			return "", "", false, nil
+		}
+		if len(after) > 1 && after[1] != ' ' || n > maxFastKey || key == "<<" {
+			return "", "", false, errUnsupported
+		}
+		return key, after[1:], true, nil
+	}
+	cut := cutComment(text)
+	i := 0
+	for ; i < len(cut); i++ {
+		if cut[i] == ':' && (i+1 == len(cut) || cut[i+1] == ' ') {
+			break
+		}
+	}
+	if i == len(cut) {
+		return "", "", false, nil
+	}
+	key = cut[:i]
+	if key == "" || key[len(key)-1] == ' ' || len(key) > maxFastKey || isIndicator(key[0]) {
+		return "", "", false, errUnsupported
+	}
+	if v, err := resolvePlain(key); err != nil || !isString(v) {
+		return "", "", false, errUnsupported
+	}
+	return key, text[i+1:], true, nil
+}
+
+// isString reports whether v is a string.
+func isString(v any) bool {
+	_, ok := v.(string)
+	return ok
+}
+
+// inlineValue reads the scalar or empty flow collection in rest, the text
+// after "key:" or "- ". empty is true when rest holds only spaces or a
+// comment: the value, if any, is on the following lines.
+func inlineValue(rest string) (v any, empty bool, err error) {
+	s := strings.TrimLeft(rest, " ")
+	if s == "" || s[0] == '#' {
+		return nil, true, nil
+	}
+	switch s[0] {
+	case '"', '\'':
+		q, n, err := quoted(s)
+		if err != nil {
+			return nil, false, err
+		}
+		if after := strings.TrimLeft(s[n:], " "); after != "" && (after[0] != '#' || len(after) == len(s[n:])) {
+			return nil, false, errUnsupported
+		}
+		return q, false, nil
+	case '{', '[':
+		switch cutComment(s) {
+		case "{}":
+			return map[string]any{}, false, nil
+		case "[]":
+			return []any{}, false, nil
+		}
+		return nil, false, errUnsupported
+	}
+	plain := cutComment(s)
+	if isIndicator(plain[0]) && !isDashScalar(plain) || plain[len(plain)-1] == ':' || strings.Contains(plain, ": ") {
+		return nil, false, errUnsupported
+	}
+	v, err = resolvePlain(plain)
+	return v, false, err
+}
+
+// isDashScalar reports whether s, which starts with '-', is a plain
+// scalar ("-1", "-x") rather than a sequence item.
+func isDashScalar(s string) bool {
+	return s[0] == '-' && len(s) > 1 && s[1] != ' '
+}
+
+// cutComment drops a trailing " #" comment and the spaces before it.
+func cutComment(s string) string {
+	if i := strings.Index(s, " #"); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimRight(s, " ")
+}
+
+// isIndicator reports whether c, first in a plain scalar, would make it
+// something else, or is refused at that position.
+func isIndicator(c byte) bool {
+	return strings.IndexByte("-?:,[]{}#&*!|>'\"%@`", c) >= 0
+}
+
+// resolvePlain gives the value yaml.v2 resolves a plain scalar to, where
+// fastDecode is sure of it: null, a YAML 1.1 boolean, a decimal integer
+// that fits int64, or a string that is no number, timestamp or special
+// float. Anything else gives errUnsupported.
+func resolvePlain(s string) (any, error) {
+	switch s {
+	case "", "~", "null", "Null", "NULL":
+		return nil, nil
+	case "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON":
+		return true, nil
+	case "n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF":
+		return false, nil
+	case ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF",
+		"-.inf", "-.Inf", "-.INF", "<<":
+		return nil, errUnsupported
+	}
+	switch c := s[0]; {
+	case c == '.':
+		// yaml.v2 tries exactly this.
+		if _, err := strconv.ParseFloat(s, 64); err == nil {
+			return nil, errUnsupported
+		}
+	case c == '+' || c == '-' || c >= '0' && c <= '9':
+		return resolveNumeric(s)
+	}
+	return s, nil
+}
+
+// resolveNumeric resolves a plain scalar that starts with a sign or a
+// digit. yaml.v2 tries it as a timestamp, then with strconv.ParseInt and
+// ParseUint in base 0 (without underscores), then as a float, then as 0b
+// binary; a string is what none of these read. resolveNumeric reads
+// decimal integers that fit int64, and strings that none of these could
+// read by their characters alone, such as a hex digest with a letter;
+// everything in between gives errUnsupported.
+func resolveNumeric(s string) (any, error) {
+	if isDecimal(s) {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return i, nil
+		}
+		return nil, errUnsupported
+	}
+	if len(s) > 4 && isDigits(s[:4]) && s[4] == '-' {
+		return nil, errUnsupported // maybe a timestamp
+	}
+	plain := strings.ReplaceAll(s, "_", "")
+	u := strings.TrimLeft(plain, "+-")
+	if len(u) >= 2 && u[0] == '0' && strings.IndexByte("xXoObB", u[1]) >= 0 {
+		return nil, errUnsupported // maybe hex, octal or binary
+	}
+	if isDigits(u) || strings.Trim(plain, "0123456789+-.eE") == "" {
+		return nil, errUnsupported // maybe octal, beyond int64, or a float
+	}
+	return s, nil
+}
+
+// isDigits reports whether s holds only ASCII digits.
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isDecimal reports whether s matches [-+]?(0|[1-9][0-9]*).
+func isDecimal(s string) bool {
+	if s[0] == '+' || s[0] == '-' {
+		s = s[1:]
+	}
+	return s != "" && (s[0] != '0' || len(s) == 1) && isDigits(s)
+}
+
+// quoted reads the single- or double-quoted scalar at the start of s, which
+// must end on the same line. It returns the value and the index after the
+// closing quote.
+func quoted(s string) (string, int, error) {
+	q := s[0]
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case q:
+			if q == '\'' && i+1 < len(s) && s[i+1] == '\'' {
+				return unescape(s)
+			}
+			return s[1:i], i + 1, nil
+		case '\\':
+			if q == '"' {
+				return unescape(s)
+			}
+		}
+	}
+	return "", 0, errUnsupported
+}
+
+// unescape reads a quoted scalar that holds escapes: a doubled quote in
+// single quotes; \" \\ \n \t and \uXXXX in double quotes. Other escapes
+// give errUnsupported.
+func unescape(s string) (string, int, error) {
+	q := s[0]
+	b := make([]byte, 0, len(s))
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\'' && q == '\'':
+			if i+1 < len(s) && s[i+1] == '\'' {
+				b = append(b, '\'')
+				i++
+				continue
+			}
+			return string(b), i + 1, nil
+		case c == '"' && q == '"':
+			return string(b), i + 1, nil
+		case c == '\\' && q == '"':
+			if i+1 == len(s) {
+				return "", 0, errUnsupported
+			}
+			i++
+			switch s[i] {
+			case '"', '\\':
+				b = append(b, s[i])
+			case 'n':
+				b = append(b, '\n')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				r, ok := hex4(s[i+1:])
+				if !ok {
+					return "", 0, errUnsupported
+				}
+				b = utf8.AppendRune(b, r)
+				i += 4
+			default:
+				return "", 0, errUnsupported
+			}
+		default:
+			b = append(b, c)
+		}
+	}
+	return "", 0, errUnsupported
+}
+
+// hex4 reads the four hex digits of a \u escape. Surrogates, which libyaml
+// refuses, are not ok.
+func hex4(s string) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s[:4], 16, 32)
+	if err != nil || v >= 0xd800 && v <= 0xdfff {
+		return 0, false
+	}
+	return rune(v), true
+}
