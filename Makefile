@@ -42,7 +42,7 @@ golden: build ## Rewrite the golden files of every template set (review the diff
 
 .PHONY: bench
 bench: ## Run the render benchmarks (Loom vs Helm's engine), then the converge benchmark on the local cluster.
-	cd bench && go test -run '^$$' -bench . -benchmem -count 1 ./...
+	hack/bench-render.sh
 	started=0; \
 	if ! $(CLUSTER) status >/dev/null 2>&1; then $(CLUSTER) up; started=1; fi; \
 	trap 'if [[ $$started == 1 ]]; then $(CLUSTER) down; fi' EXIT; \

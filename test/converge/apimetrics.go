@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/rest"
+)
+
+// apiWrites are the write requests the API server has served, from every
+// client (Loom or the baseline, the creator, the controller-manager, the
+// scheduler, kwok), by resource, from its apiserver_request_total metric.
+type apiWrites struct {
+	// byResource is keyed "resource" or "resource/subresource".
+	byResource map[string]float64
+	// conflicts are writes answered 409 Conflict.
+	conflicts float64
+}
+
+// scrapeWrites reads the API server's /metrics.
+func scrapeWrites(ctx context.Context, rc rest.Interface) (apiWrites, error) {
+	raw, err := rc.Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return apiWrites{}, fmt.Errorf("read the API server's metrics: %w", err)
+	}
+	out := apiWrites{byResource: map[string]float64{}}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		end := strings.LastIndexByte(line, '}')
+		if end < 0 {
+			continue
+		}
+		labels := parseLabels(line[len("apiserver_request_total{"):end])
+		switch labels["verb"] {
+		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
+		default:
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+		if err != nil {
+			continue
+		}
+		key := labels["resource"]
+		if s := labels["subresource"]; s != "" {
+			key += "/" + s
+		}
+		out.byResource[key] += v
+		if labels["code"] == "409" {
+			out.conflicts += v
+		}
+	}
+	return out, sc.Err()
+}
+
+// parseLabels parses Prometheus labels: a="x",b="y". Label values here
+// hold no quotes or commas.
+func parseLabels(s string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok {
+			out[k] = strings.Trim(v, `"`)
+		}
+	}
+	return out
+}
+
+func (a apiWrites) sub(b apiWrites) apiWrites {
+	out := apiWrites{byResource: map[string]float64{}, conflicts: a.conflicts - b.conflicts}
+	for k, v := range a.byResource {
+		if d := v - b.byResource[k]; d > 0 {
+			out.byResource[k] = d
+		}
+	}
+	return out
+}
+
+func (a apiWrites) total() float64 {
+	t := 0.0
+	for _, v := range a.byResource {
+		t += v
+	}
+	return t
+}
+
+// namespaceWrites are the writes to namespaces. A round creates and
+// deletes none of its own, so these are someone else's tests starting or
+// ending while it runs.
+func (a apiWrites) namespaceWrites() float64 {
+	t := 0.0
+	for k, v := range a.byResource {
+		if k == "namespaces" || strings.HasPrefix(k, "namespaces/") {
+			t += v
+		}
+	}
+	return t
+}
+
+// top lists the n resources with the most writes, as "pods 2000".
+func (a apiWrites) top(n int) string {
+	keys := make([]string, 0, len(a.byResource))
+	for k := range a.byResource {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return a.byResource[keys[i]] > a.byResource[keys[j]] })
+	var parts []string
+	for _, k := range keys[:min(n, len(keys))] {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, a.byResource[k]))
+	}
+	return strings.Join(parts, ", ")
+}
