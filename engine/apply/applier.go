@@ -126,6 +126,16 @@ func (a *Applier) remember(ref Ref, r record) {
 	a.mu.Unlock()
 }
 
+// IsOwnWrite reports whether resourceVersion rv of the object is the one
+// Loom's own last apply produced: the watch echo of that write, which the
+// reconcile that made it has already taken into account.
+func (a *Applier) IsOwnWrite(ref Ref, rv string) bool {
+	a.mu.Lock()
+	rec, ok := a.applied[ref]
+	a.mu.Unlock()
+	return ok && rec.rv != 0 && rec.rv == ParseResourceVersion(rv)
+}
+
 // Forget drops what Loom remembers of an object that is gone.
 func (a *Applier) Forget(ref Ref) {
 	a.mu.Lock()

@@ -218,3 +218,22 @@ func TestHashIsStableAndSensitive(t *testing.T) {
 		t.Fatal("withHash mutated its input")
 	}
 }
+
+func TestIsOwnWrite(t *testing.T) {
+	a := New(nil, nil, "")
+	ref := Ref{Name: "web"}
+	if a.IsOwnWrite(ref, "5") {
+		t.Fatal("nothing applied yet, but IsOwnWrite is true")
+	}
+	a.remember(ref, record{hash: "h", rv: 5})
+	if !a.IsOwnWrite(ref, "5") {
+		t.Error("the echo of our own write is not recognised")
+	}
+	if a.IsOwnWrite(ref, "6") {
+		t.Error("a later write by someone else is taken for our own")
+	}
+	a.Forget(ref)
+	if a.IsOwnWrite(ref, "5") {
+		t.Error("Forget kept the record")
+	}
+}

@@ -208,10 +208,15 @@ func (m *Manager) tryStart(c *parentController) {
 	}
 }
 
-// route sends a child event to the controller of the child's owner.
+// route sends a child event to the controller of the child's owner. The
+// echo of Loom's own apply is dropped: the reconcile that sent it already
+// used the server's response.
 func (m *Manager) route(ev ownerEvent) {
+	ref := apply.RefOf(ev.child)
 	if ev.deleted {
-		m.applier.Forget(apply.RefOf(ev.child))
+		m.applier.Forget(ref)
+	} else if m.applier.IsOwnWrite(ref, ev.child.GetResourceVersion()) {
+		return
 	}
 	gv, err := schema.ParseGroupVersion(ev.ref.APIVersion)
 	if err != nil {
@@ -226,15 +231,16 @@ func (m *Manager) route(ev ownerEvent) {
 }
 
 // kindsChanged is called when CRDs change: discovery is refreshed, pending
-// controllers are started, and running ones re-reconcile every parent (a
-// child kind they could not apply may be served now).
+// controllers are started, and running ones re-reconcile the parents that
+// wait for a child kind (it may be served now). Other parents are left
+// alone, so installing a CRD does not re-reconcile the whole cluster.
 func (m *Manager) kindsChanged() {
 	m.mapper.Reset()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for gk, c := range m.controllers {
 		if c.running.Load() {
-			c.enqueueAll()
+			c.enqueueUnserved()
 			continue
 		}
 		if st, ok := m.pending[gk]; ok && st == waiting {

@@ -34,9 +34,13 @@ type parentController struct {
 	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	running  atomic.Bool
 	done     chan struct{}
+	logger   klog.Logger
 
 	mu      sync.Mutex
 	written map[types.UID]writtenStatus
+	// unserved holds the parents whose last reconcile met a child kind the
+	// cluster does not serve; they are retried when CRDs change.
+	unserved map[cache.ObjectName]bool
 }
 
 // writtenStatus is the status Loom last wrote to a parent, and the
@@ -48,7 +52,8 @@ type writtenStatus struct {
 }
 
 func newParentController(m *Manager, set *render.Set) *parentController {
-	c := &parentController{m: m, gvk: set.ParentGVK(), written: map[types.UID]writtenStatus{}, done: make(chan struct{})}
+	c := &parentController{m: m, gvk: set.ParentGVK(), written: map[types.UID]writtenStatus{},
+		unserved: map[cache.ObjectName]bool{}, done: make(chan struct{})}
 	c.set.Store(set)
 	return c
 }
@@ -78,6 +83,7 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	})
 	go c.informer.Run(ctx.Done())
 	logger := klog.FromContext(ctx).WithValues("kind", c.gvk.Kind)
+	c.logger = logger
 	logger.Info("Waiting for informer cache to sync", "resource", gvr.String())
 	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
 		return fmt.Errorf("wait for %s cache to sync: %w", gvr, context.Cause(ctx))
@@ -149,6 +155,33 @@ func (c *parentController) enqueueAll() {
 	}
 }
 
+// enqueueUnserved enqueues the parents that wait for a child kind's CRD.
+func (c *parentController) enqueueUnserved() {
+	if !c.running.Load() {
+		return
+	}
+	c.mu.Lock()
+	keys := make([]cache.ObjectName, 0, len(c.unserved))
+	for k := range c.unserved {
+		keys = append(keys, k)
+	}
+	c.mu.Unlock()
+	for _, k := range keys {
+		c.queue.Add(k)
+	}
+}
+
+// setUnserved records whether a parent waits for a child kind's CRD.
+func (c *parentController) setUnserved(key cache.ObjectName, waiting bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if waiting {
+		c.unserved[key] = true
+	} else {
+		delete(c.unserved, key)
+	}
+}
+
 // onChild enqueues the parent a child event belongs to, after checking
 // that the cached parent is the very object (same UID) that owns the child.
 func (c *parentController) onChild(ev ownerEvent) {
@@ -163,6 +196,8 @@ func (c *parentController) onChild(ev ownerEvent) {
 	if obj.(*unstructured.Unstructured).GetUID() != ev.ref.UID {
 		return
 	}
+	c.logger.V(4).Info("Child changed; enqueueing its parent", "parent", key.String(),
+		"child", klog.KObj(ev.child), "kind", ev.child.GetKind(), "resourceVersion", ev.child.GetResourceVersion())
 	c.queue.Add(key)
 }
 

@@ -28,6 +28,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	// 1. Read the parent from the cache. Gone or going means nothing to do.
 	parent, ok := c.parentGet(key)
 	if !ok || parent.GetDeletionTimestamp() != nil {
+		c.setUnserved(key, false)
 		return nil
 	}
 	set := c.set.Load()
@@ -41,6 +42,8 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 
 	// 3. Watch every child kind, then apply each child that differs.
 	results, live := c.applyAll(ctx, rendered)
+
+	c.setUnserved(key, hasNoMatch(results))
 
 	// 4. Prune this parent's children that no longer render.
 	pruned, pruneErr := c.prune(ctx, parent, rendered, results)
@@ -98,10 +101,8 @@ func (c *parentController) watchChildKind(ctx context.Context, gvk schema.GroupV
 // runs when every child kind resolved, so that a kind that is temporarily
 // not served never causes its children to be deleted.
 func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, results apply.ChangeSet) (apply.ChangeSet, error) {
-	for _, r := range results {
-		if r.Err != nil && meta.IsNoMatchError(r.Err) {
-			return nil, nil
-		}
+	if hasNoMatch(results) {
+		return nil, nil
 	}
 	// Kinds listed in the parent's status were rendered before; watch them
 	// so that children of a kind no template renders any more are found.
@@ -124,6 +125,16 @@ func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstr
 	}
 	cs := c.m.applier.Prune(ctx, stale)
 	return cs, retryable(cs.Err())
+}
+
+// hasNoMatch reports whether a child's kind is not served by the cluster.
+func hasNoMatch(results apply.ChangeSet) bool {
+	for _, r := range results {
+		if r.Err != nil && meta.IsNoMatchError(r.Err) {
+			return true
+		}
+	}
+	return false
 }
 
 // statusChildKinds reads the kinds of status.children.

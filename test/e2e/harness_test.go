@@ -114,7 +114,7 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
 	}
-	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(4)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	l.cancel = cancel
 	go func() { l.done <- mgr.Run(ctx) }()

@@ -77,7 +77,16 @@ func TestHotReloadThroughConfigMapSymlinkSwap(t *testing.T) {
 	root := t.TempDir()
 	set := filepath.Join(root, "myresource")
 	src := filepath.Join(repoRoot, "templates", "myresource")
-	files := []string{"loom.yaml", "_helpers.tpl", "configmap.yaml", "deployment.yaml", "service.yaml"}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			files = append(files, e.Name())
+		}
+	}
 	version := func(name string, edit func(string) string) {
 		dir := filepath.Join(set, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
