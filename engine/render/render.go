@@ -146,8 +146,8 @@ type document struct {
 	text []byte
 }
 
-// splitDocuments splits output at lines that are exactly "---" (optionally
-// followed by spaces or a comment), the YAML document separator.
+// splitDocuments splits output at YAML document separators: lines that
+// start with "---" and whitespace, or are just "---".
 func splitDocuments(out []byte) []document {
 	var docs []document
 	start := 0
@@ -160,9 +160,13 @@ func splitDocuments(out []byte) []document {
 		}
 		if isSeparator(out[pos:end]) {
 			docs = append(docs, document{text: out[start:pos]})
-			start = end + 1
-			if start > len(out) {
-				start = len(out)
+			// "--- {a: b}" starts the next document on the same line.
+			start = pos + 3
+			for start < end && (out[start] == ' ' || out[start] == '\t' || out[start] == '\r') {
+				start++
+			}
+			if start == end || out[start] == '#' {
+				start = min(end+1, len(out))
 			}
 		}
 		pos = end + 1
@@ -170,12 +174,15 @@ func splitDocuments(out []byte) []document {
 	return append(docs, document{text: out[start:]})
 }
 
+// isSeparator reports whether a line starts a new YAML document: "---"
+// alone, or followed by whitespace (and a comment or the document's first
+// content).
 func isSeparator(line []byte) bool {
 	if !bytes.HasPrefix(line, []byte("---")) {
 		return false
 	}
-	rest := bytes.TrimSpace(line[3:])
-	return len(rest) == 0 || rest[0] == '#'
+	rest := line[3:]
+	return len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\r' || rest[0] == '#'
 }
 
 func isBlank(b []byte) bool {

@@ -288,6 +288,9 @@ func TestSplitDocuments(t *testing.T) {
 		{"comment after separator", "a: 1\n--- # x\nb: 2\n", []string{"a: 1\n", "b: 2\n"}},
 		{"CRLF", "a: 1\r\n---\r\nb: 2\r\n", []string{"a: 1\r\n", "b: 2\r\n"}},
 		{"four dashes", "a: 1\n----\nb: 2\n", []string{"a: 1\n----\nb: 2\n"}},
+		{"content on the separator line", "a: 1\n--- {b: 2}\n", []string{"a: 1\n", "{b: 2}\n"}},
+		{"block content on the separator line", "a: 1\n---   b: 2\nc: 3\n", []string{"a: 1\n", "b: 2\nc: 3\n"}},
+		{"dashes then text", "a: 1\n---x\n", []string{"a: 1\n---x\n"}},
 		{"indented", "a: |\n  ---\nb: 2\n", []string{"a: |\n  ---\nb: 2\n"}},
 	}
 	for _, tt := range tests {
