@@ -171,6 +171,7 @@ func (m *Manager) addSetLocked(s *render.Set) error {
 		return fmt.Errorf("template sets %s and %s both render children of %s", other.set.Load().Dir, s.Dir, gk)
 	}
 	c := newParentController(m, s)
+	c.ctx, c.cancel = context.WithCancel(m.ctx)
 	m.controllers[gk] = c
 	m.dirs[s.Dir] = gk
 	m.pending[gk] = starting
@@ -193,9 +194,12 @@ const (
 func (m *Manager) tryStart(c *parentController) {
 	gk := c.gvk.GroupKind()
 	logger := klog.FromContext(m.ctx).WithValues("kind", c.gvk.Kind)
-	err := c.start(m.ctx, m.opts.Workers)
+	err := c.start(c.ctx, m.opts.Workers)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.controllers[gk] != c {
+		return // the set was removed meanwhile
+	}
 	switch {
 	case err == nil:
 		delete(m.pending, gk)

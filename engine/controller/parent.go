@@ -35,6 +35,8 @@ type parentController struct {
 	running  atomic.Bool
 	done     chan struct{}
 	logger   klog.Logger
+	ctx      context.Context // cancelled when the set is removed
+	cancel   context.CancelFunc
 
 	mu      sync.Mutex
 	written map[types.UID]writtenStatus

@@ -76,9 +76,26 @@ func (m *Manager) reload(ctx context.Context) {
 	sets, loadErr := render.LoadAll(m.opts.TemplatesDir)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// Every folder that still holds a set, loadable or not. A set that
+	// fails to load keeps its last good version.
 	seen := map[string]bool{}
 	for _, s := range sets {
 		seen[s.Dir] = true
+	}
+	var broken []*render.SetError
+	for _, err := range splitJoined(loadErr) {
+		if errors.Is(err, render.ErrNoSets) {
+			continue // the last set was removed
+		}
+		var se *render.SetError
+		if !errors.As(err, &se) {
+			logger.Error(err, "Could not look for template sets")
+			return
+		}
+		seen[se.Dir] = true
+		broken = append(broken, se)
+	}
+	for _, s := range sets {
 		gk := s.ParentGVK().GroupKind()
 		c, ok := m.controllers[gk]
 		if !ok {
@@ -88,7 +105,19 @@ func (m *Manager) reload(ctx context.Context) {
 			}
 			continue
 		}
-		if old := c.set.Load(); old.Fingerprint() != s.Fingerprint() {
+		old := c.set.Load()
+		if old.Dir != s.Dir {
+			if seen[old.Dir] {
+				logger.Error(nil, "Template set rejected: another set already renders children of its parent kind",
+					"set", s.Dir, "kind", gk.String(), "other", old.Dir)
+				continue
+			}
+			// The folder was renamed: the running controller carries on.
+			logger.Info("Template set moved", "from", old.Dir, "to", s.Dir, "kind", gk.String())
+			delete(m.dirs, old.Dir)
+			m.dirs[s.Dir] = gk
+		}
+		if old.Dir != s.Dir || old.Fingerprint() != s.Fingerprint() {
 			if old.ParentGVK() != s.ParentGVK() {
 				logger.Error(nil, "Template set changed its parent version; restart Loom to switch", "set", s.Dir)
 				continue
@@ -99,24 +128,25 @@ func (m *Manager) reload(ctx context.Context) {
 			c.enqueueAll()
 		}
 	}
-	for _, err := range splitJoined(loadErr) {
-		var se *render.SetError
-		if !errors.As(err, &se) {
-			logger.Error(err, "Could not look for template sets")
-			return
-		}
-		dir := se.Dir
-		seen[dir] = true // keep the last good version
-		m.metrics.reloads.WithLabelValues(dir, "error").Inc()
-		logger.Error(err, "Template set failed to load; keeping its last good version", "set", dir)
-		if gk, ok := m.dirs[dir]; ok {
-			m.eventOnKind(gk, "TemplateSetInvalid", err.Error())
+	for _, se := range broken {
+		m.metrics.reloads.WithLabelValues(se.Dir, "error").Inc()
+		logger.Error(se, "Template set failed to load; keeping its last good version", "set", se.Dir)
+		if gk, ok := m.dirs[se.Dir]; ok {
+			m.eventOnKind(gk, "TemplateSetInvalid", se.Error())
 		}
 	}
 	for dir, gk := range m.dirs {
-		if !seen[dir] {
-			logger.Info("Template set removed; its parents keep the last version until Loom restarts", "set", dir, "kind", gk.String())
-			delete(m.dirs, dir)
+		if seen[dir] {
+			continue
+		}
+		// The set is gone: stop reconciling its kind. Children stay as
+		// they are; a set added back later starts a new controller.
+		logger.Info("Template set removed; its parents are no longer reconciled", "set", dir, "kind", gk.String())
+		delete(m.dirs, dir)
+		if c := m.controllers[gk]; c != nil && c.set.Load().Dir == dir {
+			c.cancel()
+			delete(m.controllers, gk)
+			delete(m.pending, gk)
 		}
 	}
 }

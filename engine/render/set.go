@@ -224,6 +224,9 @@ func (e *SetError) Error() string { return "load template set " + e.Dir + ": " +
 // Unwrap returns the cause.
 func (e *SetError) Unwrap() error { return e.Err }
 
+// ErrNoSets is returned by LoadAll when root holds no template set.
+var ErrNoSets = errors.New("no template sets")
+
 // LoadAll finds every template set under root, recursively: each folder that
 // holds a loom.yaml is one set. Sets are returned in path order. Sets that
 // fail to load are left out, and each failure is a *SetError in the joined
@@ -248,7 +251,7 @@ func LoadAll(root string) ([]*Set, error) {
 		return nil, err
 	}
 	if len(dirs) == 0 {
-		return nil, fmt.Errorf("no template sets (folders with %s) under %s", ConfigFile, root)
+		return nil, fmt.Errorf("%w (folders with %s) under %s", ErrNoSets, ConfigFile, root)
 	}
 	sets := make([]*Set, 0, len(dirs))
 	var errs []error

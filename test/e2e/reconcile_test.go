@@ -258,3 +258,48 @@ func TestDeletingParentGarbageCollectsChildren(t *testing.T) {
 		return nil
 	})
 }
+
+func TestMovedRemovedAndRestoredTemplateSet(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	dir := copyTemplates(t)
+	startLoom(t, dir, ns, loomOptions{})
+	createParent(t, ns, fullParent)
+	waitReplicas(t, ns, "web", 2)
+	scale := func(n int) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)
+		if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A renamed folder is the same set: its controller carries on.
+	moved := filepath.Join(dir, "renamed")
+	if err := os.Rename(filepath.Join(dir, "myresource"), moved); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // let the reload happen before the spec change
+	scale(3)
+	waitReplicas(t, ns, "web", 3)
+
+	// A removed set stops its controller: the children are left as they are.
+	stash := filepath.Join(t.TempDir(), "myresource")
+	if err := os.Rename(moved, stash); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	scale(4)
+	time.Sleep(5 * time.Second) // a running controller reacts in well under a second
+	if dep, err := get(context.Background(), deployGVR, ns, "web"); err != nil {
+		t.Fatal(err)
+	} else if got, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); got != 3 {
+		t.Fatalf("replicas = %d after the set was removed, want 3 (still reconciled)", got)
+	}
+
+	// Putting it back starts a new controller, which catches up.
+	if err := os.Rename(stash, filepath.Join(dir, "myresource")); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicas(t, ns, "web", 4)
+}
