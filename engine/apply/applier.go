@@ -65,7 +65,8 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 		return failed(ref, fmt.Errorf("hash %s: %w", ref, err))
 	}
 	obj := withHash(desired, hash)
-	if a.unchanged(ref, hash, obj, live) {
+	unchanged, sameDesired := a.check(ref, hash, obj, live)
+	if unchanged {
 		return Result{Ref: ref, Action: Unchanged, Object: live}
 	}
 	gvr, namespaced, err := a.Resource(ref.GVK)
@@ -85,10 +86,31 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 	if live == nil {
 		action = Created // as far as the cache knew
 	}
-	return Result{Ref: ref, Action: action, Object: resp}
+	r := Result{Ref: ref, Action: action, Object: resp}
+	if sameDesired {
+		r.Drift = drift(obj, live, resp)
+	}
+	return r
 }
 
-// unchanged reports whether the child needs no write:
+// drift compares, at the paths desired sets, the live object before an
+// apply of an unchanged desired object with the server's response. Where
+// they differ, another writer had changed the object and the apply reverted
+// it: drift returns the path of one such field. Where they agree, the apply
+// only restated what the server already held (a normalisation that Matches
+// does not know of), which is not drift, and drift returns "".
+func drift(desired, before, after *unstructured.Unstructured) string {
+	path, same := Mismatch(Project(desired.Object, after.Object), Project(desired.Object, before.Object))
+	if same {
+		return ""
+	}
+	if path == "" {
+		return "(the whole object)"
+	}
+	return path
+}
+
+// check reports whether the child needs no write:
 //   - the cache has not yet caught up with Loom's own apply of this very
 //     desired object (live is missing or older than that write); or
 //   - the hash annotation proves that live was applied from this desired
@@ -96,19 +118,22 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 //     (normalised) values the server returned when Loom last applied it.
 //
 // A change by another writer to a field Loom sets fails both tests.
-func (a *Applier) unchanged(ref Ref, hash string, obj, live *unstructured.Unstructured) bool {
+// sameDesired says that live was applied from this desired object, so a
+// write is a repair rather than an update.
+func (a *Applier) check(ref Ref, hash string, obj, live *unstructured.Unstructured) (unchanged, sameDesired bool) {
 	a.mu.Lock()
 	rec, ok := a.applied[ref]
 	a.mu.Unlock()
 	ok = ok && rec.hash == hash
 	if live == nil || ParseResourceVersion(live.GetResourceVersion()) < rec.rv {
-		return ok
+		return ok, false
 	}
 	if live.GetAnnotations()[AnnotationApplied] != hash || live.GetDeletionTimestamp() != nil {
-		return false
+		return false, false
 	}
-	return Matches(obj.Object, live.Object) ||
+	unchanged = Matches(obj.Object, live.Object) ||
 		ok && equality.Semantic.DeepEqual(rec.projection, Project(obj.Object, live.Object))
+	return unchanged, true
 }
 
 // ParseResourceVersion reads a resourceVersion as a number, to tell whether

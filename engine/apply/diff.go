@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -88,11 +90,34 @@ func Project(desired, live any) any {
 // written in another form ("1024Mi" and "1Gi"), and an empty map or list
 // that the server drops.
 func Matches(desired, live any) bool {
+	_, ok := mismatch(desired, live)
+	return ok
+}
+
+// Mismatch is Matches that also says where: the path of the first value
+// desired sets that live does not hold, such as
+// "spec.template.spec.containers[name=app].image". The path is empty when
+// they match, or when live is not even of desired's type at the top.
+func Mismatch(desired, live any) (path string, ok bool) {
+	rev, ok := mismatch(desired, live)
+	var b strings.Builder
+	for i := len(rev) - 1; i >= 0; i-- {
+		if b.Len() > 0 && !strings.HasPrefix(rev[i], "[") {
+			b.WriteByte('.')
+		}
+		b.WriteString(rev[i])
+	}
+	return b.String(), ok
+}
+
+// mismatch returns the path of the first mismatch, innermost segment first,
+// so that a match allocates nothing.
+func mismatch(desired, live any) ([]string, bool) {
 	switch d := desired.(type) {
 	case map[string]any:
 		l, ok := live.(map[string]any)
 		if !ok {
-			return live == nil && isEmpty(d)
+			return nil, live == nil && isEmpty(d)
 		}
 		for k, dv := range d {
 			lv, ok := l[k]
@@ -100,48 +125,52 @@ func Matches(desired, live any) bool {
 				if isEmpty(dv) {
 					continue
 				}
-				return false
+				return []string{k}, false
 			}
-			if !Matches(dv, lv) {
-				return false
+			if rev, ok := mismatch(dv, lv); !ok {
+				return append(rev, k), false
 			}
 		}
-		return true
+		return nil, true
 	case []any:
 		l, ok := live.([]any)
 		if !ok {
-			return live == nil && len(d) == 0
+			return nil, live == nil && len(d) == 0
 		}
 		if byName := indexByName(l); byName != nil && allNamed(d) {
 			if len(byName) < len(d) {
-				return false
+				return nil, false
 			}
 			for _, dv := range d {
-				lv, ok := byName[dv.(map[string]any)["name"].(string)]
-				if !ok || !Matches(dv, lv) {
-					return false
+				name := dv.(map[string]any)["name"].(string)
+				lv, ok := byName[name]
+				if !ok {
+					return []string{"[name=" + name + "]"}, false
+				}
+				if rev, ok := mismatch(dv, lv); !ok {
+					return append(rev, "[name="+name+"]"), false
 				}
 			}
-			return true
+			return nil, true
 		}
 		if len(d) != len(l) {
-			return false
+			return nil, false
 		}
 		for i := range d {
-			if !Matches(d[i], l[i]) {
-				return false
+			if rev, ok := mismatch(d[i], l[i]); !ok {
+				return append(rev, "["+strconv.Itoa(i)+"]"), false
 			}
 		}
-		return true
+		return nil, true
 	case string:
 		if l, ok := live.(string); ok && l != d {
-			return sameQuantity(d, l)
+			return nil, sameQuantity(d, l)
 		}
-		return equality.Semantic.DeepEqual(desired, live)
+		return nil, equality.Semantic.DeepEqual(desired, live)
 	case nil:
-		return live == nil
+		return nil, live == nil
 	default:
-		return equality.Semantic.DeepEqual(desired, live)
+		return nil, equality.Semantic.DeepEqual(desired, live)
 	}
 }
 

@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -235,5 +236,64 @@ func TestIsOwnWrite(t *testing.T) {
 	a.Forget(ref)
 	if a.IsOwnWrite(ref, "5") {
 		t.Error("Forget kept the record")
+	}
+}
+
+func TestMismatchNamesThePath(t *testing.T) {
+	desired := obj(t, desiredDeployment)
+	tests := []struct {
+		name, live, want string
+	}{
+		{"match", desiredDeployment, ""},
+		{"scalar", strings.Replace(desiredDeployment, "replicas: 2", "replicas: 7", 1), "spec.replicas"},
+		{"missing map key", strings.Replace(desiredDeployment, "labels: {app: web}", "", 1), "metadata.labels"},
+		{"named list item field", strings.Replace(desiredDeployment, "image: nginx", "image: evil", 1),
+			"spec.template.spec.containers[name=app].image"},
+		{"missing named item", strings.Replace(desiredDeployment, "name: app", "name: sidecar", 1),
+			"spec.template.spec.containers[name=app]"},
+		{"named item in a nested list", strings.Replace(desiredDeployment, "containerPort: 8080", "containerPort: 80", 1),
+			"spec.template.spec.containers[name=app].ports[name=http].containerPort"},
+		{"quantity in another form", strings.Replace(desiredDeployment, "1024Mi", "1Gi", 1), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path, ok := Mismatch(desired, obj(t, tt.live))
+			if ok != (tt.want == "") || path != tt.want {
+				t.Errorf("Mismatch = %q, %v; want %q", path, ok, tt.want)
+			}
+			if ok != Matches(desired, obj(t, tt.live)) {
+				t.Errorf("Mismatch and Matches disagree")
+			}
+		})
+	}
+	if path, ok := Mismatch(obj(t, `{a: [1, 2]}`), obj(t, `{a: [1, 3]}`)); ok || path != "a[1]" {
+		t.Errorf("positional: Mismatch = %q, %v; want a[1]", path, ok)
+	}
+}
+
+func TestDrift(t *testing.T) {
+	desired := &unstructured.Unstructured{Object: obj(t, desiredDeployment)}
+	tests := []struct {
+		name, before, after, want string
+	}{
+		{"reverted scale", `{metadata: {name: web, labels: {app: web}}, spec: {replicas: 7}}`,
+			`{metadata: {name: web, labels: {app: web}}, spec: {replicas: 2}}`, "spec.replicas"},
+		{"removed label", `{metadata: {name: web}, spec: {replicas: 2}}`,
+			`{metadata: {name: web, labels: {app: web}}, spec: {replicas: 2}}`, "metadata.labels"},
+		// The apply changed nothing Loom sets: a normalisation Matches does
+		// not know of made it write, which is not another writer's change.
+		{"restated", `{metadata: {name: web, labels: {app: web}}, spec: {replicas: 2}}`,
+			`{metadata: {name: web, labels: {app: web}}, spec: {replicas: 2}}`, ""},
+		{"fields Loom does not set", `{metadata: {name: web, labels: {app: web, x: y}}, spec: {replicas: 2, paused: true}}`,
+			`{metadata: {name: web, labels: {app: web}}, spec: {replicas: 2}}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := &unstructured.Unstructured{Object: obj(t, tt.before)}
+			after := &unstructured.Unstructured{Object: obj(t, tt.after)}
+			if got := drift(desired, before, after); got != tt.want {
+				t.Errorf("drift = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

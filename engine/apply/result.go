@@ -55,6 +55,11 @@ type Result struct {
 	Object *unstructured.Unstructured
 	// Err is set when Action is Failed.
 	Err error
+	// Drift is set when Action is Configured although the desired object
+	// had not changed since Loom applied it: another writer had changed
+	// the live object, and this apply reverted it. It is the path of one
+	// field that writer changed, such as "spec.replicas".
+	Drift string
 }
 
 // ChangeSet is the outcome of one apply pass over a parent's children.

@@ -1,9 +1,13 @@
 package controller
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/status"
 )
 
@@ -47,5 +51,21 @@ func (c *parentController) recordTransitions(parent, prev *unstructured.Unstruct
 	}
 	if newDeg.status != "True" && oldDeg.status == "True" {
 		rec.Event(parent, corev1.EventTypeNormal, "Recovered", "no longer degraded: "+oldDeg.reason+" resolved")
+	}
+}
+
+// recordDrift records a Warning Event on the parent for each child that
+// another writer had changed and this reconcile changed back. A writer that
+// keeps changing a field (an autoscaler on replicas, say) shows as repeated
+// Events, which the recorder aggregates.
+func (c *parentController) recordDrift(ctx context.Context, parent *unstructured.Unstructured, results apply.ChangeSet) {
+	for _, r := range results {
+		if r.Drift == "" {
+			continue
+		}
+		klog.FromContext(ctx).Info("Reverted a change by another writer", "child", r.Ref.String(), "field", r.Drift)
+		c.m.metrics.driftRepairs.WithLabelValues(c.gvk.Kind).Inc()
+		c.m.recorder.Eventf(parent, corev1.EventTypeWarning, "DriftReverted",
+			"%s was changed by another writer at %s; Loom changed it back to what the templates render", r.Ref, r.Drift)
 	}
 }

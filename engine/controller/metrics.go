@@ -15,6 +15,7 @@ type metrics struct {
 	duration     *prometheus.HistogramVec
 	changes      *prometheus.CounterVec
 	statusWrites *prometheus.CounterVec
+	driftRepairs *prometheus.CounterVec
 	reloads      *prometheus.CounterVec
 }
 
@@ -33,12 +34,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loom_status_writes_total", Help: "Status writes by parent kind.",
 		}, []string{"kind"}),
+		driftRepairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loom_drift_reverted_total", Help: "Children that another writer had changed and Loom changed back, by parent kind.",
+		}, []string{"kind"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loom_template_reloads_total", Help: "Template set reloads by set and result (success, error).",
 		}, []string{"set", "result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.reloads)
+		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.reloads)
 	}
 	return m
 }

@@ -42,6 +42,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 
 	// 3. Watch every child kind, then apply each child that differs.
 	results, live := c.applyAll(ctx, rendered)
+	c.recordDrift(ctx, parent, results)
 
 	c.setUnserved(key, hasNoMatch(results))
 

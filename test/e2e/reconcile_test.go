@@ -210,11 +210,21 @@ func TestDeletedChildIsRecreated(t *testing.T) {
 func TestDriftByAnotherFieldManagerIsReverted(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
+	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
 	createParent(t, ns, fullParent)
 	waitReplicas(t, ns, "web", 2)
+	// A spec change is an update, not a repair: no drift is reported.
+	patch := `{"spec":{"replicas":3}}`
+	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicas(t, ns, "web", 3)
+	if n := l.counter(t, "loom_drift_reverted_total", nil); n != 0 {
+		t.Fatalf("loom_drift_reverted_total = %v after a spec change, want 0", n)
+	}
+
 	// Another writer scales the Deployment and changes a label Loom sets.
-	patch := `{"spec":{"replicas":7},"metadata":{"labels":{"app.kubernetes.io/name":"hijacked"}}}`
+	patch = `{"spec":{"replicas":7},"metadata":{"labels":{"app.kubernetes.io/name":"hijacked"}}}`
 	if _, err := dyn.Resource(deployGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType, []byte(patch),
 		metav1.PatchOptions{FieldManager: "intruder"}); err != nil {
 		t.Fatal(err)
@@ -225,11 +235,31 @@ func TestDriftByAnotherFieldManagerIsReverted(t *testing.T) {
 			return err
 		}
 		replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas")
-		if replicas != 2 || dep.GetLabels()["app.kubernetes.io/name"] != "myresource" {
+		if replicas != 3 || dep.GetLabels()["app.kubernetes.io/name"] != "myresource" {
 			return fmt.Errorf("replicas=%d labels=%v", replicas, dep.GetLabels())
 		}
 		return nil
 	})
+	eventually(t, 30*time.Second, "a DriftReverted Event names the child and the field", func(ctx context.Context) error {
+		evs, err := events(ctx, ns, "web")
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			if ev.InvolvedObject.Kind != "MyResource" || ev.Reason != "DriftReverted" {
+				continue
+			}
+			if ev.Type != "Warning" || !strings.Contains(ev.Message, "Deployment.apps "+ns+"/web") ||
+				!strings.Contains(ev.Message, "spec.replicas") && !strings.Contains(ev.Message, "metadata.labels") {
+				return fmt.Errorf("event %s %q", ev.Type, ev.Message)
+			}
+			return nil
+		}
+		return errNotYet
+	})
+	if n := l.counter(t, "loom_drift_reverted_total", nil); n != 1 {
+		t.Errorf("loom_drift_reverted_total = %v, want 1", n)
+	}
 }
 
 func TestDeletingParentGarbageCollectsChildren(t *testing.T) {
