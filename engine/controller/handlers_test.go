@@ -1,0 +1,245 @@
+package controller
+
+// Unit tests of the controller's pure decisions: which events enqueue a
+// parent, which errors are retried, and which Events a status transition
+// records. Reconcile behaviour is tested against a real API server in
+// test/e2e.
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/engine/apply"
+)
+
+func u(t *testing.T, y string) *unstructured.Unstructured {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := map[string]any{}
+	if err := json.Unmarshal(j, &obj); err != nil { // numbers as int64, like the API server's
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
+
+const parentYAML = `
+apiVersion: example.loom.dev/v1alpha1
+kind: MyResource
+metadata: {name: web, namespace: ns, uid: u1, resourceVersion: "1", generation: 1, labels: {a: b}}
+spec: {replicas: 1}
+`
+
+func TestOnUpdateEnqueuesOnlyWhatRenderReads(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(o *unstructured.Unstructured)
+		want   bool
+	}{
+		{"periodic resync (same resourceVersion)", func(o *unstructured.Unstructured) {}, true},
+		{"status only, e.g. Loom's own status write", func(o *unstructured.Unstructured) {
+			o.SetResourceVersion("2")
+			_ = unstructured.SetNestedField(o.Object, "Ready", "status", "state")
+		}, false},
+		{"spec (generation)", func(o *unstructured.Unstructured) { o.SetResourceVersion("2"); o.SetGeneration(2) }, true},
+		{"labels", func(o *unstructured.Unstructured) {
+			o.SetResourceVersion("2")
+			o.SetLabels(map[string]string{"a": "c"})
+		}, true},
+		{"annotations", func(o *unstructured.Unstructured) {
+			o.SetResourceVersion("2")
+			o.SetAnnotations(map[string]string{"x": "y"})
+		}, true},
+		{"deletion", func(o *unstructured.Unstructured) {
+			o.SetResourceVersion("2")
+			_ = unstructured.SetNestedField(o.Object, "2026-11-22T00:00:00Z", "metadata", "deletionTimestamp")
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
+			defer q.ShutDown()
+			c := &parentController{queue: q}
+			old := u(t, parentYAML)
+			cur := old.DeepCopy()
+			tt.change(cur)
+			c.onUpdate(old, cur)
+			if got := q.Len() == 1; got != tt.want {
+				t.Errorf("enqueued = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestChildEventsReachTheirControllerOwner(t *testing.T) {
+	const owned = `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: ns
+  ownerReferences:
+  - {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: other, uid: u0}
+  - {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: u1, controller: true}
+`
+	const unowned = `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: ns
+  ownerReferences:
+  - {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: u1}
+`
+	tests := []struct {
+		name    string
+		obj     func(t *testing.T) any
+		deleted bool
+		want    []string
+	}{
+		{"controller owner", func(t *testing.T) any { return u(t, owned) }, false, []string{"ns/web u1 deleted=false"}},
+		{"tombstone of a deleted child", func(t *testing.T) any {
+			return cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: u(t, owned)}
+		}, true, []string{"ns/web u1 deleted=true"}},
+		{"owner but not controller", func(t *testing.T) any { return u(t, unowned) }, false, nil},
+		{"not an object", func(t *testing.T) any { return "junk" }, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			w := &childWatcher{route: func(ev ownerEvent) {
+				got = append(got, fmt.Sprintf("%s/%s %s deleted=%v", ev.namespace, ev.ref.Name, ev.ref.UID, ev.deleted))
+			}}
+			w.handle(tt.obj(t), tt.deleted)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("routed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRetryable(t *testing.T) {
+	gr := schema.GroupResource{Group: "apps", Resource: "deployments"}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"invalid object: fails the same way until something changes", apierrors.NewInvalid(schema.GroupKind{Kind: "Deployment"}, "web", nil), false},
+		{"bad request", apierrors.NewBadRequest("no"), false},
+		{"kind not served: retried when CRDs change", fmt.Errorf("apply: %w", &meta.NoKindMatchError{GroupKind: schema.GroupKind{Kind: "Widget"}}), false},
+		{"conflict", apierrors.NewConflict(gr, "web", errors.New("changed")), true},
+		{"server timeout", apierrors.NewServerTimeout(gr, "patch", 1), true},
+		{"too many requests", apierrors.NewTooManyRequests("slow down", 1), true},
+		{"connection refused", errors.New("dial tcp: connection refused"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := retryable(tt.err) != nil; got != tt.want {
+				t.Errorf("retryable = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCRDServingChanged(t *testing.T) {
+	crd := func(gen int, established string) *unstructured.Unstructured {
+		return u(t, fmt.Sprintf(`
+metadata: {name: widgets.example.com, generation: %d}
+status: {conditions: [{type: NamesAccepted, status: "True"}, {type: Established, status: %q}], acceptedNames: {kind: Widget}}
+`, gen, established))
+	}
+	tests := []struct {
+		name     string
+		old, cur *unstructured.Unstructured
+		want     bool
+	}{
+		{"became established", crd(1, "False"), crd(1, "True"), true},
+		{"spec changed", crd(1, "True"), crd(2, "True"), true},
+		{"status churn only", crd(1, "True"), crd(1, "True"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := crdServingChanged(tt.old, tt.cur); got != tt.want {
+				t.Errorf("crdServingChanged = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRecordTransitions(t *testing.T) {
+	st := func(ready, degraded, reason string) string {
+		return fmt.Sprintf(`{conditions: [{type: Ready, status: %q, message: m}, {type: Degraded, status: %q, reason: %q, message: why}]}`,
+			ready, degraded, reason)
+	}
+	tests := []struct {
+		name      string
+		old, want string
+		events    []string
+	}{
+		{"became ready", st("False", "False", ""), st("True", "False", ""), []string{"Normal Ready m"}},
+		{"still ready: nothing", st("True", "False", ""), st("True", "False", ""), nil},
+		{"no longer ready", st("True", "False", ""), st("False", "False", ""), []string{"Normal NotReady m"}},
+		{"became degraded", st("True", "False", ""), st("False", "True", "RenderFailed"),
+			[]string{"Warning RenderFailed why"}},
+		{"still degraded, same reason: nothing", st("False", "True", "RenderFailed"), st("False", "True", "RenderFailed"), nil},
+		{"degraded for another reason", st("False", "True", "RenderFailed"), st("False", "True", "ApplyFailed"),
+			[]string{"Warning ApplyFailed why"}},
+		{"recovered", st("False", "True", "RenderFailed"), st("True", "False", ""),
+			[]string{"Normal Ready m", "Normal Recovered no longer degraded: RenderFailed resolved"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := record.NewFakeRecorder(10)
+			c := &parentController{m: &Manager{recorder: rec}}
+			prev := u(t, parentYAML)
+			prev.Object["status"] = u(t, tt.old).Object
+			c.recordTransitions(prev, prev, u(t, tt.want).Object)
+			close(rec.Events)
+			var got []string
+			for ev := range rec.Events {
+				got = append(got, ev)
+			}
+			if diff := cmp.Diff(tt.events, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRecordDriftNamesChildAndField(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	c := &parentController{m: &Manager{recorder: rec, metrics: newMetrics(nil)}, gvk: schema.GroupVersionKind{Kind: "MyResource"}}
+	ref := apply.Ref{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "ns", Name: "web"}
+	c.recordDrift(klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig())), u(t, parentYAML), apply.ChangeSet{
+		{Ref: ref, Action: apply.Configured, Drift: "spec.replicas"},
+		{Ref: ref, Action: apply.Configured}, // a spec or template change
+		{Ref: ref, Action: apply.Unchanged},
+	})
+	close(rec.Events)
+	var got []string
+	for ev := range rec.Events {
+		got = append(got, ev)
+	}
+	want := []string{"Warning DriftReverted Deployment.apps ns/web was changed by another writer at spec.replicas; Loom changed it back to what the templates render"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
