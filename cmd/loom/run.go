@@ -31,6 +31,7 @@ type runOptions struct {
 	namespace   string
 	workers     int
 	resync      time.Duration
+	timeout     time.Duration
 	qps         float32
 	burst       int
 	metricsAddr string
@@ -64,6 +65,7 @@ SIGTERM or SIGINT drains in-flight reconciles and exits.`,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "watch only this namespace (default: all)")
 	f.IntVar(&o.workers, "workers", 8, "parents reconciled in parallel, per parent kind")
 	f.DurationVar(&o.resync, "resync-period", 10*time.Minute, "reconcile every parent this often even if nothing changed (0 disables)")
+	f.DurationVar(&o.timeout, "reconcile-timeout", 30*time.Second, "give up on one reconcile after this long (a hung request frees its worker); shutdown waits at most this long for in-flight reconciles")
 	f.Float32Var(&o.qps, "kube-api-qps", 200, "API requests per second, sustained")
 	f.IntVar(&o.burst, "kube-api-burst", 400, "API requests per second, burst")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "serve /metrics, /healthz and /readyz here (empty disables)")
@@ -92,7 +94,7 @@ func run(ctx context.Context, o runOptions) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mgr, err := controller.New(controller.Options{
 		Config: cfg, TemplatesDir: o.templates, Workers: o.workers, Namespace: o.namespace,
-		ResyncPeriod: o.resync, Registry: reg,
+		ResyncPeriod: o.resync, Registry: reg, ReconcileTimeout: o.timeout,
 	})
 	if err != nil {
 		return err

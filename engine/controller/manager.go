@@ -49,6 +49,10 @@ type Options struct {
 	// ReloadDebounce is how long the template watcher waits for a burst of
 	// file events to settle before reloading.
 	ReloadDebounce time.Duration
+	// ReconcileTimeout bounds one reconcile, so that a request the API
+	// server never answers frees its worker; 0 means 30s. It also bounds
+	// how long shutdown waits for in-flight reconciles.
+	ReconcileTimeout time.Duration
 }
 
 // Manager runs one parent controller per template set, the shared child
@@ -86,6 +90,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	if opts.ReloadDebounce <= 0 {
 		opts.ReloadDebounce = 200 * time.Millisecond
+	}
+	if opts.ReconcileTimeout <= 0 {
+		opts.ReconcileTimeout = 30 * time.Second
 	}
 	client, err := dynamic.NewForConfig(opts.Config)
 	if err != nil {

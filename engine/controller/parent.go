@@ -214,9 +214,18 @@ func (c *parentController) processNextItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	if ctx.Err() != nil {
+		// Shutting down: finish what is in flight, start nothing new. The
+		// next Loom lists every parent and reconciles it.
+		return false
+	}
 	logger := klog.FromContext(ctx).WithValues("kind", c.gvk.Kind, "parent", key.String())
+	// Shutdown lets an in-flight reconcile finish rather than cancelling
+	// its requests half way; the timeout bounds it either way.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.m.opts.ReconcileTimeout)
+	defer cancel()
 	start := time.Now()
-	err := c.reconcile(klog.NewContext(ctx, logger), key)
+	err := c.reconcile(klog.NewContext(rctx, logger), key)
 	c.m.metrics.observeReconcile(c.gvk.Kind, err, time.Since(start))
 	if err == nil {
 		c.queue.Forget(key)

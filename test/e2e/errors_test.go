@@ -6,9 +6,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,4 +215,32 @@ spec:
 	t.Cleanup(func() {
 		_ = dyn.Resource(crdGVR).Delete(context.Background(), plural+"."+group, metav1.DeleteOptions{})
 	})
+}
+
+// A request the API server never answers holds one worker only until the
+// reconcile timeout: with a single worker, another parent still converges,
+// and the stuck parent converges once the server answers again.
+func TestHungRequestDoesNotBlockOtherParents(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	var hanging atomic.Bool
+	hanging.Store(true)
+	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{
+		workers:          1,
+		reconcileTimeout: 2 * time.Second,
+		hang: func(r *http.Request) bool {
+			return hanging.Load() && r.Method == http.MethodPatch && strings.HasSuffix(r.URL.Path, "/services/hello")
+		},
+	})
+	createParent(t, ns, minimalParent)
+	time.Sleep(500 * time.Millisecond) // hello's reconcile is now stuck in its Service apply
+	createParent(t, ns, fullParent)
+	waitCondition(t, ns, "web", "Ready", "True")
+	if p, err := get(context.Background(), myresGVR, ns, "hello"); err != nil {
+		t.Fatal(err)
+	} else if st, _, _ := condition(p, "Ready"); st == "True" {
+		t.Fatalf("hello is Ready although its Service apply never returned")
+	}
+	hanging.Store(false)
+	waitCondition(t, ns, "hello", "Ready", "True")
 }

@@ -97,6 +97,11 @@ type loomOptions struct {
 	workers int
 	// impersonate runs Loom as this user, e.g. a service account.
 	impersonate string
+	// hang, when it returns true for a request, holds that request until
+	// its context ends, like an API server that never answers.
+	hang func(*http.Request) bool
+	// reconcileTimeout is Options.ReconcileTimeout.
+	reconcileTimeout time.Duration
 }
 
 // startLoom runs a controller over templates, watching only namespace, and
@@ -106,10 +111,13 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 	l := &loom{templates: templates, registry: prometheus.NewRegistry(), writes: &writeCounter{}, done: make(chan error, 1)}
 	c := rest.CopyConfig(cfg)
 	c.Impersonate.UserName = o.impersonate
-	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, n: l.writes} })
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return &countingTransport{next: rt, n: l.writes, hang: o.hang}
+	})
 	mgr, err := controller.New(controller.Options{
 		Config: c, TemplatesDir: templates, Namespace: namespace, Workers: o.workers,
 		ResyncPeriod: o.resync, Registry: l.registry, ReloadDebounce: 50 * time.Millisecond,
+		ReconcileTimeout: o.reconcileTimeout,
 	})
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
@@ -180,6 +188,7 @@ func (w *writeCounter) snapshot() (int64, []string) {
 type countingTransport struct {
 	next http.RoundTripper
 	n    *writeCounter
+	hang func(*http.Request) bool
 }
 
 func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -191,6 +200,10 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			c.n.log = append(c.n.log, r.Method+" "+r.URL.Path)
 		}
 		c.n.mu.Unlock()
+	}
+	if c.hang != nil && c.hang(r) {
+		<-r.Context().Done()
+		return nil, r.Context().Err()
 	}
 	return c.next.RoundTrip(r)
 }
