@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -79,6 +80,9 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 	resp, err := a.client.Resource(gvr).Namespace(ref.Namespace).Apply(ctx, ref.Name, obj,
 		metav1.ApplyOptions{FieldManager: a.manager, Force: true})
 	if err != nil {
+		if c := a.conflict(ctx, gvr, desired, err); c != nil {
+			return failed(ref, c)
+		}
 		return failed(ref, fmt.Errorf("apply %s: %w", ref, err))
 	}
 	a.remember(ref, record{hash: hash, rv: ParseResourceVersion(resp.GetResourceVersion()), projection: Project(obj.Object, resp.Object)})
@@ -199,4 +203,59 @@ func (a *Applier) Prune(ctx context.Context, objs []*unstructured.Unstructured) 
 
 func failed(ref Ref, err error) Result {
 	return Result{Ref: ref, Action: Failed, Err: err}
+}
+
+// OwnedByAnotherError means a child's name is taken by an object that
+// another controller owns. Loom does not take it over; an object that no
+// controller owns is adopted instead, as Kubernetes' own controllers adopt
+// orphans.
+type OwnedByAnotherError struct {
+	Ref Ref
+	// Owner is the object's controller; Want is the parent that renders it.
+	Owner, Want metav1.OwnerReference
+	// Err is the API server's refusal.
+	Err error
+}
+
+// Error explains the conflict and what to do about it.
+func (e *OwnedByAnotherError) Error() string {
+	return fmt.Sprintf("%s is controlled by %s %s, not by %s %s; Loom does not take over another controller's object: "+
+		"rename the child in the template, or delete the object or its ownerReference",
+		e.Ref, e.Owner.Kind, e.Owner.Name, e.Want.Kind, e.Want.Name)
+}
+
+// Unwrap returns the API server's error, which is not worth retrying.
+func (e *OwnedByAnotherError) Unwrap() error { return e.Err }
+
+// conflict turns the API server's refusal of a second controller
+// ownerReference into an OwnedByAnotherError naming the object's owner. It
+// costs one read, on that failure only.
+func (a *Applier) conflict(ctx context.Context, gvr schema.GroupVersionResource, desired *unstructured.Unstructured, err error) error {
+	if !apierrors.IsInvalid(err) || !hasCause(err, "metadata.ownerReferences") {
+		return nil
+	}
+	want := metav1.GetControllerOfNoCopy(desired)
+	cur, gerr := a.client.Resource(gvr).Namespace(desired.GetNamespace()).Get(ctx, desired.GetName(), metav1.GetOptions{})
+	if want == nil || gerr != nil {
+		return nil
+	}
+	owner := metav1.GetControllerOfNoCopy(cur)
+	if owner == nil || owner.UID == want.UID {
+		return nil
+	}
+	return &OwnedByAnotherError{Ref: RefOf(desired), Owner: *owner, Want: *want, Err: err}
+}
+
+// hasCause reports whether an API error names field among its causes.
+func hasCause(err error, field string) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) || st.Status().Details == nil {
+		return false
+	}
+	for _, c := range st.Status().Details.Causes {
+		if c.Field == field {
+			return true
+		}
+	}
+	return false
 }

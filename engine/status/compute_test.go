@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -131,6 +132,9 @@ func failResult(in *Input, r apply.Ref, err error) {
 	in.Results = append(in.Results, apply.Result{Ref: r, Action: apply.Failed, Err: err})
 }
 
+const ownedMsg = "Deployment.apps default/app is controlled by Widget w, not by MyResource app; " +
+	"Loom does not take over another controller's object: rename the child in the template, or delete the object or its ownerReference"
+
 var renderErr = &render.Error{File: "deployment.yaml", Line: 12, Err: errors.New(`at <.Spec.image>: map has no entry for key "image"`)}
 
 var allGood = map[string]cond{
@@ -187,6 +191,29 @@ func TestComputeConditions(t *testing.T) {
 			TypeReady:       {"False", ReasonApplyFailed, `apply Deployment app: deployments.apps "app" is forbidden: exceeded quota`},
 			TypeProgressing: {"False", ReasonApplyFailed, `apply Deployment app: deployments.apps "app" is forbidden: exceeded quota`},
 			TypeDegraded:    {"True", ReasonApplyFailed, `apply Deployment app: deployments.apps "app" is forbidden: exceeded quota`},
+		},
+		wantState: StateFailed,
+	}, {
+		name: "apply error as the apply stage wraps it: the child is named once",
+		edit: func(t *testing.T, in *Input) {
+			failResult(in, deployRef, fmt.Errorf("apply %s: %w", deployRef, errors.New(`deployments.apps "app" is forbidden: exceeded quota`)))
+		},
+		wantConds: map[string]cond{
+			TypeReady:       {"False", ReasonApplyFailed, `apply Deployment app: deployments.apps "app" is forbidden: exceeded quota`},
+			TypeProgressing: {"False", ReasonApplyFailed, `apply Deployment app: deployments.apps "app" is forbidden: exceeded quota`},
+			TypeDegraded:    {"True", ReasonApplyFailed, `apply Deployment app: deployments.apps "app" is forbidden: exceeded quota`},
+		},
+		wantState: StateFailed,
+	}, {
+		name: "child name taken by another controller's object",
+		edit: func(t *testing.T, in *Input) {
+			failResult(in, deployRef, &apply.OwnedByAnotherError{Ref: deployRef,
+				Owner: metav1.OwnerReference{Kind: "Widget", Name: "w"}, Want: metav1.OwnerReference{Kind: "MyResource", Name: "app"}})
+		},
+		wantConds: map[string]cond{
+			TypeReady:       {"False", ReasonApplyFailed, ownedMsg},
+			TypeProgressing: {"False", ReasonApplyFailed, ownedMsg},
+			TypeDegraded:    {"True", ReasonApplyFailed, ownedMsg},
 		},
 		wantState: StateFailed,
 	}, {

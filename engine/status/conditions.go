@@ -2,7 +2,9 @@ package status
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -62,11 +64,22 @@ func gather(in Input, kids []child, templateProblems []string) findings {
 // API server does not serve is said in plain words: its CRD is missing.
 func applyMessage(r apply.Result) string {
 	name := r.Ref.GVK.Kind + " " + r.Ref.Name
-	if meta.IsNoMatchError(r.Err) {
+	var owned *apply.OwnedByAnotherError
+	switch {
+	case meta.IsNoMatchError(r.Err):
 		return fmt.Sprintf("apply %s: kind %s (%s) is not served by the cluster; is its CRD installed?",
 			name, r.Ref.GVK.Kind, r.Ref.GVK.GroupVersion())
+	case errors.As(r.Err, &owned):
+		return owned.Error()
 	}
-	return fmt.Sprintf("apply %s: %s", name, errText(r.Err))
+	msg := errText(r.Err)
+	for _, verb := range []string{"apply", "prune"} {
+		// The apply stage already named the object; say it once.
+		if rest, ok := strings.CutPrefix(msg, verb+" "+r.Ref.String()+": "); ok {
+			return fmt.Sprintf("%s %s: %s", verb, name, rest)
+		}
+	}
+	return fmt.Sprintf("apply %s: %s", name, msg)
 }
 
 // ready is True when the templates rendered and every counted child was

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -243,4 +244,57 @@ func TestHungRequestDoesNotBlockOtherParents(t *testing.T) {
 	}
 	hanging.Store(false)
 	waitCondition(t, ns, "hello", "Ready", "True")
+}
+
+// A child whose name is taken by an object another controller owns is not
+// taken over: the parent says whose it is, its other children are applied,
+// and the object is left untouched. An object no controller owns is
+// adopted, as Kubernetes' own controllers adopt orphans.
+func TestChildNameTakenByAnotherController(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	owner := createObject(t, configMapGVR, ns, `{apiVersion: v1, kind: ConfigMap, metadata: {name: owner}}`)
+	createObject(t, configMapGVR, ns, fmt.Sprintf(`
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-config
+  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: owner, uid: %s, controller: true}]
+data: {theirs: "yes"}
+`, owner.GetUID()))
+	createObject(t, serviceGVR, ns, `{apiVersion: v1, kind: Service, metadata: {name: web, labels: {theirs: "yes"}}, spec: {ports: [{name: http, port: 8080}]}}`)
+	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
+	createParent(t, ns, fullParent)
+
+	eventually(t, 30*time.Second, "the parent names the ConfigMap's owner", func(ctx context.Context) error {
+		p, err := get(ctx, myresGVR, ns, "web")
+		if err != nil {
+			return err
+		}
+		st, reason, msg := condition(p, "Degraded")
+		if st != "True" || reason != "ApplyFailed" ||
+			!strings.Contains(msg, "ConfigMap "+ns+"/web-config is controlled by ConfigMap owner, not by MyResource web") {
+			return fmt.Errorf("Degraded=%s reason=%s message=%q", st, reason, msg)
+		}
+		return nil
+	})
+	cm, err := get(context.Background(), configMapGVR, ns, "web-config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _, _ := unstructured.NestedStringMap(cm.Object, "data"); len(data) != 1 || data["theirs"] != "yes" {
+		t.Errorf("the other controller's ConfigMap was changed: data %v", data)
+	}
+	waitReplicas(t, ns, "web", 2) // the other children are applied
+	eventually(t, 30*time.Second, "the orphan Service is adopted", func(ctx context.Context) error {
+		svc, err := get(ctx, serviceGVR, ns, "web")
+		if err != nil {
+			return err
+		}
+		parent, err := get(ctx, myresGVR, ns, "web")
+		if err != nil {
+			return err
+		}
+		return ownedBy(svc, parent)
+	})
 }
