@@ -33,7 +33,7 @@ test-unit: build ## Run the tests that need no cluster.
 	$(BIN)/loom test templates/
 
 .PHONY: test-e2e
-test-e2e: ## Run the e2e tests (starts the local cluster if it is not up).
+test-e2e: build ## Run the e2e tests (starts the local cluster if it is not up).
 	hack/e2e.sh -v
 
 .PHONY: golden

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -115,8 +116,9 @@ func run(ctx context.Context, o runOptions) error {
 }
 
 // runAsLeader runs fn while this process holds the leader-election Lease.
-// Losing the Lease ends the process, so that a new leader never runs
-// beside an old one.
+// On SIGTERM, fn drains first and the Lease is released after, so the next
+// leader never runs beside this one. Losing the Lease ends the process at
+// once, for the same reason.
 func runAsLeader(ctx context.Context, cfg *rest.Config, o runOptions, fn func(context.Context) error) error {
 	id, err := os.Hostname()
 	if err != nil {
@@ -128,15 +130,36 @@ func runAsLeader(ctx context.Context, cfg *rest.Config, o runOptions, fn func(co
 	if err != nil {
 		return fmt.Errorf("leader-election lock: %w", err)
 	}
+	logger := klog.FromContext(ctx)
+	// The election outlives ctx until fn has drained; it ends (releasing
+	// the Lease) when fn returns, or at once if this process never led.
+	electCtx, endElection := context.WithCancel(context.WithoutCancel(ctx))
+	defer endElection()
+	var leading atomic.Bool
+	stopWaiting := context.AfterFunc(ctx, func() {
+		if !leading.Load() {
+			endElection()
+		}
+	})
+	defer stopWaiting()
 	var runErr error
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+	logger.Info("Waiting to lead", "lease", o.leaseNS+"/"+o.leaseName, "identity", id)
+	leaderelection.RunOrDie(electCtx, leaderelection.LeaderElectionConfig{
 		Lock: lock, ReleaseOnCancel: true, Name: o.leaseName,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) { runErr = fn(ctx) },
+			OnStartedLeading: func(leadCtx context.Context) {
+				leading.Store(true)
+				logger.Info("Leading", "identity", id)
+				runCtx, stop := context.WithCancel(leadCtx)
+				defer stop()
+				defer context.AfterFunc(ctx, stop)()
+				runErr = fn(runCtx)
+				endElection()
+			},
 			OnStoppedLeading: func() {
-				if ctx.Err() == nil {
-					klog.FromContext(ctx).Info("Lost the leader-election Lease; exiting")
+				if electCtx.Err() == nil {
+					logger.Info("Lost the leader-election Lease; exiting")
 					os.Exit(1)
 				}
 			},
