@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const repoRoot = "../.."
+
+// execute runs the loom command line with args and stdin, and returns what
+// it printed and its error.
+func execute(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	root := newRootCommand()
+	var out bytes.Buffer
+	root.SetArgs(args)
+	root.SetIn(strings.NewReader(stdin))
+	root.SetOut(&out)
+	root.SetErr(&out)
+	err := root.Execute()
+	return out.String(), err
+}
+
+// copySet copies the shipped MyResource set into a folder the test may edit.
+func copySet(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join(repoRoot, "templates", "myresource")
+	dst := filepath.Join(t.TempDir(), "myresource")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func TestRender(t *testing.T) {
+	set := filepath.Join(repoRoot, "templates", "myresource")
+	minimal := filepath.Join(repoRoot, "examples", "myresource.yaml")
+	full := filepath.Join(repoRoot, "examples", "myresource-full.yaml")
+	example, err := os.ReadFile(minimal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := execute(t, "", "render", "-t", set, "-f", minimal)
+	if err != nil {
+		t.Fatalf("render: %v\n%s", err, fromFile)
+	}
+	tests := []struct {
+		name    string
+		stdin   string
+		args    []string
+		want    []string // substrings of the output
+		wantErr string
+	}{
+		{name: "one parent", args: []string{"-f", minimal},
+			want: []string{"kind: Deployment", "kind: Service", "name: hello"}},
+		{name: "several files", args: []string{"-f", minimal, "-f", full},
+			want: []string{"name: hello", "kind: ConfigMap", "name: web-config", "name: web"}},
+		{name: "another namespace for parents that name none", args: []string{"-f", minimal, "-n", "shop"},
+			want: []string{"namespace: shop"}},
+		{name: "missing file", args: []string{"-f", "nope.yaml"}, wantErr: "nope.yaml"},
+		{name: "not a parent of this set", stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+			args: []string{"-f", "-"}, wantErr: "ConfigMap"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := execute(t, tt.stdin, append([]string{"render", "-t", set}, tt.args...)...)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(out+err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one mentioning %q; output:\n%s", err, tt.wantErr, out)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("render: %v\n%s", err, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Fatalf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+	t.Run("stdin is the same as the file", func(t *testing.T) {
+		fromStdin, err := execute(t, string(example), "render", "-t", set, "-f", "-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(fromFile, fromStdin); diff != "" {
+			t.Errorf("-f - differs from -f FILE (-file +stdin):\n%s", diff)
+		}
+	})
+}
+
+func TestRenderErrorNamesFileAndLine(t *testing.T) {
+	dir := copySet(t)
+	path := filepath.Join(dir, "service.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(b), "{{ .Spec.port | default 8080 }}", "{{ .Spec.port | nosuchfunc }}", 1)
+	if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := execute(t, "", "render", "-t", dir, "-f", filepath.Join(repoRoot, "examples", "myresource.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "service.yaml:12") {
+		t.Fatalf("err = %v, want one naming service.yaml:12; output:\n%s", err, out)
+	}
+}
+
+func TestGoldenCommand(t *testing.T) {
+	dir := copySet(t)
+	out, err := execute(t, "", "test", filepath.Dir(dir))
+	if err != nil || !strings.Contains(out, "4 passed, 0 failed") {
+		t.Fatalf("shipped cases: err %v\n%s", err, out)
+	}
+
+	// A template change that the golden files do not expect fails with a diff.
+	path := filepath.Join(dir, "deployment.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), "spec:\n  replicas:", "spec:\n  minReadySeconds: 5\n  replicas:", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = execute(t, "", "test", dir)
+	if err == nil || !strings.Contains(out, "FAIL") || !strings.Contains(out, "+  minReadySeconds: 5") {
+		t.Fatalf("after an edit: err %v, want a failure with a diff adding minReadySeconds:\n%s", err, out)
+	}
+
+	// --update accepts it, and the cases pass again.
+	if out, err = execute(t, "", "test", "--update", dir); err != nil || !strings.Contains(out, "4 updated") {
+		t.Fatalf("--update: err %v\n%s", err, out)
+	}
+	if out, err = execute(t, "", "test", dir); err != nil || !strings.Contains(out, "4 passed, 0 failed") {
+		t.Fatalf("after --update: err %v\n%s", err, out)
+	}
+}
+
+func TestEveryCommandExplainsItselfWithAnExample(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"render", "--help"}, {"test", "--help"}, {"run", "--help"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			out, err := execute(t, "", args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, "Examples:") || !strings.Contains(out, "loom ") {
+				t.Errorf("help has no example:\n%s", out)
+			}
+		})
+	}
+}
