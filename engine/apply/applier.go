@@ -235,8 +235,11 @@ func (a *Applier) conflict(ctx context.Context, gvr schema.GroupVersionResource,
 		return nil
 	}
 	want := metav1.GetControllerOfNoCopy(desired)
+	if want == nil {
+		return nil
+	}
 	cur, gerr := a.client.Resource(gvr).Namespace(desired.GetNamespace()).Get(ctx, desired.GetName(), metav1.GetOptions{})
-	if want == nil || gerr != nil {
+	if gerr != nil {
 		return nil
 	}
 	owner := metav1.GetControllerOfNoCopy(cur)
