@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -51,4 +53,62 @@ func TestShippedRBACIsEnough(t *testing.T) {
 	if len(evs) == 0 {
 		t.Fatal("no Events recorded: is events/create in deploy/rbac.yaml?")
 	}
+}
+
+// deploy/loom.yaml deploys: with deploy/rbac.yaml and the templates
+// ConfigMap its comment describes, the Deployment becomes Available (kwok
+// plays the kubelet, so the image is not pulled; the API server validates
+// everything else).
+func TestInClusterManifestsDeploy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "loom-system"}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	kubectl := func(args ...string) {
+		t.Helper()
+		args = append([]string{"--kubeconfig", kubeconfigPath()}, args...)
+		if out, err := exec.Command("kubectl", args...).CombinedOutput(); err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+	}
+	kubectl("apply", "--server-side", "--field-manager", "e2e", "-f", filepath.Join(repoRoot, "deploy", "rbac.yaml"))
+	// What `kubectl create configmap --from-file=templates/myresource` makes.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "loom-templates-myresource", Namespace: "loom-system"}, Data: map[string]string{}}
+	set := filepath.Join(repoRoot, "templates", "myresource")
+	entries, err := os.ReadDir(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(set, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data[e.Name()] = string(b)
+	}
+	if _, err := kube.CoreV1().ConfigMaps("loom-system").Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	kubectl("apply", "--server-side", "--field-manager", "e2e", "-f", filepath.Join(repoRoot, "deploy", "loom.yaml"))
+	t.Cleanup(func() {
+		_ = kube.AppsV1().Deployments("loom-system").Delete(ctx, "loom", metav1.DeleteOptions{})
+		_ = kube.CoreV1().ConfigMaps("loom-system").Delete(ctx, cm.Name, metav1.DeleteOptions{})
+	})
+	eventually(t, 60*time.Second, "the loom Deployment is Available", func(ctx context.Context) error {
+		d, err := kube.AppsV1().Deployments("loom-system").Get(ctx, "loom", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range d.Status.Conditions {
+			if c.Type == "Available" && c.Status == corev1.ConditionTrue && d.Status.AvailableReplicas == *d.Spec.Replicas {
+				return nil
+			}
+		}
+		return fmt.Errorf("available %d of %d", d.Status.AvailableReplicas, *d.Spec.Replicas)
+	})
 }
