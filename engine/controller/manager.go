@@ -144,6 +144,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	m.metrics.sets.Set(float64(len(m.dirs)))
 	m.mu.Unlock()
 	go m.watchCRDs(ctx)
 	reloadDone := make(chan struct{})

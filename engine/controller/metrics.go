@@ -16,6 +16,7 @@ type metrics struct {
 	changes      *prometheus.CounterVec
 	statusWrites *prometheus.CounterVec
 	driftRepairs *prometheus.CounterVec
+	sets         prometheus.Gauge
 	reloads      *prometheus.CounterVec
 }
 
@@ -37,12 +38,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		driftRepairs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loom_drift_reverted_total", Help: "Children that another writer had changed and Loom changed back, by parent kind.",
 		}, []string{"kind"}),
+		sets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "loom_template_sets", Help: "Template sets loaded, each with the controller of its parent kind.",
+		}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loom_template_reloads_total", Help: "Template set reloads by set and result (success, error).",
 		}, []string{"set", "result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.reloads)
+		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.sets, m.reloads)
 	}
 	return m
 }

@@ -149,6 +149,7 @@ func (m *Manager) reload(ctx context.Context) {
 			delete(m.pending, gk)
 		}
 	}
+	m.metrics.sets.Set(float64(len(m.dirs)))
 }
 
 // eventOnKind records a Warning Event on the CRD that defines gk, which is

@@ -140,7 +140,8 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 	return l
 }
 
-// counter sums a counter metric over all its label values that match.
+// counter sums a counter (or gauge) metric over all its label values that
+// match.
 func (l *loom) counter(t *testing.T, name string, match map[string]string) float64 {
 	t.Helper()
 	mfs, err := l.registry.Gather()
@@ -159,7 +160,7 @@ func (l *loom) counter(t *testing.T, name string, match map[string]string) float
 					continue metric
 				}
 			}
-			sum += m.GetCounter().GetValue()
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	return sum

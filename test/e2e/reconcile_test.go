@@ -293,9 +293,18 @@ func TestMovedRemovedAndRestoredTemplateSet(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	dir := copyTemplates(t)
-	startLoom(t, dir, ns, loomOptions{})
+	l := startLoom(t, dir, ns, loomOptions{})
 	createParent(t, ns, fullParent)
 	waitReplicas(t, ns, "web", 2)
+	waitMetric := func(what, name string, match map[string]string, want float64) {
+		t.Helper()
+		eventually(t, 30*time.Second, what, func(context.Context) error {
+			if got := l.counter(t, name, match); got != want {
+				return fmt.Errorf("%s = %v, want %v", name, got, want)
+			}
+			return nil
+		})
+	}
 	scale := func(n int) {
 		t.Helper()
 		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)
@@ -309,7 +318,8 @@ func TestMovedRemovedAndRestoredTemplateSet(t *testing.T) {
 	if err := os.Rename(filepath.Join(dir, "myresource"), moved); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // let the reload happen before the spec change
+	waitMetric("the moved set is reloaded", "loom_template_reloads_total", map[string]string{"set": moved, "result": "success"}, 1)
+	waitMetric("one set is loaded", "loom_template_sets", nil, 1)
 	scale(3)
 	waitReplicas(t, ns, "web", 3)
 
@@ -318,7 +328,7 @@ func TestMovedRemovedAndRestoredTemplateSet(t *testing.T) {
 	if err := os.Rename(moved, stash); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
+	waitMetric("the set is unloaded", "loom_template_sets", nil, 0)
 	scale(4)
 	time.Sleep(5 * time.Second) // a running controller reacts in well under a second
 	if dep, err := get(context.Background(), deployGVR, ns, "web"); err != nil {
@@ -331,5 +341,6 @@ func TestMovedRemovedAndRestoredTemplateSet(t *testing.T) {
 	if err := os.Rename(stash, filepath.Join(dir, "myresource")); err != nil {
 		t.Fatal(err)
 	}
+	waitMetric("the set is loaded again", "loom_template_sets", nil, 1)
 	waitReplicas(t, ns, "web", 4)
 }
