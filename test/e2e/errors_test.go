@@ -71,12 +71,17 @@ func TestUnparsableTemplateKeepsLastGoodVersion(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	dir := copyTemplates(t)
-	startLoom(t, dir, ns, loomOptions{})
+	l := startLoom(t, dir, ns, loomOptions{})
 	createParent(t, ns, fullParent)
 	waitCondition(t, ns, "web", "Ready", "True")
 	service := filepath.Join(dir, "myresource", "service.yaml")
 	editFile(t, service, "spec:", "{{ if }}\nspec:")
-	time.Sleep(500 * time.Millisecond) // let the watcher try, and fail, to reload
+	eventually(t, 30*time.Second, "the watcher tries, and fails, to reload", func(context.Context) error {
+		if l.counter(t, "loom_template_reloads_total", map[string]string{"result": "error"}) == 0 {
+			return errNotYet
+		}
+		return nil
+	})
 	// The last good version still renders: a spec change still lands.
 	patch := []byte(`{"spec":{"replicas":3}}`)
 	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
