@@ -140,6 +140,24 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 	return l
 }
 
+// quiesce waits until Loom has gone quiet: count (of reconciles, say) does
+// not move for a whole quiet period, so the last child status updates after
+// Ready have been handled.
+func quiesce(t *testing.T, quiet time.Duration, count func() float64) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	last := count()
+	for time.Now().Before(deadline) {
+		time.Sleep(quiet)
+		n := count()
+		if n == last {
+			return
+		}
+		last = n
+	}
+	t.Fatalf("Loom did not go quiet for %s within 60s", quiet)
+}
+
 // counter sums a counter (or gauge) metric over all its label values that
 // match.
 func (l *loom) counter(t *testing.T, name string, match map[string]string) float64 {

@@ -195,7 +195,7 @@ func TestIdleParentIsNotReconciled(t *testing.T) {
 	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
 	createParent(t, ns, fullParent)
 	waitCondition(t, ns, "web", "Ready", "True")
-	time.Sleep(2 * time.Second) // the last child status updates settle
+	quiesce(t, 2*time.Second, func() float64 { return l.counter(t, "loom_reconcile_total", nil) })
 	evsBefore, err := events(context.Background(), ns, "web")
 	if err != nil {
 		t.Fatal(err)

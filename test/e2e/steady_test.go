@@ -52,8 +52,9 @@ spec:
 		}
 		return nil
 	})
-	// Let in-flight reconciles (from the last child status changes) finish.
-	time.Sleep(2 * time.Second)
+	// Let in-flight reconciles (from the last child status changes) finish:
+	// resyncs keep reconciling, so wait for the writes to stop.
+	quiesce(t, 2*time.Second, func() float64 { n, _ := l.writes.snapshot(); return float64(n) })
 	l.writes.reset()
 	before := l.counter(t, "loom_reconcile_total", nil)
 	time.Sleep(9 * time.Second) // two full resyncs
