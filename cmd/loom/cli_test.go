@@ -10,7 +10,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/engine/apply"
 )
 
 const repoRoot = "../.."
@@ -161,7 +164,7 @@ func TestGoldenCommand(t *testing.T) {
 }
 
 func TestEveryCommandExplainsItselfWithAnExample(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"render", "--help"}, {"test", "--help"}, {"run", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"render", "--help"}, {"test", "--help"}, {"diff", "--help"}, {"run", "--help"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			out, err := execute(t, "", args...)
 			if err != nil {
@@ -199,5 +202,40 @@ func TestDeployManifestArgsAreRunFlags(t *testing.T) {
 	timeout, _ := cmd.Flags().GetDuration("reconcile-timeout")
 	if float64(grace) <= timeout.Seconds() {
 		t.Errorf("terminationGracePeriodSeconds %d leaves no time to drain reconciles of up to %s", grace, timeout)
+	}
+}
+
+// What diff compares leaves out what changes on every write.
+func TestDiffComparesWithoutVolatileFields(t *testing.T) {
+	live := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{
+			"name": "c", "resourceVersion": "7", "generation": int64(3),
+			"annotations":   map[string]any{apply.AnnotationApplied: "abc"},
+			"managedFields": []any{map[string]any{"manager": "loom"}},
+		},
+		"data": map[string]any{"a": "1"},
+	}}
+	after := live.DeepCopy()
+	after.SetResourceVersion("8")
+	after.SetGeneration(4)
+	after.SetAnnotations(map[string]string{apply.AnnotationApplied: "def"})
+	a, err := comparable(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := comparable(after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("a write that changed only volatile fields shows as a change (-live +after):\n%s", diff)
+	}
+	want := "apiVersion: v1\ndata:\n  a: \"1\"\nkind: ConfigMap\nmetadata:\n  name: c\n"
+	if diff := cmp.Diff(want, a); diff != "" {
+		t.Errorf("comparable (-want +got):\n%s", diff)
+	}
+	if c, _ := comparable(nil); c != "" || len(lines(c)) != 0 {
+		t.Errorf("an absent object must compare as nothing, got %q", c)
 	}
 }

@@ -4,11 +4,16 @@
 package main
 
 import (
+	"errors"
 	"os"
 )
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
 		os.Exit(1)
 	}
 }

@@ -25,6 +25,9 @@ tests/ folder of golden-file cases.`,
   # Check every template set's golden files:
   loom test templates/
 
+  # See what a template edit would change in the cluster, before Loom applies it:
+  loom diff -t templates/myresource
+
   # Run the operator against the current kubeconfig:
   loom run --templates templates/`,
 		SilenceUsage: true,
@@ -32,6 +35,6 @@ tests/ folder of golden-file cases.`,
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
-	root.AddCommand(newRenderCommand(), newTestCommand(), newRunCommand())
+	root.AddCommand(newRenderCommand(), newTestCommand(), newDiffCommand(), newRunCommand())
 	return root
 }

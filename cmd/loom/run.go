@@ -82,14 +82,11 @@ func run(ctx context.Context, o runOptions) error {
 	logger := klog.Background()
 	ctx = klog.NewContext(ctx, logger)
 
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("load kubeconfig: %w", err)
+		return err
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
-	cfg.UserAgent = "loom"
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -113,6 +110,19 @@ func run(ctx context.Context, o runOptions) error {
 		return mgr.Run(ctx)
 	}
 	return runAsLeader(ctx, cfg, o, mgr.Run)
+}
+
+// restConfig loads --kubeconfig, then $KUBECONFIG and ~/.kube/config, then
+// the in-cluster config.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "loom"
+	return cfg, nil
 }
 
 // runAsLeader runs fn while this process holds the leader-election Lease.

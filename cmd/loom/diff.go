@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/render"
+)
+
+// exitError ends the process with a given code. diff uses kubectl diff's
+// codes: 1 when there are differences, 2 when it failed.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+var errDifferences = errors.New("the cluster differs from what the templates render")
+
+type diffOptions struct {
+	set        string
+	kubeconfig string
+	namespace  string
+	selector   string
+}
+
+func newDiffCommand() *cobra.Command {
+	o := diffOptions{}
+	cmd := &cobra.Command{
+		Use:   "diff -t SET [NAME...]",
+		Short: "Show what a template set would change in the cluster, before Loom applies it",
+		Long: `Diff renders every parent of the set's kind in the cluster (or the named
+ones) with the templates in -t, asks the API server what each child would
+become (a server-side apply with dryRun=All, exactly as Loom sends it), and
+prints a unified diff against the live child. Children that would be created
+or pruned are shown whole. Nothing is written.
+
+Use it before saving a template edit into the folder a running Loom watches:
+Loom applies an edit to every parent at once.
+
+Exit status: 0 when nothing would change, 1 when something would, 2 when
+the diff itself failed (a template does not render, a request failed).`,
+		Example: `  loom diff -t templates/myresource
+  loom diff -t templates/myresource -n shop web
+  loom diff -t templates/myresource -l tier=frontend --kubeconfig .cluster/kubeconfig`,
+		RunE: func(cmd *cobra.Command, names []string) error {
+			changed, err := runDiff(cmd.Context(), cmd.OutOrStdout(), o, names)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if changed {
+				cmd.SilenceErrors = true // the diff says it; exit 1 like kubectl diff
+				return &exitError{code: 1, err: errDifferences}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.set, "templates", "t", "", "the template set's folder (holds loom.yaml)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "only parents in this namespace (default: all)")
+	f.StringVarP(&o.selector, "selector", "l", "", "only parents matching this label selector")
+	_ = cmd.MarkFlagRequired("templates")
+	return cmd
+}
+
+// differ holds what one diff run needs.
+type differ struct {
+	client  dynamic.Interface
+	applier *apply.Applier
+	out     io.Writer
+}
+
+// runDiff diffs every selected parent and reports whether anything would
+// change. A parent that fails is reported and counted, and the others are
+// still diffed.
+func runDiff(ctx context.Context, out io.Writer, o diffOptions, names []string) (bool, error) {
+	set, err := render.Load(o.set)
+	if err != nil {
+		return false, fmt.Errorf("load template set %s: %w", o.set, err)
+	}
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return false, err
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	d := &differ{client: client, applier: apply.New(client, mapper, ""), out: out}
+	gvr, _, err := d.applier.Resource(set.ParentGVK())
+	if err != nil {
+		return false, fmt.Errorf("parent kind %s: %w", set.ParentGVK(), err)
+	}
+	list, err := client.Resource(gvr).Namespace(o.namespace).List(ctx, metav1.ListOptions{LabelSelector: o.selector})
+	if err != nil {
+		return false, fmt.Errorf("list %s: %w", gvr.Resource, err)
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var changed bool
+	var failures []error
+	seen := 0
+	for i := range list.Items {
+		parent := &list.Items[i]
+		if len(names) > 0 && !want[parent.GetName()] {
+			continue
+		}
+		seen++
+		c, err := d.parent(ctx, set, parent)
+		changed = changed || c
+		if err != nil {
+			fmt.Fprintf(out, "%s %s/%s: %v\n", parent.GetKind(), parent.GetNamespace(), parent.GetName(), err)
+			failures = append(failures, err)
+		}
+	}
+	if seen == 0 && len(names) == 0 {
+		fmt.Fprintf(out, "no %s found\n", set.ParentGVK().Kind)
+	}
+	if len(names) > seen {
+		return changed, fmt.Errorf("%d of the named parents not found", len(names)-seen)
+	}
+	if len(failures) > 0 {
+		return changed, fmt.Errorf("%d of %d parents could not be diffed", len(failures), seen)
+	}
+	return changed, nil
+}
+
+// parent diffs one parent's children, and reports whether any would change.
+func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructured.Unstructured) (bool, error) {
+	title := fmt.Sprintf("%s %s/%s", parent.GetKind(), parent.GetNamespace(), parent.GetName())
+	children, err := set.Render(parent)
+	if err != nil {
+		return false, err
+	}
+	var counts [4]int // created, configured, unchanged, pruned
+	rendered := map[apply.Ref]bool{}
+	kinds := map[schema.GroupVersionKind]bool{}
+	for _, child := range children {
+		ref := apply.RefOf(child)
+		rendered[ref] = true
+		kinds[ref.GVK] = true
+		before, err := d.live(ctx, ref)
+		if err != nil {
+			return false, err
+		}
+		after, err := d.applier.DryRun(ctx, child)
+		if err != nil {
+			return false, err
+		}
+		switch changed, err := d.print(ref, before, after); {
+		case err != nil:
+			return false, err
+		case before == nil:
+			counts[0]++
+		case changed:
+			counts[1]++
+		default:
+			counts[2]++
+		}
+	}
+	pruned, err := d.prunable(ctx, parent, kinds, rendered)
+	if err != nil {
+		return false, err
+	}
+	for _, obj := range pruned {
+		if _, err := d.print(apply.RefOf(obj), obj, nil); err != nil {
+			return false, err
+		}
+		counts[3]++
+	}
+	fmt.Fprintf(d.out, "%s: %d to create, %d to change, %d unchanged, %d to prune\n", title, counts[0], counts[1], counts[2], counts[3])
+	return counts[0]+counts[1]+counts[3] > 0, nil
+}
+
+// live reads a child from the API server; nil when it does not exist.
+func (d *differ) live(ctx context.Context, ref apply.Ref) (*unstructured.Unstructured, error) {
+	gvr, _, err := d.applier.Resource(ref.GVK)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", ref, err)
+	}
+	obj, err := d.client.Resource(gvr).Namespace(ref.Namespace).Get(context.WithoutCancel(ctx), ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", ref, err)
+	}
+	return obj, nil
+}
+
+// prunable lists the parent's children that no longer render, the way
+// Loom's prune finds them: the parent's ApplySet label and its UID as
+// controller, over the kinds rendered now and those the status lists.
+func (d *differ) prunable(ctx context.Context, parent *unstructured.Unstructured, kinds map[schema.GroupVersionKind]bool, rendered map[apply.Ref]bool) ([]*unstructured.Unstructured, error) {
+	gvk := parent.GroupVersionKind()
+	children, _, _ := unstructured.NestedSlice(parent.Object, "status", "children")
+	for _, ch := range children {
+		m, _ := ch.(map[string]any)
+		av, _ := m["apiVersion"].(string)
+		kind, _ := m["kind"].(string)
+		if kind != "" {
+			kinds[schema.FromAPIVersionAndKind(av, kind)] = true
+		}
+	}
+	selector := render.LabelPartOf + "=" + render.ApplySetID(parent.GetName(), parent.GetNamespace(), gvk.Kind, gvk.Group)
+	var out []*unstructured.Unstructured
+	for k := range kinds {
+		gvr, _, err := d.applier.Resource(k)
+		if err != nil {
+			continue // a kind no longer served has nothing to prune
+		}
+		list, err := d.client.Resource(gvr).Namespace(parent.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", gvr.Resource, err)
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			owner := metav1.GetControllerOfNoCopy(obj)
+			if owner == nil || owner.UID != parent.GetUID() || rendered[apply.RefOf(obj)] || obj.GetDeletionTimestamp() != nil {
+				continue
+			}
+			out = append(out, obj)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return apply.RefOf(out[i]).String() < apply.RefOf(out[j]).String() })
+	return out, nil
+}
+
+// print writes the unified diff of a child, if there is one, and reports
+// whether there was.
+func (d *differ) print(ref apply.Ref, before, after *unstructured.Unstructured) (bool, error) {
+	a, err := comparable(before)
+	if err != nil {
+		return false, err
+	}
+	b, err := comparable(after)
+	if err != nil {
+		return false, err
+	}
+	if a == b {
+		return false, nil
+	}
+	name := strings.ReplaceAll(ref.String(), " ", "/")
+	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: lines(a), B: lines(b),
+		FromFile: "live/" + name, ToFile: "rendered/" + name, Context: 3,
+	})
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprint(d.out, text)
+	return true, nil
+}
+
+// comparable is an object as YAML without what changes on every write
+// (resourceVersion, generation, managedFields) and without the hash Loom
+// stamps, which changes with any change the diff already shows.
+func comparable(obj *unstructured.Unstructured) (string, error) {
+	if obj == nil {
+		return "", nil
+	}
+	o := obj.DeepCopy()
+	o.SetManagedFields(nil)
+	o.SetResourceVersion("")
+	o.SetGeneration(0)
+	ann := o.GetAnnotations()
+	delete(ann, apply.AnnotationApplied)
+	if len(ann) == 0 {
+		ann = nil // drops the field
+	}
+	o.SetAnnotations(ann)
+	b, err := yaml.Marshal(o.Object)
+	return string(b), err
+}
+
+// lines splits YAML into diff lines; none for an absent object.
+func lines(s string) []string {
+	out := strings.SplitAfter(s, "\n")
+	if out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	return out
+}

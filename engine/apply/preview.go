@@ -1,0 +1,34 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// DryRun returns the object the API server would store if Apply sent
+// desired now: the same server-side apply (field manager, force, hash
+// annotation) with dryRun=All, so admission, defaulting and validation all
+// run and nothing is written.
+func (a *Applier) DryRun(ctx context.Context, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ref := RefOf(desired)
+	hash, err := Hash(desired)
+	if err != nil {
+		return nil, fmt.Errorf("hash %s: %w", ref, err)
+	}
+	gvr, namespaced, err := a.Resource(ref.GVK)
+	if err != nil {
+		return nil, fmt.Errorf("dry-run apply %s: %w", ref, err)
+	}
+	if !namespaced && ref.Namespace != "" {
+		return nil, fmt.Errorf("dry-run apply %s: %s is cluster-scoped, so a namespaced parent cannot own it", ref, ref.GVK.Kind)
+	}
+	obj, err := a.client.Resource(gvr).Namespace(ref.Namespace).Apply(ctx, ref.Name, withHash(desired, hash),
+		metav1.ApplyOptions{FieldManager: a.manager, Force: true, DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return nil, fmt.Errorf("dry-run apply %s: %w", ref, err)
+	}
+	return obj, nil
+}
