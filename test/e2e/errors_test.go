@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // A template that breaks for one parent (it reads .Spec.config.LOG_LEVEL,
@@ -302,4 +303,58 @@ data: {theirs: "yes"}
 		}
 		return ownedBy(svc, parent)
 	})
+}
+
+// A spec the CRD accepts but a child cannot hold (config data over a
+// ConfigMap's 1 MiB) degrades only that parent, with the API server's reason
+// and a Warning Event; fixing the spec clears it. A spec the CRD can check
+// (a config key no ConfigMap allows) is refused when it is written.
+func TestBadSpecDegradesOnlyItsParent(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
+	createParent(t, ns, fullParent)
+	big := strings.Repeat("x", 1100*1024)
+	createObject(t, myresGVR, ns, fmt.Sprintf(`{"apiVersion":"example.loom.dev/v1alpha1","kind":"MyResource","metadata":{"name":"big"},"spec":{"image":"nginx:1.27","config":{"blob":%q}}}`, big))
+
+	eventually(t, 30*time.Second, "the parent is Degraded naming its ConfigMap", func(ctx context.Context) error {
+		p, err := get(ctx, myresGVR, ns, "big")
+		if err != nil {
+			return err
+		}
+		st, reason, msg := condition(p, "Degraded")
+		if st != "True" || reason != "ApplyFailed" || !strings.Contains(msg, "apply ConfigMap big-config") || !strings.Contains(msg, "Too long") {
+			return fmt.Errorf("Degraded=%s reason=%s message=%.200q", st, reason, msg)
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, "a Warning Event says why", func(ctx context.Context) error {
+		evs, err := events(ctx, ns, "big")
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if e.Type == "Warning" && e.Reason == "ApplyFailed" && strings.Contains(e.Message, "big-config") {
+				return nil
+			}
+		}
+		return errNotYet
+	})
+	waitCondition(t, ns, "web", "Ready", "True")
+
+	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "big", types.MergePatchType,
+		[]byte(`{"spec":{"config":{"blob":"small"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, ns, "big", "Degraded", "False")
+	waitCondition(t, ns, "big", "Ready", "True")
+
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.loom.dev/v1alpha1", "kind": "MyResource", "metadata": map[string]any{"name": "badkey"},
+		"spec": map[string]any{"image": "nginx", "config": map[string]any{"bad key!": "x"}},
+	}}
+	_, err := dyn.Resource(myresGVR).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "config keys must be valid ConfigMap keys") {
+		t.Fatalf("a config key no ConfigMap allows: err = %v, want the CRD to refuse it", err)
+	}
 }
