@@ -205,7 +205,7 @@ func (d *differ) live(ctx context.Context, ref apply.Ref) (*unstructured.Unstruc
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", ref, err)
 	}
-	obj, err := d.client.Resource(gvr).Namespace(ref.Namespace).Get(context.WithoutCancel(ctx), ref.Name, metav1.GetOptions{})
+	obj, err := d.client.Resource(gvr).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
