@@ -43,6 +43,8 @@ Try:
   kubectl describe myresource web          # conditions, children, events
   kubectl get deploy,svc,cm -l app.kubernetes.io/managed-by=loom
   kubectl patch myresource web --type merge -p '{"spec":{"replicas":5}}'
+  rm -rf /tmp/loom-edit; cp -r templates/myresource /tmp/loom-edit; \$EDITOR /tmp/loom-edit/deployment.yaml
+  bin/loom diff -t /tmp/loom-edit          # what that edit would change, before Loom applies it
   \$EDITOR templates/myresource/deployment.yaml   # e.g. add a label: every Deployment follows, no restart
   kubectl get deploy -w
 Stop Loom with 'make stop', and the cluster with 'make cluster-down'.
