@@ -117,11 +117,21 @@ func (m *Manager) reload(ctx context.Context) {
 			delete(m.dirs, old.Dir)
 			m.dirs[s.Dir] = gk
 		}
-		if old.Dir != s.Dir || old.Fingerprint() != s.Fingerprint() {
-			if old.ParentGVK() != s.ParentGVK() {
-				logger.Error(nil, "Template set changed its parent version; restart Loom to switch", "set", s.Dir)
-				continue
+		if old.ParentGVK() != s.ParentGVK() {
+			// Another version of the parent kind: its informer must be
+			// replaced, so the controller is.
+			logger.Info("Template set changed its parent version; restarting its controller", "set", s.Dir,
+				"from", old.ParentGVK().Version, "to", s.ParentGVK().Version)
+			c.cancel()
+			delete(m.controllers, gk)
+			delete(m.pending, gk)
+			if err := m.addSetLocked(s); err != nil {
+				logger.Error(err, "Template set rejected", "set", s.Dir)
 			}
+			m.metrics.reloads.WithLabelValues(s.Dir, "success").Inc()
+			continue
+		}
+		if old.Dir != s.Dir || old.Fingerprint() != s.Fingerprint() {
 			c.set.Store(s)
 			m.metrics.reloads.WithLabelValues(s.Dir, "success").Inc()
 			logger.Info("Template set reloaded; reconciling every parent", "set", s.Dir, "kind", gk.String())

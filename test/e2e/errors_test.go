@@ -196,8 +196,24 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 
 // installTestCRD installs a namespaced CRD with a free-form spec and a
 // status subresource, and deletes it when the test ends.
-func installTestCRD(t *testing.T, group, kind, plural string) {
+func installTestCRD(t *testing.T, group, kind, plural string, versions ...string) {
 	t.Helper()
+	if len(versions) == 0 {
+		versions = []string{"v1"}
+	}
+	var vs strings.Builder
+	for i, v := range versions {
+		// No conversion webhook: every version has the same open schema.
+		fmt.Fprintf(&vs, `  - name: %s
+    served: true
+    storage: %t
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`, v, i == 0)
+	}
 	crd := fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
@@ -207,15 +223,7 @@ spec:
   scope: Namespaced
   names: {kind: %[2]s, plural: %[3]s, singular: %[4]s, listKind: %[2]sList}
   versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-`, group, kind, plural, strings.ToLower(kind))
+%[5]s`, group, kind, plural, strings.ToLower(kind), vs.String())
 	if err := applyCRD(context.Background(), []byte(crd)); err != nil {
 		t.Fatalf("install CRD %s.%s: %v", plural, group, err)
 	}
@@ -357,4 +365,44 @@ func TestBadSpecDegradesOnlyItsParent(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "config keys must be valid ConfigMap keys") {
 		t.Fatalf("a config key no ConfigMap allows: err = %v, want the CRD to refuse it", err)
 	}
+}
+
+// Switching a set to another version of its parent kind restarts that
+// kind's controller on the new version, without restarting Loom.
+func TestParentVersionSwitchRestartsTheController(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	group := fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
+	installTestCRD(t, group, "Widget", "widgets", "v1", "v2")
+	dir := t.TempDir()
+	set := filepath.Join(dir, "widget")
+	writeFiles(t, set, map[string]string{
+		"loom.yaml": "parent:\n  apiVersion: " + group + "/v1\n  kind: Widget\n",
+		"configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Name }}-cm
+data:
+  seenAs: {{ .Parent.apiVersion | quote }}
+`,
+	})
+	startLoom(t, dir, ns, loomOptions{})
+	widgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
+	createObject(t, widgets, ns, `{"apiVersion":"`+group+`/v1","kind":"Widget","metadata":{"name":"w1"}}`)
+	seenAs := func(want string) {
+		t.Helper()
+		eventually(t, 30*time.Second, "the ConfigMap says the parent was read as "+want, func(ctx context.Context) error {
+			cm, err := get(ctx, configMapGVR, ns, "w1-cm")
+			if err != nil {
+				return err
+			}
+			if got, _, _ := unstructured.NestedString(cm.Object, "data", "seenAs"); got != want {
+				return fmt.Errorf("seenAs = %q", got)
+			}
+			return nil
+		})
+	}
+	seenAs(group + "/v1")
+	editFile(t, filepath.Join(set, "loom.yaml"), group+"/v1", group+"/v2")
+	seenAs(group + "/v2")
 }
