@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -116,6 +117,18 @@ spec:
 			name:  "mistyped value at its line",
 			files: map[string]string{"a.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: \"3\"\n"},
 			want:  "a.yaml:6 (document 1) Deployment web: spec.replicas: must be int32, not string",
+		},
+		{
+			name:  "runaway output",
+			files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n{{- range until 100000 }}\n  k{{ . }}: {{ $.Spec.big }}\n{{- end }}\n"},
+			spec:  "  big: " + strings.Repeat("x", 1024) + "\n",
+			want:  "a.yaml: the templates wrote more than 32 MiB for one parent (a runaway loop?)",
+		},
+		{
+			name:  "runaway output inside include",
+			files: map[string]string{"_helpers.tpl": `{{ define "many" }}{{ range until 100000 }}{{ $.Spec.big }}{{ end }}{{ end }}`, "a.yaml": "a: {{ include \"many\" . }}\n"},
+			spec:  "  big: " + strings.Repeat("x", 1024) + "\n",
+			want:  `a.yaml:1: at <include "many" .>: error calling include: the templates wrote more than 32 MiB for one parent (a runaway loop?)`,
 		},
 		{
 			name:  "child in another namespace",

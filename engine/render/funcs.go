@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"text/template"
@@ -15,6 +16,42 @@ import (
 // MaxIncludeDepth caps how deeply include and tpl may nest, so that a
 // template that includes itself fails instead of exhausting the stack.
 const MaxIncludeDepth = 1000
+
+// MaxOutputBytes caps what the templates may write while rendering one
+// parent, include and tpl output included, so that a runaway loop (say, a
+// range over a number from the spec) fails the render instead of
+// exhausting Loom's memory. A child that big could not be stored anyway.
+const MaxOutputBytes = 32 << 20
+
+// errOutputTooLarge ends a render that writes more than MaxOutputBytes.
+var errOutputTooLarge = fmt.Errorf("the templates wrote more than %d MiB for one parent (a runaway loop?)", MaxOutputBytes>>20)
+
+// limitWriter counts what one render writes, against MaxOutputBytes.
+type limitWriter struct {
+	w io.Writer
+	r *renderer
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if err := l.r.count(len(p)); err != nil {
+		return 0, err
+	}
+	return l.w.Write(p)
+}
+
+// limitedBuilder is a strings.Builder that counts against MaxOutputBytes,
+// for the output of include and tpl.
+type limitedBuilder struct {
+	b strings.Builder
+	r *renderer
+}
+
+func (l *limitedBuilder) Write(p []byte) (int, error) {
+	if err := l.r.count(len(p)); err != nil {
+		return 0, err
+	}
+	return l.b.Write(p)
+}
 
 // removedFuncs are sprig functions that read the process environment or the
 // network. Rendering must depend on nothing but the parent and the set.
@@ -116,8 +153,19 @@ func required(msg string, v any) (any, error) {
 // include and tpl are bound to this renderer's depth counter. Renderers are
 // pooled, so a clone is made once per pooled renderer, never per render.
 type renderer struct {
-	t     *template.Template
-	depth int
+	t       *template.Template
+	depth   int
+	written int         // bytes the templates wrote in this render
+	out     limitWriter // the writer of a template file's output
+}
+
+// count adds n bytes to what this render wrote, failing past the cap.
+func (r *renderer) count(n int) error {
+	r.written += n
+	if r.written > MaxOutputBytes {
+		return errOutputTooLarge
+	}
+	return nil
 }
 
 func (r *renderer) include(name string, data any) (string, error) {
@@ -126,11 +174,11 @@ func (r *renderer) include(name string, data any) (string, error) {
 	}
 	r.depth++
 	defer func() { r.depth-- }()
-	var b strings.Builder
+	b := limitedBuilder{r: r}
 	if err := r.t.ExecuteTemplate(&b, name, data); err != nil {
 		return "", err
 	}
-	return b.String(), nil
+	return b.b.String(), nil
 }
 
 func (r *renderer) tpl(text string, data any) (string, error) {
@@ -147,11 +195,11 @@ func (r *renderer) tpl(text string, data any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
+	b := limitedBuilder{r: r}
 	if err := t.Execute(&b, data); err != nil {
 		return "", err
 	}
-	return b.String(), nil
+	return b.b.String(), nil
 }
 
 // tplName names the template that tpl parses its text into. Errors in it
@@ -168,7 +216,7 @@ func (p *rendererPool) init(root *template.Template) { p.root = root }
 
 func (p *rendererPool) get() (*renderer, error) {
 	if r, ok := p.p.Get().(*renderer); ok {
-		r.depth = 0
+		r.depth, r.written = 0, 0
 		return r, nil
 	}
 	t, err := p.root.Clone()

@@ -65,7 +65,8 @@ func (s *Set) execute(r *renderer, buf *bytes.Buffer, file string, data map[stri
 			err = &Error{File: file, Err: fmt.Errorf("panic while rendering: %v", p)}
 		}
 	}()
-	if err := r.t.ExecuteTemplate(buf, file, data); err != nil {
+	r.out = limitWriter{w: buf, r: r}
+	if err := r.t.ExecuteTemplate(&r.out, file, data); err != nil {
 		return fromTemplateError(file, err)
 	}
 	return nil
