@@ -37,8 +37,9 @@ test-e2e: build ## Run the e2e tests (starts the local cluster if it is not up).
 	hack/e2e.sh -v
 
 .PHONY: golden
-golden: build ## Rewrite the golden files of every template set (review the diff!).
+golden: build ## Rewrite every golden file: the template sets' and the Go tests' testdata (review the diff!).
 	$(BIN)/loom test --update templates/
+	go test ./... -update
 
 .PHONY: bench
 bench: ## Run the render benchmarks (Loom vs Helm's engine), then the converge benchmark on the local cluster.
