@@ -70,12 +70,9 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 	if unchanged {
 		return Result{Ref: ref, Action: Unchanged, Object: live}
 	}
-	gvr, namespaced, err := a.Resource(ref.GVK)
+	gvr, err := a.target(ref)
 	if err != nil {
 		return failed(ref, fmt.Errorf("apply %s: %w", ref, err))
-	}
-	if !namespaced && ref.Namespace != "" {
-		return failed(ref, fmt.Errorf("apply %s: %s is cluster-scoped, so a namespaced parent cannot own it", ref, ref.GVK.Kind))
 	}
 	resp, err := a.client.Resource(gvr).Namespace(ref.Namespace).Apply(ctx, ref.Name, obj,
 		metav1.ApplyOptions{FieldManager: a.manager, Force: true})
@@ -95,6 +92,19 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 		r.Drift = drift(obj, live, resp)
 	}
 	return r
+}
+
+// target maps a child to the resource it is applied to, refusing a
+// cluster-scoped kind in a namespace (a namespaced parent cannot own it).
+func (a *Applier) target(ref Ref) (schema.GroupVersionResource, error) {
+	gvr, namespaced, err := a.Resource(ref.GVK)
+	if err != nil {
+		return gvr, err
+	}
+	if !namespaced && ref.Namespace != "" {
+		return gvr, fmt.Errorf("%s is cluster-scoped, so a namespaced parent cannot own it", ref.GVK.Kind)
+	}
+	return gvr, nil
 }
 
 // drift compares, at the paths desired sets, the live object before an

@@ -18,12 +18,9 @@ func (a *Applier) DryRun(ctx context.Context, desired *unstructured.Unstructured
 	if err != nil {
 		return nil, fmt.Errorf("hash %s: %w", ref, err)
 	}
-	gvr, namespaced, err := a.Resource(ref.GVK)
+	gvr, err := a.target(ref)
 	if err != nil {
 		return nil, fmt.Errorf("dry-run apply %s: %w", ref, err)
-	}
-	if !namespaced && ref.Namespace != "" {
-		return nil, fmt.Errorf("dry-run apply %s: %s is cluster-scoped, so a namespaced parent cannot own it", ref, ref.GVK.Kind)
 	}
 	obj, err := a.client.Resource(gvr).Namespace(ref.Namespace).Apply(ctx, ref.Name, withHash(desired, hash),
 		metav1.ApplyOptions{FieldManager: a.manager, Force: true, DryRun: []string{metav1.DryRunAll}})
