@@ -35,29 +35,9 @@ func TestBrokenTemplateDegradesOnlyItsParent(t *testing.T) {
 	createParent(t, ns, minimalParent) // no config: breaks
 	createParent(t, ns, fullParent)    // has config: fine
 
-	eventually(t, 30*time.Second, "the broken parent is Degraded with file:line", func(ctx context.Context) error {
-		p, err := get(ctx, myresGVR, ns, "hello")
-		if err != nil {
-			return err
-		}
-		st, reason, msg := condition(p, "Degraded")
-		if st != "True" || reason != "RenderFailed" || !strings.Contains(msg, fmt.Sprintf("deployment.yaml:%d", line)) {
-			return fmt.Errorf("Degraded=%s reason=%s message=%q", st, reason, msg)
-		}
-		return nil
-	})
-	eventually(t, 30*time.Second, "a Warning Event names the template line", func(ctx context.Context) error {
-		evs, err := events(ctx, ns, "hello")
-		if err != nil {
-			return err
-		}
-		for _, e := range evs {
-			if e.Type == "Warning" && e.Reason == "RenderFailed" && strings.Contains(e.Message, fmt.Sprintf("deployment.yaml:%d", line)) {
-				return nil
-			}
-		}
-		return fmt.Errorf("no RenderFailed Warning among %d events", len(evs))
-	})
+	at := fmt.Sprintf("deployment.yaml:%d", line)
+	waitDegraded(t, myresGVR, ns, "hello", "RenderFailed", at)
+	waitEvent(t, ns, "hello", "Warning", "RenderFailed", at)
 	waitCondition(t, ns, "web", "Ready", "True")
 
 	// Fixing the template clears the condition.
@@ -147,17 +127,7 @@ spec:
 		_, err := get(ctx, configMapGVR, ns, "w1-cm")
 		return err
 	})
-	eventually(t, 30*time.Second, "the condition says Gadget is not served", func(ctx context.Context) error {
-		p, err := get(ctx, widgets, ns, "w1")
-		if err != nil {
-			return err
-		}
-		st, reason, msg := condition(p, "Degraded")
-		if st != "True" || reason != "ApplyFailed" || !strings.Contains(msg, "Gadget") || !strings.Contains(msg, "not served") {
-			return fmt.Errorf("Degraded=%s reason=%s message=%q", st, reason, msg)
-		}
-		return nil
-	})
+	waitDegraded(t, widgets, ns, "w1", "ApplyFailed", "Gadget", "not served")
 	installTestCRD(t, group, "Gadget", "gadgets")
 	gadgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
 	eventually(t, 30*time.Second, "the Gadget is applied once its CRD exists", func(ctx context.Context) error {
@@ -280,18 +250,8 @@ data: {theirs: "yes"}
 	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
 	createParent(t, ns, fullParent)
 
-	eventually(t, 30*time.Second, "the parent names the ConfigMap's owner", func(ctx context.Context) error {
-		p, err := get(ctx, myresGVR, ns, "web")
-		if err != nil {
-			return err
-		}
-		st, reason, msg := condition(p, "Degraded")
-		if st != "True" || reason != "ApplyFailed" ||
-			!strings.Contains(msg, "ConfigMap "+ns+"/web-config is controlled by ConfigMap owner, not by MyResource web") {
-			return fmt.Errorf("Degraded=%s reason=%s message=%q", st, reason, msg)
-		}
-		return nil
-	})
+	waitDegraded(t, myresGVR, ns, "web", "ApplyFailed",
+		"ConfigMap "+ns+"/web-config is controlled by ConfigMap owner, not by MyResource web")
 	cm, err := get(context.Background(), configMapGVR, ns, "web-config")
 	if err != nil {
 		t.Fatal(err)
@@ -325,29 +285,8 @@ func TestBadSpecDegradesOnlyItsParent(t *testing.T) {
 	big := strings.Repeat("x", 1100*1024)
 	createObject(t, myresGVR, ns, fmt.Sprintf(`{"apiVersion":"example.loom.dev/v1alpha1","kind":"MyResource","metadata":{"name":"big"},"spec":{"image":"nginx:1.27","config":{"blob":%q}}}`, big))
 
-	eventually(t, 30*time.Second, "the parent is Degraded naming its ConfigMap", func(ctx context.Context) error {
-		p, err := get(ctx, myresGVR, ns, "big")
-		if err != nil {
-			return err
-		}
-		st, reason, msg := condition(p, "Degraded")
-		if st != "True" || reason != "ApplyFailed" || !strings.Contains(msg, "apply ConfigMap big-config") || !strings.Contains(msg, "Too long") {
-			return fmt.Errorf("Degraded=%s reason=%s message=%.200q", st, reason, msg)
-		}
-		return nil
-	})
-	eventually(t, 30*time.Second, "a Warning Event says why", func(ctx context.Context) error {
-		evs, err := events(ctx, ns, "big")
-		if err != nil {
-			return err
-		}
-		for _, e := range evs {
-			if e.Type == "Warning" && e.Reason == "ApplyFailed" && strings.Contains(e.Message, "big-config") {
-				return nil
-			}
-		}
-		return errNotYet
-	})
+	waitDegraded(t, myresGVR, ns, "big", "ApplyFailed", "apply ConfigMap big-config", "Too long")
+	waitEvent(t, ns, "big", "Warning", "ApplyFailed", "big-config")
 	waitCondition(t, ns, "web", "Ready", "True")
 
 	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "big", types.MergePatchType,

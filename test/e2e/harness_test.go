@@ -349,6 +349,50 @@ func waitCondition(t *testing.T, ns, name, typ, want string) {
 	waitConditionGVR(t, myresGVR, ns, name, typ, want)
 }
 
+// waitDegraded waits until the object is Degraded for reason, with a
+// message that holds every one of texts.
+func waitDegraded(t *testing.T, gvr schema.GroupVersionResource, ns, name, reason string, texts ...string) {
+	t.Helper()
+	eventually(t, 30*time.Second, name+" is Degraded ("+reason+")", func(ctx context.Context) error {
+		p, err := get(ctx, gvr, ns, name)
+		if err != nil {
+			return err
+		}
+		st, got, msg := condition(p, "Degraded")
+		if st != "True" || got != reason || !containsAll(msg, texts) {
+			return fmt.Errorf("Degraded=%s reason=%s message=%.300q, want %s with %q", st, got, msg, reason, texts)
+		}
+		return nil
+	})
+}
+
+// waitEvent waits for an Event of type and reason on the object name whose
+// message holds every one of texts.
+func waitEvent(t *testing.T, ns, name, typ, reason string, texts ...string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "a "+typ+" "+reason+" Event on "+name, func(ctx context.Context) error {
+		evs, err := events(ctx, ns, name)
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if e.Type == typ && e.Reason == reason && containsAll(e.Message, texts) {
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d events (want a message with %q)", len(evs), texts)
+	})
+}
+
+func containsAll(s string, texts []string) bool {
+	for _, x := range texts {
+		if !strings.Contains(s, x) {
+			return false
+		}
+	}
+	return true
+}
+
 func waitConditionGVR(t *testing.T, gvr schema.GroupVersionResource, ns, name, typ, want string) {
 	t.Helper()
 	eventually(t, 60*time.Second, name+" "+typ+"="+want, func(ctx context.Context) error {
