@@ -244,7 +244,8 @@ func (m *Manager) route(ev ownerEvent) {
 
 // kindsChanged is called when CRDs change: discovery is refreshed, pending
 // controllers are started, and running ones re-reconcile the parents that
-// wait for a child kind (it may be served now). Other parents are left
+// wait for a child kind (it may be served now) or whose CRD had no status
+// subresource (it may have one now). Other parents are left
 // alone, so installing a CRD does not re-reconcile the whole cluster.
 func (m *Manager) kindsChanged() {
 	m.mapper.Reset()
@@ -253,6 +254,7 @@ func (m *Manager) kindsChanged() {
 	for gk, c := range m.controllers {
 		if c.running.Load() {
 			c.enqueueUnserved()
+			c.retryStatus()
 			continue
 		}
 		if st, ok := m.pending[gk]; ok && st == waiting {

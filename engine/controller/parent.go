@@ -40,6 +40,9 @@ type parentController struct {
 
 	mu      sync.Mutex
 	written map[types.UID]writtenStatus
+	// noStatus holds the parents told that their CRD has no status
+	// subresource.
+	noStatus map[types.UID]bool
 	// unserved holds the parents whose last reconcile met a child kind the
 	// cluster does not serve; they are retried when CRDs change.
 	unserved map[cache.ObjectName]bool
@@ -54,7 +57,7 @@ type writtenStatus struct {
 }
 
 func newParentController(m *Manager, set *render.Set) *parentController {
-	c := &parentController{m: m, gvk: set.ParentGVK(), written: map[types.UID]writtenStatus{},
+	c := &parentController{m: m, gvk: set.ParentGVK(), written: map[types.UID]writtenStatus{}, noStatus: map[types.UID]bool{},
 		unserved: map[cache.ObjectName]bool{}, done: make(chan struct{})}
 	c.set.Store(set)
 	return c
@@ -134,6 +137,7 @@ func (c *parentController) onDelete(obj any) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		c.mu.Lock()
 		delete(c.written, u.GetUID())
+		delete(c.noStatus, u.GetUID())
 		c.mu.Unlock()
 	}
 }
@@ -170,6 +174,26 @@ func (c *parentController) enqueueUnserved() {
 	c.mu.Unlock()
 	for _, k := range keys {
 		c.queue.Add(k)
+	}
+}
+
+// retryStatus forgets which parents' CRD had no status subresource, and
+// reconciles them again: a CRD changed, and may have gained one.
+func (c *parentController) retryStatus() {
+	if !c.running.Load() {
+		return
+	}
+	c.mu.Lock()
+	uids := c.noStatus
+	c.noStatus = map[types.UID]bool{}
+	c.mu.Unlock()
+	if len(uids) == 0 {
+		return
+	}
+	for _, obj := range c.informer.GetStore().List() {
+		if u, ok := obj.(*unstructured.Unstructured); ok && uids[u.GetUID()] {
+			c.enqueue(u)
+		}
 	}
 }
 

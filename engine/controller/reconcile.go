@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -194,6 +195,12 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 	if status.Equal(want, prev) {
 		return nil
 	}
+	c.mu.Lock()
+	noStatus := c.noStatus[parent.GetUID()]
+	c.mu.Unlock()
+	if noStatus {
+		return nil // its CRD has no status subresource; retried when CRDs change
+	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": parent.GetAPIVersion(),
 		"kind":       parent.GetKind(),
@@ -204,7 +211,11 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 	}}
 	resp, err := c.m.client.Resource(c.gvr).Namespace(parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), obj,
 		metav1.ApplyOptions{FieldManager: c.m.opts.FieldManager, Force: true})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) && parent.GetDeletionTimestamp() != nil {
+	if apierrors.IsNotFound(err) {
+		c.noStatusSubresource(ctx, parent)
+		return nil
+	}
+	if apierrors.IsConflict(err) && parent.GetDeletionTimestamp() != nil {
 		return nil
 	}
 	if err != nil {
@@ -230,4 +241,26 @@ func (c *parentController) previous(parent *unstructured.Unstructured) *unstruct
 	p := parent.DeepCopy()
 	p.Object["status"] = w.status
 	return p
+}
+
+// noStatusSubresource handles a status write that found nothing. Usually
+// the parent was just deleted. If it still exists, its CRD has no status
+// subresource: that is said once per parent, in a Warning Event and the
+// log, and the children are still applied. It costs one read, on that
+// failure only.
+func (c *parentController) noStatusSubresource(ctx context.Context, parent *unstructured.Unstructured) {
+	if _, err := c.m.client.Resource(c.gvr).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{}); err != nil {
+		return
+	}
+	c.mu.Lock()
+	warned := c.noStatus[parent.GetUID()]
+	c.noStatus[parent.GetUID()] = true
+	c.mu.Unlock()
+	if warned {
+		return
+	}
+	msg := fmt.Sprintf("cannot write status: the %s CRD has no status subresource; add `subresources: {status: {}}` to version %s. Children are still applied.",
+		c.gvr.GroupResource(), c.gvk.Version)
+	klog.FromContext(ctx).Error(nil, "Cannot write status: no status subresource", "resource", c.gvr.String())
+	c.m.recorder.Event(parent, corev1.EventTypeWarning, "StatusNotWritten", msg)
 }

@@ -345,3 +345,67 @@ data:
 	editFile(t, filepath.Join(set, "loom.yaml"), group+"/v1", group+"/v2")
 	seenAs(group + "/v2")
 }
+
+// A parent kind whose CRD has no status subresource still gets its
+// children, and one Warning Event says why its status stays empty; adding
+// the subresource to the CRD lets the status be written.
+func TestParentKindWithoutStatusSubresource(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	group := fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
+	crd := func(subresources string) []byte {
+		return []byte(fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gizmos.%[1]s
+spec:
+  group: %[1]s
+  scope: Namespaced
+  names: {kind: Gizmo, plural: gizmos, singular: gizmo, listKind: GizmoList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+%[2]s    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`, group, subresources))
+	}
+	if err := applyCRD(context.Background(), crd("")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = dyn.Resource(crdGVR).Delete(context.Background(), "gizmos."+group, metav1.DeleteOptions{})
+	})
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "gizmo"), map[string]string{
+		"loom.yaml":      "parent:\n  apiVersion: " + group + "/v1\n  kind: Gizmo\n",
+		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-cm\ndata:\n  a: b\n",
+	})
+	l := startLoom(t, dir, ns, loomOptions{})
+	gizmos := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gizmos"}
+	createObject(t, gizmos, ns, `{"apiVersion":"`+group+`/v1","kind":"Gizmo","metadata":{"name":"g1"}}`)
+	eventually(t, 30*time.Second, "the child is applied", func(ctx context.Context) error {
+		_, err := get(ctx, configMapGVR, ns, "g1-cm")
+		return err
+	})
+	waitEvent(t, ns, "g1", "Warning", "StatusNotWritten", "gizmos."+group, "no status subresource")
+	evs, err := events(context.Background(), ns, "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Reason == "StatusNotWritten" && e.Count > 1 {
+			t.Errorf("the StatusNotWritten Event was recorded %d times, want once", e.Count)
+		}
+	}
+	if n := l.counter(t, "loom_status_writes_total", nil); n != 0 {
+		t.Errorf("loom_status_writes_total = %v without a status subresource", n)
+	}
+
+	if err := applyCRD(context.Background(), crd("    subresources: {status: {}}\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitConditionGVR(t, gizmos, ns, "g1", "Ready", "True")
+}
