@@ -27,7 +27,7 @@ func (m *Manager) watchCRDs(ctx context.Context) {
 		}
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(m.client, crdGVR, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	_ = inf.SetTransform(stripManagedFields)
+	_ = inf.SetTransform(slimCRD)
 	var synced atomic.Bool
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) {
@@ -82,4 +82,23 @@ func established(crd *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// slimCRD keeps of a CRD only what Loom reads (its name, generation and
+// conditions) before it enters the cache: CRD schemas can be hundreds of
+// kilobytes each, and a cluster may have hundreds of CRDs.
+func slimCRD(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	slim := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind()}}
+	slim.SetName(u.GetName())
+	slim.SetUID(u.GetUID())
+	slim.SetResourceVersion(u.GetResourceVersion())
+	slim.SetGeneration(u.GetGeneration())
+	if conds, found, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); found {
+		_ = unstructured.SetNestedSlice(slim.Object, conds, "status", "conditions")
+	}
+	return slim, nil
 }

@@ -243,3 +243,29 @@ func TestRecordDriftNamesChildAndField(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
+
+func TestSlimCRDKeepsWhatLoomReads(t *testing.T) {
+	crd := u(t, `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com, uid: u1, resourceVersion: "9", generation: 2, managedFields: [{manager: x}], annotations: {big: "yes"}}
+spec: {group: example.com, versions: [{name: v1, schema: {openAPIV3Schema: {type: object}}}]}
+status: {conditions: [{type: Established, status: "True"}], acceptedNames: {kind: Widget}}
+`)
+	got, err := slimCRD(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := u(t, `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com, uid: u1, resourceVersion: "9", generation: 2}
+status: {conditions: [{type: Established, status: "True"}]}
+`)
+	if diff := cmp.Diff(want.Object, got.(*unstructured.Unstructured).Object); diff != "" {
+		t.Errorf("slimCRD (-want +got):\n%s", diff)
+	}
+	if !established(got.(*unstructured.Unstructured)) || crdServingChanged(got, got) {
+		t.Error("the slim CRD no longer answers what Loom asks of it")
+	}
+}

@@ -63,6 +63,9 @@ func TestUnparsableTemplateKeepsLastGoodVersion(t *testing.T) {
 		}
 		return nil
 	})
+	// The failure is a Warning Event on the CRD (cluster-scoped, so its
+	// Events live in the default namespace), naming the file and line.
+	waitEvent(t, "default", "myresources.example.loom.dev", "Warning", "TemplateSetInvalid", dir, "service.yaml:")
 	// The last good version still renders: a spec change still lands.
 	patch := []byte(`{"spec":{"replicas":3}}`)
 	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
