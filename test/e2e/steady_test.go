@@ -5,6 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,8 +154,9 @@ func TestSIGTERMExitsCleanly(t *testing.T) {
 		t.Fatalf("%s is missing: run make build (make test does)", bin)
 	}
 	kubeconfig := kubeconfigPath()
+	addr := freeAddr(t)
 	cmd := exec.Command(bin, "run", "--templates", filepath.Join(repoRoot, "templates"), "--namespace", ns,
-		"--kubeconfig", kubeconfig, "--metrics-bind-address", "")
+		"--kubeconfig", kubeconfig, "--metrics-bind-address", addr)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -160,6 +164,23 @@ func TestSIGTERMExitsCleanly(t *testing.T) {
 	}
 	createParent(t, ns, fullParent)
 	waitReplicas(t, ns, "web", 2)
+	// The metrics and health endpoints serve.
+	for path, want := range map[string]string{
+		"/metrics": `loom_child_changes_total{action="created",kind="MyResource"} 3`,
+		"/healthz": "ok",
+		"/readyz":  "ok",
+	} {
+		eventually(t, 10*time.Second, "GET "+path, func(ctx context.Context) error {
+			body, err := httpGet(ctx, "http://"+addr+path)
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(body, want) {
+				return fmt.Errorf("%s lacks %q", path, want)
+			}
+			return nil
+		})
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -177,4 +198,32 @@ func TestSIGTERMExitsCleanly(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("loom did not exit within 20s of SIGTERM:\n%s", out.String())
 	}
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func httpGet(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return string(b), err
 }
