@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -57,6 +58,10 @@ type phaseResult struct {
 	// warm is the warm-up round (one parent, cold writer); timed is the
 	// timed round.
 	warm, timed roundResult
+	// heap is this process's live heap after the timed round, less what it
+	// was before the phase: the harness's trackers in every phase, plus
+	// Loom's caches and records in a loom phase.
+	heap int64
 	// total are the writer's requests over the whole phase, warm-up and
 	// informer start included.
 	total requests
@@ -80,6 +85,8 @@ func (b *bench) runPhase(ctx context.Context, kind, label string) (res phaseResu
 		stopTrackers()
 		err = errors.Join(err, b.deleteNamespace(p.namespace))
 	}()
+
+	heapBefore := liveHeap()
 
 	// 2. The harness's informers, synced before anything is created.
 	p.parents = newTracker(b.client, myResourceGVR, p.namespace)
@@ -115,6 +122,7 @@ func (b *bench) runPhase(ctx context.Context, kind, label string) (res phaseResu
 	}
 	logf("%s: t1 %s, t2 %s", label, secs(res.timed.t1), secs(res.timed.t2))
 	res.total = p.counter.snapshot()
+	res.heap = liveHeap() - heapBefore
 	return res, nil
 }
 
@@ -269,4 +277,12 @@ func (pr *profiler) stop() {
 	pr.f.Close()
 	logf("wrote CPU profile %s", pr.f.Name())
 	pr.f = nil
+}
+
+// liveHeap is the bytes of live heap objects, after a full collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }

@@ -39,6 +39,7 @@ func report(w io.Writer, o options, results []phaseResult) {
 	fmt.Fprintf(w, " ! marks a phase over -noise-limit %.0f%%: someone else's work competed for the CPUs, and its times are left out of the ratios.)\n", 100*o.noiseLimit)
 
 	reportRatios(w, o, results)
+	reportHeap(w, results)
 	reportLatency(w, results)
 	reportCPU(w, results)
 	reportAPI(w, results)
@@ -250,4 +251,36 @@ func ms(sum float64, n int64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0fms", 1000*sum/float64(n))
+}
+
+// reportHeap prints what each phase left on this process's heap once its
+// parents had converged, and Loom's share: a loom phase's figure less the
+// mean of the base phases' (the harness's own trackers are in both).
+func reportHeap(w io.Writer, results []phaseResult) {
+	fmt.Fprintln(w, "\nlive heap of this process after the timed round, less before the phase (MiB)")
+	var base []float64
+	for _, r := range results {
+		mib := float64(r.heap) / (1 << 20)
+		fmt.Fprintf(w, "  %-8s %7.1f\n", r.label, mib)
+		if r.kind == kindBase {
+			base = append(base, mib)
+		}
+	}
+	if len(base) == 0 {
+		return
+	}
+	mean := 0.0
+	for _, b := range base {
+		mean += b
+	}
+	mean /= float64(len(base))
+	for _, r := range results {
+		if r.kind != kindLoom {
+			continue
+		}
+		loom := float64(r.heap)/(1<<20) - mean
+		n := float64(r.timed.n)
+		fmt.Fprintf(w, "  %s: Loom holds about %.1f MiB for %d parents and their %d children (%.1f KiB per parent)\n",
+			r.label, loom, r.timed.n, 3*r.timed.n, loom*1024/max(n, 1))
+	}
 }
