@@ -31,8 +31,10 @@ type Applier struct {
 }
 
 // record is what Loom last applied to one object: the hash of the desired
-// object, and the server's values at the paths it sets (which may be
-// normalised forms of what was sent).
+// object, the resourceVersion the server gave it, and, only when the server
+// normalised a value in a way Matches does not recognise, the server's
+// values at the paths Loom sets (most records carry none, which keeps
+// memory per child small).
 type record struct {
 	hash       string
 	rv         uint64
@@ -82,7 +84,13 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 		}
 		return failed(ref, fmt.Errorf("apply %s: %w", ref, err))
 	}
-	a.remember(ref, record{hash: hash, rv: ParseResourceVersion(resp.GetResourceVersion()), projection: Project(obj.Object, resp.Object)})
+	rec := record{hash: hash, rv: ParseResourceVersion(resp.GetResourceVersion())}
+	if !Matches(obj.Object, resp.Object) {
+		// The server normalised a value in a way Matches does not know:
+		// remember what it holds, so that the next check still passes.
+		rec.projection = Project(obj.Object, resp.Object)
+	}
+	a.remember(ref, rec)
 	action := Configured
 	if live == nil {
 		action = Created // as far as the cache knew
@@ -146,7 +154,7 @@ func (a *Applier) check(ref Ref, hash string, obj, live *unstructured.Unstructur
 		return false, false
 	}
 	unchanged = Matches(obj.Object, live.Object) ||
-		ok && equality.Semantic.DeepEqual(rec.projection, Project(obj.Object, live.Object))
+		ok && rec.projection != nil && equality.Semantic.DeepEqual(rec.projection, Project(obj.Object, live.Object))
 	return unchanged, true
 }
 

@@ -46,6 +46,7 @@ type options struct {
 	settle           time.Duration
 	quiet            time.Duration
 	cpuprofile       string
+	memprofile       string
 	loomV            int
 }
 
@@ -73,6 +74,7 @@ func parseFlags() (options, error) {
 	flag.DurationVar(&o.deleteTimeout, "delete-timeout", 5*time.Minute, "time limit for deleting each namespace")
 	flag.DurationVar(&o.settle, "settle", 2*time.Second, "wait after t2 before the final write count (Events are sent in the background)")
 	flag.DurationVar(&o.quiet, "quiet", 2*time.Minute, "before each phase, wait up to this long for the machine to be mostly idle (0: do not wait)")
+	flag.StringVar(&o.memprofile, "memprofile", "", "write this process's heap profile at the end of the first loom phase's timed round (Loom still running)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write the CPU profile of the loom phase's timed round: FILE for t0..t1, FILE.ready for t1..t2 (a second loom phase writes FILE.loom2 and FILE.loom2.ready)")
 	flag.IntVar(&o.loomV, "loom-v", 0, "klog verbosity of the in-process Loom")
 	flag.Parse()

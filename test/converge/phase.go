@@ -123,6 +123,11 @@ func (b *bench) runPhase(ctx context.Context, kind, label string) (res phaseResu
 	logf("%s: t1 %s, t2 %s", label, secs(res.timed.t1), secs(res.timed.t2))
 	res.total = p.counter.snapshot()
 	res.heap = liveHeap() - heapBefore
+	if p.opts.memprofile != "" && label == kindLoom+"#1" {
+		if err := writeHeapProfile(p.opts.memprofile); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
 }
 
@@ -285,4 +290,17 @@ func liveHeap() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+// writeHeapProfile writes the heap profile (as of the last GC) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
