@@ -17,6 +17,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // After convergence, a full resync of 100 parents sends no write request:
@@ -226,4 +227,58 @@ func httpGet(ctx context.Context, url string) (string, error) {
 		return "", fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return string(b), err
+}
+
+// Deployments that are not Loom's children trigger nothing: one without
+// Loom's labels is not even in its cache, and one with them but no
+// controller ownerReference is dropped when its events arrive.
+func TestUnrelatedDeploymentTriggersNothing(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
+	createParent(t, ns, fullParent)
+	waitCondition(t, ns, "web", "Ready", "True")
+	reconciles := func() float64 { return l.counter(t, "loom_reconcile_total", nil) }
+	quiesce(t, 2*time.Second, reconciles)
+	before := reconciles()
+	l.writes.reset()
+
+	for _, labels := range []string{`{app: other}`, `{app: other, app.kubernetes.io/managed-by: loom}`} {
+		name := "other"
+		if strings.Contains(labels, "managed-by") {
+			name = "other-labeled"
+		}
+		createObject(t, deployGVR, ns, fmt.Sprintf(`
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %s, labels: %s}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: %s}}
+  template:
+    metadata: {labels: {app: %s}}
+    spec: {containers: [{name: c, image: nginx}]}
+`, name, labels, name, name))
+		waitReplicas(t, ns, name, 1)
+		if _, err := dyn.Resource(deployGVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType,
+			[]byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, "the unrelated Deployments roll out", func(ctx context.Context) error {
+		for _, name := range []string{"other", "other-labeled"} {
+			d, err := kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if d.Status.AvailableReplicas != 2 {
+				return fmt.Errorf("%s: %d available", name, d.Status.AvailableReplicas)
+			}
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second) // any event they caused has reached Loom
+	if n, writes := reconciles()-before, l.writes.total.Load(); n != 0 || writes != 0 {
+		t.Fatalf("unrelated Deployments caused %v reconciles and %d writes", n, writes)
+	}
 }
