@@ -100,6 +100,18 @@ func TestParentGoesBuildingThenReady(t *testing.T) {
 			t.Errorf("child not ready in a Ready parent: %v", m)
 		}
 	}
+	// The parent followed its Deployment through the child watch (tests run
+	// Loom with no periodic resync): its Ready transition comes within
+	// seconds of the Deployment's Available one. Both are stamped to the
+	// second, on the same clock.
+	dep, err := get(context.Background(), deployGVR, ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	available, ready := transitionTime(t, dep, "Available"), transitionTime(t, p, "Ready")
+	if lag := ready.Sub(available); lag > 5*time.Second {
+		t.Errorf("Ready at %s, %s after the Deployment became Available at %s", ready, lag, available)
+	}
 	// The status template filled status.url from the live Service.
 	if url, _, _ := unstructured.NestedString(p.Object, "status", "url"); url != "http://web."+ns+".svc.cluster.local:8080" {
 		t.Errorf("status.url = %q", url)
@@ -212,4 +224,24 @@ func TestIdleParentIsNotReconciled(t *testing.T) {
 	if reconciles != 0 || writes != 0 || len(evsAfter) != len(evsBefore) {
 		t.Fatalf("idle for 30s: %v reconciles, %d writes %v, events %d → %d", reconciles, writes, log, len(evsBefore), len(evsAfter))
 	}
+}
+
+// transitionTime is when an object's condition typ last changed.
+func transitionTime(t *testing.T, obj *unstructured.Unstructured, typ string) time.Time {
+	t.Helper()
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != typ {
+			continue
+		}
+		s, _ := m["lastTransitionTime"].(string)
+		at, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatalf("%s condition %s: lastTransitionTime %q: %v", obj.GetKind(), typ, s, err)
+		}
+		return at
+	}
+	t.Fatalf("%s %s has no %s condition", obj.GetKind(), obj.GetName(), typ)
+	return time.Time{}
 }
