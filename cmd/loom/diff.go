@@ -22,6 +22,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/status"
 )
 
 // exitError ends the process with a given code. diff uses kubectl diff's
@@ -219,17 +220,10 @@ func (d *differ) live(ctx context.Context, ref apply.Ref) (*unstructured.Unstruc
 // Loom's prune finds them: the parent's ApplySet label and its UID as
 // controller, over the kinds rendered now and those the status lists.
 func (d *differ) prunable(ctx context.Context, parent *unstructured.Unstructured, kinds map[schema.GroupVersionKind]bool, rendered map[apply.Ref]bool) ([]*unstructured.Unstructured, error) {
-	gvk := parent.GroupVersionKind()
-	children, _, _ := unstructured.NestedSlice(parent.Object, "status", "children")
-	for _, ch := range children {
-		m, _ := ch.(map[string]any)
-		av, _ := m["apiVersion"].(string)
-		kind, _ := m["kind"].(string)
-		if kind != "" {
-			kinds[schema.FromAPIVersionAndKind(av, kind)] = true
-		}
+	for _, k := range status.ChildKinds(parent) {
+		kinds[k] = true
 	}
-	selector := render.LabelPartOf + "=" + render.ApplySetID(parent.GetName(), parent.GetNamespace(), gvk.Kind, gvk.Group)
+	selector := render.ChildSelector(parent)
 	var out []*unstructured.Unstructured
 	for k := range kinds {
 		gvr, _, err := d.applier.Resource(k)
@@ -242,8 +236,7 @@ func (d *differ) prunable(ctx context.Context, parent *unstructured.Unstructured
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
-			owner := metav1.GetControllerOfNoCopy(obj)
-			if owner == nil || owner.UID != parent.GetUID() || rendered[apply.RefOf(obj)] || obj.GetDeletionTimestamp() != nil {
+			if rendered[apply.RefOf(obj)] || !render.IsChildOf(obj, parent) || obj.GetDeletionTimestamp() != nil {
 				continue
 			}
 			out = append(out, obj)

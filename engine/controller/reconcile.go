@@ -108,7 +108,7 @@ func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstr
 	}
 	// Kinds listed in the parent's status were rendered before; watch them
 	// so that children of a kind no template renders any more are found.
-	for _, gvk := range statusChildKinds(parent) {
+	for _, gvk := range status.ChildKinds(parent) {
 		if _, err := c.watchChildKind(ctx, gvk); err != nil && !meta.IsNoMatchError(err) {
 			return nil, err
 		}
@@ -117,10 +117,9 @@ func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstr
 	for _, r := range rendered {
 		keep[apply.RefOf(r)] = true
 	}
-	applySetID := render.ApplySetID(parent.GetName(), parent.GetNamespace(), parent.GroupVersionKind().Kind, parent.GroupVersionKind().Group)
 	var stale []*unstructured.Unstructured
 	for _, child := range c.m.children.owned(parent.GetUID()) {
-		if keep[apply.RefOf(child)] || child.GetLabels()[render.LabelPartOf] != applySetID || child.GetDeletionTimestamp() != nil {
+		if keep[apply.RefOf(child)] || !render.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil {
 			continue
 		}
 		stale = append(stale, child)
@@ -137,24 +136,6 @@ func hasNoMatch(results apply.ChangeSet) bool {
 		}
 	}
 	return false
-}
-
-// statusChildKinds reads the kinds of status.children.
-func statusChildKinds(parent *unstructured.Unstructured) []schema.GroupVersionKind {
-	children, _, _ := unstructured.NestedSlice(parent.Object, "status", "children")
-	var out []schema.GroupVersionKind
-	for _, ch := range children {
-		m, ok := ch.(map[string]any)
-		if !ok {
-			continue
-		}
-		av, _ := m["apiVersion"].(string)
-		kind, _ := m["kind"].(string)
-		if gv, err := schema.ParseGroupVersion(av); err == nil && kind != "" {
-			out = append(out, gv.WithKind(kind))
-		}
-	}
-	return out
 }
 
 // renderStatusExtra renders the set's status template, if it has one, over

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -35,6 +36,26 @@ func ApplySetID(name, namespace, kind, group string) string {
 	return "applyset-" + base64.RawURLEncoding.EncodeToString(sum[:]) + "-v1"
 }
 
+// ChildSelector is the label selector that matches the children rendered
+// for parent (and, if another tool mislabels objects, a few more: check
+// each with IsChildOf).
+func ChildSelector(parent *unstructured.Unstructured) string {
+	return LabelPartOf + "=" + parentApplySetID(parent)
+}
+
+// IsChildOf reports whether obj carries the marks Render injects into a
+// child of parent: a controller ownerReference to that very object (its
+// UID) and the parent's ApplySet label. Prune deletes only such objects.
+func IsChildOf(obj, parent *unstructured.Unstructured) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.UID == parent.GetUID() && obj.GetLabels()[LabelPartOf] == parentApplySetID(parent)
+}
+
+func parentApplySetID(p *unstructured.Unstructured) string {
+	gvk := p.GroupVersionKind()
+	return ApplySetID(p.GetName(), p.GetNamespace(), gvk.Kind, gvk.Group)
+}
+
 // owner is what injection needs to know of the parent.
 type owner struct {
 	apiVersion, kind, name, namespace, uid string
@@ -49,7 +70,7 @@ func newOwner(p *unstructured.Unstructured) owner {
 		name:       p.GetName(),
 		namespace:  p.GetNamespace(),
 		uid:        string(p.GetUID()),
-		applySetID: ApplySetID(p.GetName(), p.GetNamespace(), gvk.Kind, gvk.Group),
+		applySetID: parentApplySetID(p),
 	}
 }
 

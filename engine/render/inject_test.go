@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // webAppSetID is the ApplySet ID of the App web in namespace default,
@@ -233,5 +234,42 @@ func TestCustomClusterRoleNamespaced(t *testing.T) {
 	}
 	if ns := got[0].GetNamespace(); ns != "default" {
 		t.Errorf("namespace = %q, want default", ns)
+	}
+}
+
+// What Render injects is what IsChildOf and ChildSelector recognise, and
+// nothing else passes IsChildOf.
+func TestIsChildOf(t *testing.T) {
+	s := loadSet(t, map[string]string{"cm.yaml": configMap("cm", "  a: b\n")})
+	parent := app(t, "")
+	child := mustRender(t, s, parent)[0]
+	if sel := ChildSelector(parent); sel != LabelPartOf+"="+child.GetLabels()[LabelPartOf] {
+		t.Errorf("ChildSelector = %q does not select the rendered child (labels %v)", sel, child.GetLabels())
+	}
+	other := parent.DeepCopy()
+	other.SetUID("u2")
+	renamed := parent.DeepCopy()
+	renamed.SetName("other")
+	relabelled := child.DeepCopy()
+	relabelled.SetLabels(map[string]string{LabelPartOf: "applyset-someone-else-v1"})
+	orphan := child.DeepCopy()
+	orphan.SetOwnerReferences(nil)
+	tests := []struct {
+		name        string
+		obj, parent *unstructured.Unstructured
+		want        bool
+	}{
+		{"a rendered child", child, parent, true},
+		{"another object of the same name (another UID)", child, other, false},
+		{"another parent", child, renamed, false},
+		{"another ApplySet's label", relabelled, parent, false},
+		{"no controller ownerReference", orphan, parent, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsChildOf(tt.obj, tt.parent); got != tt.want {
+				t.Errorf("IsChildOf = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
@@ -88,6 +89,20 @@ func project(status map[string]any, extraKeys []string) projection {
 
 // decodeChildren decodes a status.children list, skipping any entry that
 // is not a child. An empty list decodes to nil.
+// ChildKinds returns the kinds listed in a parent's status.children: the
+// kinds Loom applied for it last time, which may include kinds its
+// templates no longer render (and whose children must be pruned).
+func ChildKinds(parent *unstructured.Unstructured) []schema.GroupVersionKind {
+	raw, _, _ := unstructured.NestedFieldNoCopy(parent.Object, "status", fieldChildren)
+	var out []schema.GroupVersionKind
+	for _, e := range decodeChildren(raw) {
+		if gv, err := schema.ParseGroupVersion(e.APIVersion); err == nil && e.Kind != "" {
+			out = append(out, gv.WithKind(e.Kind))
+		}
+	}
+	return out
+}
+
 func decodeChildren(raw any) []childEntry {
 	items, _ := raw.([]any)
 	var out []childEntry

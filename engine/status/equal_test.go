@@ -1,11 +1,12 @@
 package status
 
 import (
+	"testing"
 	"time"
 
-	"testing"
-
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func TestEqual(t *testing.T) {
@@ -148,4 +149,23 @@ func conditionOf(status map[string]any, typ string) map[string]any {
 		}
 	}
 	return nil
+}
+
+// ChildKinds reads back the kinds that Compute listed in status.children.
+func TestChildKinds(t *testing.T) {
+	parent := withStatus(t, obj(t, "{apiVersion: example.com/v1, kind: App, metadata: {name: app, namespace: default}}"), map[string]any{
+		"children": []any{
+			map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "a"},
+			map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "a"},
+			map[string]any{"apiVersion": "not/a/version", "kind": "Broken", "name": "x"},
+			map[string]any{"apiVersion": "v1", "name": "no-kind"},
+		},
+	})
+	want := []schema.GroupVersionKind{{Version: "v1", Kind: "ConfigMap"}, {Group: "apps", Version: "v1", Kind: "Deployment"}}
+	if diff := cmp.Diff(want, ChildKinds(parent)); diff != "" {
+		t.Errorf("ChildKinds (-want +got):\n%s", diff)
+	}
+	if got := ChildKinds(obj(t, "{apiVersion: example.com/v1, kind: App, metadata: {name: app}}")); len(got) != 0 {
+		t.Errorf("ChildKinds of a parent without status = %v", got)
+	}
 }
