@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 const repoRoot = "../.."
@@ -35,23 +35,8 @@ func execute(t *testing.T, stdin string, args ...string) (string, error) {
 // copySet copies the shipped MyResource set into a folder the test may edit.
 func copySet(t *testing.T) string {
 	t.Helper()
-	src := filepath.Join(repoRoot, "templates", "myresource")
 	dst := filepath.Join(t.TempDir(), "myresource")
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
+	if err := testutil.CopyDir(filepath.Join(repoRoot, "templates", "myresource"), dst); err != nil {
 		t.Fatal(err)
 	}
 	return dst

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // A template that breaks for one parent (it reads .Spec.config.LOG_LEVEL,
@@ -67,10 +66,7 @@ func TestUnparsableTemplateKeepsLastGoodVersion(t *testing.T) {
 	// Events live in the default namespace), naming the file and line.
 	waitEvent(t, "default", "myresources.example.loom.dev", "Warning", "TemplateSetInvalid", dir, "service.yaml:")
 	// The last good version still renders: a spec change still lands.
-	patch := []byte(`{"spec":{"replicas":3}}`)
-	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	patchSpec(t, ns, "web", `{"spec":{"replicas":3}}`)
 	waitReplicas(t, ns, "web", 3)
 	p, err := get(context.Background(), myresGVR, ns, "web")
 	if err != nil {
@@ -292,10 +288,7 @@ func TestBadSpecDegradesOnlyItsParent(t *testing.T) {
 	waitEvent(t, ns, "big", "Warning", "ApplyFailed", "big-config")
 	waitCondition(t, ns, "web", "Ready", "True")
 
-	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "big", types.MergePatchType,
-		[]byte(`{"spec":{"config":{"blob":"small"}}}`), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	patchSpec(t, ns, "big", `{"spec":{"config":{"blob":"small"}}}`)
 	waitCondition(t, ns, "big", "Degraded", "False")
 	waitCondition(t, ns, "big", "Ready", "True")
 

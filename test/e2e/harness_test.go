@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/controller"
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 var (
@@ -232,25 +233,18 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func copyTemplates(t *testing.T) string {
 	t.Helper()
 	dst := t.TempDir()
-	src := filepath.Join(repoRoot, "templates")
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
+	if err := testutil.CopyDir(filepath.Join(repoRoot, "templates"), dst); err != nil {
 		t.Fatalf("copy templates: %v", err)
 	}
 	return dst
+}
+
+// patchSpec merge-patches a MyResource.
+func patchSpec(t *testing.T, ns, name, patch string) {
+	t.Helper()
+	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patch %s/%s: %v", ns, name, err)
+	}
 }
 
 // editFile rewrites a file by replacing old with new, failing if old is absent.

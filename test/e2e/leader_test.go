@@ -15,7 +15,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // syncBuffer is a bytes.Buffer that a process writes while a test reads.
@@ -121,9 +120,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	})
 	t.Logf("handover took %s", time.Since(handover).Round(100*time.Millisecond))
 	patch := `{"spec":{"replicas":3}}`
-	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	patchSpec(t, ns, "web", patch)
 	waitReplicas(t, ns, "web", 3)
 	b.stop(t, 20*time.Second)
 	lease, err := kube.CoordinationV1().Leases(ns).Get(context.Background(), "loom-e2e", metav1.GetOptions{})

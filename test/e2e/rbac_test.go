@@ -21,24 +21,13 @@ import (
 func TestShippedRBACIsEnough(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "loom-system"}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("kubectl", "--kubeconfig", kubeconfigPath(), "apply", "--server-side", "--field-manager", "e2e",
-		"-f", filepath.Join(repoRoot, "deploy", "rbac.yaml")).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl apply deploy/rbac.yaml: %v\n%s", err, out)
-	}
+	installRBAC(t)
 	ns := newNamespace(t)
 	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{impersonate: "system:serviceaccount:loom-system:loom"})
 	createParent(t, ns, fullParent)
 	waitCondition(t, ns, "web", "Ready", "True")
 	// Pruning needs delete: remove the config so the ConfigMap goes.
-	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(ctx, "web", "application/merge-patch+json",
-		[]byte(`{"spec":{"config":null}}`), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	patchSpec(t, ns, "web", `{"spec":{"config":null}}`)
 	eventually(t, 30*time.Second, "the ConfigMap is pruned", func(ctx context.Context) error {
 		if _, err := get(ctx, configMapGVR, ns, "web-config"); !isNotFound(err) {
 			return errNotYet
@@ -62,18 +51,7 @@ func TestShippedRBACIsEnough(t *testing.T) {
 func TestInClusterManifestsDeploy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "loom-system"}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	kubectl := func(args ...string) {
-		t.Helper()
-		args = append([]string{"--kubeconfig", kubeconfigPath()}, args...)
-		if out, err := exec.Command("kubectl", args...).CombinedOutput(); err != nil {
-			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-		}
-	}
-	kubectl("apply", "--server-side", "--field-manager", "e2e", "-f", filepath.Join(repoRoot, "deploy", "rbac.yaml"))
+	installRBAC(t)
 	// What `kubectl create configmap --from-file=templates/myresource` makes.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "loom-templates-myresource", Namespace: "loom-system"}, Data: map[string]string{}}
 	set := filepath.Join(repoRoot, "templates", "myresource")
@@ -94,7 +72,7 @@ func TestInClusterManifestsDeploy(t *testing.T) {
 	if _, err := kube.CoreV1().ConfigMaps("loom-system").Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	kubectl("apply", "--server-side", "--field-manager", "e2e", "-f", filepath.Join(repoRoot, "deploy", "loom.yaml"))
+	kubectl(t, "apply", "--server-side", "--field-manager", "e2e", "-f", filepath.Join(repoRoot, "deploy", "loom.yaml"))
 	t.Cleanup(func() {
 		_ = kube.AppsV1().Deployments("loom-system").Delete(ctx, "loom", metav1.DeleteOptions{})
 		_ = kube.CoreV1().ConfigMaps("loom-system").Delete(ctx, cm.Name, metav1.DeleteOptions{})
@@ -111,4 +89,24 @@ func TestInClusterManifestsDeploy(t *testing.T) {
 		}
 		return fmt.Errorf("available %d of %d", d.Status.AvailableReplicas, *d.Spec.Replicas)
 	})
+}
+
+// installRBAC creates the loom-system namespace and applies deploy/rbac.yaml,
+// as the README's install steps do. Tests that need it may run together.
+func installRBAC(t *testing.T) {
+	t.Helper()
+	_, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "loom-system"}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	kubectl(t, "apply", "--server-side", "--field-manager", "e2e", "-f", filepath.Join(repoRoot, "deploy", "rbac.yaml"))
+}
+
+// kubectl runs kubectl against the local cluster and fails the test if it fails.
+func kubectl(t *testing.T, args ...string) {
+	t.Helper()
+	args = append([]string{"--kubeconfig", kubeconfigPath()}, args...)
+	if out, err := exec.Command("kubectl", args...).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+	}
 }

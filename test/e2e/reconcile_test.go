@@ -90,9 +90,7 @@ func TestSpecChangeUpdatesChildren(t *testing.T) {
 	createParent(t, ns, fullParent)
 	waitReplicas(t, ns, "web", 2)
 	patch := `{"spec":{"replicas":4,"image":"nginx:1.28","config":{"LOG_LEVEL":"debug"}}}`
-	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	patchSpec(t, ns, "web", patch)
 	eventually(t, 30*time.Second, "Deployment and ConfigMap follow the new spec", func(ctx context.Context) error {
 		dep, err := get(ctx, deployGVR, ns, "web")
 		if err != nil {
@@ -215,9 +213,7 @@ func TestDriftByAnotherFieldManagerIsReverted(t *testing.T) {
 	waitReplicas(t, ns, "web", 2)
 	// A spec change is an update, not a repair: no drift is reported.
 	patch := `{"spec":{"replicas":3}}`
-	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	patchSpec(t, ns, "web", patch)
 	waitReplicas(t, ns, "web", 3)
 	if n := l.counter(t, "loom_drift_reverted_total", nil); n != 0 {
 		t.Fatalf("loom_drift_reverted_total = %v after a spec change, want 0", n)
@@ -308,9 +304,7 @@ func TestMovedRemovedAndRestoredTemplateSet(t *testing.T) {
 	scale := func(n int) {
 		t.Helper()
 		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)
-		if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		patchSpec(t, ns, "web", patch)
 	}
 
 	// A renamed folder is the same set: its controller carries on.

@@ -14,7 +14,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -144,10 +143,7 @@ func TestScalingShowsBuildingThenReadyAgain(t *testing.T) {
 	waitCondition(t, ns, "web", "Ready", "True")
 	states := recordStates(t, ns, "web")
 	states.until(t, "Ready", 10*time.Second) // the current state
-	patch := []byte(`{"spec":{"replicas":5}}`)
-	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	patchSpec(t, ns, "web", `{"spec":{"replicas":5}}`)
 	seen := states.until(t, "Ready", 60*time.Second)
 	if len(seen) < 2 || seen[0] != "Building" {
 		t.Fatalf("states after scaling %v: want Building, then Ready", seen)

@@ -9,10 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -150,19 +148,8 @@ func TestHotReloadThroughConfigMapSymlinkSwap(t *testing.T) {
 func TestSIGTERMExitsCleanly(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	bin := filepath.Join(repoRoot, "bin", "loom")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s is missing: run make build (make test does)", bin)
-	}
-	kubeconfig := kubeconfigPath()
 	addr := freeAddr(t)
-	cmd := exec.Command(bin, "run", "--templates", filepath.Join(repoRoot, "templates"), "--namespace", ns,
-		"--kubeconfig", kubeconfig, "--metrics-bind-address", addr)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := startLoomProcess(t, ns, "--metrics-bind-address", addr)
 	createParent(t, ns, fullParent)
 	waitReplicas(t, ns, "web", 2)
 	// The metrics and health endpoints serve.
@@ -182,22 +169,9 @@ func TestSIGTERMExitsCleanly(t *testing.T) {
 			return nil
 		})
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("loom exited with %v after SIGTERM:\n%s", err, out.String())
-		}
-		if !strings.Contains(out.String(), "Shut down") {
-			t.Fatalf("loom did not log a clean shutdown:\n%s", out.String())
-		}
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("loom did not exit within 20s of SIGTERM:\n%s", out.String())
+	p.stop(t, 20*time.Second)
+	if !strings.Contains(p.out.String(), "Shut down") {
+		t.Fatalf("loom did not log a clean shutdown:\n%s", p.out.String())
 	}
 }
 

@@ -1,0 +1,27 @@
+// Package testutil holds helpers that tests in several packages share.
+package testutil
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// CopyDir copies the folder src, recursively, to dst, for a test that edits
+// a copy of shipped files.
+func CopyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+}
