@@ -1,0 +1,129 @@
+// Package cluster tests the error paths of hack/cluster/cluster.sh that a
+// working cluster never takes: a port already in use, and a process that
+// exits right after it starts. Each test runs a copy of the script in a
+// folder of its own, with fake binaries and ports of its own, so it needs
+// no cluster and never touches the real one.
+package cluster
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sandbox is a copy of hack/cluster in a temporary repository root, with
+// fake binaries in its bin/.
+type sandbox struct {
+	root  string
+	ports map[string]int
+}
+
+func newSandbox(t *testing.T, etcd string) *sandbox {
+	t.Helper()
+	s := &sandbox{root: t.TempDir(), ports: map[string]int{}}
+	for _, f := range []string{"cluster.sh", "go.mod"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "hack", "cluster", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(s.root, "hack", "cluster", f), string(b))
+	}
+	// go.mod older than the binaries, so the script takes them as built.
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(s.root, "hack", "cluster", "go.mod"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	bins := map[string]string{
+		"etcd":                    etcd,
+		"kube-apiserver":          "#!/bin/sh\nexit 1\n",
+		"kube-controller-manager": "#!/bin/sh\nexit 1\n",
+		"kube-scheduler":          "#!/bin/sh\nexit 1\n",
+		"kwok":                    "#!/bin/sh\necho 'kwok version v0.7.0'\n",
+	}
+	for name, script := range bins {
+		write(t, filepath.Join(s.root, "bin", name), script)
+	}
+	for _, p := range []string{"CLUSTER_ETCD_PORT", "CLUSTER_ETCD_PEER_PORT", "CLUSTER_APISERVER_PORT"} {
+		s.ports[p] = freePort(t)
+	}
+	return s
+}
+
+// up runs `cluster.sh up` and returns its exit code and output.
+func (s *sandbox) up(t *testing.T) (int, string) {
+	t.Helper()
+	cmd := exec.Command("bash", filepath.Join(s.root, "hack", "cluster", "cluster.sh"), "up")
+	cmd.Env = append(os.Environ(), "CLUSTER_TIMEOUT=5")
+	for k, v := range s.ports {
+		cmd.Env = append(cmd.Env, k+"="+strconv.Itoa(v))
+	}
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out)
+	}
+	if err != nil {
+		t.Fatalf("cluster.sh up: %v\n%s", err, out)
+	}
+	return 0, string(out)
+}
+
+func TestPortInUseIsAClearError(t *testing.T) {
+	s := newSandbox(t, "#!/bin/sh\nexit 1\n")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().(*net.TCPAddr).Port
+	s.ports["CLUSTER_APISERVER_PORT"] = taken
+	code, out := s.up(t)
+	want := "port " + strconv.Itoa(taken) + " (for kube-apiserver) is already in use; free it or choose another with CLUSTER_APISERVER_PORT=PORT"
+	if code == 0 || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, want non-zero and %q in:\n%s", code, want, out)
+	}
+	if strings.Contains(out, "starting") {
+		t.Errorf("it started something before checking the ports:\n%s", out)
+	}
+}
+
+func TestProcessThatExitsEarlyShowsItsLogTail(t *testing.T) {
+	s := newSandbox(t, "#!/bin/sh\necho 'fake etcd: --data-dir is not writable' >&2\nexit 1\n")
+	code, out := s.up(t)
+	for _, want := range []string{"ERROR: etcd exited right after start", "fake etcd: --data-dir is not writable", "stopping everything that was started"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if code == 0 || t.Failed() {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+	pids, _ := filepath.Glob(filepath.Join(s.root, ".cluster", "pids", "*.pid"))
+	if len(pids) != 0 {
+		t.Errorf("pid files left behind: %v", pids)
+	}
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
