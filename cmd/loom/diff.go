@@ -166,8 +166,8 @@ func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructur
 	for _, child := range children {
 		ref := apply.RefOf(child)
 		rendered[ref] = true
-		kinds[ref.GVK] = true
-		before, err := d.live(ctx, ref)
+		kinds[child.GroupVersionKind()] = true
+		before, err := d.live(ctx, child.GroupVersionKind(), ref)
 		if err != nil {
 			return false, err
 		}
@@ -201,8 +201,8 @@ func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructur
 }
 
 // live reads a child from the API server; nil when it does not exist.
-func (d *differ) live(ctx context.Context, ref apply.Ref) (*unstructured.Unstructured, error) {
-	gvr, _, err := d.applier.Resource(ref.GVK)
+func (d *differ) live(ctx context.Context, gvk schema.GroupVersionKind, ref apply.Ref) (*unstructured.Unstructured, error) {
+	gvr, _, err := d.applier.Resource(gvk)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", ref, err)
 	}
@@ -225,7 +225,12 @@ func (d *differ) prunable(ctx context.Context, parent *unstructured.Unstructured
 	}
 	selector := render.ChildSelector(parent)
 	var out []*unstructured.Unstructured
+	listed := map[schema.GroupKind]bool{} // one kind at two versions is listed once
 	for k := range kinds {
+		if listed[k.GroupKind()] {
+			continue
+		}
+		listed[k.GroupKind()] = true
 		gvr, _, err := d.applier.Resource(k)
 		if err != nil {
 			continue // a kind no longer served has nothing to prune

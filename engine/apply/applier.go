@@ -7,12 +7,12 @@ import (
 	"strconv"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -30,15 +30,19 @@ type Applier struct {
 	applied map[Ref]record
 }
 
-// record is what Loom last applied to one object: the hash of the desired
-// object, the resourceVersion the server gave it, and, only when the server
-// normalised a value in a way Matches does not recognise, the server's
-// values at the paths Loom sets (most records carry none, which keeps
-// memory per child small).
+// record is what Loom last applied to one object, taken from the server's
+// response: the hash of the desired object, the object's UID and
+// resourceVersion, and the fingerprint of the fields Loom owns in it. A
+// few dozen bytes per child.
 type record struct {
-	hash       string
-	rv         uint64
-	projection any
+	hash   string
+	uid    types.UID
+	rv     uint64
+	fields string
+	// stale is set when a reconcile went on with a cached object older
+	// than this write: the watch echo of the write must then reach the
+	// controller, which has not seen the object as it is.
+	stale bool
 }
 
 // New returns an Applier that writes as manager (FieldManager if empty).
@@ -48,6 +52,9 @@ func New(client dynamic.Interface, mapper meta.RESTMapper, manager string) *Appl
 	}
 	return &Applier{client: client, mapper: mapper, manager: manager, applied: map[Ref]record{}}
 }
+
+// Manager is the field manager the Applier writes as.
+func (a *Applier) Manager() string { return a.manager }
 
 // Resource maps a kind to its resource, and says whether it is namespaced.
 func (a *Applier) Resource(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
@@ -59,103 +66,98 @@ func (a *Applier) Resource(gvk schema.GroupVersionKind) (schema.GroupVersionReso
 }
 
 // Apply makes one child match desired. live is the child as the caller's
-// informer cache has it, or nil when it is not there. When live already
-// matches, Apply sends no request at all and reports Unchanged.
+// informer cache has it (at whatever version the cache watches its kind),
+// or nil when it is not there. When live is exactly what Loom last applied
+// from the same desired object, Apply sends no request at all and reports
+// Unchanged. Before creating a child the cache does not know, Apply checks
+// that no object of that name exists that Loom may not adopt.
 func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstructured) Result {
+	desired = prepare(desired)
 	ref := RefOf(desired)
+	res := Result{Ref: ref, APIVersion: desired.GetAPIVersion()}
 	hash, err := Hash(desired)
 	if err != nil {
-		return failed(ref, fmt.Errorf("hash %s: %w", ref, err))
+		return res.failed(fmt.Errorf("hash %s: %w", ref, err))
 	}
-	obj := withHash(desired, hash)
-	unchanged, sameDesired := a.check(ref, hash, obj, live)
+	unchanged, known := a.check(ref, hash, live)
 	if unchanged {
-		return Result{Ref: ref, Action: Unchanged, Object: live}
+		res.Action, res.Object = Unchanged, live
+		return res
 	}
-	gvr, err := a.target(ref)
+	gvr, err := a.target(desired.GroupVersionKind(), ref.Namespace)
 	if err != nil {
-		return failed(ref, fmt.Errorf("apply %s: %w", ref, err))
+		return res.failed(fmt.Errorf("apply %s: %w", ref, err))
 	}
-	resp, err := a.client.Resource(gvr).Namespace(ref.Namespace).Apply(ctx, ref.Name, obj,
+	if live == nil && !known {
+		if err := a.adoptable(ctx, gvr, desired); err != nil {
+			return res.failed(err)
+		}
+	}
+	resp, err := a.client.Resource(gvr).Namespace(ref.Namespace).Apply(ctx, ref.Name, withHash(desired, hash),
 		metav1.ApplyOptions{FieldManager: a.manager, Force: true})
 	if err != nil {
 		if c := a.conflict(ctx, gvr, desired, err); c != nil {
-			return failed(ref, c)
+			return res.failed(c)
 		}
-		return failed(ref, fmt.Errorf("apply %s: %w", ref, err))
+		return res.failed(fmt.Errorf("apply %s: %w", ref, err))
 	}
-	rec := record{hash: hash, rv: ParseResourceVersion(resp.GetResourceVersion())}
-	if !Matches(obj.Object, resp.Object) {
-		// The server normalised a value in a way Matches does not know:
-		// remember what it holds, so that the next check still passes.
-		rec.projection = Project(obj.Object, resp.Object)
-	}
-	a.remember(ref, rec)
-	action := Configured
+	a.remember(ref, record{hash: hash, uid: resp.GetUID(), rv: ParseResourceVersion(resp.GetResourceVersion()),
+		fields: Fingerprint(resp, a.manager)})
+	res.Action, res.Object = Configured, resp
 	if live == nil {
-		action = Created // as far as the cache knew
+		res.Action = Created // as far as the cache knew
 	}
-	r := Result{Ref: ref, Action: action, Object: resp}
-	if sameDesired {
-		r.Drift = drift(obj, live, resp)
+	if live != nil && live.GetUID() == resp.GetUID() && live.GetAnnotations()[AnnotationApplied] == hash {
+		// The same desired object as before: any field Loom took back had
+		// been changed or removed by another writer.
+		res.Drift = regained(live, resp, a.manager)
 	}
-	return r
+	return res
 }
 
 // target maps a child to the resource it is applied to, refusing a
 // cluster-scoped kind in a namespace (a namespaced parent cannot own it).
-func (a *Applier) target(ref Ref) (schema.GroupVersionResource, error) {
-	gvr, namespaced, err := a.Resource(ref.GVK)
+func (a *Applier) target(gvk schema.GroupVersionKind, namespace string) (schema.GroupVersionResource, error) {
+	gvr, namespaced, err := a.Resource(gvk)
 	if err != nil {
 		return gvr, err
 	}
-	if !namespaced && ref.Namespace != "" {
-		return gvr, fmt.Errorf("%s is cluster-scoped, so a namespaced parent cannot own it", ref.GVK.Kind)
+	if !namespaced && namespace != "" {
+		return gvr, fmt.Errorf("%s is cluster-scoped, so a namespaced parent cannot own it", gvk.Kind)
 	}
 	return gvr, nil
 }
 
-// drift compares, at the paths desired sets, the live object before an
-// apply of an unchanged desired object with the server's response. Where
-// they differ, another writer had changed the object and the apply reverted
-// it: drift returns the path of one such field. Where they agree, the apply
-// only restated what the server already held (a normalisation that Matches
-// does not know of), which is not drift, and drift returns "".
-func drift(desired, before, after *unstructured.Unstructured) string {
-	path, same := Mismatch(Project(desired.Object, after.Object), Project(desired.Object, before.Object))
-	if same {
-		return ""
-	}
-	if path == "" {
-		return "(the whole object)"
-	}
-	return path
-}
-
-// check reports whether the child needs no write:
+// check reports whether the child needs no write, and whether Loom has a
+// record of applying this very desired object (so the object is Loom's
+// and exists unless someone deleted it, which the caller's watch reports).
+// The child needs no write when:
 //   - the cache has not yet caught up with Loom's own apply of this very
 //     desired object (live is missing or older than that write); or
-//   - the hash annotation proves that live was applied from this desired
-//     object, and live holds every desired value as written, or exactly the
-//     (normalised) values the server returned when Loom last applied it.
+//   - live is the object Loom applied it to (same UID), it still carries
+//     the hash of this desired object, and Loom owns exactly the fields
+//     its apply left it owning (same fingerprint of its managedFields
+//     entry). Any change or removal of one of those fields by another
+//     writer changes that entry, so this decision is exact: it does not
+//     compare values, and no server normalisation can fool it.
 //
-// A change by another writer to a field Loom sets fails both tests.
-// sameDesired says that live was applied from this desired object, so a
-// write is a repair rather than an update.
-func (a *Applier) check(ref Ref, hash string, obj, live *unstructured.Unstructured) (unchanged, sameDesired bool) {
+// With no record (after a restart) the child is applied once; the API
+// server treats an apply that changes nothing as a no-op and stores
+// nothing.
+func (a *Applier) check(ref Ref, hash string, live *unstructured.Unstructured) (unchanged, known bool) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	rec, ok := a.applied[ref]
-	a.mu.Unlock()
-	ok = ok && rec.hash == hash
+	if !ok || rec.hash != hash {
+		return false, ok
+	}
 	if live == nil || ParseResourceVersion(live.GetResourceVersion()) < rec.rv {
-		return ok, false
+		rec.stale = true
+		a.applied[ref] = rec
+		return true, true
 	}
-	if live.GetAnnotations()[AnnotationApplied] != hash || live.GetDeletionTimestamp() != nil {
-		return false, false
-	}
-	unchanged = Matches(obj.Object, live.Object) ||
-		ok && rec.projection != nil && equality.Semantic.DeepEqual(rec.projection, Project(obj.Object, live.Object))
-	return unchanged, true
+	return live.GetUID() == rec.uid && live.GetDeletionTimestamp() == nil &&
+		live.GetAnnotations()[AnnotationApplied] == hash && Fingerprint(live, a.manager) == rec.fields, true
 }
 
 // ParseResourceVersion reads a resourceVersion as a number, to tell whether
@@ -180,7 +182,7 @@ func (a *Applier) IsOwnWrite(ref Ref, rv string) bool {
 	a.mu.Lock()
 	rec, ok := a.applied[ref]
 	a.mu.Unlock()
-	return ok && rec.rv != 0 && rec.rv == ParseResourceVersion(rv)
+	return ok && !rec.stale && rec.rv != 0 && rec.rv == ParseResourceVersion(rv)
 }
 
 // Forget drops what Loom remembers of an object that is gone.
@@ -198,9 +200,10 @@ func (a *Applier) Prune(ctx context.Context, objs []*unstructured.Unstructured) 
 	cs := make(ChangeSet, 0, len(objs))
 	for _, o := range objs {
 		ref := RefOf(o)
-		gvr, _, err := a.Resource(ref.GVK)
+		res := Result{Ref: ref, APIVersion: o.GetAPIVersion()}
+		gvr, _, err := a.Resource(o.GroupVersionKind())
 		if err != nil {
-			cs = append(cs, failed(ref, fmt.Errorf("prune %s: %w", ref, err)))
+			cs = append(cs, res.failed(fmt.Errorf("prune %s: %w", ref, err)))
 			continue
 		}
 		uid := o.GetUID()
@@ -210,28 +213,29 @@ func (a *Applier) Prune(ctx context.Context, objs []*unstructured.Unstructured) 
 			PropagationPolicy: &policy,
 		})
 		if err != nil && !apierrors.IsNotFound(err) {
-			cs = append(cs, failed(ref, fmt.Errorf("prune %s: %w", ref, err)))
+			cs = append(cs, res.failed(fmt.Errorf("prune %s: %w", ref, err)))
 			continue
 		}
 		a.Forget(ref)
-		cs = append(cs, Result{Ref: ref, Action: Pruned})
+		res.Action = Pruned
+		cs = append(cs, res)
 	}
 	return cs
 }
 
-func failed(ref Ref, err error) Result {
-	return Result{Ref: ref, Action: Failed, Err: err}
+func (r Result) failed(err error) Result {
+	r.Action, r.Err = Failed, err
+	return r
 }
 
 // OwnedByAnotherError means a child's name is taken by an object that
-// another controller owns. Loom does not take it over; an object that no
-// controller owns is adopted instead, as Kubernetes' own controllers adopt
-// orphans.
+// another controller owns. Loom does not take it over.
 type OwnedByAnotherError struct {
 	Ref Ref
 	// Owner is the object's controller; Want is the parent that renders it.
 	Owner, Want metav1.OwnerReference
-	// Err is the API server's refusal.
+	// Err is the API server's refusal, or nil when Loom saw the owner
+	// before sending anything.
 	Err error
 }
 
@@ -242,7 +246,7 @@ func (e *OwnedByAnotherError) Error() string {
 		e.Ref, e.Owner.Kind, e.Owner.Name, e.Want.Kind, e.Want.Name)
 }
 
-// Unwrap returns the API server's error, which is not worth retrying.
+// Unwrap returns the API server's error, if any.
 func (e *OwnedByAnotherError) Unwrap() error { return e.Err }
 
 // conflict turns the API server's refusal of a second controller

@@ -1,58 +1,236 @@
 package apply
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// check decides, without a request, whether a child needs a write.
+const loomFields = `{f:metadata: {f:annotations: {f:loom.dev/applied: {}}, f:labels: {f:app: {}}},
+  f:spec: {f:replicas: {}, f:template: {f:spec: {f:containers: {'k:{"name":"app"}': {.: {}, f:image: {}, f:name: {}}}}}}}`
+
+// check decides, without a request, whether a child needs a write. The
+// decision reads Loom's managedFields entry, never the values.
 func TestCheck(t *testing.T) {
-	desired := &unstructured.Unstructured{Object: obj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: ns}, data: {mode: fast}}`)}
+	desired := uobj(t, desiredDeployment)
 	hash, err := Hash(desired)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent := withHash(desired, hash)
-	live := func(rv, mode string, ann map[string]string) *unstructured.Unstructured {
-		u := sent.DeepCopy()
+	applied := withEntry(t, withHash(desired, hash), "loom", loomFields)
+	applied.SetUID("u1")
+	applied.SetResourceVersion("5")
+	fp := Fingerprint(applied, "loom")
+	rec := record{hash: hash, uid: "u1", rv: 5, fields: fp}
+	live := func(rv string, edit func(u *unstructured.Unstructured)) *unstructured.Unstructured {
+		u := applied.DeepCopy()
 		u.SetResourceVersion(rv)
-		_ = unstructured.SetNestedField(u.Object, mode, "data", "mode")
-		if ann != nil {
-			u.SetAnnotations(ann)
+		if edit != nil {
+			edit(u)
 		}
 		return u
 	}
-	// What a server that writes "fast" as "FAST" would have answered.
-	normalised := Project(sent.Object, live("5", "FAST", nil).Object)
+	loses := func(fields string) func(u *unstructured.Unstructured) {
+		return func(u *unstructured.Unstructured) { *u = *withEntry(t, u, "loom", fields) }
+	}
 	tests := []struct {
 		name          string
 		rec           *record
 		live          *unstructured.Unstructured
 		wantUnchanged bool
-		wantSame      bool
+		wantKnown     bool
+		wantStale     bool
 	}{
-		{"not in the cache, never applied", nil, nil, false, false},
-		{"not in the cache yet, just applied", &record{hash: hash, rv: 5}, nil, true, false},
-		{"cache older than Loom's own write", &record{hash: hash, rv: 5}, live("4", "slow", nil), true, false},
-		{"live as written", &record{hash: hash, rv: 5}, live("5", "fast", nil), true, true},
-		{"live as written, after a restart", nil, live("5", "fast", nil), true, true},
-		{"live as the server normalised it", &record{hash: hash, rv: 5, projection: normalised}, live("5", "FAST", nil), true, true},
-		{"normalised, but no record of it (restart)", nil, live("5", "FAST", nil), false, true},
-		{"changed by another writer", &record{hash: hash, rv: 5}, live("6", "slow", nil), false, true},
-		{"changed by another writer, after a normalisation", &record{hash: hash, rv: 5, projection: normalised}, live("6", "slow", nil), false, true},
-		{"applied from another desired object", &record{hash: "old", rv: 5}, live("5", "fast", map[string]string{AnnotationApplied: "old"}), false, false},
+		{"not in the cache, never applied", nil, nil, false, false, false},
+		{"not in the cache yet, just applied", &rec, nil, true, true, true},
+		{"cache older than Loom's own write", &rec, live("4", nil), true, true, true},
+		{"live as applied", &rec, live("5", nil), true, true, false},
+		{"another writer changed a field Loom does not set", &rec, live("6", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, true, "spec", "paused")
+		}), true, true, false},
+		{"another writer took spec.replicas (Loom's entry lost it)", &rec, live("6", loses(
+			`{f:metadata: {f:annotations: {f:loom.dev/applied: {}}, f:labels: {f:app: {}}}, f:spec: {f:template: {}}}`)), false, true, false},
+		{"Loom's entry is gone (managedFields reset)", &rec, live("6", loses("")), false, true, false},
+		// A value differs but Loom still owns the field: only the server
+		// can have written it (a normalisation of Loom's own value).
+		{"a server normalisation is not a change", &rec, live("5", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, "docker.io/library/nginx", "spec", "template", "spec", "image")
+		}), true, true, false},
+		{"recreated by someone else (new UID)", &rec, live("9", func(u *unstructured.Unstructured) { u.SetUID("u2") }), false, true, false},
+		{"being deleted", &rec, live("6", func(u *unstructured.Unstructured) {
+			now := metav1.Now()
+			u.SetDeletionTimestamp(&now)
+		}), false, true, false},
+		{"the hash annotation was edited", &rec, live("6", func(u *unstructured.Unstructured) {
+			u.SetAnnotations(map[string]string{AnnotationApplied: "other"})
+		}), false, true, false},
+		{"no record (after a restart): apply once", nil, live("5", nil), false, false, false},
+		{"applied from another desired object", &record{hash: "old", uid: "u1", rv: 5, fields: fp}, live("5", nil), false, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := &Applier{applied: map[Ref]record{}}
+			a := New(nil, nil, "loom")
+			ref := RefOf(desired)
 			if tt.rec != nil {
-				a.applied[RefOf(desired)] = *tt.rec
+				a.applied[ref] = *tt.rec
 			}
-			unchanged, same := a.check(RefOf(desired), hash, sent, tt.live)
-			if unchanged != tt.wantUnchanged || same != tt.wantSame {
-				t.Errorf("check = unchanged %v, sameDesired %v; want %v, %v", unchanged, same, tt.wantUnchanged, tt.wantSame)
+			unchanged, known := a.check(ref, hash, tt.live)
+			if unchanged != tt.wantUnchanged || known != tt.wantKnown {
+				t.Errorf("check = unchanged %v, known %v; want %v, %v", unchanged, known, tt.wantUnchanged, tt.wantKnown)
+			}
+			if got := a.applied[ref].stale; got != tt.wantStale {
+				t.Errorf("stale = %v, want %v", got, tt.wantStale)
 			}
 		})
 	}
 }
+
+func TestIsOwnWrite(t *testing.T) {
+	a := New(nil, nil, "")
+	ref := Ref{Name: "web"}
+	if a.IsOwnWrite(ref, "5") {
+		t.Fatal("nothing applied yet, but IsOwnWrite is true")
+	}
+	a.remember(ref, record{hash: "h", rv: 5})
+	if !a.IsOwnWrite(ref, "5") {
+		t.Error("the echo of our own write is not recognised")
+	}
+	if a.IsOwnWrite(ref, "6") {
+		t.Error("a later write by someone else is taken for our own")
+	}
+	// A reconcile that went on with an older cached object has not seen
+	// the object at rv 5: its echo must reach the controller.
+	if unchanged, _ := a.check(ref, "h", nil); !unchanged {
+		t.Fatal("a lagging cache should read as unchanged")
+	}
+	if a.IsOwnWrite(ref, "5") {
+		t.Error("the echo is dropped although the reconcile used a stale cache")
+	}
+	a.Forget(ref)
+	if a.IsOwnWrite(ref, "5") {
+		t.Error("Forget kept the record")
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	base := uobj(t, desiredDeployment)
+	fp := func(fields string) string { return Fingerprint(withEntry(t, base, "loom", fields), "loom") }
+	if fp("") != "" {
+		t.Error("no entry should give an empty fingerprint")
+	}
+	if fp(loomFields) != fp(loomFields) {
+		t.Error("equal entries gave different fingerprints")
+	}
+	// The timestamp and other managers' entries do not count.
+	moved := withEntry(t, base, "loom", loomFields)
+	entries := moved.Object["metadata"].(map[string]any)["managedFields"].([]any)
+	entries[1].(map[string]any)["time"] = "2027-01-01T00:00:00Z"
+	entries[0].(map[string]any)["fieldsV1"] = obj(t, `{f:status: {f:observedGeneration: {}}}`)
+	if Fingerprint(moved, "loom") != fp(loomFields) {
+		t.Error("the fingerprint depends on the time or on another manager's entry")
+	}
+	if fp(`{f:spec: {f:replicas: {}}}`) == fp(`{f:spec: {f:paused: {}}}`) {
+		t.Error("different field sets gave one fingerprint")
+	}
+	if Fingerprint(withEntry(t, base, "other", loomFields), "loom") != "" {
+		t.Error("another manager's apply entry was taken for Loom's")
+	}
+}
+
+func TestRegained(t *testing.T) {
+	base := uobj(t, desiredDeployment)
+	tests := []struct {
+		name, before string
+		want         []string
+	}{
+		{"nothing lost", loomFields, nil},
+		{"replicas taken by a scaler", `{f:metadata: {f:annotations: {f:loom.dev/applied: {}}, f:labels: {f:app: {}}},
+  f:spec: {f:template: {f:spec: {f:containers: {'k:{"name":"app"}': {.: {}, f:image: {}, f:name: {}}}}}}}`, []string{"spec.replicas"}},
+		{"label removed by an update", `{f:metadata: {f:annotations: {f:loom.dev/applied: {}}},
+  f:spec: {f:replicas: {}, f:template: {f:spec: {f:containers: {'k:{"name":"app"}': {.: {}, f:image: {}, f:name: {}}}}}}}`, []string{"metadata.labels.app"}},
+		{"image changed by hand", `{f:metadata: {f:annotations: {f:loom.dev/applied: {}}, f:labels: {f:app: {}}},
+  f:spec: {f:replicas: {}, f:template: {f:spec: {f:containers: {'k:{"name":"app"}': {.: {}, f:name: {}}}}}}}`,
+			[]string{`spec.template.spec.containers[name="app"].image`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := regained(withEntry(t, base, "loom", tt.before), withEntry(t, base, "loom", loomFields), "loom")
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("regained (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestKeepOwnEntry(t *testing.T) {
+	u := withEntry(t, uobj(t, desiredDeployment), "loom", loomFields)
+	KeepOwnEntry(u, "loom")
+	if n := len(u.GetManagedFields()); n != 1 || u.GetManagedFields()[0].Manager != "loom" {
+		t.Fatalf("kept %d entries: %+v", n, u.GetManagedFields())
+	}
+	u = withEntry(t, uobj(t, desiredDeployment), "loom", "")
+	KeepOwnEntry(u, "loom")
+	if u.GetManagedFields() != nil {
+		t.Fatalf("kept %+v", u.GetManagedFields())
+	}
+}
+
+// adoption decides whether Loom may apply over an object it finds in the
+// place of a child it has no record of.
+func TestAdoption(t *testing.T) {
+	want := metav1.OwnerReference{APIVersion: "example.loom.dev/v1alpha1", Kind: "MyResource", Name: "web", UID: "p1", Controller: ptr(true)}
+	desired := uobj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns,
+  labels: {applyset.kubernetes.io/part-of: applyset-abc-v1}}}`)
+	desired.SetOwnerReferences([]metav1.OwnerReference{want})
+	other := want
+	other.Kind, other.Name, other.UID = "ReplicaSet", "rs", "r1"
+	tests := []struct {
+		name    string
+		cur     string
+		owner   *metav1.OwnerReference
+		wantErr any
+	}{
+		{"hand-made, no marks: refused", `{metadata: {name: web, namespace: ns}}`, nil, &NotAdoptedError{}},
+		{"annotated for this parent: adopted", `{metadata: {name: web, namespace: ns, annotations: {loom.dev/adopt: MyResource.example.loom.dev/web}}}`, nil, nil},
+		{"annotated for another parent: refused", `{metadata: {name: web, namespace: ns, annotations: {loom.dev/adopt: MyResource.example.loom.dev/other}}}`, nil, &NotAdoptedError{}},
+		{"this parent's ApplySet label (an orphaned child): adopted", `{metadata: {name: web, namespace: ns, labels: {applyset.kubernetes.io/part-of: applyset-abc-v1}}}`, nil, nil},
+		{"another parent's ApplySet label: refused", `{metadata: {name: web, namespace: ns, labels: {applyset.kubernetes.io/part-of: applyset-xyz-v1}}}`, nil, &NotAdoptedError{}},
+		{"controlled by this parent", `{metadata: {name: web, namespace: ns}}`, &want, nil},
+		{"controlled by another controller: refused even when annotated", `{metadata: {name: web, namespace: ns, annotations: {loom.dev/adopt: MyResource.example.loom.dev/web}}}`, &other, &OwnedByAnotherError{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := uobj(t, tt.cur)
+			if tt.owner != nil {
+				cur.SetOwnerReferences([]metav1.OwnerReference{*tt.owner})
+			}
+			err := adoption(cur, desired, want)
+			switch tt.wantErr.(type) {
+			case nil:
+				if err != nil {
+					t.Errorf("adoption = %v, want nil", err)
+				}
+			case *NotAdoptedError:
+				var e *NotAdoptedError
+				if !errors.As(err, &e) {
+					t.Errorf("adoption = %v, want a NotAdoptedError", err)
+				}
+			case *OwnedByAnotherError:
+				var e *OwnedByAnotherError
+				if !errors.As(err, &e) || e.Owner.Name != "rs" {
+					t.Errorf("adoption = %v, want an OwnedByAnotherError naming rs", err)
+				}
+			}
+		})
+	}
+	msg := (&NotAdoptedError{Ref: RefOf(desired), Want: want}).Error()
+	if want := "loom.dev/adopt=MyResource.example.loom.dev/web"; !strings.Contains(msg, want) {
+		t.Errorf("message %q does not say how to hand the object over (%s)", msg, want)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

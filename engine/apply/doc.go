@@ -1,16 +1,32 @@
 // Package apply is the stage that makes the cluster match the rendered
 // children: it server-side applies each child with one field manager, skips
-// children whose live state already matches, and prunes children that no
-// longer render.
+// children whose live state is exactly what Loom last applied, refuses to
+// take over objects that are not Loom's, and prunes children that no longer
+// render.
 //
 // Data flows in as desired objects (from render) and live objects (from the
 // controller's informer caches); it flows out as a ChangeSet, one Result per
 // object, saying what was done (created, configured, unchanged, pruned or
 // failed). Logs, conditions and metrics are derived from those values.
 //
-// Skipping unchanged children is what makes steady state silent. A child is
-// left alone when its live object still carries the hash of the same desired
-// object (the loom.dev/applied annotation) and the fields Loom sets still
-// hold the values Loom last applied. Drift by another writer changes those
-// values, so it is repaired by the next reconcile.
+// Objects are identified by group, kind, namespace and name (Ref), never by
+// version: a child rendered at autoscaling/v1 and cached at autoscaling/v2
+// is one child.
+//
+// Skipping unchanged children is what makes steady state silent, and the
+// decision is exact. For each child Loom applied, the Applier remembers the
+// hash of the desired object and a fingerprint of Loom's managedFields
+// entry in the server's response. The API server takes a field out of that
+// entry whenever another writer changes or removes it (an Update, a patch,
+// a forced apply), so while the live object has the same UID, the same hash
+// annotation and the same fingerprint, every field Loom sets holds what Loom
+// applied; otherwise the child is applied again, and the fields Loom took
+// back are reported as drift. Values are never compared, so no server
+// normalisation can hide a change or fake one.
+//
+// Before creating a child the cache does not know, the Applier reads the
+// name: an existing object is adopted only when it is this parent's already
+// (its controller reference or ApplySet label) or carries the
+// loom.dev/adopt annotation naming the parent; otherwise the child fails
+// with NotAdoptedError and nothing is written.
 package apply

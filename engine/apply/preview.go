@@ -13,12 +13,13 @@ import (
 // annotation) with dryRun=All, so admission, defaulting and validation all
 // run and nothing is written.
 func (a *Applier) DryRun(ctx context.Context, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	desired = prepare(desired)
 	ref := RefOf(desired)
 	hash, err := Hash(desired)
 	if err != nil {
 		return nil, fmt.Errorf("hash %s: %w", ref, err)
 	}
-	gvr, err := a.target(ref)
+	gvr, err := a.target(desired.GroupVersionKind(), ref.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("dry-run apply %s: %w", ref, err)
 	}

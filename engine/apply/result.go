@@ -24,21 +24,24 @@ const (
 	Failed Action = "failed"
 )
 
-// Ref identifies one object.
+// Ref identifies one object by group, kind, namespace and name. The
+// version is left out on purpose: one object served at two versions (an
+// autoscaling/v1 and an autoscaling/v2 HorizontalPodAutoscaler) is one
+// object, as in cli-utils' ObjMetadata.
 type Ref struct {
-	GVK       schema.GroupVersionKind
+	GroupKind schema.GroupKind
 	Namespace string
 	Name      string
 }
 
 // RefOf returns the Ref of an object.
 func RefOf(obj *unstructured.Unstructured) Ref {
-	return Ref{GVK: obj.GroupVersionKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	return Ref{GroupKind: obj.GroupVersionKind().GroupKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
 // String formats the ref as "Deployment.apps default/web".
 func (r Ref) String() string {
-	gk := r.GVK.GroupKind().String()
+	gk := r.GroupKind.String()
 	if r.Namespace == "" {
 		return gk + " " + r.Name
 	}
@@ -47,8 +50,11 @@ func (r Ref) String() string {
 
 // Result is the outcome for one object.
 type Result struct {
-	Ref    Ref
-	Action Action
+	Ref Ref
+	// APIVersion is the version the object was rendered (and applied) at,
+	// or read at when it was pruned.
+	APIVersion string
+	Action     Action
 	// Object is the live object after the action: the server's response
 	// when a request was sent, the cached object when unchanged, and nil
 	// when pruned or failed.
@@ -56,10 +62,10 @@ type Result struct {
 	// Err is set when Action is Failed.
 	Err error
 	// Drift is set when Action is Configured although the desired object
-	// had not changed since Loom applied it: another writer had changed
-	// the live object, and this apply reverted it. It is the path of one
-	// field that writer changed, such as "spec.replicas".
-	Drift string
+	// had not changed since Loom applied it: another writer had taken over
+	// or removed fields Loom sets, and this apply took them back. It names
+	// those fields, such as "spec.replicas".
+	Drift []string
 }
 
 // ChangeSet is the outcome of one apply pass over a parent's children.

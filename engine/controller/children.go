@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -33,55 +34,148 @@ type ownerEvent struct {
 	deleted   bool
 }
 
-// childWatcher runs one informer per child kind, started lazily the first
-// time a template renders that kind, shared by every parent controller.
+// childWatcher runs one informer per child group-resource, whatever
+// version the templates name (one object served at two versions is one
+// object), started lazily the first time a template renders that kind, and
+// shared by every parent controller.
 type childWatcher struct {
 	client    dynamic.Interface
 	namespace string
 	resync    time.Duration
+	manager   string
 	route     func(ownerEvent)
+	// synced is called when an informer syncs after a reconcile found it
+	// not synced, so that the parents that waited for it are retried.
+	synced func(schema.GroupResource)
+	// syncTimeout bounds how long a reconcile waits for a new informer's
+	// first list; after that, and at once while its list fails, the
+	// reconcile reports the kind as not watchable and goes on.
+	syncTimeout time.Duration
 
 	mu        sync.Mutex
 	ctx       context.Context
-	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
+	informers map[schema.GroupResource]*childInformer
 }
 
-func newChildWatcher(ctx context.Context, client dynamic.Interface, namespace string, resync time.Duration, route func(ownerEvent)) *childWatcher {
+// childInformer is one child kind's informer and what its list last said.
+type childInformer struct {
+	inf cache.SharedIndexInformer
+	gvr schema.GroupVersionResource
+
+	mu sync.Mutex
+	// listErr is the last list or watch error seen before the first sync.
+	listErr error
+	// waited is set once a reconcile gave up waiting for the first sync.
+	waited bool
+}
+
+// NotWatchedError means Loom cannot read a child kind: its informer has
+// not synced, usually because listing it is forbidden. The children of
+// that kind are neither applied nor pruned until it syncs.
+type NotWatchedError struct {
+	Resource schema.GroupResource
+	// Err is the list error, or the wait that ran out.
+	Err error
+}
+
+// Error says which kind cannot be watched, and why.
+func (e *NotWatchedError) Error() string {
+	return fmt.Sprintf("cannot watch %s: %v", e.Resource, e.Err)
+}
+
+// Unwrap returns the list error.
+func (e *NotWatchedError) Unwrap() error { return e.Err }
+
+func newChildWatcher(ctx context.Context, client dynamic.Interface, namespace string, resync time.Duration, manager string,
+	route func(ownerEvent), synced func(schema.GroupResource)) *childWatcher {
 	return &childWatcher{
-		client: client, namespace: namespace, resync: resync, route: route, ctx: ctx,
-		informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		client: client, namespace: namespace, resync: resync, manager: manager, route: route, synced: synced, ctx: ctx,
+		syncTimeout: 5 * time.Second, informers: map[schema.GroupResource]*childInformer{},
 	}
 }
 
-// ensure starts the informer for gvr if needed and waits for its cache to
-// sync, so that the caller can trust what the cache says.
-func (w *childWatcher) ensure(ctx context.Context, gvr schema.GroupVersionResource) (cache.SharedIndexInformer, error) {
+// ensure starts the informer for gvr's group-resource if needed and waits,
+// for a short bound of its own, until its cache has synced, so that the
+// caller can trust what the cache says. It fails at once while the
+// informer's list fails (say, forbidden by RBAC), so that a kind Loom may
+// not list costs the parents that render it a NotWatchedError each, not a
+// blocked worker.
+func (w *childWatcher) ensure(ctx context.Context, gvr schema.GroupVersionResource) error {
+	gr := gvr.GroupResource()
 	w.mu.Lock()
-	inf, ok := w.informers[gvr]
+	ci, ok := w.informers[gr]
 	if !ok {
-		inf = w.newInformer(gvr)
-		w.informers[gvr] = inf
-		go inf.Run(w.ctx.Done())
+		ci = w.newInformer(gvr)
+		w.informers[gr] = ci
+		go ci.inf.Run(w.ctx.Done())
+		go w.notifySynced(gr, ci)
 		klog.FromContext(ctx).V(2).Info("Watching child kind", "resource", gvr.String())
 	}
 	w.mu.Unlock()
-	if !inf.HasSynced() && !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return nil, fmt.Errorf("wait for %s cache to sync: %w", gvr, context.Cause(ctx))
+	if ci.inf.HasSynced() {
+		return nil
 	}
-	return inf, nil
+	if err := ci.err(); err != nil {
+		return &NotWatchedError{Resource: gr, Err: err}
+	}
+	wctx, cancel := context.WithTimeout(ctx, w.syncTimeout)
+	defer cancel()
+	if cache.WaitForCacheSync(wctx.Done(), ci.inf.HasSynced) {
+		return nil
+	}
+	ci.mu.Lock()
+	ci.waited = true
+	ci.mu.Unlock()
+	if err := ci.err(); err != nil {
+		return &NotWatchedError{Resource: gr, Err: err}
+	}
+	return &NotWatchedError{Resource: gr, Err: fmt.Errorf("its first list did not finish within %s", w.syncTimeout)}
 }
 
-func (w *childWatcher) newInformer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+// err returns the list error seen before the first sync, if any.
+func (ci *childInformer) err() error {
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	return ci.listErr
+}
+
+// notifySynced waits for the informer's first sync and, if a reconcile
+// gave up on it before, reports it, so that the waiting parents are
+// reconciled without waiting for their backoff.
+func (w *childWatcher) notifySynced(gr schema.GroupResource, ci *childInformer) {
+	if !cache.WaitForCacheSync(w.ctx.Done(), ci.inf.HasSynced) {
+		return
+	}
+	ci.mu.Lock()
+	waited := ci.waited || ci.listErr != nil
+	ci.listErr = nil
+	ci.mu.Unlock()
+	if waited && w.synced != nil {
+		klog.FromContext(w.ctx).Info("Child kind is watched now", "resource", gr.String())
+		w.synced(gr)
+	}
+}
+
+func (w *childWatcher) newInformer(gvr schema.GroupVersionResource) *childInformer {
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = childSelector }
 	inf := dynamicinformer.NewFilteredDynamicInformer(w.client, gvr, w.namespace, w.resync,
 		cache.Indexers{ownerIndex: indexByOwner}, tweak).Informer()
-	_ = inf.SetTransform(stripManagedFields)
+	ci := &childInformer{inf: inf, gvr: gvr}
+	_ = inf.SetTransform(w.keepOwnEntry)
+	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if !inf.HasSynced() {
+			ci.mu.Lock()
+			ci.listErr = err
+			ci.mu.Unlock()
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.handle(obj, false) },
 		UpdateFunc: func(old, cur any) { w.handleUpdate(old, cur) },
 		DeleteFunc: func(obj any) { w.handle(obj, true) },
 	})
-	return inf
+	return ci
 }
 
 // handleUpdate ignores resyncs that changed nothing.
@@ -115,8 +209,8 @@ func (w *childWatcher) handle(obj any, deleted bool) {
 func (w *childWatcher) owned(uid types.UID) []*unstructured.Unstructured {
 	w.mu.Lock()
 	infs := make([]cache.SharedIndexInformer, 0, len(w.informers))
-	for _, inf := range w.informers {
-		infs = append(infs, inf)
+	for _, ci := range w.informers {
+		infs = append(infs, ci.inf)
 	}
 	w.mu.Unlock()
 	var out []*unstructured.Unstructured
@@ -130,13 +224,14 @@ func (w *childWatcher) owned(uid types.UID) []*unstructured.Unstructured {
 }
 
 // get returns the cached child, or nil.
-func (w *childWatcher) get(gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
+func (w *childWatcher) get(gr schema.GroupResource, namespace, name string) *unstructured.Unstructured {
 	w.mu.Lock()
-	inf, ok := w.informers[gvr]
+	ci, ok := w.informers[gr]
 	w.mu.Unlock()
 	if !ok {
 		return nil
 	}
+	inf := ci.inf
 	key := name
 	if namespace != "" {
 		key = namespace + "/" + name
@@ -159,7 +254,18 @@ func indexByOwner(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// stripManagedFields drops managedFields before objects enter a cache:
+// keepOwnEntry drops every managedFields entry but Loom's own apply entry
+// before a child enters the cache: that entry is what the apply stage's
+// exact "nothing changed" decision reads, and the others are often half of
+// an object's size.
+func (w *childWatcher) keepOwnEntry(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		apply.KeepOwnEntry(u, w.manager)
+	}
+	return obj, nil
+}
+
+// stripManagedFields drops managedFields before parents enter a cache:
 // Loom never reads them, and they are often half of an object's size.
 func stripManagedFields(obj any) (any, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {

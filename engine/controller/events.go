@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -60,12 +62,21 @@ func (c *parentController) recordTransitions(parent, prev *unstructured.Unstruct
 // Events, which the recorder aggregates.
 func (c *parentController) recordDrift(ctx context.Context, parent *unstructured.Unstructured, results apply.ChangeSet) {
 	for _, r := range results {
-		if r.Drift == "" {
+		if len(r.Drift) == 0 {
 			continue
 		}
-		klog.FromContext(ctx).Info("Reverted a change by another writer", "child", r.Ref.String(), "field", r.Drift)
+		klog.FromContext(ctx).Info("Reverted a change by another writer", "child", r.Ref.String(), "fields", r.Drift)
 		c.m.metrics.driftRepairs.WithLabelValues(c.gvk.Kind).Inc()
 		c.m.recorder.Eventf(parent, corev1.EventTypeWarning, "DriftReverted",
-			"%s was changed by another writer at %s; Loom changed it back to what the templates render", r.Ref, r.Drift)
+			"%s was changed by another writer at %s; Loom changed it back to what the templates render", r.Ref, fieldList(r.Drift))
 	}
+}
+
+// fieldList names up to three fields, and how many more there are.
+func fieldList(fields []string) string {
+	const most = 3
+	if len(fields) <= most {
+		return strings.Join(fields, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(fields[:most], ", "), len(fields)-most)
 }

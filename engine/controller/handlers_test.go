@@ -227,9 +227,9 @@ func TestRecordTransitions(t *testing.T) {
 func TestRecordDriftNamesChildAndField(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
 	c := &parentController{m: &Manager{recorder: rec, metrics: newMetrics(nil)}, gvk: schema.GroupVersionKind{Kind: "MyResource"}}
-	ref := apply.Ref{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "ns", Name: "web"}
+	ref := apply.Ref{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Namespace: "ns", Name: "web"}
 	c.recordDrift(klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig())), u(t, parentYAML), apply.ChangeSet{
-		{Ref: ref, Action: apply.Configured, Drift: "spec.replicas"},
+		{Ref: ref, Action: apply.Configured, Drift: []string{"spec.replicas"}},
 		{Ref: ref, Action: apply.Configured}, // a spec or template change
 		{Ref: ref, Action: apply.Unchanged},
 	})

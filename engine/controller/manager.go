@@ -137,7 +137,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	m.ctx = ctx
-	m.children = newChildWatcher(ctx, m.client, m.opts.Namespace, m.opts.ResyncPeriod, m.route)
+	m.children = newChildWatcher(ctx, m.client, m.opts.Namespace, m.opts.ResyncPeriod, m.opts.FieldManager, m.route, m.childSynced)
 	for _, s := range sets {
 		if err := m.addSetLocked(s); err != nil {
 			m.mu.Unlock()
@@ -261,5 +261,16 @@ func (m *Manager) kindsChanged() {
 			m.pending[gk] = starting
 			go m.tryStart(c)
 		}
+	}
+}
+
+// childSynced is called when a child kind's informer syncs after a
+// reconcile gave up waiting for it (its list was forbidden, say): the
+// parents that wait for a kind are reconciled again.
+func (m *Manager) childSynced(schema.GroupResource) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.controllers {
+		c.enqueueUnserved()
 	}
 }

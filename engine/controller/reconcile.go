@@ -45,7 +45,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	results, live := c.applyAll(ctx, rendered)
 	c.recordDrift(ctx, parent, results)
 
-	c.setUnserved(key, hasNoMatch(results))
+	c.setUnserved(key, hasUnwatched(results))
 
 	// 4. Prune this parent's children that no longer render.
 	pruned, pruneErr := c.prune(ctx, parent, rendered, results)
@@ -61,7 +61,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	if err := c.writeStatus(ctx, set, parent, in); err != nil {
 		return err
 	}
-	return errors.Join(retryable(results.Err()), pruneErr)
+	return errors.Join(retryableOf(results), pruneErr)
 }
 
 // applyAll applies each rendered child and returns the results, with the
@@ -71,12 +71,13 @@ func (c *parentController) applyAll(ctx context.Context, rendered []*unstructure
 	live := make(map[apply.Ref]*unstructured.Unstructured, len(rendered))
 	for _, child := range rendered {
 		ref := apply.RefOf(child)
-		gvr, err := c.watchChildKind(ctx, ref.GVK)
+		gr, err := c.watchChildKind(ctx, child.GroupVersionKind())
 		if err != nil {
-			results = append(results, apply.Result{Ref: ref, Action: apply.Failed, Err: fmt.Errorf("apply %s: %w", ref, err)})
+			results = append(results, apply.Result{Ref: ref, APIVersion: child.GetAPIVersion(), Action: apply.Failed,
+				Err: fmt.Errorf("apply %s: %w", ref, err)})
 			continue
 		}
-		cached := c.m.children.get(gvr, ref.Namespace, ref.Name)
+		cached := c.m.children.get(gr, ref.Namespace, ref.Name)
 		r := c.m.applier.Apply(ctx, child, cached)
 		results = append(results, r)
 		if r.Object != nil {
@@ -88,28 +89,39 @@ func (c *parentController) applyAll(ctx context.Context, rendered []*unstructure
 	return results, live
 }
 
-// watchChildKind maps a child kind to its resource and makes sure its
-// informer runs and has synced.
-func (c *parentController) watchChildKind(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
-	gvr, _, err := c.m.applier.Resource(gvk)
-	if err != nil {
-		return gvr, err
+// watchChildKind checks that the version a template names is served (the
+// apply uses it), and makes sure the informer of the kind's group-resource
+// runs and has synced. The informer watches the kind at the cluster's
+// preferred version, whatever version the templates name.
+func (c *parentController) watchChildKind(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupResource, error) {
+	if _, _, err := c.m.applier.Resource(gvk); err != nil {
+		return schema.GroupResource{}, err
 	}
-	_, err = c.m.children.ensure(ctx, gvr)
-	return gvr, err
+	return c.watchGroupKind(ctx, gvk.GroupKind())
+}
+
+// watchGroupKind makes sure the informer of a kind runs and has synced.
+func (c *parentController) watchGroupKind(ctx context.Context, gk schema.GroupKind) (schema.GroupResource, error) {
+	m, err := c.m.mapper.RESTMapping(gk)
+	if err != nil {
+		return schema.GroupResource{}, err
+	}
+	return m.Resource.GroupResource(), c.m.children.ensure(ctx, m.Resource)
 }
 
 // prune deletes the cached children of parent that did not render. It only
-// runs when every child kind resolved, so that a kind that is temporarily
-// not served never causes its children to be deleted.
+// runs when every child kind resolved and its cache synced, so that a kind
+// that is temporarily not served, or not readable, never causes its
+// children to be deleted. Children are matched by group, kind, namespace
+// and name: a child rendered at a new version is the same child.
 func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, results apply.ChangeSet) (apply.ChangeSet, error) {
-	if hasNoMatch(results) {
+	if hasUnwatched(results) {
 		return nil, nil
 	}
 	// Kinds listed in the parent's status were rendered before; watch them
 	// so that children of a kind no template renders any more are found.
 	for _, gvk := range status.ChildKinds(parent) {
-		if _, err := c.watchChildKind(ctx, gvk); err != nil && !meta.IsNoMatchError(err) {
+		if _, err := c.watchGroupKind(ctx, gvk.GroupKind()); err != nil && !meta.IsNoMatchError(err) {
 			return nil, err
 		}
 	}
@@ -125,13 +137,16 @@ func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstr
 		stale = append(stale, child)
 	}
 	cs := c.m.applier.Prune(ctx, stale)
-	return cs, retryable(cs.Err())
+	return cs, retryableOf(cs)
 }
 
-// hasNoMatch reports whether a child's kind is not served by the cluster.
-func hasNoMatch(results apply.ChangeSet) bool {
+// hasUnwatched reports whether a child's kind is not served by the
+// cluster, or its cache could not be filled: the parent waits for a CRD
+// change or for that informer to sync.
+func hasUnwatched(results apply.ChangeSet) bool {
 	for _, r := range results {
-		if r.Err != nil && meta.IsNoMatchError(r.Err) {
+		var nw *NotWatchedError
+		if r.Err != nil && (meta.IsNoMatchError(r.Err) || errors.As(r.Err, &nw)) {
 			return true
 		}
 	}
@@ -153,12 +168,28 @@ func (c *parentController) renderStatusExtra(set *render.Set, parent *unstructur
 	return set.RenderStatus(parent, children)
 }
 
+// retryableOf joins the failures of a change set that are worth retrying.
+func retryableOf(cs apply.ChangeSet) error {
+	var errs []error
+	for _, r := range cs {
+		errs = append(errs, retryable(r.Err))
+	}
+	return errors.Join(errs...)
+}
+
 // retryable keeps the errors worth retrying with backoff. An object the
 // API server rejects as invalid, or a kind it does not serve, will fail the
 // same way until the spec, the template or the CRDs change, and each of
 // those enqueues the parent again.
+//
+// A child name taken by an object that is not Loom's is refused until the
+// spec or the template changes, or the periodic resync: Loom cannot watch
+// objects that do not carry its labels.
 func retryable(err error) error {
-	if err == nil || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || meta.IsNoMatchError(err) {
+	var owned *apply.OwnedByAnotherError
+	var notAdopted *apply.NotAdoptedError
+	if err == nil || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || meta.IsNoMatchError(err) ||
+		errors.As(err, &owned) || errors.As(err, &notAdopted) {
 		return nil
 	}
 	return err

@@ -124,7 +124,7 @@ func previousChildren(parent *unstructured.Unstructured, live map[apply.Ref]*uns
 	for _, e := range entries {
 		c := child{apiVersion: e.APIVersion, kind: e.Kind, name: e.Name}
 		ref := apply.Ref{
-			GVK:       schema.FromAPIVersionAndKind(e.APIVersion, e.Kind),
+			GroupKind: schema.FromAPIVersionAndKind(e.APIVersion, e.Kind).GroupKind(),
 			Namespace: parent.GetNamespace(),
 			Name:      e.Name,
 		}

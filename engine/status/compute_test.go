@@ -118,7 +118,8 @@ func baseInput(t testing.TB) Input {
 }
 
 func ref(group, version, kind, name string) apply.Ref {
-	return apply.Ref{GVK: schema.GroupVersionKind{Group: group, Version: version, Kind: kind}, Namespace: "default", Name: name}
+	_ = version
+	return apply.Ref{GroupKind: schema.GroupKind{Group: group, Kind: kind}, Namespace: "default", Name: name}
 }
 
 // failResult marks the result for r as failed with err.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/loom-operator/loom/engine/apply"
 )
@@ -63,14 +64,17 @@ func gather(in Input, kids []child, templateProblems []string) findings {
 // applyMessage names the child and says why applying it failed. A kind the
 // API server does not serve is said in plain words: its CRD is missing.
 func applyMessage(r apply.Result) string {
-	name := r.Ref.GVK.Kind + " " + r.Ref.Name
+	name := r.Ref.GroupKind.Kind + " " + r.Ref.Name
 	var owned *apply.OwnedByAnotherError
+	var notAdopted *apply.NotAdoptedError
 	switch {
 	case meta.IsNoMatchError(r.Err):
 		return fmt.Sprintf("apply %s: kind %s (%s) is not served by the cluster; is its CRD installed?",
-			name, r.Ref.GVK.Kind, r.Ref.GVK.GroupVersion())
+			name, r.Ref.GroupKind.Kind, apiVersionOf(r))
 	case errors.As(r.Err, &owned):
 		return owned.Error()
+	case errors.As(r.Err, &notAdopted):
+		return notAdopted.Error()
 	}
 	msg := errText(r.Err)
 	for _, verb := range []string{"apply", "prune"} {
@@ -256,4 +260,17 @@ func concat(lists ...[]string) []string {
 		out = append(out, l...)
 	}
 	return out
+}
+
+// apiVersionOf is the version a result's object was rendered at, or, when
+// the result does not say, the version the kind was looked up at.
+func apiVersionOf(r apply.Result) string {
+	if r.APIVersion != "" {
+		return r.APIVersion
+	}
+	var nm *meta.NoKindMatchError
+	if errors.As(r.Err, &nm) && len(nm.SearchedVersions) > 0 {
+		return schema.GroupVersion{Group: nm.GroupKind.Group, Version: nm.SearchedVersions[0]}.String()
+	}
+	return r.Ref.GroupKind.Group
 }

@@ -1,0 +1,86 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// AnnotationAdopt, set on an existing object to "<Kind>.<group>/<name>" of
+// a parent (such as "MyResource.example.loom.dev/web"; "<Kind>/<name>" for
+// a core kind), hands that object over to the parent: Loom adopts it when
+// the parent renders a child of the same kind, namespace and name. Like
+// Helm's meta.helm.sh/release-name, it is the explicit consent of someone
+// allowed to write the object.
+const AnnotationAdopt = "loom.dev/adopt"
+
+// labelPartOf is KEP-3659's ApplySet label, which render sets on every
+// child to its parent's ApplySet ID.
+const labelPartOf = "applyset.kubernetes.io/part-of"
+
+// AdoptValue is the AnnotationAdopt value that hands an object to the
+// parent that owner refers to.
+func AdoptValue(owner metav1.OwnerReference) string {
+	gv, _ := schema.ParseGroupVersion(owner.APIVersion)
+	return schema.GroupKind{Group: gv.Group, Kind: owner.Kind}.String() + "/" + owner.Name
+}
+
+// NotAdoptedError means a child's name is taken by an object that exists
+// without being Loom's: no controller owns it, it does not carry the
+// parent's ApplySet label, and nobody annotated it for adoption. Loom does
+// not take it over, because whoever may create a parent could otherwise
+// seize (and, with the parent, delete) any object in its namespace.
+type NotAdoptedError struct {
+	Ref Ref
+	// Want is the parent that renders the child.
+	Want metav1.OwnerReference
+}
+
+// Error explains the refusal and the two ways out.
+func (e *NotAdoptedError) Error() string {
+	return fmt.Sprintf("%s already exists and is not managed by Loom; Loom does not take over an object it did not create: "+
+		"rename the child in the template, or hand the object over with the annotation %s=%s",
+		e.Ref, AnnotationAdopt, AdoptValue(e.Want))
+}
+
+// adoptable decides, for a child the cache does not hold, whether Loom may
+// apply it: yes when no object of that name exists, or when the existing
+// one is this parent's (its controller, its ApplySet label, or the adopt
+// annotation). It costs one read, only for children Loom has no record of.
+func (a *Applier) adoptable(ctx context.Context, gvr schema.GroupVersionResource, desired *unstructured.Unstructured) error {
+	ref := RefOf(desired)
+	want := metav1.GetControllerOfNoCopy(desired)
+	if want == nil {
+		return nil // not a parent's child (the CLI's tests); nothing to protect
+	}
+	cur, err := a.client.Resource(gvr).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s before creating it: %w", ref, err)
+	}
+	return adoption(cur, desired, *want)
+}
+
+// adoption is adoptable's decision on the existing object cur.
+func adoption(cur, desired *unstructured.Unstructured, want metav1.OwnerReference) error {
+	ref := RefOf(desired)
+	if owner := metav1.GetControllerOfNoCopy(cur); owner != nil {
+		if owner.UID == want.UID {
+			return nil
+		}
+		return &OwnedByAnotherError{Ref: ref, Owner: *owner, Want: want}
+	}
+	if id := desired.GetLabels()[labelPartOf]; id != "" && cur.GetLabels()[labelPartOf] == id {
+		return nil // Loom's child of this parent, e.g. orphaned when an earlier parent of that name was deleted
+	}
+	if cur.GetAnnotations()[AnnotationAdopt] == AdoptValue(want) {
+		return nil
+	}
+	return &NotAdoptedError{Ref: ref, Want: want}
+}

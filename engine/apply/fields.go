@@ -1,0 +1,112 @@
+package apply
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// ownEntry returns the managedFields entry that records the fields a
+// server-side apply by manager owns in obj (not its status), or nil.
+//
+// This entry is what makes Loom's "nothing changed" decision exact. The API
+// server moves a field out of it whenever another writer changes or
+// removes that field: an Update or Patch by any client takes the fields it
+// modifies, adds or removes from every other manager, and a forced apply
+// by another manager takes the fields it sets. So while the entry is the
+// one Loom's own last apply produced, every field Loom sets still holds
+// the value Loom applied.
+func ownEntry(obj *unstructured.Unstructured, manager string) map[string]any {
+	entries, _, _ := unstructured.NestedSlice(obj.Object, "metadata", "managedFields")
+	for _, e := range entries {
+		m, ok := e.(map[string]any)
+		if !ok || m["manager"] != manager || m["operation"] != "Apply" {
+			continue
+		}
+		if sub, _ := m["subresource"].(string); sub != "" {
+			continue
+		}
+		return m
+	}
+	return nil
+}
+
+// Fingerprint is a short digest of the fields manager owns in obj through
+// server-side apply (its managedFields entry, without the timestamp), or
+// "" when it owns none. Two objects with the same fingerprint have the same
+// fields owned by manager, at the same version.
+func Fingerprint(obj *unstructured.Unstructured, manager string) string {
+	e := ownEntry(obj, manager)
+	if e == nil {
+		return ""
+	}
+	b, err := json.Marshal(e["fieldsV1"]) // sorted keys: the same set gives the same bytes
+	if err != nil {
+		return ""
+	}
+	h := sha256.New()
+	h.Write([]byte(asString(e["apiVersion"])))
+	h.Write([]byte{0})
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// KeepOwnEntry drops every managedFields entry of obj except manager's own
+// apply entry. Caches use it: Loom reads only its own entry, and the
+// others are often half of an object's size.
+func KeepOwnEntry(obj *unstructured.Unstructured, manager string) {
+	e := ownEntry(obj, manager)
+	if e == nil {
+		obj.SetManagedFields(nil)
+		return
+	}
+	md, _ := obj.Object["metadata"].(map[string]any)
+	md["managedFields"] = []any{e}
+}
+
+// ownedFields returns the set of fields manager owns in obj through
+// server-side apply; empty when it owns none or the entry cannot be read.
+func ownedFields(obj *unstructured.Unstructured, manager string) *fieldpath.Set {
+	s := &fieldpath.Set{}
+	if obj == nil {
+		return s
+	}
+	e := ownEntry(obj, manager)
+	if e == nil {
+		return s
+	}
+	b, err := json.Marshal(e["fieldsV1"])
+	if err != nil {
+		return s
+	}
+	if err := s.FromJSON(bytes.NewReader(b)); err != nil {
+		return &fieldpath.Set{}
+	}
+	return s
+}
+
+// regained returns the fields manager owns in after but did not own in
+// before, as sorted paths such as "spec.replicas" or
+// `spec.template.spec.containers[name="app"].image`: the fields another
+// writer had taken over or removed, which an apply took back. Only the
+// innermost fields are listed.
+func regained(before, after *unstructured.Unstructured, manager string) []string {
+	diff := ownedFields(after, manager).Difference(ownedFields(before, manager)).Leaves()
+	var out []string
+	diff.Iterate(func(p fieldpath.Path) {
+		out = append(out, strings.TrimPrefix(p.String(), "."))
+	})
+	sort.Strings(out)
+	return out
+}
+
+func asString(v any) string {
+	s, _ := v.(string)
+	return s
+}
