@@ -245,7 +245,9 @@ metadata:
   ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: owner, uid: %s, controller: true}]
 data: {theirs: "yes"}
 `, owner.GetUID()))
-	createObject(t, serviceGVR, ns, `{apiVersion: v1, kind: Service, metadata: {name: web, labels: {theirs: "yes"}}, spec: {ports: [{name: http, port: 8080}]}}`)
+	// A Service handed over with the adopt annotation is adopted.
+	createObject(t, serviceGVR, ns, `{apiVersion: v1, kind: Service, metadata: {name: web, labels: {theirs: "yes"},
+  annotations: {loom.dev/adopt: MyResource.example.loom.dev/web}}, spec: {ports: [{name: http, port: 8080}]}}`)
 	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
 	createParent(t, ns, fullParent)
 
@@ -259,7 +261,7 @@ data: {theirs: "yes"}
 		t.Errorf("the other controller's ConfigMap was changed: data %v", data)
 	}
 	waitReplicas(t, ns, "web", 2) // the other children are applied
-	eventually(t, 30*time.Second, "the orphan Service is adopted", func(ctx context.Context) error {
+	eventually(t, 30*time.Second, "the Service handed over is adopted", func(ctx context.Context) error {
 		svc, err := get(ctx, serviceGVR, ns, "web")
 		if err != nil {
 			return err

@@ -1,0 +1,240 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
+)
+
+// leaf is one field Loom owns in a child: its path in the object.
+type leaf struct {
+	gvr  schema.GroupVersionResource
+	name string
+	path fieldpath.Path
+}
+
+// loomLeaves lists the fields Loom's managedFields entry owns in obj,
+// leaving out the ones an edit cannot change freely (list keys, the
+// Deployment's immutable selector, Loom's hash annotation).
+func loomLeaves(t *testing.T, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) []leaf {
+	t.Helper()
+	var out []leaf
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager != "loom" || e.Operation != "Apply" || e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		s := &fieldpath.Set{}
+		if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+			t.Fatal(err)
+		}
+		s.Leaves().Iterate(func(p fieldpath.Path) {
+			str := p.String()
+			for _, skip := range []string{".spec.selector", ".metadata.annotations.loom.dev/applied", ".metadata.ownerReferences"} {
+				if strings.HasPrefix(str, skip) {
+					return
+				}
+			}
+			if isKeyField(p) {
+				return
+			}
+			out = append(out, leaf{gvr: gvr, name: obj.GetName(), path: p})
+		})
+	}
+	return out
+}
+
+// isKeyField reports whether the last element of p is one of the keys of
+// the list item it is in (changing it would make another item).
+func isKeyField(p fieldpath.Path) bool {
+	if len(p) < 2 || p[len(p)-1].FieldName == nil || p[len(p)-2].Key == nil {
+		return false
+	}
+	for _, f := range *p[len(p)-2].Key {
+		if f.Name == *p[len(p)-1].FieldName {
+			return true
+		}
+	}
+	return false
+}
+
+// locate returns the map holding the field at p in obj, and the field's
+// name, or ok false.
+func locate(obj map[string]any, p fieldpath.Path) (parent map[string]any, field string, ok bool) {
+	var cur any = obj
+	for i, el := range p {
+		switch {
+		case el.FieldName != nil:
+			m, isMap := cur.(map[string]any)
+			if !isMap {
+				return nil, "", false
+			}
+			if i == len(p)-1 {
+				return m, *el.FieldName, true
+			}
+			cur = m[*el.FieldName]
+		case el.Key != nil:
+			items, isList := cur.([]any)
+			if !isList {
+				return nil, "", false
+			}
+			cur = nil
+			for _, it := range items {
+				if m, isMap := it.(map[string]any); isMap && keyMatches(m, *el.Key) {
+					cur = m
+				}
+			}
+		default:
+			return nil, "", false
+		}
+	}
+	return nil, "", false
+}
+
+func keyMatches(item map[string]any, key value.FieldList) bool {
+	for _, f := range key {
+		a, _ := json.Marshal(item[f.Name])
+		b, _ := json.Marshal(f.Value.Unstructured())
+		if !bytes.Equal(a, b) {
+			return false
+		}
+	}
+	return true
+}
+
+// mutate changes a scalar the way a careless hand would.
+func mutate(v any) any {
+	switch x := v.(type) {
+	case string:
+		return x + "0"
+	case int64:
+		return x + 1
+	case bool:
+		return !x
+	}
+	return nil
+}
+
+// Random edits by another writer, each either to a field Loom owns (which
+// Loom must put back, with a bounded number of writes) or to a field it
+// does not (which Loom must leave alone, with no write). The seed is
+// logged; LOOM_DRIFT_SEED replays a run.
+func TestRandomEditsToLiveChildren(t *testing.T) {
+	t.Parallel()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("LOOM_DRIFT_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (LOOM_DRIFT_SEED=%d replays it)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	ns := newNamespace(t)
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "drift"), driftSet)
+	l := startLoom(t, dir, ns, loomOptions{})
+	createParent(t, ns, `{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, metadata: {name: f}, spec: {image: x}}`)
+	waitCondition(t, ns, "f", "Ready", "True")
+	ctx := context.Background()
+	children := map[schema.GroupVersionResource]string{secretGVR: "f-secret", configMapGVR: "f-cm", deployGVR: "f"}
+	snapshot := map[string]*unstructured.Unstructured{}
+	var leaves []leaf
+	for gvr, name := range children {
+		u, err := get(ctx, gvr, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snapshot[gvr.Resource] = u
+		leaves = append(leaves, loomLeaves(t, gvr, u)...)
+	}
+	if len(leaves) < 10 {
+		t.Fatalf("only %d fields owned by Loom found; the managedFields reading is broken", len(leaves))
+	}
+	const rounds = 12
+	for i := range rounds {
+		quiesce(t, time.Second, func() float64 { return float64(l.writes.total.Load()) })
+		l.writes.reset()
+		if rng.IntN(3) == 0 {
+			// A field Loom does not set: a label of another tool.
+			gvrs := []schema.GroupVersionResource{secretGVR, configMapGVR, deployGVR}
+			gvr := gvrs[rng.IntN(len(gvrs))]
+			key := fmt.Sprintf("other-%d", i)
+			if err := update(ctx, gvr, ns, children[gvr], func(u *unstructured.Unstructured) {
+				labels := u.GetLabels()
+				labels[key] = "x"
+				u.SetLabels(labels)
+			}); err != nil {
+				t.Fatalf("round %d: %v", i, err)
+			}
+			time.Sleep(2 * time.Second)
+			if n, log := l.writes.snapshot(); n != 0 {
+				t.Errorf("round %d: label %s on %s (not Loom's): %d writes, want 0: %v", i, key, gvr.Resource, n, log)
+			}
+			continue
+		}
+		lf := leaves[rng.IntN(len(leaves))]
+		remove := rng.IntN(2) == 0
+		want, _, _ := locate(snapshot[lf.gvr.Resource].Object, lf.path)
+		if want == nil {
+			t.Fatalf("round %d: %s not found in the snapshot", i, lf.path)
+		}
+		_, field, _ := locate(snapshot[lf.gvr.Resource].Object, lf.path)
+		wantValue := want[field]
+		err := update(ctx, lf.gvr, ns, lf.name, func(u *unstructured.Unstructured) {
+			m, f, ok := locate(u.Object, lf.path)
+			if !ok {
+				return
+			}
+			if nv := mutate(m[f]); nv != nil && !remove {
+				m[f] = nv
+			} else {
+				delete(m, f)
+			}
+		})
+		if err != nil {
+			t.Logf("round %d: the API server refused the edit of %s %s (%v); skipped", i, lf.gvr.Resource, lf.path, err)
+			continue
+		}
+		t.Logf("round %d: %s %s %s", i, map[bool]string{true: "removed", false: "changed"}[remove], lf.gvr.Resource, lf.path)
+		eventually(t, 20*time.Second, fmt.Sprintf("round %d: Loom restores %s %s", i, lf.gvr.Resource, lf.path), func(ctx context.Context) error {
+			u, err := get(ctx, lf.gvr, ns, lf.name)
+			if err != nil {
+				return err
+			}
+			m, f, ok := locate(u.Object, lf.path)
+			if !ok || !reflect.DeepEqual(m[f], wantValue) {
+				return fmt.Errorf("%v, want %v", m[f], wantValue)
+			}
+			return nil
+		})
+		quiesce(t, time.Second, func() float64 { return float64(l.writes.total.Load()) })
+		_, log := l.writes.snapshot()
+		if n := writesTo(log, lf.gvr.Resource+"/"+lf.name); n != 1 {
+			t.Errorf("round %d: %d writes to %s to repair one field, want 1: %v", i, n, lf.gvr.Resource, log)
+		}
+	}
+}
+
+// writesTo counts the logged write requests whose path ends in suffix.
+func writesTo(log []string, suffix string) int {
+	n := 0
+	for _, l := range log {
+		if strings.HasSuffix(l, "/"+suffix) {
+			n++
+		}
+	}
+	return n
+}

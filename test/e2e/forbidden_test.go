@@ -1,0 +1,80 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// grant binds a new ClusterRole with rules to user, and removes both when
+// the test ends.
+func grant(t *testing.T, name, user string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
+	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}},
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+var all = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+
+// A child kind Loom may not list (Secrets missing from its RBAC) degrades
+// the parents that render it, with the API server's reason, within
+// seconds; their other children are applied, other parents are not held
+// up, and granting the permission heals them with no restart. On the old
+// code the reconcile waited for the cache sync until its 30 s timeout, the
+// status write then failed on the expired context, and the parent showed
+// nothing.
+func TestChildKindLoomMayNotList(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	user := "loom-nolist-" + ns
+	grant(t, user, user,
+		rbacv1.PolicyRule{APIGroups: []string{"example.loom.dev"}, Resources: []string{"myresources"}, Verbs: []string{"get", "list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"example.loom.dev"}, Resources: []string{"myresources/status"}, Verbs: []string{"get", "patch", "update"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: all},
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: all},
+		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	)
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "drift"), driftSet)
+	start := time.Now()
+	startLoom(t, dir, ns, loomOptions{impersonate: user})
+	createParent(t, ns, `{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, metadata: {name: s}, spec: {image: x}}`)
+	createParent(t, ns, `{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, metadata: {name: t}, spec: {image: x}}`)
+	waitDegraded(t, myresGVR, ns, "s", "ApplyFailed", "cannot watch secrets", "forbidden")
+	waitDegraded(t, myresGVR, ns, "t", "ApplyFailed", "cannot watch secrets", "forbidden")
+	if d := time.Since(start); d > 25*time.Second {
+		t.Errorf("Degraded after %v; the wait for the cache must be short", d)
+	}
+	waitEvent(t, ns, "s", "Warning", "ApplyFailed", "cannot watch secrets")
+	waitReplicas(t, ns, "s", 1) // the other children are applied
+	waitReplicas(t, ns, "t", 1)
+
+	grant(t, user+"-secrets", user, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: all})
+	waitCondition(t, ns, "s", "Ready", "True")
+	waitCondition(t, ns, "t", "Ready", "True")
+	if _, err := get(context.Background(), secretGVR, ns, "s-secret"); err != nil {
+		t.Errorf("the Secret child after the grant: %v", err)
+	}
+}
