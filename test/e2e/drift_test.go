@@ -102,10 +102,14 @@ func TestDriftIsDecidedExactly(t *testing.T) {
 			},
 			func(u *unstructured.Unstructured) error { return wantString(u, b64, "data", "password") }},
 		{`ConfigMap value "1" patched to "01"`, configMapGVR, "d-cm",
-			func() error { return patch(ctx, configMapGVR, ns, "d-cm", types.MergePatchType, `{"data":{"level":"01"}}`) },
+			func() error {
+				return patch(ctx, configMapGVR, ns, "d-cm", types.MergePatchType, `{"data":{"level":"01"}}`)
+			},
 			func(u *unstructured.Unstructured) error { return wantString(u, "1", "data", "level") }},
 		{`ConfigMap value "1.10" patched to "1.1"`, configMapGVR, "d-cm",
-			func() error { return patch(ctx, configMapGVR, ns, "d-cm", types.MergePatchType, `{"data":{"version":"1.1"}}`) },
+			func() error {
+				return patch(ctx, configMapGVR, ns, "d-cm", types.MergePatchType, `{"data":{"version":"1.1"}}`)
+			},
 			func(u *unstructured.Unstructured) error { return wantString(u, "1.10", "data", "version") }},
 		{`env value "1.10" patched to "1.1"`, deployGVR, "d",
 			func() error {
