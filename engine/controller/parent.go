@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -116,16 +117,49 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 // its spec (generation), labels, annotations or deletion. Status-only
 // updates, such as Loom's own status writes, are ignored, so writing status
 // never triggers another reconcile. Periodic resyncs are let through.
+//
+// An update whose UID differs is a new object: the parent was deleted and
+// created again under the same name while the watch was down, and the
+// relist reports it as an update. It is always enqueued.
 func (c *parentController) onUpdate(old, cur any) {
 	o, ok1 := old.(*unstructured.Unstructured)
 	n, ok2 := cur.(*unstructured.Unstructured)
-	if ok1 && ok2 && o.GetResourceVersion() != n.GetResourceVersion() &&
-		o.GetGeneration() == n.GetGeneration() &&
-		mapsEqual(o.GetLabels(), n.GetLabels()) && mapsEqual(o.GetAnnotations(), n.GetAnnotations()) &&
-		(o.GetDeletionTimestamp() == nil) == (n.GetDeletionTimestamp() == nil) {
+	if ok1 && ok2 && o.GetUID() == n.GetUID() && !renderInputChanged(o, n) {
 		return
 	}
 	c.enqueue(cur)
+}
+
+// renderInputChanged reports whether an update of one object changed what
+// a render reads. A kind without metadata.generation (a built-in kind such
+// as ConfigMap used as a parent) has no counter of spec changes, so for it
+// every top-level field but status is compared.
+func renderInputChanged(o, n *unstructured.Unstructured) bool {
+	switch {
+	case o.GetResourceVersion() == n.GetResourceVersion(): // a periodic resync
+		return true
+	case o.GetGeneration() != n.GetGeneration(),
+		!mapsEqual(o.GetLabels(), n.GetLabels()),
+		!mapsEqual(o.GetAnnotations(), n.GetAnnotations()),
+		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil):
+		return true
+	case n.GetGeneration() == 0:
+		return !equality.Semantic.DeepEqual(withoutStatusAndMetadata(o), withoutStatusAndMetadata(n))
+	}
+	return false
+}
+
+// withoutStatusAndMetadata returns a shallow copy of obj's top-level fields
+// without status and metadata (whose parts a render reads are compared
+// on their own).
+func withoutStatusAndMetadata(obj *unstructured.Unstructured) map[string]any {
+	out := make(map[string]any, len(obj.Object))
+	for k, v := range obj.Object {
+		if k != "status" && k != "metadata" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // onDelete forgets what Loom remembers of a deleted parent. Its children
