@@ -124,7 +124,9 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 func (c *parentController) onUpdate(old, cur any) {
 	o, ok1 := old.(*unstructured.Unstructured)
 	n, ok2 := cur.(*unstructured.Unstructured)
-	if ok1 && ok2 && o.GetUID() == n.GetUID() && !renderInputChanged(o, n) {
+	if ok1 && ok2 && o.GetUID() != n.GetUID() {
+		c.forget(cache.MetaObjectToName(o), o.GetUID())
+	} else if ok1 && ok2 && !renderInputChanged(o, n) {
 		return
 	}
 	c.enqueue(cur)
@@ -165,15 +167,45 @@ func withoutStatusAndMetadata(obj *unstructured.Unstructured) map[string]any {
 // onDelete forgets what Loom remembers of a deleted parent. Its children
 // go with it: the garbage collector follows their ownerReferences.
 func (c *parentController) onDelete(obj any) {
+	key, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
+	var uid types.UID
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		c.mu.Lock()
-		delete(c.written, u.GetUID())
-		delete(c.noStatus, u.GetUID())
-		c.mu.Unlock()
+		uid = u.GetUID()
 	}
+	c.forget(key, uid)
+	c.queue.Forget(key)
+}
+
+// forget drops everything kept per parent for the object key with uid:
+// the status last written, the missing status subresource, and whether it
+// waits for a child kind. It is called when that object is deleted or
+// replaced by a new one of the same name.
+func (c *parentController) forget(key cache.ObjectName, uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.written, uid)
+	delete(c.noStatus, uid)
+	delete(c.unserved, key)
+}
+
+// forgetIfGone forgets parent after a reconcile of it if the cache no
+// longer holds it (or holds a new object of that name): the reconcile may
+// have recorded state after the delete event dropped it.
+func (c *parentController) forgetIfGone(key cache.ObjectName, parent *unstructured.Unstructured) {
+	if parent == nil {
+		return
+	}
+	if cur, ok := c.parentGet(key); ok && cur.GetUID() == parent.GetUID() {
+		return
+	}
+	c.forget(key, parent.GetUID())
 }
 
 func (c *parentController) enqueue(obj any) {
@@ -283,7 +315,9 @@ func (c *parentController) processNextItem(ctx context.Context) bool {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.m.opts.ReconcileTimeout)
 	defer cancel()
 	start := time.Now()
+	parent, _ := c.parentGet(key)
 	err := c.reconcile(klog.NewContext(rctx, logger), key)
+	c.forgetIfGone(key, parent)
 	c.m.metrics.observeReconcile(c.gvk.Kind, err, time.Since(start))
 	if err == nil {
 		c.queue.Forget(key)
