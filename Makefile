@@ -8,6 +8,9 @@ BIN         := $(ROOT)/bin
 CLUSTER     := $(ROOT)/hack/cluster/cluster.sh
 KUBECONFIG_LOCAL := $(ROOT)/.cluster/kubeconfig
 GO_TEST_FLAGS ?= -count=1
+# Packages whose tests run again under the race detector: the controller
+# runs informers, workers, reloads and CRD watches on goroutines of their own.
+RACE_PKGS ?= ./engine/controller/...
 # Flags of the converge benchmark (go run ./test/converge -help).
 CONVERGE_FLAGS ?= -parents 1000 -workers 8
 
@@ -24,12 +27,14 @@ test: build ## Run every test: unit, fuzz seeds, golden files, and e2e against t
 	go vet ./...
 	go vet -tags e2e ./test/e2e/...
 	go test $(GO_TEST_FLAGS) ./...
+	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 	$(BIN)/loom test templates/
 	hack/e2e.sh
 
 .PHONY: test-unit
 test-unit: build ## Run the tests that need no cluster.
 	go test $(GO_TEST_FLAGS) ./...
+	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 	$(BIN)/loom test templates/
 
 .PHONY: test-e2e

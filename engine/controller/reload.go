@@ -166,8 +166,8 @@ func (m *Manager) reload(ctx context.Context) {
 // where `kubectl describe crd` shows it.
 func (m *Manager) eventOnKind(gk schema.GroupKind, reason, msg string) {
 	c := m.controllers[gk]
-	if m.crds == nil || c == nil || c.gvr.Resource == "" {
-		return
+	if m.crds == nil || c == nil || !c.running.Load() {
+		return // its CRD is not known yet; running orders the read of c.gvr after start's write
 	}
 	obj, ok, _ := m.crds.GetByKey(c.gvr.Resource + "." + gk.Group)
 	if !ok {
