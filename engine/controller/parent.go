@@ -34,10 +34,15 @@ type parentController struct {
 	informer cache.SharedIndexInformer
 	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	running  atomic.Bool
-	done     chan struct{}
-	logger   klog.Logger
-	ctx      context.Context // cancelled when the set is removed
-	cancel   context.CancelFunc
+	workers  sync.WaitGroup
+	// kick wakes a controller that waits for its kind to be served.
+	kick chan struct{}
+	// done is closed when the controller has stopped for good and its
+	// in-flight reconciles have finished.
+	done   chan struct{}
+	logger klog.Logger
+	ctx    context.Context // cancelled when the set is removed
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
 	written map[types.UID]writtenStatus
@@ -59,7 +64,7 @@ type writtenStatus struct {
 
 func newParentController(m *Manager, set *render.Set) *parentController {
 	c := &parentController{m: m, gvk: set.ParentGVK(), written: map[types.UID]writtenStatus{}, noStatus: map[types.UID]bool{},
-		unserved: map[cache.ObjectName]bool{}, done: make(chan struct{})}
+		unserved: map[cache.ObjectName]bool{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	c.set.Store(set)
 	return c
 }
@@ -69,7 +74,8 @@ var errNotServed = errors.New("parent kind is not served by the cluster")
 
 // start resolves the parent's resource, starts its informer and workers,
 // and returns once the cache has synced. It fails with errNotServed while
-// the kind has no CRD; the Manager calls it again when CRDs change.
+// the kind has no CRD; the Manager calls it again when CRDs change. Once
+// ctx is done, drain waits for the workers.
 func (c *parentController) start(ctx context.Context, workers int) error {
 	gvr, _, err := c.m.applier.Resource(c.gvk)
 	if err != nil {
@@ -92,25 +98,29 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	c.logger = logger
 	logger.Info("Waiting for informer cache to sync", "resource", gvr.String())
 	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
+		c.queue.ShutDown()
 		return fmt.Errorf("wait for %s cache to sync: %w", gvr, context.Cause(ctx))
 	}
+	// Readers of gvr, informer, queue and logger that run outside the
+	// workers check running first, which orders their reads after these
+	// writes.
 	c.running.Store(true)
-	var wg sync.WaitGroup
 	for range workers {
-		wg.Add(1)
+		c.workers.Add(1)
 		go func() {
-			defer wg.Done()
+			defer c.workers.Done()
 			wait.UntilWithContext(ctx, c.runWorker, time.Second)
 		}()
 	}
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDownWithDrain()
-		wg.Wait()
-		close(c.done)
-	}()
 	logger.Info("Started workers", "count", workers)
 	return nil
+}
+
+// drain stops a started controller whose context is done: the queue takes
+// nothing new, and drain returns once in-flight reconciles have finished.
+func (c *parentController) drain() {
+	c.queue.ShutDownWithDrain()
+	c.workers.Wait()
 }
 
 // onUpdate enqueues a parent when something Loom renders from changed:

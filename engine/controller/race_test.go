@@ -5,7 +5,9 @@ package controller
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/render"
 )
 
 var (
@@ -29,11 +32,16 @@ var (
 )
 
 // newFakeManager returns a Manager whose client is a fake that serves
-// Widgets, and whose CRD cache holds the Widget CRD.
-func newFakeManager(t *testing.T) (*Manager, *record.FakeRecorder) {
+// Widgets, and whose CRD cache holds the Widget CRD. onMapping, if not nil,
+// is called before each lookup of a kind's resource.
+func newFakeManager(t *testing.T, onMapping func()) (*Manager, *record.FakeRecorder) {
 	t.Helper()
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(widgetGVK, meta.RESTScopeNamespace)
+	base := meta.NewDefaultRESTMapper(nil)
+	base.Add(widgetGVK, meta.RESTScopeNamespace)
+	var mapper meta.RESTMapper = base
+	if onMapping != nil {
+		mapper = mappingHook{RESTMapper: base, onMapping: onMapping}
+	}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{widgetGVR: "WidgetList"})
 	crds := cache.NewStore(cache.MetaNamespaceKeyFunc)
@@ -65,7 +73,7 @@ func newWidgetController(m *Manager) *parentController {
 // while the kind's controller may still be starting: eventOnKind (under the
 // Manager's lock) and start (in its own goroutine) must not race.
 func TestEventOnKindWhileTheControllerStarts(t *testing.T) {
-	m, rec := newFakeManager(t)
+	m, rec := newFakeManager(t, nil)
 	c := newWidgetController(m)
 	m.controllers[widgetGVK.GroupKind()] = c
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())))
@@ -94,4 +102,83 @@ func TestEventOnKindWhileTheControllerStarts(t *testing.T) {
 	if err := <-started; err != nil {
 		t.Fatalf("start: %v", err)
 	}
+	cancel()
+	c.drain()
+}
+
+// mappingHook is a RESTMapper that calls onMapping before each mapping,
+// which start asks for first.
+type mappingHook struct {
+	meta.RESTMapper
+	onMapping func()
+}
+
+func (h mappingHook) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	h.onMapping()
+	return h.RESTMapper.RESTMapping(gk, versions...)
+}
+
+// A controller that replaces another of its kind (a parent version switch,
+// or a set removed and added back) starts only once the other's in-flight
+// reconciles have finished, and the other is then let go.
+func TestReplacementStartsAfterThePreviousControllerDrains(t *testing.T) {
+	var inFlight, startedEarly atomic.Bool
+	m, _ := newFakeManager(t, func() {
+		if inFlight.Load() {
+			startedEarly.Store(true)
+		}
+	})
+	set, err := render.LoadFS(fstest.MapFS{
+		"loom.yaml":      {Data: []byte("parent: {apiVersion: example.com/v1, kind: Widget}\n")},
+		"configmap.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Name }}'}\n")},
+	}, "widget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())))
+	defer cancel()
+	m.ctx, m.dirs, m.retired = ctx, map[string]schema.GroupKind{}, map[schema.GroupKind]*parentController{}
+	gk := widgetGVK.GroupKind()
+	add := func() *parentController {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if err := m.addSetLocked(set); err != nil {
+			t.Fatal(err)
+		}
+		return m.controllers[gk]
+	}
+	waitRunning := func(c *parentController) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return c.running.Load(), nil
+		}); err != nil {
+			t.Fatalf("the controller did not start: %v", err)
+		}
+	}
+
+	old := add()
+	waitRunning(old)
+	old.workers.Add(1) // a reconcile in flight
+	inFlight.Store(true)
+	m.mu.Lock()
+	m.retireLocked(gk)
+	m.mu.Unlock()
+	cur := add()
+	// A replacement that does not wait starts at once; give it the time to.
+	time.Sleep(200 * time.Millisecond)
+	inFlight.Store(false)
+	old.workers.Done()
+	waitRunning(cur)
+	if startedEarly.Load() {
+		t.Error("the replacement started while the previous controller had a reconcile in flight")
+	}
+	<-old.done
+	m.mu.Lock()
+	retired := len(m.retired)
+	m.mu.Unlock()
+	if retired != 0 {
+		t.Errorf("%d drained controllers are still held", retired)
+	}
+	cancel()
+	m.runs.Wait()
 }

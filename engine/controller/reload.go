@@ -122,9 +122,7 @@ func (m *Manager) reload(ctx context.Context) {
 			// replaced, so the controller is.
 			logger.Info("Template set changed its parent version; restarting its controller", "set", s.Dir,
 				"from", old.ParentGVK().Version, "to", s.ParentGVK().Version)
-			c.cancel()
-			delete(m.controllers, gk)
-			delete(m.pending, gk)
+			m.retireLocked(gk)
 			if err := m.addSetLocked(s); err != nil {
 				logger.Error(err, "Template set rejected", "set", s.Dir)
 			}
@@ -154,9 +152,7 @@ func (m *Manager) reload(ctx context.Context) {
 		logger.Info("Template set removed; its parents are no longer reconciled", "set", dir, "kind", gk.String())
 		delete(m.dirs, dir)
 		if c := m.controllers[gk]; c != nil && c.set.Load().Dir == dir {
-			c.cancel()
-			delete(m.controllers, gk)
-			delete(m.pending, gk)
+			m.retireLocked(gk)
 		}
 	}
 	m.metrics.sets.Set(float64(len(m.dirs)))
