@@ -8,6 +8,12 @@ BIN         := $(ROOT)/bin
 CLUSTER     := $(ROOT)/hack/cluster/cluster.sh
 KUBECONFIG_LOCAL := $(ROOT)/.cluster/kubeconfig
 GO_TEST_FLAGS ?= -count=1
+# Packages whose tests run again under the race detector: the controller
+# runs informers, workers, reloads and CRD watches on goroutines of their own.
+RACE_PKGS ?= ./engine/controller/...
+# Flags of the e2e run: its controllers run in process, so -race covers the
+# Manager, its reloads and informers against the real API server.
+E2E_FLAGS ?= -race
 # Flags of the converge benchmark (go run ./test/converge -help).
 CONVERGE_FLAGS ?= -parents 1000 -workers 8
 
@@ -20,21 +26,23 @@ build: ## Build bin/loom.
 	go build -o $(BIN)/loom ./cmd/loom
 
 .PHONY: test
-test: build ## Run every test: unit, fuzz seeds, golden files, and e2e against the local cluster.
+test: build ## Run every test: unit, fuzz seeds, golden files, and e2e against the local cluster (controller and e2e with -race).
 	go vet ./...
 	go vet -tags e2e ./test/e2e/...
 	go test $(GO_TEST_FLAGS) ./...
+	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 	$(BIN)/loom test templates/
-	hack/e2e.sh
+	hack/e2e.sh $(E2E_FLAGS)
 
 .PHONY: test-unit
 test-unit: build ## Run the tests that need no cluster.
 	go test $(GO_TEST_FLAGS) ./...
+	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 	$(BIN)/loom test templates/
 
 .PHONY: test-e2e
 test-e2e: build ## Run the e2e tests (starts the local cluster if it is not up).
-	hack/e2e.sh -v
+	hack/e2e.sh -v $(E2E_FLAGS)
 
 .PHONY: golden
 golden: build ## Rewrite every golden file: the template sets' and the Go tests' testdata (review the diff!).

@@ -13,6 +13,16 @@
 // never cause another reconcile. Child informers are started lazily, the
 // first time a template renders a kind, and cache only Loom's children.
 //
+// Parent updates are compared by UID first: a new UID under a known name
+// (a parent deleted and created again while the watch was down) is a new
+// object. A parent kind without metadata.generation (a built-in kind such
+// as ConfigMap) is compared on every top-level field but status. What a
+// controller keeps per parent is dropped when the parent goes.
+//
+// Each controller runs on one goroutine of the Manager. A controller that
+// replaces another of its kind (a parent version switch, a set removed and
+// added back) starts only once the other's in-flight reconciles finish.
+//
 // Errors decide retries: a broken template or spec is reported in the
 // parent's status and waits for the spec or the template to change; a
 // transient API error is retried with backoff; a child kind the cluster

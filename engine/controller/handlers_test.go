@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -39,6 +40,18 @@ func u(t *testing.T, y string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: obj}
 }
 
+// newTestController returns a controller with a queue and a parent cache
+// that no informer fills: tests put parents in it themselves.
+func newTestController(q workqueue.TypedRateLimitingInterface[cache.ObjectName]) *parentController {
+	return &parentController{
+		queue:    q,
+		informer: cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{}),
+		written:  map[types.UID]writtenStatus{},
+		noStatus: map[types.UID]bool{},
+		unserved: map[cache.ObjectName]bool{},
+	}
+}
+
 const parentYAML = `
 apiVersion: example.loom.dev/v1alpha1
 kind: MyResource
@@ -46,37 +59,72 @@ metadata: {name: web, namespace: ns, uid: u1, resourceVersion: "1", generation: 
 spec: {replicas: 1}
 `
 
+// configMapParentYAML is a parent of a kind without metadata.generation:
+// the API server never sets it on a ConfigMap, so it stays 0.
+const configMapParentYAML = `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: web, namespace: ns, uid: u1, resourceVersion: "1", labels: {a: b}}
+data: {replicas: "1"}
+`
+
 func TestOnUpdateEnqueuesOnlyWhatRenderReads(t *testing.T) {
 	tests := []struct {
 		name   string
+		parent string
 		change func(o *unstructured.Unstructured)
 		want   bool
 	}{
-		{"periodic resync (same resourceVersion)", func(o *unstructured.Unstructured) {}, true},
-		{"status only, e.g. Loom's own status write", func(o *unstructured.Unstructured) {
+		{"periodic resync (same resourceVersion)", parentYAML, func(o *unstructured.Unstructured) {}, true},
+		{"status only, e.g. Loom's own status write", parentYAML, func(o *unstructured.Unstructured) {
 			o.SetResourceVersion("2")
 			_ = unstructured.SetNestedField(o.Object, "Ready", "status", "state")
 		}, false},
-		{"spec (generation)", func(o *unstructured.Unstructured) { o.SetResourceVersion("2"); o.SetGeneration(2) }, true},
-		{"labels", func(o *unstructured.Unstructured) {
+		{"spec (generation)", parentYAML, func(o *unstructured.Unstructured) { o.SetResourceVersion("2"); o.SetGeneration(2) }, true},
+		{"labels", parentYAML, func(o *unstructured.Unstructured) {
 			o.SetResourceVersion("2")
 			o.SetLabels(map[string]string{"a": "c"})
 		}, true},
-		{"annotations", func(o *unstructured.Unstructured) {
+		{"annotations", parentYAML, func(o *unstructured.Unstructured) {
 			o.SetResourceVersion("2")
 			o.SetAnnotations(map[string]string{"x": "y"})
 		}, true},
-		{"deletion", func(o *unstructured.Unstructured) {
+		{"deletion", parentYAML, func(o *unstructured.Unstructured) {
 			o.SetResourceVersion("2")
 			_ = unstructured.SetNestedField(o.Object, "2026-11-22T00:00:00Z", "metadata", "deletionTimestamp")
+		}, true},
+		{"recreated under the same name while the watch was down (new UID)", parentYAML, func(o *unstructured.Unstructured) {
+			o.SetResourceVersion("2")
+			o.SetUID("u2")
+		}, true},
+		{"no generation: data changed", configMapParentYAML, func(o *unstructured.Unstructured) {
+			o.SetResourceVersion("2")
+			_ = unstructured.SetNestedField(o.Object, "2", "data", "replicas")
+		}, true},
+		{"no generation: field added", configMapParentYAML, func(o *unstructured.Unstructured) {
+			o.SetResourceVersion("2")
+			_ = unstructured.SetNestedField(o.Object, "eA==", "binaryData", "x")
+		}, true},
+		{"no generation: status only", configMapParentYAML, func(o *unstructured.Unstructured) {
+			o.SetResourceVersion("2")
+			_ = unstructured.SetNestedField(o.Object, "Ready", "status", "state")
+		}, false},
+		{"no generation: metadata Loom does not read", configMapParentYAML, func(o *unstructured.Unstructured) {
+			o.SetResourceVersion("2")
+			o.SetFinalizers([]string{"example.com/keep"})
+		}, false},
+		{"no generation: periodic resync", configMapParentYAML, func(o *unstructured.Unstructured) {}, true},
+		{"no generation: labels", configMapParentYAML, func(o *unstructured.Unstructured) {
+			o.SetResourceVersion("2")
+			o.SetLabels(map[string]string{"a": "c"})
 		}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
 			defer q.ShutDown()
-			c := &parentController{queue: q}
-			old := u(t, parentYAML)
+			c := newTestController(q)
+			old := u(t, tt.parent)
 			cur := old.DeepCopy()
 			tt.change(cur)
 			c.onUpdate(old, cur)

@@ -71,9 +71,13 @@ type Manager struct {
 	mu          sync.Mutex
 	ctx         context.Context
 	controllers map[schema.GroupKind]*parentController
-	pending     map[schema.GroupKind]startState
-	dirs        map[string]schema.GroupKind // set folder → parent kind
-	crds        cache.Store                 // CRDs, once synced
+	// retired holds, per kind, the controller last stopped until it has
+	// drained: the next controller of that kind starts after it.
+	retired map[schema.GroupKind]*parentController
+	// runs counts the controllers' goroutines, draining ones included.
+	runs sync.WaitGroup
+	dirs map[string]schema.GroupKind // set folder → parent kind
+	crds cache.Store                 // CRDs, once synced
 }
 
 // New builds a Manager. It loads no templates and contacts no server until
@@ -116,7 +120,7 @@ func New(opts Options) (*Manager, error) {
 		broadcast:   b,
 		metrics:     newMetrics(opts.Registry),
 		controllers: map[schema.GroupKind]*parentController{},
-		pending:     map[schema.GroupKind]startState{},
+		retired:     map[schema.GroupKind]*parentController{},
 		dirs:        map[string]schema.GroupKind{},
 	}
 	return m, nil
@@ -156,23 +160,13 @@ func (m *Manager) Run(ctx context.Context) error {
 	}()
 	<-ctx.Done()
 	logger.Info("Shutting down: draining in-flight reconciles")
-	m.mu.Lock()
-	ctls := make([]*parentController, 0, len(m.controllers))
-	for _, c := range m.controllers {
-		ctls = append(ctls, c)
-	}
-	m.mu.Unlock()
-	for _, c := range ctls {
-		if c.running.Load() {
-			<-c.done
-		}
-	}
-	<-reloadDone
+	<-reloadDone // no controller is added after this
+	m.runs.Wait()
 	logger.Info("Shut down")
 	return nil
 }
 
-// addSetLocked registers a set's controller and tries to start it.
+// addSetLocked registers a set's controller and runs it.
 func (m *Manager) addSetLocked(s *render.Set) error {
 	gk := s.ParentGVK().GroupKind()
 	if other, ok := m.controllers[gk]; ok && other.set.Load().Dir != s.Dir {
@@ -180,44 +174,67 @@ func (m *Manager) addSetLocked(s *render.Set) error {
 	}
 	c := newParentController(m, s)
 	c.ctx, c.cancel = context.WithCancel(m.ctx)
+	prev := m.retired[gk]
+	delete(m.retired, gk) // c waits for it, and whoever follows c waits for c
 	m.controllers[gk] = c
 	m.dirs[s.Dir] = gk
-	m.pending[gk] = starting
-	go m.tryStart(c)
+	m.runs.Add(1)
+	go m.runController(c, prev)
 	return nil
 }
 
-// startState tracks a controller that is not running yet.
-type startState int
+// retireLocked stops the controller of gk. A controller started later for
+// the same kind (another version of it, or the set added back) waits until
+// this one's in-flight reconciles have finished.
+func (m *Manager) retireLocked(gk schema.GroupKind) {
+	c := m.controllers[gk]
+	c.cancel()
+	delete(m.controllers, gk)
+	m.retired[gk] = c
+}
 
-const (
-	// waiting: the last start failed (no CRD yet); retried when CRDs change.
-	waiting startState = iota
-	// starting: a start is in progress.
-	starting
-)
-
-// tryStart starts a controller whose parent kind is served; otherwise it
-// stays pending until the CRD watch sees a change.
-func (m *Manager) tryStart(c *parentController) {
-	gk := c.gvk.GroupKind()
+// runController runs c until its context is done. It first waits for
+// prev, the controller c replaces (nil for none), to finish its in-flight
+// reconciles, so that two controllers never reconcile one parent at once.
+// It starts c once its parent kind is served, trying again each time CRDs
+// change. Once cancelled, it drains c's in-flight reconciles and closes
+// c.done.
+func (m *Manager) runController(c *parentController, prev *parentController) {
+	defer m.runs.Done()
+	defer func() {
+		m.mu.Lock()
+		if gk := c.gvk.GroupKind(); m.retired[gk] == c {
+			delete(m.retired, gk) // nothing waits for it any more: let it go
+		}
+		m.mu.Unlock()
+		close(c.done)
+	}()
 	logger := klog.FromContext(m.ctx).WithValues("kind", c.gvk.Kind)
-	err := c.start(c.ctx, m.opts.Workers)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.controllers[gk] != c {
-		return // the set was removed meanwhile
+	if prev != nil {
+		logger.V(2).Info("Waiting for the previous controller of this kind to drain")
+		<-prev.done
 	}
-	switch {
-	case err == nil:
-		delete(m.pending, gk)
-	case errors.Is(err, errNotServed):
-		m.pending[gk] = waiting
-		logger.Info("Parent kind is not served yet; waiting for its CRD", "apiVersion", c.gvk.GroupVersion().String())
-	default:
-		m.pending[gk] = waiting
-		logger.Error(err, "Could not start controller; retrying when CRDs change")
+	for {
+		err := c.start(c.ctx, m.opts.Workers)
+		if err == nil {
+			break
+		}
+		if c.ctx.Err() != nil {
+			return // removed or replaced before it could start
+		}
+		if errors.Is(err, errNotServed) {
+			logger.Info("Parent kind is not served yet; waiting for its CRD", "apiVersion", c.gvk.GroupVersion().String())
+		} else {
+			logger.Error(err, "Could not start controller; retrying when CRDs change")
+		}
+		select {
+		case <-c.kick:
+		case <-c.ctx.Done():
+			return
+		}
 	}
+	<-c.ctx.Done()
+	c.drain()
 }
 
 // route sends a child event to the controller of the child's owner. The
@@ -251,15 +268,15 @@ func (m *Manager) kindsChanged() {
 	m.mapper.Reset()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for gk, c := range m.controllers {
+	for _, c := range m.controllers {
 		if c.running.Load() {
 			c.enqueueUnserved()
 			c.retryStatus()
 			continue
 		}
-		if st, ok := m.pending[gk]; ok && st == waiting {
-			m.pending[gk] = starting
-			go m.tryStart(c)
+		select {
+		case c.kick <- struct{}{}: // wakes it if it waits for its kind
+		default:
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,10 +34,15 @@ type parentController struct {
 	informer cache.SharedIndexInformer
 	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	running  atomic.Bool
-	done     chan struct{}
-	logger   klog.Logger
-	ctx      context.Context // cancelled when the set is removed
-	cancel   context.CancelFunc
+	workers  sync.WaitGroup
+	// kick wakes a controller that waits for its kind to be served.
+	kick chan struct{}
+	// done is closed when the controller has stopped for good and its
+	// in-flight reconciles have finished.
+	done   chan struct{}
+	logger klog.Logger
+	ctx    context.Context // cancelled when the set is removed
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
 	written map[types.UID]writtenStatus
@@ -58,7 +64,7 @@ type writtenStatus struct {
 
 func newParentController(m *Manager, set *render.Set) *parentController {
 	c := &parentController{m: m, gvk: set.ParentGVK(), written: map[types.UID]writtenStatus{}, noStatus: map[types.UID]bool{},
-		unserved: map[cache.ObjectName]bool{}, done: make(chan struct{})}
+		unserved: map[cache.ObjectName]bool{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	c.set.Store(set)
 	return c
 }
@@ -68,7 +74,8 @@ var errNotServed = errors.New("parent kind is not served by the cluster")
 
 // start resolves the parent's resource, starts its informer and workers,
 // and returns once the cache has synced. It fails with errNotServed while
-// the kind has no CRD; the Manager calls it again when CRDs change.
+// the kind has no CRD; the Manager calls it again when CRDs change. Once
+// ctx is done, drain waits for the workers.
 func (c *parentController) start(ctx context.Context, workers int) error {
 	gvr, _, err := c.m.applier.Resource(c.gvk)
 	if err != nil {
@@ -91,55 +98,124 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	c.logger = logger
 	logger.Info("Waiting for informer cache to sync", "resource", gvr.String())
 	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
+		c.queue.ShutDown()
 		return fmt.Errorf("wait for %s cache to sync: %w", gvr, context.Cause(ctx))
 	}
+	// Readers of gvr, informer, queue and logger that run outside the
+	// workers check running first, which orders their reads after these
+	// writes.
 	c.running.Store(true)
-	var wg sync.WaitGroup
 	for range workers {
-		wg.Add(1)
+		c.workers.Add(1)
 		go func() {
-			defer wg.Done()
+			defer c.workers.Done()
 			wait.UntilWithContext(ctx, c.runWorker, time.Second)
 		}()
 	}
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDownWithDrain()
-		wg.Wait()
-		close(c.done)
-	}()
 	logger.Info("Started workers", "count", workers)
 	return nil
+}
+
+// drain stops a started controller whose context is done: the queue takes
+// nothing new, and drain returns once in-flight reconciles have finished.
+func (c *parentController) drain() {
+	c.queue.ShutDownWithDrain()
+	c.workers.Wait()
 }
 
 // onUpdate enqueues a parent when something Loom renders from changed:
 // its spec (generation), labels, annotations or deletion. Status-only
 // updates, such as Loom's own status writes, are ignored, so writing status
 // never triggers another reconcile. Periodic resyncs are let through.
+//
+// An update whose UID differs is a new object: the parent was deleted and
+// created again under the same name while the watch was down, and the
+// relist reports it as an update. It is always enqueued.
 func (c *parentController) onUpdate(old, cur any) {
 	o, ok1 := old.(*unstructured.Unstructured)
 	n, ok2 := cur.(*unstructured.Unstructured)
-	if ok1 && ok2 && o.GetResourceVersion() != n.GetResourceVersion() &&
-		o.GetGeneration() == n.GetGeneration() &&
-		mapsEqual(o.GetLabels(), n.GetLabels()) && mapsEqual(o.GetAnnotations(), n.GetAnnotations()) &&
-		(o.GetDeletionTimestamp() == nil) == (n.GetDeletionTimestamp() == nil) {
+	if ok1 && ok2 && o.GetUID() != n.GetUID() {
+		c.forget(cache.MetaObjectToName(o), o.GetUID())
+	} else if ok1 && ok2 && !renderInputChanged(o, n) {
 		return
 	}
 	c.enqueue(cur)
 }
 
+// renderInputChanged reports whether an update of one object changed what
+// a render reads. A kind without metadata.generation (a built-in kind such
+// as ConfigMap used as a parent) has no counter of spec changes, so for it
+// every top-level field but status is compared.
+func renderInputChanged(o, n *unstructured.Unstructured) bool {
+	switch {
+	case o.GetResourceVersion() == n.GetResourceVersion(): // a periodic resync
+		return true
+	case o.GetGeneration() != n.GetGeneration(),
+		!mapsEqual(o.GetLabels(), n.GetLabels()),
+		!mapsEqual(o.GetAnnotations(), n.GetAnnotations()),
+		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil):
+		return true
+	case n.GetGeneration() == 0:
+		return !equality.Semantic.DeepEqual(withoutStatusAndMetadata(o), withoutStatusAndMetadata(n))
+	}
+	return false
+}
+
+// withoutStatusAndMetadata returns a shallow copy of obj's top-level fields
+// without status and metadata (whose parts a render reads are compared
+// on their own).
+func withoutStatusAndMetadata(obj *unstructured.Unstructured) map[string]any {
+	out := make(map[string]any, len(obj.Object))
+	for k, v := range obj.Object {
+		if k != "status" && k != "metadata" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // onDelete forgets what Loom remembers of a deleted parent. Its children
 // go with it: the garbage collector follows their ownerReferences.
 func (c *parentController) onDelete(obj any) {
+	key, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
+	var uid types.UID
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		c.mu.Lock()
-		delete(c.written, u.GetUID())
-		delete(c.noStatus, u.GetUID())
-		c.mu.Unlock()
+		uid = u.GetUID()
 	}
+	c.forget(key, uid)
+	c.queue.Forget(key)
+}
+
+// forget drops everything kept per parent for the object key with uid:
+// the status last written, the missing status subresource, and whether it
+// waits for a child kind. It is called when that object is deleted or
+// replaced by a new one of the same name.
+func (c *parentController) forget(key cache.ObjectName, uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.written, uid)
+	delete(c.noStatus, uid)
+	delete(c.unserved, key)
+}
+
+// forgetIfGone forgets parent after a reconcile of it if the cache no
+// longer holds it (or holds a new object of that name): the reconcile may
+// have recorded state after the delete event dropped it.
+func (c *parentController) forgetIfGone(key cache.ObjectName, parent *unstructured.Unstructured) {
+	if parent == nil {
+		return
+	}
+	if cur, ok := c.parentGet(key); ok && cur.GetUID() == parent.GetUID() {
+		return
+	}
+	c.forget(key, parent.GetUID())
 }
 
 func (c *parentController) enqueue(obj any) {
@@ -249,7 +325,9 @@ func (c *parentController) processNextItem(ctx context.Context) bool {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.m.opts.ReconcileTimeout)
 	defer cancel()
 	start := time.Now()
+	parent, _ := c.parentGet(key)
 	err := c.reconcile(klog.NewContext(rctx, logger), key)
+	c.forgetIfGone(key, parent)
 	c.m.metrics.observeReconcile(c.gvk.Kind, err, time.Since(start))
 	if err == nil {
 		c.queue.Forget(key)

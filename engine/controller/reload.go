@@ -122,9 +122,7 @@ func (m *Manager) reload(ctx context.Context) {
 			// replaced, so the controller is.
 			logger.Info("Template set changed its parent version; restarting its controller", "set", s.Dir,
 				"from", old.ParentGVK().Version, "to", s.ParentGVK().Version)
-			c.cancel()
-			delete(m.controllers, gk)
-			delete(m.pending, gk)
+			m.retireLocked(gk)
 			if err := m.addSetLocked(s); err != nil {
 				logger.Error(err, "Template set rejected", "set", s.Dir)
 			}
@@ -154,9 +152,7 @@ func (m *Manager) reload(ctx context.Context) {
 		logger.Info("Template set removed; its parents are no longer reconciled", "set", dir, "kind", gk.String())
 		delete(m.dirs, dir)
 		if c := m.controllers[gk]; c != nil && c.set.Load().Dir == dir {
-			c.cancel()
-			delete(m.controllers, gk)
-			delete(m.pending, gk)
+			m.retireLocked(gk)
 		}
 	}
 	m.metrics.sets.Set(float64(len(m.dirs)))
@@ -166,8 +162,8 @@ func (m *Manager) reload(ctx context.Context) {
 // where `kubectl describe crd` shows it.
 func (m *Manager) eventOnKind(gk schema.GroupKind, reason, msg string) {
 	c := m.controllers[gk]
-	if m.crds == nil || c == nil || c.gvr.Resource == "" {
-		return
+	if m.crds == nil || c == nil || !c.running.Load() {
+		return // its CRD is not known yet; running orders the read of c.gvr after start's write
 	}
 	obj, ok, _ := m.crds.GetByKey(c.gvr.Resource + "." + gk.Group)
 	if !ok {

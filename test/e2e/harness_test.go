@@ -103,6 +103,9 @@ type loomOptions struct {
 	hang func(*http.Request) bool
 	// reconcileTimeout is Options.ReconcileTimeout.
 	reconcileTimeout time.Duration
+	// transport, when set, wraps Loom's HTTP transport, to watch or hold
+	// the requests it sends.
+	transport func(http.RoundTripper) http.RoundTripper
 }
 
 // startLoom runs a controller over templates, watching only namespace, and
@@ -115,6 +118,9 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return &countingTransport{next: rt, n: l.writes, hang: o.hang}
 	})
+	if o.transport != nil {
+		c.Wrap(o.transport)
+	}
 	mgr, err := controller.New(controller.Options{
 		Config: c, TemplatesDir: templates, Namespace: namespace, Workers: o.workers,
 		ResyncPeriod: o.resync, Registry: l.registry, ReloadDebounce: 50 * time.Millisecond,

@@ -1,0 +1,142 @@
+package controller
+
+// Unit tests of what a parent controller keeps per parent, and when it
+// drops it.
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// parentState is what a controller keeps per parent, in a form cmp can
+// compare.
+type parentState struct {
+	Written  []types.UID
+	NoStatus []types.UID
+	Unserved []string
+}
+
+func stateOf(c *parentController) parentState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var s parentState
+	for uid := range c.written {
+		s.Written = append(s.Written, uid)
+	}
+	for uid := range c.noStatus {
+		s.NoStatus = append(s.NoStatus, uid)
+	}
+	for k := range c.unserved {
+		s.Unserved = append(s.Unserved, k.String())
+	}
+	return s
+}
+
+// remember records every kind of per-parent state for the parent.
+func remember(c *parentController, parent *unstructured.Unstructured) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.written[parent.GetUID()] = writtenStatus{rv: 2, status: map[string]any{"state": "Ready"}}
+	c.noStatus[parent.GetUID()] = true
+	c.unserved[cache.MetaObjectToName(parent)] = true
+}
+
+func TestPerParentStateIsDroppedWithTheParent(t *testing.T) {
+	tests := []struct {
+		name string
+		// event happens to the parent remembered as web (UID u1).
+		event   func(t *testing.T, c *parentController, web *unstructured.Unstructured)
+		want    parentState
+		enqueue []string
+	}{
+		{"deleted", func(t *testing.T, c *parentController, web *unstructured.Unstructured) {
+			c.onDelete(web)
+		}, parentState{}, nil},
+		{"deleted while the watch was down (tombstone)", func(t *testing.T, c *parentController, web *unstructured.Unstructured) {
+			c.onDelete(cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: web})
+		}, parentState{}, nil},
+		{"recreated under the same name while the watch was down", func(t *testing.T, c *parentController, web *unstructured.Unstructured) {
+			cur := web.DeepCopy()
+			cur.SetUID("u2")
+			cur.SetResourceVersion("5")
+			c.onUpdate(web, cur)
+		}, parentState{}, []string{"ns/web"}},
+		{"updated: kept", func(t *testing.T, c *parentController, web *unstructured.Unstructured) {
+			cur := web.DeepCopy()
+			cur.SetResourceVersion("5")
+			cur.SetGeneration(2)
+			c.onUpdate(web, cur)
+		}, parentState{Written: []types.UID{"u1"}, NoStatus: []types.UID{"u1"}, Unserved: []string{"ns/web"}}, []string{"ns/web"}},
+		{"another parent deleted: kept", func(t *testing.T, c *parentController, web *unstructured.Unstructured) {
+			other := web.DeepCopy()
+			other.SetName("other")
+			other.SetUID("u9")
+			c.onDelete(other)
+		}, parentState{Written: []types.UID{"u1"}, NoStatus: []types.UID{"u1"}, Unserved: []string{"ns/web"}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
+			defer q.ShutDown()
+			c := newTestController(q)
+			web := u(t, parentYAML)
+			remember(c, web)
+			tt.event(t, c, web)
+			if diff := cmp.Diff(tt.want, stateOf(c)); diff != "" {
+				t.Errorf("state kept (-want +got):\n%s", diff)
+			}
+			var got []string
+			for q.Len() > 0 {
+				k, _ := q.Get()
+				got = append(got, k.String())
+				q.Done(k)
+			}
+			if diff := cmp.Diff(tt.enqueue, got); diff != "" {
+				t.Errorf("enqueued (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A reconcile in flight when its parent is deleted may record state after
+// the delete event dropped it; the worker drops it once the reconcile ends.
+func TestStateRecordedByAReconcileOfADeletedParentIsDropped(t *testing.T) {
+	tests := []struct {
+		name string
+		// cached is the parent in the cache when the reconcile ends.
+		cached func(web *unstructured.Unstructured) *unstructured.Unstructured
+		want   parentState
+	}{
+		{"still there: kept", func(web *unstructured.Unstructured) *unstructured.Unstructured { return web },
+			parentState{Written: []types.UID{"u1"}, NoStatus: []types.UID{"u1"}, Unserved: []string{"ns/web"}}},
+		{"deleted", func(*unstructured.Unstructured) *unstructured.Unstructured { return nil }, parentState{}},
+		{"deleted and recreated", func(web *unstructured.Unstructured) *unstructured.Unstructured {
+			cur := web.DeepCopy()
+			cur.SetUID("u2")
+			return cur
+		}, parentState{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
+			defer q.ShutDown()
+			c := newTestController(q)
+			web := u(t, parentYAML)
+			remember(c, web) // by the reconcile, after the delete event
+			if cur := tt.cached(web); cur != nil {
+				if err := c.informer.GetIndexer().Add(cur); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.forgetIfGone(cache.MetaObjectToName(web), web)
+			if diff := cmp.Diff(tt.want, stateOf(c)); diff != "" {
+				t.Errorf("state kept (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,170 @@
+//go:build e2e
+
+package e2e
+
+// Parents' lifecycle: changes that must not be lost, and controllers that
+// must not overlap.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+var serviceAccountGVR = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+
+// A parent kind without metadata.generation (ConfigMap, a built-in kind)
+// does not lose its changes: a data change reaches the children, with no
+// periodic resync to fall back on, and with Loom's CRD watch held (a CRD
+// change re-enqueues parents whose kind has no status subresource, as a
+// ConfigMap has none, which would hide a dropped update).
+func TestParentKindWithoutGenerationGetsItsChanges(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "settings"), map[string]string{
+		"loom.yaml": "parent:\n  apiVersion: v1\n  kind: ConfigMap\n",
+		"serviceaccount.yaml": `apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ .Name }}-sa
+  annotations:
+    color: {{ .Parent.data.color | quote }}
+`,
+	})
+	startLoom(t, dir, ns, loomOptions{hang: func(r *http.Request) bool {
+		return strings.HasSuffix(r.URL.Path, "/customresourcedefinitions")
+	}})
+	createObject(t, configMapGVR, ns, `{apiVersion: v1, kind: ConfigMap, metadata: {name: settings}, data: {color: blue}}`)
+	colorIs := func(want string) {
+		t.Helper()
+		eventually(t, 30*time.Second, "the ServiceAccount's color is "+want, func(ctx context.Context) error {
+			sa, err := get(ctx, serviceAccountGVR, ns, "settings-sa")
+			if err != nil {
+				return err
+			}
+			if got := sa.GetAnnotations()["color"]; got != want {
+				return fmt.Errorf("color = %q", got)
+			}
+			return nil
+		})
+	}
+	colorIs("blue")
+	cm, err := get(context.Background(), configMapGVR, ns, "settings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := cm.GetGeneration(); g != 0 {
+		t.Fatalf("the ConfigMap has generation %d; this test needs a kind without one", g)
+	}
+	if _, err := dyn.Resource(configMapGVR).Namespace(ns).Patch(context.Background(), "settings", types.MergePatchType,
+		[]byte(`{"data":{"color":"green"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	colorIs("green")
+}
+
+// inFlight is a transport that counts the requests matching match which
+// are in flight at once, and holds the next one (until its context ends)
+// when hold is set.
+type inFlight struct {
+	next  http.RoundTripper
+	match func(*http.Request) bool
+	hold  atomic.Bool
+	now   atomic.Int32
+	max   atomic.Int32
+}
+
+func (f *inFlight) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !f.match(r) {
+		return f.next.RoundTrip(r)
+	}
+	n := f.now.Add(1)
+	defer f.now.Add(-1)
+	for m := f.max.Load(); n > m && !f.max.CompareAndSwap(m, n); m = f.max.Load() {
+	}
+	if f.hold.CompareAndSwap(true, false) {
+		<-r.Context().Done()
+		return nil, r.Context().Err()
+	}
+	return f.next.RoundTrip(r)
+}
+
+// When a set switches its parent version, the old controller's in-flight
+// reconciles finish before the new controller starts: the two never apply
+// the same parent's child at once.
+func TestParentVersionSwitchWaitsForInFlightReconciles(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	group := fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
+	installTestCRD(t, group, "Widget", "widgets", "v1", "v2")
+	dir := t.TempDir()
+	set := filepath.Join(dir, "widget")
+	writeFiles(t, set, map[string]string{
+		"loom.yaml": "parent:\n  apiVersion: " + group + "/v1\n  kind: Widget\n",
+		"configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Name }}-cm
+data:
+  seenAs: {{ .Parent.apiVersion | quote }}
+  size: {{ .Spec.size | quote }}
+`,
+	})
+	child := "/api/v1/namespaces/" + ns + "/configmaps/w1-cm"
+	applies := &inFlight{match: func(r *http.Request) bool { return r.Method == http.MethodPatch && r.URL.Path == child }}
+	startLoom(t, dir, ns, loomOptions{
+		reconcileTimeout: 5 * time.Second,
+		transport: func(rt http.RoundTripper) http.RoundTripper {
+			applies.next = rt
+			return applies
+		},
+	})
+	widgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
+	createObject(t, widgets, ns, `{"apiVersion":"`+group+`/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":"1"}}`)
+	childIs := func(seenAs, size string) {
+		t.Helper()
+		eventually(t, 30*time.Second, "the ConfigMap says "+seenAs+" size "+size, func(ctx context.Context) error {
+			cm, err := get(ctx, configMapGVR, ns, "w1-cm")
+			if err != nil {
+				return err
+			}
+			data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+			if data["seenAs"] != seenAs || data["size"] != size {
+				return fmt.Errorf("data = %v", data)
+			}
+			return nil
+		})
+	}
+	childIs(group+"/v1", "1")
+
+	// The v1 controller's next apply of the child hangs until its reconcile
+	// times out.
+	applies.hold.Store(true)
+	if _, err := dyn.Resource(widgets).Namespace(ns).Patch(context.Background(), "w1", types.MergePatchType,
+		[]byte(`{"spec":{"size":"2"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the v1 controller's apply is in flight", func(context.Context) error {
+		if applies.hold.Load() || applies.now.Load() != 1 {
+			return errNotYet
+		}
+		return nil
+	})
+	editFile(t, filepath.Join(set, "loom.yaml"), group+"/v1", group+"/v2")
+	childIs(group+"/v2", "2")
+	if n := applies.max.Load(); n != 1 {
+		t.Errorf("%d applies of the child were in flight at once, want 1: the v2 controller started before the v1 controller's reconcile ended", n)
+	}
+}
