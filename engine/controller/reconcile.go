@@ -271,7 +271,7 @@ func (c *parentController) noStatusSubresource(ctx context.Context, parent *unst
 	if warned {
 		return
 	}
-	msg := fmt.Sprintf("cannot write status: the %s CRD has no status subresource; add `subresources: {status: {}}` to version %s. Children are still applied.",
+	msg := fmt.Sprintf("cannot write status: %s has no status subresource (for a CRD, add `subresources: {status: {}}` to version %s). Children are still applied.",
 		c.gvr.GroupResource(), c.gvk.Version)
 	klog.FromContext(ctx).Error(nil, "Cannot write status: no status subresource", "resource", c.gvr.String())
 	c.m.recorder.Event(parent, corev1.EventTypeWarning, "StatusNotWritten", msg)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 )
 
 var secretGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
@@ -56,14 +57,17 @@ spec:
 
 // update reads an object, lets edit change it, and writes it back with an
 // Update (PUT), as kubectl edit does.
+// A conflict (a controller wrote in between) reads and edits again.
 func update(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, edit func(u *unstructured.Unstructured)) error {
-	u, err := get(ctx, gvr, ns, name)
-	if err != nil {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := get(ctx, gvr, ns, name)
+		if err != nil {
+			return err
+		}
+		edit(u)
+		_, err = dyn.Resource(gvr).Namespace(ns).Update(ctx, u, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
 		return err
-	}
-	edit(u)
-	_, err = dyn.Resource(gvr).Namespace(ns).Update(ctx, u, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
-	return err
+	})
 }
 
 func patch(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, pt types.PatchType, body string) error {

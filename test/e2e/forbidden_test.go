@@ -51,6 +51,7 @@ func TestChildKindLoomMayNotList(t *testing.T) {
 	grant(t, user, user,
 		rbacv1.PolicyRule{APIGroups: []string{"example.loom.dev"}, Resources: []string{"myresources"}, Verbs: []string{"get", "list", "watch"}},
 		rbacv1.PolicyRule{APIGroups: []string{"example.loom.dev"}, Resources: []string{"myresources/status"}, Verbs: []string{"get", "patch", "update"}},
+		rbacv1.PolicyRule{APIGroups: []string{"example.loom.dev"}, Resources: []string{"myresources/finalizers"}, Verbs: []string{"update"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: all},
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: all},
 		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
