@@ -24,14 +24,14 @@ import (
 
 // The bits of FuzzCompute's flags argument.
 const (
-	fuzzRenderErr    = 1 << iota // the templates did not render
-	fuzzExtraErr                 // the status template failed
-	fuzzErrWrapped               // apply errors are wrapped as the apply stage wraps them
-	fuzzErrNoMatch               // apply errors are a kind the cluster does not serve
-	fuzzErrOwned                 // apply errors are an OwnedByAnotherError
-	fuzzPruneFailed              // one more result: a prune that failed
-	fuzzLiveFromResult           // the live object of an applied child is only in its result
-	fuzzRawLive                  // live objects keep their own identity instead of the rendered child's
+	fuzzRenderErr      = 1 << iota // the templates did not render
+	fuzzExtraErr                   // the status template failed
+	fuzzErrWrapped                 // apply errors are wrapped as the apply stage wraps them
+	fuzzErrNoMatch                 // apply errors are a kind the cluster does not serve
+	fuzzErrOwned                   // apply errors are an OwnedByAnotherError
+	fuzzPruneFailed                // one more result: a prune that failed
+	fuzzLiveFromResult             // the live object of an applied child is only in its result
+	fuzzRawLive                    // live objects keep their own identity instead of the rendered child's
 )
 
 // maxFuzzChildren bounds the children one input makes, so that each run
