@@ -122,7 +122,18 @@ spec:
 			name:  "runaway output",
 			files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n{{- range until 100000 }}\n  k{{ . }}: {{ $.Spec.big }}\n{{- end }}\n"},
 			spec:  "  big: " + strings.Repeat("x", 1024) + "\n",
-			want:  "a.yaml: the templates wrote more than 32 MiB for one parent (a runaway loop?)",
+			want:  "a.yaml:7: the templates wrote more than 32 MiB for one parent (a runaway loop?)",
+		},
+		{
+			name:  "runaway output of text alone, at the line of the text",
+			files: map[string]string{"a.yaml": "a: |\n{{- range until 1000000 }}\n  one line of text that the loop writes again and again\n{{- end }}\n"},
+			want:  "a.yaml:3: the templates wrote more than 32 MiB for one parent (a runaway loop?)",
+		},
+		{
+			name:  "runaway output in a define block called with template",
+			files: map[string]string{"_helpers.tpl": "{{ define \"many\" }}\n{{- range until 100000 }}\n  {{ $.Spec.big }}\n{{- end }}\n{{ end }}\n", "a.yaml": "a: |\n{{ template \"many\" . }}\n"},
+			spec:  "  big: " + strings.Repeat("x", 1024) + "\n",
+			want:  "_helpers.tpl:3: the templates wrote more than 32 MiB for one parent (a runaway loop?)",
 		},
 		{
 			name:  "runaway output inside include",

@@ -30,9 +30,14 @@ var errOutputTooLarge = fmt.Errorf("the templates wrote more than %d MiB for one
 type limitWriter struct {
 	w io.Writer
 	r *renderer
+	// last and prev are the last two writes, kept to locate an overflow:
+	// text/template writes a text node's own bytes, so a write is found
+	// in the parse tree by identity (see overflowLine).
+	last, prev []byte
 }
 
 func (l *limitWriter) Write(p []byte) (int, error) {
+	l.prev, l.last = l.last, p
 	if err := l.r.count(len(p)); err != nil {
 		return 0, err
 	}
