@@ -119,6 +119,29 @@ spec:
 			want:  "a.yaml:6 (document 1) Deployment web: spec.replicas: must be int32, not string",
 		},
 		{
+			name: "a value its type decodes itself (a quantity), at its line and path",
+			files: map[string]string{"a.yaml": `apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  containers:
+    - name: app
+      image: nginx
+      resources:
+        requests:
+          cpu: 100m
+          memory: lots
+`},
+			want: "a.yaml:12 (document 1) Pod web: spec.containers[0].resources.requests.memory: " +
+				"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+		},
+		{
+			name:  "Secret data that is not base64, at its line and path",
+			files: map[string]string{"a.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ndata:\n  ok: YQ==\n  password: not base64!\n"},
+			want:  "a.yaml:7 (document 1) Secret s: data.password: illegal base64 data at input byte 3",
+		},
+		{
 			name:  "runaway output",
 			files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n{{- range until 100000 }}\n  k{{ . }}: {{ $.Spec.big }}\n{{- end }}\n"},
 			spec:  "  big: " + strings.Repeat("x", 1024) + "\n",
