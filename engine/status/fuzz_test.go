@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 
@@ -69,7 +70,33 @@ func FuzzCompute(f *testing.F) {
 			t.Fatalf("Compute is not deterministic (-first +second):\n%s", cmp.Diff(got, again))
 		}
 		checkRoundTrip(t, in, got)
+		checkChildKinds(t, in, got)
 	})
+}
+
+// checkChildKinds checks that ChildKinds reads back, from the written
+// status, the kind of every rendered child that has one: prune relies on
+// it to find the kinds a parent's children were applied as.
+func checkChildKinds(t *testing.T, in Input, got map[string]any) {
+	t.Helper()
+	kinds := ChildKinds(parentWith(t, in.Parent, got, true))
+	for _, gvk := range kinds {
+		if gvk.Kind == "" {
+			t.Fatalf("ChildKinds returned a kind without a name: %v", kinds)
+		}
+	}
+	if in.RenderErr != nil {
+		return
+	}
+	for _, r := range in.Rendered {
+		gv, err := schema.ParseGroupVersion(r.GetAPIVersion())
+		if err != nil || r.GetKind() == "" {
+			continue
+		}
+		if !slices.Contains(kinds, gv.WithKind(r.GetKind())) {
+			t.Fatalf("ChildKinds %v lacks %s %s of a rendered child", kinds, r.GetAPIVersion(), r.GetKind())
+		}
+	}
 }
 
 // fuzzInput builds an Input from fuzz arguments. Bytes that are not the
