@@ -142,6 +142,17 @@ spec:
 			want:  "a.yaml:7 (document 1) Secret s: data.password: illegal base64 data at input byte 3",
 		},
 		{
+			name:  "len of a missing key says the value is missing",
+			files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  n: {{ len .Spec.items | quote }}\n"},
+			want:  `a.yaml:6: at <len .Spec.items>: error calling len: len of nothing: the value is missing (a key that is not there?)`,
+		},
+		{
+			name:  "len of a number says what it got",
+			files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  n: {{ len .Spec.count | quote }}\n"},
+			spec:  "  count: 3\n",
+			want:  `a.yaml:6: at <len .Spec.count>: error calling len: len of type int64`,
+		},
+		{
 			name:  "runaway output",
 			files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n{{- range until 100000 }}\n  k{{ . }}: {{ $.Spec.big }}\n{{- end }}\n"},
 			spec:  "  big: " + strings.Repeat("x", 1024) + "\n",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 	"text/template"
@@ -75,6 +76,7 @@ var baseFuncs = func() template.FuncMap {
 	m["toJson"] = toJSON
 	m["fromJson"] = fromJSON
 	m["required"] = required
+	m["len"] = length
 	return m
 }()
 
@@ -140,6 +142,26 @@ func fromJSON(s string) (any, error) {
 		return nil, fmt.Errorf("fromJson: %w", err)
 	}
 	return v, nil
+}
+
+// length is text/template's len, except that the len of a missing value
+// (a key that is not there, which is nil) says so; the builtin fails
+// inside reflect ("call of reflect.Value.Type on zero Value").
+func length(item reflect.Value) (int, error) {
+	for item.IsValid() && (item.Kind() == reflect.Pointer || item.Kind() == reflect.Interface) {
+		if item.IsNil() {
+			break
+		}
+		item = item.Elem()
+	}
+	if !item.IsValid() || ((item.Kind() == reflect.Pointer || item.Kind() == reflect.Interface) && item.IsNil()) {
+		return 0, errors.New("len of nothing: the value is missing (a key that is not there?)")
+	}
+	switch item.Kind() {
+	case reflect.Array, reflect.Chan, reflect.Map, reflect.Slice, reflect.String:
+		return item.Len(), nil
+	}
+	return 0, fmt.Errorf("len of type %s", item.Type())
 }
 
 // required fails the render with msg when v is missing or an empty string,

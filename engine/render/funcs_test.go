@@ -53,6 +53,8 @@ func TestFuncs(t *testing.T) {
 		{"default on a missing field", `{{ .Spec.missing | default "x" }}`, "x"},
 		{"default keeps a set field", `{{ .Spec.image | default "x" }}`, "nginx"},
 		{"hasKey on spec", `{{ hasKey .Spec "zero" }} {{ hasKey .Spec "missing" }}`, "true false"},
+		{"len of a string, a list and a map", `{{ len .Spec.image }} {{ len .Spec.nested.b }} {{ len .Spec.nested }}`, "5 2 2"},
+		{"len of an empty string", `{{ len .Spec.empty }}`, "0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
