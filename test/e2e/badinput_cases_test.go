@@ -164,7 +164,8 @@ func specCases() []badCase {
 }
 
 // setCases are edits after which the set no longer loads: its last good
-// version keeps working, and the failure is an Event on the CRD.
+// version keeps working, and the failure is an Event on the CRD. One more
+// is a second set that never loads, beside a good one.
 func setCases() []badCase {
 	broken := func(name, file, content, at string, texts ...string) badCase {
 		c := badCase{name: name, breakSet: map[string]string{file: content}, texts: texts}
@@ -190,6 +191,7 @@ func setCases() []badCase {
 		broken("a template that does not parse", "bad.yaml", "apiVersion: v1\n{{ if }}\n", "{{ if }}", "missing value for if"),
 		broken("a template that calls an unknown function", "bad.yaml", "a: {{ nosuchfunc 1 }}\n", "nosuchfunc", `function "nosuchfunc" not defined`),
 		broken("an action left open", "bad.yaml", "a: b\nc: {{ .Name\n", "{{ .Name", "unclosed action"),
+		{name: "a second set that never loads", brokenSet: map[string]string{"loom.yaml": "parent: [unclosed\n", "a.yaml": "a: b\n"}},
 		broken("a partial that renders text", "_bad.tpl", "stray text\n", "", "_bad.tpl:1", "a partial may only hold define blocks"),
 	}
 }

@@ -63,6 +63,11 @@ type badCase struct {
 	// failure degrades only the status).
 	alsoReady bool
 	breakSet  map[string]string
+	// brokenSet is a second set, in a folder of its own, that fails to
+	// load from the start. Loom says so only in its log (there is no
+	// good version, so no controller and no CRD to put an Event on); the
+	// row checks that it keeps running the good set.
+	brokenSet map[string]string
 }
 
 // location is where a case's error must point: the first line of file,
@@ -139,12 +144,17 @@ func runBadCase(t *testing.T, group string, tc badCase) {
 	dir := kind.templates(t)
 	setDir := kind.setDir(dir)
 	writeFiles(t, setDir, tc.files)
+	if tc.brokenSet != nil {
+		writeFiles(t, filepath.Join(dir, "broken"), tc.brokenSet)
+	}
 	l := startLoom(t, dir, ns, loomOptions{quiet: true})
 	kind.create(t, ns, "good", goodSpec)
 	waitConditionGVR(t, kind.gvr, ns, "good", "Ready", "True")
 	readySince := readyTransition(t, kind.gvr, ns, "good")
 
 	switch {
+	case tc.brokenSet != nil:
+		// Nothing to wait for: the checks below are the whole row.
 	case tc.refused != "":
 		_, err := kind.tryCreate(ns, tc.badName(), tc.badSpec())
 		if err == nil || !strings.Contains(err.Error(), tc.refused) {
