@@ -153,6 +153,21 @@ spec:
 			want:  `a.yaml:6: at <len .Spec.count>: error calling len: len of type int64`,
 		},
 		{
+			name:  "until over the list cap fails before building the list",
+			files: map[string]string{"a.yaml": "a: |\n{{- range until 10000000 }}\n  x\n{{- end }}\n"},
+			want:  "a.yaml:2: at <until 10000000>: error calling until: until would make 10000000 items, over the cap of 1048576 (a runaway loop?)",
+		},
+		{
+			name:  "untilStep and seq over the list cap",
+			files: map[string]string{"a.yaml": "a: {{ untilStep -5000000 5000000 3 | len }}\nb: {{ seq 1 2 5000000 }}\n"},
+			want:  "a.yaml:1: at <untilStep -5000000 5000000 3>: error calling untilStep: untilStep would make 3333334 items, over the cap of 1048576 (a runaway loop?)",
+		},
+		{
+			name:  "repeat over the output cap fails before building the string",
+			files: map[string]string{"a.yaml": "a: {{ repeat 20000000 \"abc\" }}\n"},
+			want:  `a.yaml:1: at <repeat 20000000 "abc">: error calling repeat: repeat would make 60000000 bytes, over the 32 MiB output cap (a runaway loop?)`,
+		},
+		{
 			name:  "runaway output",
 			files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n{{- range until 100000 }}\n  k{{ . }}: {{ $.Spec.big }}\n{{- end }}\n"},
 			spec:  "  big: " + strings.Repeat("x", 1024) + "\n",
