@@ -77,6 +77,8 @@ func templateCases() []badCase {
 			"RenderFailed", "tpl $t", "tpl: nesting deeper than 1000"),
 		bad("output over the size cap", configMapFor("  a: |\n{{- range until 40000 }}\n    {{ repeat 1000 \"x\" }}\n{{- end }}\n"),
 			"RenderFailed", "repeat", "wrote more than 32 MiB for one parent"),
+		bad("a loop over ten million numbers", configMapFor("  a: |\n{{- range until 10000000 }}\n    x\n{{- end }}\n"),
+			"RenderFailed", "until", "until would make 10000000 items, over the cap"),
 		bad("toYaml of a value JSON cannot hold", configMapFor(`  a: {{ toYaml (dict "ratio" (float64 "NaN")) | quote }}`+"\n"),
 			"RenderFailed", "toYaml", "toYaml", "unsupported value: NaN"),
 		bad("a function that panics", configMapFor(`  a: {{ div 10 0 | quote }}`+"\n"),
