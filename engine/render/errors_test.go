@@ -119,10 +119,70 @@ spec:
 			want:  "a.yaml:6 (document 1) Deployment web: spec.replicas: must be int32, not string",
 		},
 		{
+			name: "a value its type decodes itself (a quantity), at its line and path",
+			files: map[string]string{"a.yaml": `apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  containers:
+    - name: app
+      image: nginx
+      resources:
+        requests:
+          cpu: 100m
+          memory: lots
+`},
+			want: "a.yaml:12 (document 1) Pod web: spec.containers[0].resources.requests.memory: " +
+				"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+		},
+		{
+			name:  "Secret data that is not base64, at its line and path",
+			files: map[string]string{"a.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ndata:\n  ok: YQ==\n  password: not base64!\n"},
+			want:  "a.yaml:7 (document 1) Secret s: data.password: illegal base64 data at input byte 3",
+		},
+		{
+			name:  "len of a missing key says the value is missing",
+			files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  n: {{ len .Spec.items | quote }}\n"},
+			want:  `a.yaml:6: at <len .Spec.items>: error calling len: len of nothing: the value is missing (a key that is not there?)`,
+		},
+		{
+			name:  "len of a number says what it got",
+			files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  n: {{ len .Spec.count | quote }}\n"},
+			spec:  "  count: 3\n",
+			want:  `a.yaml:6: at <len .Spec.count>: error calling len: len of type int64`,
+		},
+		{
+			name:  "until over the list cap fails before building the list",
+			files: map[string]string{"a.yaml": "a: |\n{{- range until 10000000 }}\n  x\n{{- end }}\n"},
+			want:  "a.yaml:2: at <until 10000000>: error calling until: until would make 10000000 items, over the cap of 1048576 (a runaway loop?)",
+		},
+		{
+			name:  "untilStep and seq over the list cap",
+			files: map[string]string{"a.yaml": "a: {{ untilStep -5000000 5000000 3 | len }}\nb: {{ seq 1 2 5000000 }}\n"},
+			want:  "a.yaml:1: at <untilStep -5000000 5000000 3>: error calling untilStep: untilStep would make 3333334 items, over the cap of 1048576 (a runaway loop?)",
+		},
+		{
+			name:  "repeat over the output cap fails before building the string",
+			files: map[string]string{"a.yaml": "a: {{ repeat 20000000 \"abc\" }}\n"},
+			want:  `a.yaml:1: at <repeat 20000000 "abc">: error calling repeat: repeat would make 60000000 bytes, over the 32 MiB output cap (a runaway loop?)`,
+		},
+		{
 			name:  "runaway output",
 			files: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n{{- range until 100000 }}\n  k{{ . }}: {{ $.Spec.big }}\n{{- end }}\n"},
 			spec:  "  big: " + strings.Repeat("x", 1024) + "\n",
-			want:  "a.yaml: the templates wrote more than 32 MiB for one parent (a runaway loop?)",
+			want:  "a.yaml:7: the templates wrote more than 32 MiB for one parent (a runaway loop?)",
+		},
+		{
+			name:  "runaway output of text alone, at the line of the text",
+			files: map[string]string{"a.yaml": "a: |\n{{- range until 1000000 }}\n  one line of text that the loop writes again and again\n{{- end }}\n"},
+			want:  "a.yaml:3: the templates wrote more than 32 MiB for one parent (a runaway loop?)",
+		},
+		{
+			name:  "runaway output in a define block called with template",
+			files: map[string]string{"_helpers.tpl": "{{ define \"many\" }}\n{{- range until 100000 }}\n  {{ $.Spec.big }}\n{{- end }}\n{{ end }}\n", "a.yaml": "a: |\n{{ template \"many\" . }}\n"},
+			spec:  "  big: " + strings.Repeat("x", 1024) + "\n",
+			want:  "_helpers.tpl:3: the templates wrote more than 32 MiB for one parent (a runaway loop?)",
 		},
 		{
 			name:  "runaway output inside include",

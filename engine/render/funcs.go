@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 	"text/template"
@@ -30,9 +31,14 @@ var errOutputTooLarge = fmt.Errorf("the templates wrote more than %d MiB for one
 type limitWriter struct {
 	w io.Writer
 	r *renderer
+	// last and prev are the last two writes, kept to locate an overflow:
+	// text/template writes a text node's own bytes, so a write is found
+	// in the parse tree by identity (see overflowLine).
+	last, prev []byte
 }
 
 func (l *limitWriter) Write(p []byte) (int, error) {
+	l.prev, l.last = l.last, p
 	if err := l.r.count(len(p)); err != nil {
 		return 0, err
 	}
@@ -70,6 +76,13 @@ var baseFuncs = func() template.FuncMap {
 	m["toJson"] = toJSON
 	m["fromJson"] = fromJSON
 	m["required"] = required
+	m["len"] = length
+	m["until"] = until
+	m["untilStep"] = untilStep
+	m["seq"] = seq
+	m["repeat"] = repeat
+	sprigUntilStep = sprig.TxtFuncMap()["untilStep"].(func(int, int, int) []int)
+	sprigSeq = sprig.TxtFuncMap()["seq"].(func(...int) string)
 	return m
 }()
 
@@ -135,6 +148,112 @@ func fromJSON(s string) (any, error) {
 		return nil, fmt.Errorf("fromJson: %w", err)
 	}
 	return v, nil
+}
+
+// length is text/template's len, except that the len of a missing value
+// (a key that is not there, which is nil) says so; the builtin fails
+// inside reflect ("call of reflect.Value.Type on zero Value").
+func length(item reflect.Value) (int, error) {
+	for item.IsValid() && (item.Kind() == reflect.Pointer || item.Kind() == reflect.Interface) {
+		if item.IsNil() {
+			break
+		}
+		item = item.Elem()
+	}
+	if !item.IsValid() || ((item.Kind() == reflect.Pointer || item.Kind() == reflect.Interface) && item.IsNil()) {
+		return 0, errors.New("len of nothing: the value is missing (a key that is not there?)")
+	}
+	switch item.Kind() {
+	case reflect.Array, reflect.Chan, reflect.Map, reflect.Slice, reflect.String:
+		return item.Len(), nil
+	}
+	return 0, fmt.Errorf("len of type %s", item.Type())
+}
+
+// MaxListItems caps the lists that until and untilStep build, and the
+// numbers seq prints. Like repeat's string, they are built whole before
+// anything is written, so the output cap alone would let `range until
+// .Spec.n` take gigabytes first.
+const MaxListItems = 1 << 20
+
+// sprig's own functions, which the guarded ones below call.
+var (
+	sprigUntilStep func(start, stop, step int) []int
+	sprigSeq       func(params ...int) string
+)
+
+// stepCount is how many numbers untilStep(start, stop, step) makes,
+// without overflowing.
+func stepCount(start, stop, step int) uint64 {
+	switch {
+	case step > 0 && stop > start:
+		return (uint64(stop)-uint64(start)-1)/uint64(step) + 1
+	case step < 0 && stop < start:
+		return (uint64(start)-uint64(stop)-1)/(uint64(0)-uint64(step)) + 1
+	}
+	return 0
+}
+
+// tooMany is the error of a function that would make n items.
+func tooMany(fn string, n uint64) error {
+	return fmt.Errorf("%s would make %d items, over the cap of %d (a runaway loop?)", fn, n, MaxListItems)
+}
+
+// until is sprig's until, capped at MaxListItems.
+func until(count int) ([]int, error) {
+	step := 1
+	if count < 0 {
+		step = -1
+	}
+	if n := stepCount(0, count, step); n > MaxListItems {
+		return nil, tooMany("until", n)
+	}
+	return sprigUntilStep(0, count, step), nil
+}
+
+// untilStep is sprig's untilStep, capped at MaxListItems.
+func untilStep(start, stop, step int) ([]int, error) {
+	if n := stepCount(start, stop, step); n > MaxListItems {
+		return nil, tooMany("untilStep", n)
+	}
+	return sprigUntilStep(start, stop, step), nil
+}
+
+// seq is sprig's seq (seq END, seq START END, seq START STEP END),
+// capped at MaxListItems numbers.
+func seq(params ...int) (string, error) {
+	start, step, end := 1, 0, 0
+	switch len(params) {
+	case 1:
+		end = params[0]
+	case 2:
+		start, end = params[0], params[1]
+	case 3:
+		start, step, end = params[0], params[1], params[2]
+	default:
+		return sprigSeq(params...), nil
+	}
+	if step == 0 {
+		step = 1
+		if end < start {
+			step = -1
+		}
+	}
+	// The end is inclusive: one step further is the exclusive stop.
+	if n := stepCount(start, end, step) + 1; n > MaxListItems {
+		return "", tooMany("seq", n)
+	}
+	return sprigSeq(params...), nil
+}
+
+// repeat is sprig's repeat, refusing a string over the output cap before
+// building it.
+func repeat(count int, str string) (string, error) {
+	if count > 0 && len(str) > 0 && count > MaxOutputBytes/len(str) {
+		return "", fmt.Errorf("repeat would make %d bytes, over the %d MiB output cap (a runaway loop?)",
+			uint64(count)*uint64(len(str)), MaxOutputBytes>>20)
+	}
+	return strings.Repeat(str, max(count, 0)), nil
 }
 
 // required fails the render with msg when v is missing or an empty string,

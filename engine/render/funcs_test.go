@@ -53,6 +53,12 @@ func TestFuncs(t *testing.T) {
 		{"default on a missing field", `{{ .Spec.missing | default "x" }}`, "x"},
 		{"default keeps a set field", `{{ .Spec.image | default "x" }}`, "nginx"},
 		{"hasKey on spec", `{{ hasKey .Spec "zero" }} {{ hasKey .Spec "missing" }}`, "true false"},
+		{"len of a string, a list and a map", `{{ len .Spec.image }} {{ len .Spec.nested.b }} {{ len .Spec.nested }}`, "5 2 2"},
+		{"len of an empty string", `{{ len .Spec.empty }}`, "0"},
+		{"until, up and down", `{{ until 3 }} {{ until -2 }} {{ until 0 }}`, "[0 1 2] [0 -1] []"},
+		{"untilStep", `{{ untilStep 0 10 4 }} {{ untilStep 5 0 -2 }} {{ untilStep 0 5 -1 }}`, "[0 4 8] [5 3 1] []"},
+		{"seq with one, two and three numbers", `{{ seq 3 }}|{{ seq 2 -1 }}|{{ seq 0 2 5 }}|{{ seq 1 2 -5 }}`, "1 2 3|2 1 0 -1|0 2 4|"},
+		{"repeat", `{{ repeat 3 "ab" }}|{{ repeat 0 "ab" }}|{{ repeat -1 "ab" }}`, "ababab||"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

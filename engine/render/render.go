@@ -2,10 +2,12 @@ package render
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
+	"text/template"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -67,6 +69,15 @@ func (s *Set) execute(r *renderer, buf *bytes.Buffer, file string, data map[stri
 	}()
 	r.out = limitWriter{w: buf, r: r}
 	if err := r.t.ExecuteTemplate(&r.out, file, data); err != nil {
+		var located template.ExecError
+		if errors.Is(err, errOutputTooLarge) && !errors.As(err, &located) {
+			// A failed write: text/template drops its location.
+			at, line := overflowLine(r.t, s.sources, r.out.last, r.out.prev)
+			if at == "" {
+				at = file
+			}
+			return &Error{File: at, Line: line, Err: err}
+		}
 		return fromTemplateError(file, err)
 	}
 	return nil

@@ -3,8 +3,11 @@ package render
 import (
 	"encoding"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -380,4 +383,47 @@ func jsonSafe(v any) bool {
 		return true
 	}
 	return false
+}
+
+// rejectedPath returns the JSON path, below path, of the first value in v
+// (in key order) that the shape does not accept: where a value that
+// decodes itself, such as a quantity, failed. A key that names no field is
+// skipped (strict decoding reports it). It returns "" when the shape
+// accepts v, or cannot tell (shapeUnsure): the caller names its own path.
+func (s *typeShape) rejectedPath(v any, path string) string {
+	if s.kind == shapeUnsure || s.accepts(v) {
+		return ""
+	}
+	switch s.kind {
+	case shapePtr:
+		return s.elem.rejectedPath(v, path)
+	case shapeSlice:
+		if a, ok := v.([]any); ok {
+			for i, item := range a {
+				if p := s.elem.rejectedPath(item, fmt.Sprintf("%s[%d]", path, i)); p != "" {
+					return p
+				}
+			}
+		}
+	case shapeMap, shapeStruct:
+		if m, ok := v.(map[string]any); ok {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				f := s.elem
+				if s.kind == shapeStruct {
+					f = s.fields[k]
+				}
+				if f == nil {
+					continue
+				}
+				sub := k
+				if path != "" {
+					sub = path + "." + k
+				}
+				if p := f.rejectedPath(m[k], sub); p != "" {
+					return p
+				}
+			}
+		}
+	}
+	return path
 }

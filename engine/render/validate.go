@@ -32,10 +32,14 @@ func fieldOf(err error) string {
 	if !errors.As(err, &fe) {
 		return ""
 	}
-	if i := strings.LastIndexByte(fe.Path, '.'); i >= 0 {
-		return fe.Path[i+1:]
+	field := fe.Path
+	if i := strings.LastIndexByte(field, '.'); i >= 0 {
+		field = field[i+1:]
 	}
-	return fe.Path
+	if i := strings.IndexByte(field, '['); i >= 0 {
+		field = field[:i] // containers[0]: the key is containers
+	}
+	return field
 }
 
 // validate checks one decoded object before anything reaches a cluster:
@@ -128,7 +132,7 @@ func jsonStrictDecode(gvk schema.GroupVersionKind, typed any, obj map[string]any
 	}
 	strict, err := kjson.UnmarshalStrict(raw, typed)
 	if err != nil {
-		return typeError(err)
+		return decodeError(typed, obj, err)
 	}
 	if len(strict) > 0 {
 		msgs := make([]string, len(strict))
@@ -145,10 +149,16 @@ func jsonStrictDecode(gvk schema.GroupVersionKind, typed any, obj map[string]any
 // "cannot unmarshal number 1.5 into Go struct field ...".
 var jsonTypeError = regexp.MustCompile(`cannot unmarshal (\w+(?: \S+)?) into Go struct field [^.]*\.(\S+) of type (\S+)`)
 
-// typeError rewrites encoding/json's message as a *FieldError with a path.
-func typeError(err error) error {
+// decodeError rewrites a decoding error of obj into typed as a
+// *FieldError with a path. encoding/json names the field of a mistyped
+// value; a value that decodes itself (a quantity, a time, base64 bytes)
+// fails without saying where, and the shape of typed finds it.
+func decodeError(typed any, obj map[string]any, err error) error {
 	if m := jsonTypeError.FindStringSubmatch(err.Error()); m != nil {
 		return &FieldError{Path: m[2], Msg: fmt.Sprintf("must be %s, not %s", m[3], m[1])}
+	}
+	if path := shapeOf(reflect.TypeOf(typed)).rejectedPath(obj, ""); path != "" {
+		return &FieldError{Path: path, Msg: err.Error()}
 	}
 	return err
 }

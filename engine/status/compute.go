@@ -209,7 +209,11 @@ func toJSONMap(m map[string]any) (map[string]any, error) {
 }
 
 // truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+// Invalid UTF-8 (an error that quotes a template's bytes) is replaced
+// first, as JSON would replace it, so that the API server stores the
+// message as written and the cut holds after encoding.
 func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
 		return s
 	}

@@ -530,3 +530,47 @@ func TestComputeNilParent(t *testing.T) {
 		t.Errorf("got observedGeneration %v, state %v; want 0, Ready", got["observedGeneration"], got["state"])
 	}
 }
+
+// TestComputeMessagesAreValidUTF8: a failure whose text is not UTF-8 (a
+// template's `fail "\xff"`, say) gives messages that are, so that the API
+// server stores them as computed: JSON turns each invalid byte into a
+// three-byte U+FFFD, which also broke the length caps. Found by
+// FuzzCompute.
+func TestComputeMessagesAreValidUTF8(t *testing.T) {
+	bad := "bad \xff\xfe byte" + strings.Repeat("\xff", 2*maxConditionMessage)
+	tests := []struct {
+		name string
+		edit func(in *Input)
+	}{{
+		name: "render error",
+		edit: func(in *Input) {
+			in.Rendered, in.Results = nil, nil
+			in.RenderErr = &render.Error{File: "deployment.yaml", Line: 3, Err: errors.New(bad)}
+		},
+	}, {
+		name: "apply error",
+		edit: func(in *Input) { failResult(in, ref("apps", "v1", "Deployment", "app"), errors.New(bad)) },
+	}, {
+		name: "status template error",
+		edit: func(in *Input) { in.ExtraErr = errors.New(bad) },
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := baseInput(t)
+			tt.edit(&in)
+			got := Compute(in)
+			stored := withStatus(t, in.Parent, got).Object["status"].(map[string]any) // as the API server stores it
+			if diff := cmp.Diff(condsOf(t, got), condsOf(t, stored)); diff != "" {
+				t.Errorf("conditions are not stored as computed (-computed +stored):\n%s", diff)
+			}
+			if diff := cmp.Diff(got["children"], stored["children"]); diff != "" {
+				t.Errorf("children are not stored as computed (-computed +stored):\n%s", diff)
+			}
+			for typ, c := range condsOf(t, stored) {
+				if len(c.Message) > maxConditionMessage {
+					t.Errorf("%s message is stored as %d bytes, over %d", typ, len(c.Message), maxConditionMessage)
+				}
+			}
+		})
+	}
+}

@@ -87,8 +87,6 @@ func project(status map[string]any, extraKeys []string) projection {
 	return p
 }
 
-// decodeChildren decodes a status.children list, skipping any entry that
-// is not a child. An empty list decodes to nil.
 // ChildKinds returns the kinds listed in a parent's status.children: the
 // kinds Loom applied for it last time, which may include kinds its
 // templates no longer render (and whose children must be pruned).
@@ -103,6 +101,8 @@ func ChildKinds(parent *unstructured.Unstructured) []schema.GroupVersionKind {
 	return out
 }
 
+// decodeChildren decodes a status.children list, skipping any entry that
+// is not a child. An empty list decodes to nil.
 func decodeChildren(raw any) []childEntry {
 	items, _ := raw.([]any)
 	var out []childEntry

@@ -106,6 +106,9 @@ type loomOptions struct {
 	// transport, when set, wraps Loom's HTTP transport, to watch or hold
 	// the requests it sends.
 	transport func(http.RoundTripper) http.RoundTripper
+	// quiet logs only Loom's per-parent decisions (V(2)) instead of its
+	// per-item chatter (V(4)), for tests that run many Looms at once.
+	quiet bool
 }
 
 // startLoom runs a controller over templates, watching only namespace, and
@@ -129,7 +132,11 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
 	}
-	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(4)))
+	verbosity := 4
+	if o.quiet {
+		verbosity = 2
+	}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(verbosity)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	l.cancel = cancel
 	go func() { l.done <- mgr.Run(ctx) }()
@@ -145,6 +152,19 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 		}
 	})
 	return l
+}
+
+// mustBeRunning fails the test if the Manager's Run has returned: Loom
+// stopped (or crashed and recovered into an error) while it should be
+// reconciling.
+func (l *loom) mustBeRunning(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-l.done:
+		l.done <- err // for the cleanup, which waits for it
+		t.Fatalf("Loom's Run returned while it should be running: %v", err)
+	default:
+	}
 }
 
 // quiesce waits until Loom has gone quiet: count (of reconciles, say) does
@@ -248,8 +268,14 @@ func copyTemplates(t *testing.T) string {
 // patchSpec merge-patches a MyResource.
 func patchSpec(t *testing.T, ns, name, patch string) {
 	t.Helper()
-	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatalf("patch %s/%s: %v", ns, name, err)
+	patchObject(t, myresGVR, ns, name, patch)
+}
+
+// patchObject merge-patches any namespaced object.
+func patchObject(t *testing.T, gvr schema.GroupVersionResource, ns, name, patch string) {
+	t.Helper()
+	if _, err := dyn.Resource(gvr).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patch %s %s/%s: %v", gvr.Resource, ns, name, err)
 	}
 }
 
@@ -288,7 +314,13 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 	t.Helper()
 	var last error
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		last = cond(ctx)
+		err := cond(ctx)
+		if deadline, ok := ctx.Deadline(); ok && err != nil && last != nil && !time.Now().Before(deadline) {
+			// The deadline cut this try short (a client's rate limiter
+			// refuses to wait past it): the try before says why.
+			return false, nil
+		}
+		last = err
 		return last == nil, nil
 	})
 	if err != nil {
