@@ -143,9 +143,10 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.ctx = ctx
 	m.children = newChildWatcher(ctx, m.client, m.opts.Namespace, m.opts.ResyncPeriod, m.opts.FieldManager, m.route, m.childSynced)
 	for _, s := range sets {
+		// A second set for a kind is bad input, like a broken one: it is
+		// rejected, and every other set runs.
 		if err := m.addSetLocked(s); err != nil {
-			m.mu.Unlock()
-			return err
+			logger.Error(err, "Template set rejected", "set", s.Dir)
 		}
 	}
 	m.metrics.sets.Set(float64(len(m.dirs)))

@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 var serviceAccountGVR = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
@@ -167,4 +169,23 @@ data:
 	if n := applies.max.Load(); n != 1 {
 		t.Errorf("%d applies of the child were in flight at once, want 1: the v2 controller started before the v1 controller's reconcile ended", n)
 	}
+}
+
+// Two sets for one parent kind at startup: the second (in folder order) is
+// rejected, and Loom runs the first instead of exiting. On the old code
+// Run returned the error, so Loom exited and no parent was reconciled.
+func TestTwoSetsForOneKindAtStartup(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	dir := t.TempDir()
+	if err := testutil.CopyDir(filepath.Join(repoRoot, "templates", "myresource"), filepath.Join(dir, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.CopyDir(filepath.Join(repoRoot, "templates", "myresource"), filepath.Join(dir, "b")); err != nil {
+		t.Fatal(err)
+	}
+	l := startLoom(t, dir, ns, loomOptions{})
+	createParent(t, ns, minimalParent)
+	waitCondition(t, ns, "hello", "Ready", "True")
+	l.mustBeRunning(t)
 }
