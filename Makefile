@@ -13,7 +13,7 @@ CONVERGE_FLAGS ?= -parents 1000 -workers 8
 
 .PHONY: help
 help: ## List the targets.
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 .PHONY: build
 build: ## Build bin/loom.
@@ -22,7 +22,7 @@ build: ## Build bin/loom.
 .PHONY: test
 test: build ## Run every test: unit, fuzz seeds, golden files, and e2e against the local cluster.
 	go vet ./...
-	go vet -tags e2e ./test/e2e/...
+	go vet -tags e2e ./test/e2e/... ./test/faults/...
 	go test $(GO_TEST_FLAGS) ./...
 	$(BIN)/loom test templates/
 	hack/e2e.sh
@@ -33,8 +33,12 @@ test-unit: build ## Run the tests that need no cluster.
 	$(BIN)/loom test templates/
 
 .PHONY: test-e2e
-test-e2e: build ## Run the e2e tests (starts the local cluster if it is not up).
+test-e2e: build ## Run the e2e tests, then the fault tests (starts the local cluster if it is not up).
 	hack/e2e.sh -v
+
+.PHONY: test-faults
+test-faults: build ## Run only the fault tests: API server restart, etcd compaction, SIGKILL, 409 storm, ... (starts the local cluster if it is not up).
+	E2E_SUITES=faults hack/e2e.sh -v
 
 .PHONY: golden
 golden: build ## Rewrite every golden file: the template sets' and the Go tests' testdata (review the diff!).

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -212,19 +211,7 @@ func patchSpec(t *testing.T, ns, name, patch string) {
 }
 
 // editFile rewrites a file by replacing old with new, failing if old is absent.
-func editFile(t *testing.T, path, old, new string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(b), old) {
-		t.Fatalf("%s does not contain %q", path, old)
-	}
-	if err := os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+var editFile = testutil.EditFile
 
 // createParent creates a MyResource from YAML in namespace.
 func createParent(t *testing.T, namespace, manifest string) *unstructured.Unstructured {
