@@ -158,11 +158,12 @@ orphans() {
 
 # ---------------------------------------------------------------- state ----
 
-healthy() {
+all_alive() {
   local name
   for name in "${COMPONENTS[@]}"; do alive "$name" || return 1; done
-  [[ $(k get --raw /readyz 2>/dev/null) == ok ]]
 }
+
+healthy() { all_alive && [[ $(k get --raw /readyz 2>/dev/null) == ok ]]; }
 
 apiserver_ready() { curl -fsk -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$APISERVER_PORT/readyz"; }
 node_ready() { [[ $(k get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
@@ -282,13 +283,14 @@ cmd_up() {
   cmd_env
 }
 
-# cmd_restart NAME: stop one component and start it again on the same state
-# (etcd keeps its data, the apiserver its certificate), then wait until the
-# whole cluster is healthy again. For tests of how clients survive it.
+# cmd_restart NAME: stop one component and start it again on the same
+# state (etcd keeps its data, the apiserver its certificate), then wait
+# until the whole cluster is healthy again. For tests of how clients
+# survive it.
 cmd_restart() {
   local name=${1:-} t0=$SECONDS
   [[ " ${COMPONENTS[*]} " == *" $name "* ]] || die "restart what? one of: ${COMPONENTS[*]}"
-  healthy || die "the cluster is not up; run '$0 up' first"
+  all_alive || die "the cluster is not up; run '$0 up' first"
   make_secrets
   trap 'fail "interrupted"' INT TERM
   stop "$name"
@@ -299,9 +301,9 @@ cmd_restart() {
 }
 
 # cmd_compact: compact etcd's history at its current revision, through its
-# HTTP/JSON gateway, so that a watch or list from an older revision is
-# refused (410 Gone from the API server once it has to go back to etcd).
-# Prints the revision.
+# HTTP/JSON gateway, and check that a read below it is refused; print the
+# revision. Lists and watches from an older revision that reach etcd (not
+# the API server's watch cache) fail from then on with 410 Gone.
 cmd_compact() {
   local out rev
   alive etcd || die "etcd is not running; run '$0 up' first"
@@ -310,7 +312,6 @@ cmd_compact() {
   [[ -n $rev ]] || die "no revision in etcd's answer: $out"
   out=$(curl -fsS -X POST "$ETCD_URL/v3/kv/compaction" -d "{\"revision\":\"$rev\",\"physical\":true}") ||
     die "compact etcd at revision $rev: $out"
-  # Proof: a read at the revision before is refused.
   out=$(curl -sS -X POST "$ETCD_URL/v3/kv/range" -d "{\"key\":\"AA==\",\"revision\":\"$((rev - 1))\"}")
   [[ $out == *compacted* ]] || die "etcd still serves revision $((rev - 1)) after compacting at $rev: $out"
   log "compacted etcd at revision $rev"

@@ -137,7 +137,12 @@ func newNamespace(t *testing.T) string {
 			t.Errorf("delete namespace %s: %v", ns, err)
 			return
 		}
+		// Pods wait out their 30 s grace period (kwok plays no kubelet to
+		// end it sooner), and so would the namespace: remove them now. A
+		// terminating namespace takes no new pods.
+		zero := int64(0)
 		err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+			_ = kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 			_, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})

@@ -181,6 +181,7 @@ func (r *faultRun) finish(e expect) time.Duration {
 	r.loom.mustRun(t)
 	checkChildren(t, r.ns, e.kinds, e.gone, e.failing)
 	r.tracker.check(t, e.mayGo...)
+	t.Log(r.logSummary())
 	quiet := r.quiesce()
 	w := r.meter.snapshot(t).sub(r.before)
 	loomWrites := w.sum(loomWrite)
@@ -192,6 +193,47 @@ func (r *faultRun) finish(e expect) time.Duration {
 			loomWrites, r.parents, e.perParent, e.extra, limit, w.top(10, loomWrite))
 	}
 	return took
+}
+
+// restart restarts a cluster component with cluster.sh (args are more
+// arguments to `cluster.sh restart NAME`), and returns its output. Meanwhile it
+// scrapes the API server's metrics every 200 ms, so that the write counts
+// miss as little as possible of what the server served before it went
+// away.
+func (r *faultRun) restart(component string, args ...string) string {
+	r.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			_ = r.meter.observe(ctx)
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	out := clusterScript(r.t, append([]string{"restart", component}, args...)...)
+	cancel()
+	<-done
+	p, err := readProgress(context.Background(), r.ns, nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Logf("%s back %s after the first create: %s", component, time.Since(r.start).Round(100*time.Millisecond), p)
+	return out
+}
+
+// logSummary describes Loom's failed reconciles, from its log.
+func (r *faultRun) logSummary() string {
+	var failed []string
+	for _, l := range strings.Split(r.loom.Output(), "\n") {
+		if strings.Contains(l, "Reconcile failed") {
+			failed = append(failed, l)
+		}
+	}
+	if len(failed) == 0 {
+		return "no failed reconcile in Loom's log"
+	}
+	return fmt.Sprintf("%d failed reconciles in Loom's log, the first and the last:\n%s\n%s", len(failed), failed[0], failed[len(failed)-1])
 }
 
 // quiesce waits until Loom's writes (as the API server counts them) and
