@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 )
 
@@ -70,4 +73,33 @@ func Condition(obj *unstructured.Unstructured, typ string) (status, reason, mess
 		}
 	}
 	return "", "", ""
+}
+
+// Clients are a test binary's clients of the local cluster.
+type Clients struct {
+	Config *rest.Config
+	Dyn    dynamic.Interface
+	Kube   kubernetes.Interface
+}
+
+// Connect loads kubeconfig, makes clients whose rate limit suits load
+// tests (500 requests per second), checks that the API server answers, and
+// installs the CRDs in the folder crds.
+func Connect(ctx context.Context, kubeconfig, crds string) (*Clients, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	c := &Clients{Config: cfg}
+	if c.Dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if _, err := c.Kube.Discovery().ServerVersion(); err != nil {
+		return nil, fmt.Errorf("reach the API server at %s: %w", cfg.Host, err)
+	}
+	return c, InstallCRDs(ctx, c.Dyn, crds)
 }

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,4 +28,31 @@ func Poll(t testing.TB, interval, timeout time.Duration, what string, cond func(
 	if err != nil {
 		t.Fatalf("%s: not within %v: %v", what, timeout, last)
 	}
+}
+
+// ForEach calls fn for 0 … n-1 from workers goroutines at once. The first
+// error cancels the context the other calls get, and is returned once they
+// have ended.
+func ForEach(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				if err := fn(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		}()
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	return context.Cause(ctx)
 }

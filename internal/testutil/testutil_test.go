@@ -2,9 +2,12 @@ package testutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,5 +80,37 @@ func TestProcess(t *testing.T) {
 	}
 	if done, err := q.Exited(); !done || err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Errorf("after Kill: exited %v, err %v; want a process killed by SIGKILL", done, err)
+	}
+}
+
+// ForEach calls fn once for each index, and its first error stops it.
+func TestForEach(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[int]int{}
+	err := ForEach(context.Background(), 100, 7, func(_ context.Context, i int) error {
+		mu.Lock()
+		seen[i]++
+		mu.Unlock()
+		return nil
+	})
+	if err != nil || len(seen) != 100 {
+		t.Fatalf("ForEach = %v, %d indexes seen, want nil, 100", err, len(seen))
+	}
+	for i, n := range seen {
+		if n != 1 {
+			t.Errorf("index %d called %d times", i, n)
+		}
+	}
+	var calls atomic.Int64
+	boom := errors.New("boom")
+	err = ForEach(context.Background(), 10000, 4, func(ctx context.Context, i int) error {
+		calls.Add(1)
+		if i == 10 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) || calls.Load() > 100 {
+		t.Errorf("ForEach = %v after %d calls; want boom, soon after the 11th", err, calls.Load())
 	}
 }

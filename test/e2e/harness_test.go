@@ -40,10 +40,6 @@ var (
 
 func nsObject(meta *metav1.ObjectMeta) *corev1.Namespace { return &corev1.Namespace{ObjectMeta: *meta} }
 
-// installCRDs server-side applies every CRD in dir and waits until each is
-// established.
-func installCRDs(ctx context.Context, dir string) error { return testutil.InstallCRDs(ctx, dyn, dir) }
-
 // applyCRD server-side applies one CRD and waits until it is established.
 func applyCRD(ctx context.Context, raw []byte) error { return testutil.ApplyCRD(ctx, dyn, raw) }
 

@@ -33,16 +33,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/loom-operator/loom/internal/testutil"
 )
 
 var (
-	// cfg reaches the local cluster's API server.
-	cfg *rest.Config
-	// dyn and kube are the tests' own clients.
+	// dyn and kube are the tests' own clients of the local cluster.
 	dyn  dynamic.Interface
 	kube kubernetes.Interface
 	// repoRoot is the repository's root folder.
@@ -66,25 +62,13 @@ func setup() error {
 	if _, err := os.Stat(filepath.Join(root, "bin", "loom")); err != nil {
 		return fmt.Errorf("bin/loom is missing (make build): %w", err)
 	}
-	cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfigPath())
-	if err != nil {
-		return fmt.Errorf("load kubeconfig %s: %w", kubeconfigPath(), err)
-	}
-	cfg.QPS, cfg.Burst = 500, 1000
-	if dyn, err = dynamic.NewForConfig(cfg); err != nil {
-		return err
-	}
-	if kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return err
-	}
-	if _, err := kube.Discovery().ServerVersion(); err != nil {
-		return fmt.Errorf("reach the API server at %s: %w", cfg.Host, err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := testutil.InstallCRDs(ctx, dyn, filepath.Join(root, "crds")); err != nil {
+	c, err := testutil.Connect(ctx, kubeconfigPath(), filepath.Join(root, "crds"))
+	if err != nil {
 		return err
 	}
+	dyn, kube = c.Dyn, c.Kube
 	// Namespaces still being deleted (by the e2e suite that ran before)
 	// would add their deletes to the API server's write counts.
 	return waitNoTerminatingNamespaces(ctx)

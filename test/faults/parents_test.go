@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -64,31 +63,17 @@ func parentObject(i int) *unstructured.Unstructured {
 // edit, when not nil, changes each one before it is created.
 func createParents(t *testing.T, ns string, n int, edit func(i int, p *unstructured.Unstructured)) {
 	t.Helper()
-	jobs := make(chan int)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				p := parentObject(i)
-				if edit != nil {
-					edit(i, p)
-				}
-				if _, err := dyn.Resource(myresGVR).Namespace(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
-					errs <- fmt.Errorf("create parent %s: %w", p.GetName(), err)
-				}
-			}
-		}()
-	}
-	for i := range n {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	err := testutil.ForEach(context.Background(), n, 8, func(ctx context.Context, i int) error {
+		p := parentObject(i)
+		if edit != nil {
+			edit(i, p)
+		}
+		if _, err := dyn.Resource(myresGVR).Namespace(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create parent %s: %w", p.GetName(), err)
+		}
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -116,31 +115,13 @@ func (s *storm) round(ctx context.Context, ns, value string) error {
 	if err != nil {
 		return fmt.Errorf("list parents: %w", err)
 	}
-	names := make(chan [2]string)
-	errs := make(chan error, 4)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for nr := range names {
-				if err := s.patch(ctx, ns, nr[0], nr[1], value); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	for _, p := range list.Items {
-		names <- [2]string{p.GetName(), p.GetResourceVersion()}
-	}
-	close(names)
-	wg.Wait()
-	close(errs)
+	err = testutil.ForEach(ctx, len(list.Items), 4, func(ctx context.Context, i int) error {
+		return s.patch(ctx, ns, list.Items[i].GetName(), list.Items[i].GetResourceVersion(), value)
+	})
 	if ctx.Err() != nil {
 		return nil
 	}
-	return <-errs
+	return err
 }
 
 func (s *storm) patch(ctx context.Context, ns, name, rv, value string) error {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -84,28 +83,11 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 // clients at once; the first error stops them.
 func createUnrelated(t *testing.T, ns string, n int) {
 	t.Helper()
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
 	payload := strings.Repeat("u", unrelatedSize)
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				if err := createOneUnrelated(ctx, ns, i, payload); err != nil {
-					cancel(err)
-				}
-			}
-		}()
-	}
-	for i := 0; i < n && ctx.Err() == nil; i++ {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
+	err := testutil.ForEach(context.Background(), n, 32, func(ctx context.Context, i int) error {
+		return createOneUnrelated(ctx, ns, i, payload)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
@@ -124,7 +106,7 @@ func createOneUnrelated(ctx context.Context, ns string, i int, payload string) e
 	} else {
 		_, err = kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"payload": []byte(payload)}}, metav1.CreateOptions{})
 	}
-	if err != nil && ctx.Err() == nil {
+	if err != nil {
 		return fmt.Errorf("create unrelated object %d: %w", i, err)
 	}
 	return nil
