@@ -19,7 +19,7 @@ CONVERGE_FLAGS ?= -parents 1000 -workers 8
 
 .PHONY: help
 help: ## List the targets.
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 .PHONY: build
 build: ## Build bin/loom.
@@ -28,7 +28,7 @@ build: ## Build bin/loom.
 .PHONY: test
 test: build ## Run every test: unit, fuzz seeds, golden files, and e2e against the local cluster (controller and e2e with -race).
 	go vet ./...
-	go vet -tags e2e ./test/e2e/...
+	go vet -tags e2e ./test/e2e/... ./test/faults/...
 	go test $(GO_TEST_FLAGS) ./...
 	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 	$(BIN)/loom test templates/
@@ -41,8 +41,12 @@ test-unit: build ## Run the tests that need no cluster.
 	$(BIN)/loom test templates/
 
 .PHONY: test-e2e
-test-e2e: build ## Run the e2e tests (starts the local cluster if it is not up).
+test-e2e: build ## Run the e2e tests, then the fault tests (starts the local cluster if it is not up).
 	hack/e2e.sh -v $(E2E_FLAGS)
+
+.PHONY: test-faults
+test-faults: build ## Run only the fault tests: API server restart, etcd compaction, SIGKILL, 409 storm, ... (starts the local cluster if it is not up).
+	E2E_SUITES=faults hack/e2e.sh -v
 
 .PHONY: golden
 golden: build ## Rewrite every golden file: the template sets' and the Go tests' testdata (review the diff!).

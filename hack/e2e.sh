@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Runs the e2e tests against the local cluster. Reuses a cluster that is
-# already up; otherwise starts one and stops it at the end, pass or fail.
+# Runs the e2e tests against the local cluster: the parallel suite
+# (test/e2e), then the fault suite (test/faults), which restarts cluster
+# components and so runs alone, one test at a time. E2E_SUITES picks
+# suites ("e2e faults" by default). Reuses a cluster that is already up;
+# otherwise starts one and stops it at the end, pass or fail. Arguments go
+# to go test.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CLUSTER="$ROOT/hack/cluster/cluster.sh"
@@ -24,4 +28,10 @@ if [[ -f $ROOT/.cluster/loom.pid ]]; then
   rm -f "$ROOT/.cluster/loom.pid"
 fi
 cd "$ROOT"
-go test -tags e2e -count=1 -timeout 30m "$@" ./test/e2e/...
+for suite in ${E2E_SUITES:-e2e faults}; do
+  case $suite in
+  e2e) go test -tags e2e -count=1 -timeout 30m "$@" ./test/e2e/... ;;
+  faults) go test -tags e2e -count=1 -timeout 30m "$@" ./test/faults/... ;;
+  *) echo "e2e.sh: unknown suite $suite in E2E_SUITES (want e2e, faults)" >&2; exit 2 ;;
+  esac
+done

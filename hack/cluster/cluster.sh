@@ -5,7 +5,7 @@
 # (which fakes a kubelet-less node, so pods "run" without containers) as plain
 # background processes. Binaries go to $ROOT/bin, all state to $ROOT/.cluster.
 #
-# Usage: hack/cluster/cluster.sh build|up|down [--keep-state]|status|env
+# Usage: hack/cluster/cluster.sh build|up|down [--keep-state]|restart NAME|compact|status|env
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -156,13 +156,14 @@ orphans() {
   done
 }
 
-# ------------------------------------------------------------- cluster ----
+# ---------------------------------------------------------------- state ----
 
-healthy() {
+all_alive() {
   local name
   for name in "${COMPONENTS[@]}"; do alive "$name" || return 1; done
-  [[ $(k get --raw /readyz 2>/dev/null) == ok ]]
 }
+
+healthy() { all_alive && [[ $(k get --raw /readyz 2>/dev/null) == ok ]]; }
 
 apiserver_ready() { curl -fsk -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$APISERVER_PORT/readyz"; }
 node_ready() { [[ $(k get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
@@ -210,6 +211,53 @@ status:
   allocatable: {cpu: '1000', memory: 4Ti, pods: '10000'}
   capacity: {cpu: '1000', memory: 4Ti, pods: '10000'}"
 
+# ----------------------------------------------------------- components ----
+# start_<component> starts one component with its flags and waits until it
+# is ready. `up` calls them in COMPONENTS order; `restart` calls one.
+
+ETCD_URL=http://127.0.0.1:$ETCD_PORT
+ETCD_PEER_URL=http://127.0.0.1:$ETCD_PEER_PORT
+# Flags the controller-manager and the scheduler share.
+CLIENT_FLAGS=(--kubeconfig "$KUBECONFIG_FILE" --leader-elect=false --secure-port 0 --kube-api-qps 500 --kube-api-burst 1000)
+
+start_etcd() {
+  start etcd --name loom --data-dir "$STATE/etcd" --unsafe-no-fsync --log-level warn \
+    --listen-client-urls "$ETCD_URL" --advertise-client-urls "$ETCD_URL" \
+    --listen-peer-urls "$ETCD_PEER_URL" --initial-advertise-peer-urls "$ETCD_PEER_URL" --initial-cluster "loom=$ETCD_PEER_URL"
+  wait_for etcd "health" curl -fs "$ETCD_URL/health"
+}
+
+start_kube_apiserver() {
+  start kube-apiserver --etcd-servers "$ETCD_URL" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" --cert-dir "$CERTS" \
+    --token-auth-file "$STATE/tokens.csv" --authorization-mode RBAC \
+    --service-account-issuer https://kubernetes.default.svc \
+    --service-account-key-file "$STATE/sa.key" --service-account-signing-key-file "$STATE/sa.key" \
+    --service-cluster-ip-range 10.96.0.0/16 --allow-privileged \
+    --disable-admission-plugins ServiceAccount,TaintNodesByCondition \
+    --enable-admission-plugins OwnerReferencesPermissionEnforcement \
+    --enable-priority-and-fairness=false --max-requests-inflight 2000 --max-mutating-requests-inflight 1000
+  wait_for kube-apiserver "/readyz" apiserver_ready
+  write_kubeconfig
+}
+
+start_kube_controller_manager() {
+  start kube-controller-manager "${CLIENT_FLAGS[@]}" --root-ca-file "$CERTS/apiserver.crt" \
+    --flex-volume-plugin-dir "$STATE/flexvolume" \
+    --controllers '*,-serviceaccount-token-controller,-node-ipam-controller,-node-lifecycle-controller'
+}
+
+start_kube_scheduler() { start kube-scheduler "${CLIENT_FLAGS[@]}"; }
+
+start_kwok() {
+  k apply -f - <<<"$NODE_YAML" >/dev/null || fail "could not create node $NODE_NAME" kube-apiserver
+  start kwok --kubeconfig "$KUBECONFIG_FILE" --manage-all-nodes=false \
+    --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake --cidr 10.244.0.1/16 --node-ip 127.0.0.1
+  wait_for kwok "Ready node $NODE_NAME" node_ready
+}
+
+# ------------------------------------------------------------- cluster ----
+
 cmd_up() {
   cmd_build
   if healthy; then log "already up and healthy, nothing to do"; cmd_env; return 0; fi
@@ -228,40 +276,47 @@ cmd_up() {
   chmod 700 "$STATE" "$STATE/etcd"
   make_secrets
   trap 'fail "interrupted"' INT TERM
-
-  local etcd_url=http://127.0.0.1:$ETCD_PORT peer_url=http://127.0.0.1:$ETCD_PEER_PORT
-  start etcd --name loom --data-dir "$STATE/etcd" --unsafe-no-fsync --log-level warn \
-    --listen-client-urls "$etcd_url" --advertise-client-urls "$etcd_url" \
-    --listen-peer-urls "$peer_url" --initial-advertise-peer-urls "$peer_url" --initial-cluster "loom=$peer_url"
-  wait_for etcd "health" curl -fs "$etcd_url/health"
-
-  start kube-apiserver --etcd-servers "$etcd_url" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" --cert-dir "$CERTS" \
-    --token-auth-file "$STATE/tokens.csv" --authorization-mode RBAC \
-    --service-account-issuer https://kubernetes.default.svc \
-    --service-account-key-file "$STATE/sa.key" --service-account-signing-key-file "$STATE/sa.key" \
-    --service-cluster-ip-range 10.96.0.0/16 --allow-privileged \
-    --disable-admission-plugins ServiceAccount,TaintNodesByCondition \
-    --enable-admission-plugins OwnerReferencesPermissionEnforcement \
-    --enable-priority-and-fairness=false --max-requests-inflight 2000 --max-mutating-requests-inflight 1000
-  wait_for kube-apiserver "/readyz" apiserver_ready
-  write_kubeconfig
-
-  local client=(--kubeconfig "$KUBECONFIG_FILE" --leader-elect=false --secure-port 0 --kube-api-qps 500 --kube-api-burst 1000)
-  start kube-controller-manager "${client[@]}" --root-ca-file "$CERTS/apiserver.crt" \
-    --flex-volume-plugin-dir "$STATE/flexvolume" \
-    --controllers '*,-serviceaccount-token-controller,-node-ipam-controller,-node-lifecycle-controller'
-  start kube-scheduler "${client[@]}"
-
-  k apply -f - <<<"$NODE_YAML" >/dev/null || fail "could not create node $NODE_NAME" kube-apiserver
-  start kwok --kubeconfig "$KUBECONFIG_FILE" --manage-all-nodes=false \
-    --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake --cidr 10.244.0.1/16 --node-ip 127.0.0.1
-  wait_for kwok "Ready node $NODE_NAME" node_ready
+  for name in "${COMPONENTS[@]}"; do "start_${name//-/_}"; done
   wait_for kube-controller-manager "default ServiceAccount" k get serviceaccount default -n default
   alive kube-scheduler || fail "kube-scheduler exited" kube-scheduler
   trap - INT TERM
-  log "up in $((SECONDS - t0))s: apiserver https://127.0.0.1:$APISERVER_PORT, etcd $etcd_url, node $NODE_NAME"
+  log "up in $((SECONDS - t0))s: apiserver https://127.0.0.1:$APISERVER_PORT, etcd $ETCD_URL, node $NODE_NAME"
   cmd_env
+}
+
+# cmd_restart NAME: stop one component and start it again on the same
+# state (etcd keeps its data, the apiserver its certificate), then wait
+# until the whole cluster is healthy again. For tests of how clients
+# survive it.
+cmd_restart() {
+  local name=${1:-} t0=$SECONDS
+  [[ " ${COMPONENTS[*]} " == *" $name "* ]] || die "restart what? one of: ${COMPONENTS[*]}"
+  all_alive || die "the cluster is not up; run '$0 up' first"
+  make_secrets
+  trap 'fail "interrupted"' INT TERM
+  stop "$name"
+  "start_${name//-/_}"
+  wait_for "$name" "healthy cluster after the restart" healthy
+  trap - INT TERM
+  log "restarted $name in $((SECONDS - t0))s"
+}
+
+# cmd_compact: compact etcd's history at its current revision, through its
+# HTTP/JSON gateway, and check that a read below it is refused; print the
+# revision. Lists and watches from an older revision that reach etcd (not
+# the API server's watch cache) fail from then on with 410 Gone.
+cmd_compact() {
+  local out rev
+  alive etcd || die "etcd is not running; run '$0 up' first"
+  out=$(curl -fsS -X POST "$ETCD_URL/v3/kv/range" -d '{"key":"AA==","limit":1}') || die "read etcd's revision: $out"
+  rev=$(grep -o '"revision":"[0-9]*"' <<<"$out" | head -n 1 | tr -dc 0-9)
+  [[ -n $rev ]] || die "no revision in etcd's answer: $out"
+  out=$(curl -fsS -X POST "$ETCD_URL/v3/kv/compaction" -d "{\"revision\":\"$rev\",\"physical\":true}") ||
+    die "compact etcd at revision $rev: $out"
+  out=$(curl -sS -X POST "$ETCD_URL/v3/kv/range" -d "{\"key\":\"AA==\",\"revision\":\"$((rev - 1))\"}")
+  [[ $out == *compacted* ]] || die "etcd still serves revision $((rev - 1)) after compacting at $rev: $out"
+  log "compacted etcd at revision $rev"
+  echo "$rev"
 }
 
 cmd_down() {
@@ -291,8 +346,8 @@ cmd_status() {
 
 cmd_env() { echo "export KUBECONFIG=$KUBECONFIG_FILE"; }
 
-# One build/up/down at a time (e.g. parallel `make cluster`); the lock is released on exit.
-if [[ ${1:-} =~ ^(build|up|down)$ ]]; then
+# One build/up/down/restart at a time (e.g. parallel `make cluster`); the lock is released on exit.
+if [[ ${1:-} =~ ^(build|up|down|restart)$ ]]; then
   mkdir -p "$BIN" && exec 9>"$BIN/.cluster.lock" && flock 9
 fi
 
@@ -300,7 +355,9 @@ case ${1:-} in
 build) cmd_build ;;
 up) cmd_up ;;
 down) cmd_down "${2:-}" ;;
+restart) cmd_restart "${2:-}" ;;
+compact) cmd_compact ;;
 status) cmd_status ;;
 env) cmd_env ;;
-*) echo "usage: $0 build|up|down [--keep-state]|status|env" >&2; exit 2 ;;
+*) echo "usage: $0 build|up|down [--keep-state]|restart NAME|compact|status|env" >&2; exit 2 ;;
 esac

@@ -57,7 +57,13 @@ func newSandbox(t *testing.T, etcd string) *sandbox {
 // up runs `cluster.sh up` and returns its exit code and output.
 func (s *sandbox) up(t *testing.T) (int, string) {
 	t.Helper()
-	cmd := exec.Command("bash", filepath.Join(s.root, "hack", "cluster", "cluster.sh"), "up")
+	return s.run(t, "up")
+}
+
+// run runs cluster.sh with args and returns its exit code and output.
+func (s *sandbox) run(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{filepath.Join(s.root, "hack", "cluster", "cluster.sh")}, args...)...)
 	cmd.Env = append(os.Environ(), "CLUSTER_TIMEOUT=5")
 	for k, v := range s.ports {
 		cmd.Env = append(cmd.Env, k+"="+strconv.Itoa(v))
@@ -67,9 +73,34 @@ func (s *sandbox) up(t *testing.T) (int, string) {
 		return ee.ExitCode(), string(out)
 	}
 	if err != nil {
-		t.Fatalf("cluster.sh up: %v\n%s", err, out)
+		t.Fatalf("cluster.sh %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return 0, string(out)
+}
+
+// restart and compact refuse to act on a cluster that is not up, and
+// restart names the components it knows.
+func TestRestartAndCompactNeedARunningCluster(t *testing.T) {
+	s := newSandbox(t, "#!/bin/sh\nexit 1\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"restart"}, "restart what? one of: etcd kube-apiserver kube-controller-manager kube-scheduler kwok"},
+		{[]string{"restart", "kubelet"}, "restart what? one of: etcd kube-apiserver"},
+		{[]string{"restart", "kube-apiserver"}, "the cluster is not up; run"},
+		{[]string{"compact"}, "etcd is not running; run"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out := s.run(t, tc.args...)
+			if code == 0 || !strings.Contains(out, tc.want) {
+				t.Fatalf("exit %d, want non-zero and %q in:\n%s", code, tc.want, out)
+			}
+			if strings.Contains(out, "starting") || strings.Contains(out, "stopped") {
+				t.Errorf("it started or stopped something:\n%s", out)
+			}
+		})
+	}
 }
 
 func TestPortInUseIsAClearError(t *testing.T) {

@@ -1,15 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 // apiWrites are the write requests the API server has served, from every
@@ -28,27 +28,16 @@ func scrapeWrites(ctx context.Context, rc rest.Interface) (apiWrites, error) {
 	if err != nil {
 		return apiWrites{}, fmt.Errorf("read the API server's metrics: %w", err)
 	}
+	m, err := testutil.ParseMetrics(bytes.NewReader(raw))
+	if err != nil {
+		return apiWrites{}, fmt.Errorf("read the API server's metrics: %w", err)
+	}
 	out := apiWrites{byResource: map[string]float64{}}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		end := strings.LastIndexByte(line, '}')
-		if end < 0 {
-			continue
-		}
-		labels := parseLabels(line[len("apiserver_request_total{"):end])
+	m.Each("apiserver_request_total", func(labels map[string]string, v float64) {
 		switch labels["verb"] {
 		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
 		default:
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil {
-			continue
+			return
 		}
 		key := labels["resource"]
 		if s := labels["subresource"]; s != "" {
@@ -58,21 +47,8 @@ func scrapeWrites(ctx context.Context, rc rest.Interface) (apiWrites, error) {
 		if labels["code"] == "409" {
 			out.conflicts += v
 		}
-	}
-	return out, sc.Err()
-}
-
-// parseLabels parses Prometheus labels: a="x",b="y". Label values here
-// hold no quotes or commas.
-func parseLabels(s string) map[string]string {
-	out := map[string]string{}
-	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok {
-			out[k] = strings.Trim(v, `"`)
-		}
-	}
-	return out
+	})
+	return out, nil
 }
 
 func (a apiWrites) sub(b apiWrites) apiWrites {

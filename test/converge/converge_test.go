@@ -101,17 +101,6 @@ func parse(t *testing.T, manifest string) *unstructured.Unstructured {
 	return u
 }
 
-func TestParseLabels(t *testing.T) {
-	got := parseLabels(`code="409",component="apiserver",group="apps",resource="deployments",subresource="status",verb="PUT"`)
-	want := map[string]string{
-		"code": "409", "component": "apiserver", "group": "apps",
-		"resource": "deployments", "subresource": "status", "verb": "PUT",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("labels (-want +got):\n%s", diff)
-	}
-}
-
 func TestNamespaceWrites(t *testing.T) {
 	a := apiWrites{byResource: map[string]float64{
 		"namespaces": 2, "namespaces/finalize": 1, "namespaces/status": 1, "pods": 5,

@@ -15,16 +15,14 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 // options are the command-line flags.
@@ -186,28 +184,11 @@ func (b *bench) ensureCRD(ctx context.Context) error {
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reach the API server at %s: %w", b.cfg.Host, err)
 	}
-	files, err := filepath.Glob(filepath.Join(b.opts.crds, "*.yaml"))
-	if err != nil {
+	if err := testutil.InstallCRDs(ctx, b.client, b.opts.crds); err != nil {
 		return err
 	}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
-			return fmt.Errorf("read CRD %s: %w", f, err)
-		}
-		if _, err := b.client.Resource(crdGVR).Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "converge", Force: true}); err != nil {
-			return fmt.Errorf("install CRD %s: %w", obj.GetName(), err)
-		}
-		logf("installed CRD %s", obj.GetName())
-	}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := b.client.Resource(myResourceGVR).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil, nil
-	})
+	logf("installed the CRDs in %s", b.opts.crds)
+	return nil
 }
 
 // logf prints progress to stderr; the report goes to stdout.

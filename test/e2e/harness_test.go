@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -42,47 +40,8 @@ var (
 
 func nsObject(meta *metav1.ObjectMeta) *corev1.Namespace { return &corev1.Namespace{ObjectMeta: *meta} }
 
-// installCRDs server-side applies every CRD in dir and waits until each is
-// established.
-func installCRDs(ctx context.Context, dir string) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		return err
-	}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		if err := applyCRD(ctx, raw); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func applyCRD(ctx context.Context, raw []byte) error {
-	obj := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
-		return err
-	}
-	if _, err := dyn.Resource(crdGVR).Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "e2e", Force: true}); err != nil {
-		return err
-	}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		crd, err := dyn.Resource(crdGVR).Get(ctx, obj.GetName(), metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-		for _, c := range conds {
-			if m := c.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-}
+// applyCRD server-side applies one CRD and waits until it is established.
+func applyCRD(ctx context.Context, raw []byte) error { return testutil.ApplyCRD(ctx, dyn, raw) }
 
 // loom is one in-process Loom controller under test.
 type loom struct {
@@ -280,19 +239,7 @@ func patchObject(t *testing.T, gvr schema.GroupVersionResource, ns, name, patch 
 }
 
 // editFile rewrites a file by replacing old with new, failing if old is absent.
-func editFile(t *testing.T, path, old, new string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(b), old) {
-		t.Fatalf("%s does not contain %q", path, old)
-	}
-	if err := os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+var editFile = testutil.EditFile
 
 // createParent creates a MyResource from YAML in namespace.
 func createParent(t *testing.T, namespace, manifest string) *unstructured.Unstructured {
@@ -310,23 +257,7 @@ func createParent(t *testing.T, namespace, manifest string) *unstructured.Unstru
 
 // eventually polls cond until it returns nil, failing with its last error
 // after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) error) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		err := cond(ctx)
-		if deadline, ok := ctx.Deadline(); ok && err != nil && last != nil && !time.Now().Before(deadline) {
-			// The deadline cut this try short (a client's rate limiter
-			// refuses to wait past it): the try before says why.
-			return false, nil
-		}
-		last = err
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %v: %v", what, timeout, last)
-	}
-}
+var eventually = testutil.Eventually
 
 // get reads an object, or returns the error.
 func get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
@@ -334,19 +265,7 @@ func get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name s
 }
 
 // condition returns the status, reason and message of a parent's condition.
-func condition(obj *unstructured.Unstructured, typ string) (status, reason, message string) {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			s, _ := m["status"].(string)
-			r, _ := m["reason"].(string)
-			msg, _ := m["message"].(string)
-			return s, r, msg
-		}
-	}
-	return "", "", ""
-}
+var condition = testutil.Condition
 
 // events lists the Events recorded on an object.
 func events(ctx context.Context, namespace, name string) ([]corev1.Event, error) {

@@ -3,87 +3,34 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
-// syncBuffer is a bytes.Buffer that a process writes while a test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // loomProcess is bin/loom run in a process of its own.
-type loomProcess struct {
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan error
-}
+type loomProcess struct{ *testutil.Process }
 
 // startLoomProcess runs bin/loom run with args added, and kills it when the
 // test ends if it is still running.
 func startLoomProcess(t *testing.T, ns string, args ...string) *loomProcess {
 	t.Helper()
-	bin := filepath.Join(repoRoot, "bin", "loom")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s is missing: run make build (make test does)", bin)
-	}
 	args = append([]string{"run", "--templates", filepath.Join(repoRoot, "templates"), "--namespace", ns,
 		"--kubeconfig", kubeconfigPath(), "--metrics-bind-address", ""}, args...)
-	p := &loomProcess{cmd: exec.Command(bin, args...), out: &syncBuffer{}, done: make(chan error, 1)}
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	})
-	return p
+	return &loomProcess{testutil.StartProcess(t, filepath.Join(t.TempDir(), "loom.log"), filepath.Join(repoRoot, "bin", "loom"), args...)}
 }
 
 // stop sends SIGTERM and expects a clean exit.
-func (p *loomProcess) stop(t *testing.T, within time.Duration) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-p.done:
-		p.done <- err // for the cleanup
-		if err != nil {
-			t.Fatalf("loom exited with %v after SIGTERM:\n%s", err, p.out.String())
-		}
-	case <-time.After(within):
-		t.Fatalf("loom did not exit within %s of SIGTERM:\n%s", within, p.out.String())
-	}
-}
+func (p *loomProcess) stop(t *testing.T, within time.Duration) { t.Helper(); p.Stop(t, within) }
 
 // leading reports whether the process has started reconciling.
-func (p *loomProcess) leading() bool { return strings.Contains(p.out.String(), "Started workers") }
+func (p *loomProcess) leading() bool { return strings.Contains(p.Output(), "Started workers") }
 
 // Two replicas with --leader-elect: exactly one reconciles. On SIGTERM the
 // leader drains, releases the Lease and exits 0, and the other takes over
@@ -104,12 +51,12 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	waitReplicas(t, ns, "web", 2)
 	time.Sleep(3 * time.Second) // b retries every 2 s
 	if b.leading() {
-		t.Fatalf("both replicas reconcile:\n--- a:\n%s\n--- b:\n%s", a.out.String(), b.out.String())
+		t.Fatalf("both replicas reconcile:\n--- a:\n%s\n--- b:\n%s", a.Output(), b.Output())
 	}
 
 	a.stop(t, 20*time.Second)
-	if !strings.Contains(a.out.String(), "Shut down") {
-		t.Fatalf("the leader did not drain before exiting:\n%s", a.out.String())
+	if !strings.Contains(a.Output(), "Shut down") {
+		t.Fatalf("the leader did not drain before exiting:\n%s", a.Output())
 	}
 	handover := time.Now()
 	eventually(t, 10*time.Second, "the second replica takes over", func(context.Context) error {

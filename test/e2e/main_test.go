@@ -19,7 +19,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 var (
@@ -46,24 +47,14 @@ func setup() error {
 		return err
 	}
 	repoRoot = root
-	path := kubeconfigPath()
-	cfg, err = clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return fmt.Errorf("load kubeconfig %s: %w", path, err)
-	}
-	cfg.QPS, cfg.Burst = 500, 1000
-	if dyn, err = dynamic.NewForConfig(cfg); err != nil {
-		return err
-	}
-	if kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := kube.Discovery().ServerVersion(); err != nil {
-		return fmt.Errorf("reach the API server at %s: %w", cfg.Host, err)
+	c, err := testutil.Connect(ctx, kubeconfigPath(), filepath.Join(root, "crds"))
+	if err != nil {
+		return err
 	}
-	return installCRDs(ctx, filepath.Join(root, "crds"))
+	cfg, dyn, kube = c.Config, c.Dyn, c.Kube
+	return nil
 }
 
 // kubeconfigPath is the kubeconfig the tests use, for kubectl and bin/loom.

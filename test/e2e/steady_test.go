@@ -5,9 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +13,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 // After convergence, a full resync of 100 parents sends no write request:
@@ -174,38 +173,16 @@ func TestSIGTERMExitsCleanly(t *testing.T) {
 		})
 	}
 	p.stop(t, 20*time.Second)
-	if !strings.Contains(p.out.String(), "Shut down") {
-		t.Fatalf("loom did not log a clean shutdown:\n%s", p.out.String())
+	if !strings.Contains(p.Output(), "Shut down") {
+		t.Fatalf("loom did not log a clean shutdown:\n%s", p.Output())
 	}
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+var freeAddr = testutil.FreeAddr
 
-func httpGet(ctx context.Context, url string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return string(b), err
-}
+// httpGet returns the body of a GET, or an error unless the status is 200.
+var httpGet = testutil.HTTPGet
 
 // Deployments that are not Loom's children trigger nothing: one without
 // Loom's labels is not even in its cache, and one with them but no

@@ -1,0 +1,105 @@
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+)
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// InstallCRDs server-side applies every CRD in dir and waits until each is
+// established.
+func InstallCRDs(ctx context.Context, dyn dynamic.Interface, dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := ApplyCRD(ctx, dyn, raw); err != nil {
+			return fmt.Errorf("install %s: %w", f, err)
+		}
+	}
+	return nil
+}
+
+// ApplyCRD server-side applies one CRD, given as YAML, and waits until it is
+// established.
+func ApplyCRD(ctx context.Context, dyn dynamic.Interface, raw []byte) error {
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
+		return err
+	}
+	if _, err := dyn.Resource(crdGVR).Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "e2e", Force: true}); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		crd, err := dyn.Resource(crdGVR).Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		st, _, _ := Condition(crd, "Established")
+		return st == "True", nil
+	})
+}
+
+// Condition returns the status, reason and message of an object's
+// condition of type typ, or empty strings if it has none.
+func Condition(obj *unstructured.Unstructured, typ string) (status, reason, message string) {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			s, _ := m["status"].(string)
+			r, _ := m["reason"].(string)
+			msg, _ := m["message"].(string)
+			return s, r, msg
+		}
+	}
+	return "", "", ""
+}
+
+// Clients are a test binary's clients of the local cluster.
+type Clients struct {
+	Config *rest.Config
+	Dyn    dynamic.Interface
+	Kube   kubernetes.Interface
+}
+
+// Connect loads kubeconfig, makes clients whose rate limit suits load
+// tests (500 requests per second), checks that the API server answers, and
+// installs the CRDs in the folder crds.
+func Connect(ctx context.Context, kubeconfig, crds string) (*Clients, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	c := &Clients{Config: cfg}
+	if c.Dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if _, err := c.Kube.Discovery().ServerVersion(); err != nil {
+		return nil, fmt.Errorf("reach the API server at %s: %w", cfg.Host, err)
+	}
+	return c, InstallCRDs(ctx, c.Dyn, crds)
+}

@@ -1,0 +1,48 @@
+//go:build e2e
+
+package faults
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loom-operator/loom/internal/testutil"
+)
+
+// Loom killed with SIGKILL mid-converge of 300 parents (no drain, some
+// reconciles cut half way), and service.yaml removed from its set while it
+// is down. The next Loom converges every parent, and prunes the Services
+// the first one had applied: it finds their kind in the parents'
+// status.children, since no template renders it any more.
+func TestLoomKilledAndTemplateRemovedWhileDown(t *testing.T) {
+	const parents = 300
+	dir := t.TempDir()
+	if err := testutil.CopyDir(filepath.Join(repoRoot, "templates"), dir); err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(t, dir)
+	r.create(parents, nil)
+	waitMidConverge(t, r.ns, parents, parents/3)
+	if err := r.loom.Kill(); err != nil {
+		t.Fatalf("SIGKILL loom: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "myresource", "service.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	services, err := dyn.Resource(serviceGVR).Namespace(r.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=loom"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(services.Items) == 0 {
+		t.Fatal("no Service was applied before the kill: nothing for the next Loom to prune")
+	}
+	t.Logf("killed loom with %d Services applied; service.yaml removed", len(services.Items))
+
+	r.loom = startLoom(t, dir, r.ns)
+	r.finish(expect{timeout: convergeTimeout, perParent: 10,
+		kinds: []childKind{configMapChild, deploymentChild}, gone: []childKind{serviceChild}, mayGo: []string{"services"}})
+}
