@@ -243,11 +243,17 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 
 // previous returns the parent with the newest status Loom knows of: the
 // cached one, or the one Loom wrote if the cache has not caught up yet.
+// Once the cache has caught up, Loom's copy of the status is dropped.
 func (c *parentController) previous(parent *unstructured.Unstructured) *unstructured.Unstructured {
 	c.mu.Lock()
 	w, ok := c.written[parent.GetUID()]
+	caughtUp := ok && apply.ParseResourceVersion(parent.GetResourceVersion()) >= w.rv
+	if caughtUp {
+		// The cache holds what Loom wrote, or newer: keep no copy of it.
+		delete(c.written, parent.GetUID())
+	}
 	c.mu.Unlock()
-	if !ok || apply.ParseResourceVersion(parent.GetResourceVersion()) >= w.rv {
+	if !ok || caughtUp {
 		return parent
 	}
 	p := parent.DeepCopy()

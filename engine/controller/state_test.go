@@ -140,3 +140,28 @@ func TestStateRecordedByAReconcileOfADeletedParentIsDropped(t *testing.T) {
 		})
 	}
 }
+
+// The status Loom wrote is kept only until the cache catches up with it:
+// then the cached parent holds it, and a copy per parent would only cost
+// memory.
+func TestWrittenStatusIsDroppedOnceTheCacheCatchesUp(t *testing.T) {
+	c := &parentController{written: map[types.UID]writtenStatus{}}
+	parent := u(t, parentYAML)
+	parent.SetUID("u1")
+	c.written["u1"] = writtenStatus{rv: 10, status: map[string]any{"state": "Ready"}}
+
+	parent.SetResourceVersion("9") // the cache lags behind Loom's write
+	if got := c.previous(parent); got.Object["status"].(map[string]any)["state"] != "Ready" {
+		t.Fatalf("previous with a lagging cache = %v, want the status Loom wrote", got.Object["status"])
+	}
+	if len(c.written) != 1 {
+		t.Fatal("the written status was dropped before the cache caught up")
+	}
+	parent.SetResourceVersion("10")
+	if got := c.previous(parent); got != parent {
+		t.Fatal("previous with a current cache should be the cached parent")
+	}
+	if len(c.written) != 0 {
+		t.Errorf("the written status is still kept after the cache caught up: %v", c.written)
+	}
+}
