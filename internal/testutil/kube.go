@@ -77,9 +77,9 @@ func Condition(obj *unstructured.Unstructured, typ string) (status, reason, mess
 
 // Clients are a test binary's clients of the local cluster.
 type Clients struct {
-	Config *rest.Config
-	Dyn    dynamic.Interface
-	Kube   kubernetes.Interface
+	Config *rest.Config         // reaches the API server
+	Dyn    dynamic.Interface    // for unstructured objects (parents, CRDs)
+	Kube   kubernetes.Interface // for built-in kinds
 }
 
 // Connect loads kubeconfig, makes clients whose rate limit suits load

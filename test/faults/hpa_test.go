@@ -44,6 +44,7 @@ func TestHPAOwnsReplicas(t *testing.T) {
 
 func testHPANoFight(t *testing.T) {
 	ns := newNamespace(t)
+	tracker := trackChildren(t, ns, deployGVR, hpaGVR)
 	l := startLoom(t, filepath.Join("testdata", "hpa"), ns)
 	createHPAParent(t, ns)
 	waitReplicas(t, ns, "web", 3) // the HPA scaled the Deployment from the default 1
@@ -69,6 +70,8 @@ func testHPANoFight(t *testing.T) {
 	if owned := loomOwns(t, ns, "web", "f:spec", "f:replicas"); owned {
 		t.Errorf("Loom's managedFields entry on Deployment web owns spec.replicas")
 	}
+	tracker.check(t)
+	waitParentReady(t, ns, "web")
 	// The parent's status follows the Deployment through each scale
 	// (Ready, then Progressing with "Replicas: 1/3", "2/3", then Ready):
 	// a few writes per scale, not a loop.
@@ -87,6 +90,7 @@ func testHPAFightIsVisible(t *testing.T) {
 	testutil.EditFile(t, filepath.Join(dir, "myresource", "deployment.yaml"),
 		"  # No replicas: the HorizontalPodAutoscaler in hpa.yaml owns them.\n", "  replicas: 1\n")
 	ns := newNamespace(t)
+	tracker := trackChildren(t, ns, deployGVR, hpaGVR)
 	l := startLoom(t, dir, ns)
 	createHPAParent(t, ns)
 	start := time.Now()
@@ -99,6 +103,7 @@ func testHPAFightIsVisible(t *testing.T) {
 	if !loomOwns(t, ns, "web", "f:spec", "f:replicas") {
 		t.Errorf("Loom's managedFields entry on Deployment web does not own spec.replicas, which its template sets")
 	}
+	tracker.check(t)
 	reverts := l.counter(t, "loom_drift_reverted_total", nil)
 	applies := l.counter(t, "loom_child_changes_total", map[string]string{"action": "configured"})
 	t.Logf("in %s: %v DriftReverted (loom_drift_reverted_total), %v child applies", time.Since(start).Round(time.Second), reverts, applies)

@@ -14,10 +14,11 @@ import (
 )
 
 // Loom killed with SIGKILL mid-converge of 300 parents (no drain, some
-// reconciles cut half way), and service.yaml removed from its set while it
-// is down. The next Loom converges every parent, and prunes the Services
-// the first one had applied: it finds their kind in the parents'
-// status.children, since no template renders it any more.
+// reconciles cut half way), and, while it is down, service.yaml removed
+// from its set and 60 parents' specs changed. The next Loom converges
+// every parent, with the new specs, and prunes the Services the first one
+// had applied: it finds their kind in the parents' status.children, since
+// no template renders it any more.
 func TestLoomKilledAndTemplateRemovedWhileDown(t *testing.T) {
 	const parents = 300
 	dir := t.TempDir()
@@ -33,6 +34,7 @@ func TestLoomKilledAndTemplateRemovedWhileDown(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "myresource", "service.yaml")); err != nil {
 		t.Fatal(err)
 	}
+	r.bumpReplicas(parents / 5)
 	services, err := dyn.Resource(serviceGVR).Namespace(r.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=loom"})
 	if err != nil {
 		t.Fatal(err)

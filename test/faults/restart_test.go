@@ -14,14 +14,16 @@ import (
 // without a fault takes about 30 s on the 2-core development machine.
 const convergeTimeout = 4 * time.Minute
 
-// The API server restarted mid-converge of 300 parents: Loom keeps
-// running, its informers and requests recover, and every parent converges
-// without restarting Loom, with nothing lost and no child deleted.
+// The API server restarted mid-converge of 300 parents, right after 60 of
+// them changed their spec: Loom keeps running, its informers and requests
+// recover, and every parent converges without restarting Loom, with no
+// change lost and no child deleted.
 func TestAPIServerRestartMidConverge(t *testing.T) {
 	const parents = 300
 	r := newRun(t, filepath.Join(repoRoot, "templates"))
 	r.create(parents, nil)
 	waitMidConverge(t, r.ns, parents, parents/5)
+	r.bumpReplicas(parents / 5)
 	r.restart("kube-apiserver")
 	r.finish(expect{timeout: convergeTimeout, perParent: 10, kinds: fullChildren})
 }
@@ -39,6 +41,7 @@ func TestEtcdCompactionMidConverge(t *testing.T) {
 	r := newRun(t, filepath.Join(repoRoot, "templates"), "-v=4")
 	r.create(parents, nil)
 	waitMidConverge(t, r.ns, parents, parents/5)
+	r.bumpReplicas(parents / 5)
 	rev := clusterScript(t, "compact")
 	r.restart("kube-apiserver")
 	r.finish(expect{timeout: convergeTimeout, perParent: 10, kinds: fullChildren})

@@ -126,6 +126,7 @@ type faultRun struct {
 	before  writes
 	tracker *childTracker
 	start   time.Time
+	bumped  int // parents app-0 … whose spec bumpReplicas changed
 }
 
 // newRun makes a namespace and starts the tracker, the write meter and a
@@ -180,6 +181,7 @@ func (r *faultRun) finish(e expect) time.Duration {
 	took := waitReady(t, r.ns, r.parents-len(e.failing), e.failing, r.start, e.timeout)
 	r.loom.mustRun(t)
 	checkChildren(t, r.ns, e.kinds, e.gone, e.failing)
+	r.checkBumped()
 	r.tracker.check(t, e.mayGo...)
 	t.Log(r.logSummary())
 	quiet := r.quiesce()
@@ -193,6 +195,42 @@ func (r *faultRun) finish(e expect) time.Duration {
 			loomWrites, r.parents, e.perParent, e.extra, limit, w.top(10, loomWrite))
 	}
 	return took
+}
+
+// bumpReplicas changes the spec of parents app-0 … app-<n-1> (replicas
+// 1 → 2), right before a fault, so that the fault cuts Loom's watches with
+// these changes in flight.
+func (r *faultRun) bumpReplicas(n int) {
+	r.t.Helper()
+	err := testutil.ForEach(context.Background(), n, 8, func(ctx context.Context, i int) error {
+		_, err := dyn.Resource(myresGVR).Namespace(r.ns).Patch(ctx, parentName(i), types.MergePatchType,
+			[]byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
+		r.t.Fatalf("change the specs: %v", err)
+	}
+	r.bumped = n
+}
+
+// checkBumped fails unless the Deployment of every parent bumpReplicas
+// changed has the new replicas.
+func (r *faultRun) checkBumped() {
+	r.t.Helper()
+	var stale []string
+	for i := range r.bumped {
+		d, err := kube.AppsV1().Deployments(r.ns).Get(context.Background(), parentName(i), metav1.GetOptions{})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+			stale = append(stale, fmt.Sprintf("%s: %v", d.Name, d.Spec.Replicas))
+		}
+	}
+	if len(stale) > 0 {
+		r.t.Errorf("%d of the %d spec changes made before the fault never reached their Deployment (replicas): %s",
+			len(stale), r.bumped, strings.Join(stale[:min(10, len(stale))], ", "))
+	}
 }
 
 // restart restarts a cluster component with cluster.sh (args are more
