@@ -149,7 +149,7 @@ orphans() {
   local f pid cmd name
   for f in /proc/[0-9]*/cmdline; do
     pid=${f#/proc/}; pid=${pid%/cmdline}
-    cmd=$(tr '\0' ' ' <"$f" 2>/dev/null) || continue
+    cmd=$(tr '\0' ' ' 2>/dev/null <"$f") || continue # 2> first: a process that just exited makes the redirect fail
     for name in "${COMPONENTS[@]}"; do
       if [[ $cmd == "$BIN/$name "* && $pid != "$(pid_of "$name")" ]]; then echo "$pid"; fi
     done
