@@ -123,14 +123,22 @@ func ref(group, version, kind, name string) apply.Ref {
 }
 
 // failResult marks the result for r as failed with err.
+// The result names the version the child was rendered at, as the apply
+// stage's results do.
 func failResult(in *Input, r apply.Ref, err error) {
+	res := apply.Result{Ref: r, Action: apply.Failed, Err: err}
+	for _, obj := range in.Rendered {
+		if apply.RefOf(obj) == r {
+			res.APIVersion = obj.GetAPIVersion()
+		}
+	}
 	for i := range in.Results {
 		if in.Results[i].Ref == r {
-			in.Results[i] = apply.Result{Ref: r, Action: apply.Failed, Err: err}
+			in.Results[i] = res
 			return
 		}
 	}
-	in.Results = append(in.Results, apply.Result{Ref: r, Action: apply.Failed, Err: err})
+	in.Results = append(in.Results, res)
 }
 
 const ownedMsg = "Deployment.apps default/app is controlled by Widget w, not by MyResource app; " +

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/loom-operator/loom/engine/apply"
 )
@@ -70,7 +69,7 @@ func applyMessage(r apply.Result) string {
 	switch {
 	case meta.IsNoMatchError(r.Err):
 		return fmt.Sprintf("apply %s: kind %s (%s) is not served by the cluster; is its CRD installed?",
-			name, r.Ref.GroupKind.Kind, apiVersionOf(r))
+			name, r.Ref.GroupKind.Kind, r.APIVersion)
 	case errors.As(r.Err, &owned):
 		return owned.Error()
 	case errors.As(r.Err, &notAdopted):
@@ -260,17 +259,4 @@ func concat(lists ...[]string) []string {
 		out = append(out, l...)
 	}
 	return out
-}
-
-// apiVersionOf is the version a result's object was rendered at, or, when
-// the result does not say, the version the kind was looked up at.
-func apiVersionOf(r apply.Result) string {
-	if r.APIVersion != "" {
-		return r.APIVersion
-	}
-	var nm *meta.NoKindMatchError
-	if errors.As(r.Err, &nm) && len(nm.SearchedVersions) > 0 {
-		return schema.GroupVersion{Group: nm.GroupKind.Group, Version: nm.SearchedVersions[0]}.String()
-	}
-	return r.Ref.GroupKind.Group
 }
