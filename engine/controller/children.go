@@ -60,7 +60,6 @@ type childWatcher struct {
 // childInformer is one child kind's informer and what its list last said.
 type childInformer struct {
 	inf cache.SharedIndexInformer
-	gvr schema.GroupVersionResource
 
 	mu sync.Mutex
 	// listErr is the last list or watch error seen before the first sync.
@@ -160,7 +159,7 @@ func (w *childWatcher) newInformer(gvr schema.GroupVersionResource) *childInform
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = childSelector }
 	inf := dynamicinformer.NewFilteredDynamicInformer(w.client, gvr, w.namespace, w.resync,
 		cache.Indexers{ownerIndex: indexByOwner}, tweak).Informer()
-	ci := &childInformer{inf: inf, gvr: gvr}
+	ci := &childInformer{inf: inf}
 	_ = inf.SetTransform(w.keepOwnEntry)
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if !inf.HasSynced() {
