@@ -48,15 +48,14 @@ func (e *NotAdoptedError) Error() string {
 }
 
 // adoptable decides, for a child the cache does not hold, whether Loom may
-// apply it: yes when no object of that name exists, or when the existing
-// one is this parent's (its controller, its ApplySet label, or the adopt
-// annotation). It costs one read, only for children Loom has no record of.
+// apply it: yes when no object of that name exists, or when adoption
+// allows the existing one. It costs one read, only for children Loom has
+// no record of.
 func (a *Applier) adoptable(ctx context.Context, gvr schema.GroupVersionResource, desired *unstructured.Unstructured) error {
-	ref := RefOf(desired)
-	want := metav1.GetControllerOfNoCopy(desired)
-	if want == nil {
+	if metav1.GetControllerOfNoCopy(desired) == nil {
 		return nil // not a parent's child (the CLI's tests); nothing to protect
 	}
+	ref := RefOf(desired)
 	cur, err := a.client.Resource(gvr).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -64,23 +63,33 @@ func (a *Applier) adoptable(ctx context.Context, gvr schema.GroupVersionResource
 	if err != nil {
 		return fmt.Errorf("read %s before creating it: %w", ref, err)
 	}
-	return adoption(cur, desired, *want)
+	return adoption(cur, desired)
 }
 
-// adoption is adoptable's decision on the existing object cur.
-func adoption(cur, desired *unstructured.Unstructured, want metav1.OwnerReference) error {
+// adoption decides whether Loom may apply desired over cur, an object of
+// the same kind and name that exists (in the cache or on the server): yes
+// when cur is already the parent's (its controller is the parent, or it
+// carries the parent's ApplySet label and no controller) or carries the
+// adopt annotation naming the parent. Carrying Loom's labels is not
+// enough: an object of another parent, or one whose labels were copied by
+// hand, is refused.
+func adoption(cur, desired *unstructured.Unstructured) error {
+	want := metav1.GetControllerOfNoCopy(desired)
+	if want == nil {
+		return nil
+	}
 	ref := RefOf(desired)
 	if owner := metav1.GetControllerOfNoCopy(cur); owner != nil {
 		if owner.UID == want.UID {
 			return nil
 		}
-		return &OwnedByAnotherError{Ref: ref, Owner: *owner, Want: want}
+		return &OwnedByAnotherError{Ref: ref, Owner: *owner, Want: *want}
 	}
 	if id := desired.GetLabels()[labelPartOf]; id != "" && cur.GetLabels()[labelPartOf] == id {
 		return nil // Loom's child of this parent, e.g. orphaned when an earlier parent of that name was deleted
 	}
-	if cur.GetAnnotations()[AnnotationAdopt] == AdoptValue(want) {
+	if cur.GetAnnotations()[AnnotationAdopt] == AdoptValue(*want) {
 		return nil
 	}
-	return &NotAdoptedError{Ref: ref, Want: want}
+	return &NotAdoptedError{Ref: ref, Want: *want}
 }

@@ -69,8 +69,9 @@ func (a *Applier) Resource(gvk schema.GroupVersionKind) (schema.GroupVersionReso
 // informer cache has it (at whatever version the cache watches its kind),
 // or nil when it is not there. When live is exactly what Loom last applied
 // from the same desired object, Apply sends no request at all and reports
-// Unchanged. Before creating a child the cache does not know, Apply checks
-// that no object of that name exists that Loom may not adopt.
+// Unchanged. Apply never writes over an object that is not the parent's
+// (see adoption): it checks the cached object, and, for a child the cache
+// does not hold and Loom has no record of, reads the name first.
 func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstructured) Result {
 	desired = prepare(desired)
 	ref := RefOf(desired)
@@ -83,6 +84,13 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 	if unchanged {
 		res.Action, res.Object = Unchanged, live
 		return res
+	}
+	if live != nil {
+		// Carrying Loom's labels (so being cached) is not being this
+		// parent's child.
+		if err := adoption(live, desired); err != nil {
+			return res.failed(err)
+		}
 	}
 	gvr, err := a.target(desired.GroupVersionKind(), ref.Namespace)
 	if err != nil {

@@ -208,7 +208,7 @@ func TestAdoption(t *testing.T) {
 			if tt.owner != nil {
 				cur.SetOwnerReferences([]metav1.OwnerReference{*tt.owner})
 			}
-			err := adoption(cur, desired, want)
+			err := adoption(cur, desired)
 			switch tt.wantErr.(type) {
 			case nil:
 				if err != nil {
@@ -234,3 +234,54 @@ func TestAdoption(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// An object in the cache (it carries Loom's labels) is not therefore this
+// parent's: one with another parent's ApplySet label, or with its labels
+// copied by hand, and no controller, is refused without a request, like an
+// object the cache does not hold. The Applier here has no client: any
+// request would panic.
+func TestApplyRefusesACachedObjectThatIsNotThisParents(t *testing.T) {
+	want := metav1.OwnerReference{APIVersion: "example.loom.dev/v1alpha1", Kind: "MyResource", Name: "web", UID: "p1", Controller: ptr(true)}
+	desired := uobj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns,
+  labels: {app.kubernetes.io/managed-by: loom, applyset.kubernetes.io/part-of: applyset-web-v1}}, data: {a: b}}`)
+	desired.SetOwnerReferences([]metav1.OwnerReference{want})
+	other := want
+	other.Name, other.UID = "other", "p2"
+	tests := []struct {
+		name    string
+		live    string
+		owner   *metav1.OwnerReference
+		wantErr any
+	}{
+		{"another parent's ApplySet label, no controller",
+			`{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns, uid: c1, resourceVersion: "3",
+  labels: {app.kubernetes.io/managed-by: loom, applyset.kubernetes.io/part-of: applyset-other-v1}}}`, nil, &NotAdoptedError{}},
+		{"controlled by another parent",
+			`{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns, uid: c1, resourceVersion: "3",
+  labels: {app.kubernetes.io/managed-by: loom, applyset.kubernetes.io/part-of: applyset-other-v1}}}`, &other, &OwnedByAnotherError{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			live := uobj(t, tt.live)
+			if tt.owner != nil {
+				live.SetOwnerReferences([]metav1.OwnerReference{*tt.owner})
+			}
+			r := New(nil, nil, "loom").Apply(t.Context(), desired, live)
+			if r.Action != Failed {
+				t.Fatalf("Apply = %s, want failed", r.Action)
+			}
+			switch tt.wantErr.(type) {
+			case *NotAdoptedError:
+				var e *NotAdoptedError
+				if !errors.As(r.Err, &e) {
+					t.Errorf("err = %v, want a NotAdoptedError", r.Err)
+				}
+			case *OwnedByAnotherError:
+				var e *OwnedByAnotherError
+				if !errors.As(r.Err, &e) {
+					t.Errorf("err = %v, want an OwnedByAnotherError", r.Err)
+				}
+			}
+		})
+	}
+}
