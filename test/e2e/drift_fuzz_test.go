@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -143,11 +142,7 @@ func TestRandomEditsToLiveChildren(t *testing.T) {
 	t.Logf("seed %d (LOOM_DRIFT_SEED=%d replays it)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	ns := newNamespace(t)
-	dir := t.TempDir()
-	writeFiles(t, filepath.Join(dir, "drift"), driftSet)
-	l := startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, `{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, metadata: {name: f}, spec: {image: x}}`)
-	waitCondition(t, ns, "f", "Ready", "True")
+	l := startDriftParent(t, ns, "f")
 	ctx := context.Background()
 	children := map[schema.GroupVersionResource]string{secretGVR: "f-secret", configMapGVR: "f-cm", deployGVR: "f"}
 	snapshot := map[string]*unstructured.Unstructured{}

@@ -55,6 +55,24 @@ spec:
 `,
 }
 
+// driftSetDir writes driftSet into a templates folder of its own.
+func driftSetDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "drift"), driftSet)
+	return dir
+}
+
+// startDriftParent runs a Loom over driftSet in ns and waits until the
+// MyResource name is Ready.
+func startDriftParent(t *testing.T, ns, name string) *loom {
+	t.Helper()
+	l := startLoom(t, driftSetDir(t), ns, loomOptions{})
+	createParent(t, ns, `{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, metadata: {name: `+name+`}, spec: {image: x}}`)
+	waitCondition(t, ns, name, "Ready", "True")
+	return l
+}
+
 // update reads an object, lets edit change it, and writes it back with an
 // Update (PUT), as kubectl edit does.
 // A conflict (a controller wrote in between) reads and edits again.
@@ -84,11 +102,7 @@ func patch(ctx context.Context, gvr schema.GroupVersionResource, ns, name string
 func TestDriftIsDecidedExactly(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	dir := t.TempDir()
-	writeFiles(t, filepath.Join(dir, "drift"), driftSet)
-	l := startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, `{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, metadata: {name: d}, spec: {image: x}}`)
-	waitCondition(t, ns, "d", "Ready", "True")
+	l := startDriftParent(t, ns, "d")
 	ctx := context.Background()
 	b64 := base64.StdEncoding.EncodeToString([]byte("s3cret"))
 	tests := []struct {

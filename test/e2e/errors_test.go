@@ -304,15 +304,16 @@ func TestBadSpecDegradesOnlyItsParent(t *testing.T) {
 	}
 }
 
-// Switching a set to another version of its parent kind restarts that
-// kind's controller on the new version, without restarting Loom.
-func TestParentVersionSwitchRestartsTheController(t *testing.T) {
-	t.Parallel()
-	ns := newNamespace(t)
-	group := fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
+// widgetVersionSet installs a Widget CRD of a group of its own, served at
+// v1 and v2, and writes a set for it at v1 whose ConfigMap says which
+// version the parent was read at (seenAs) and its spec.size. It returns
+// the group, the templates folder and the set's folder.
+func widgetVersionSet(t *testing.T) (group, dir, set string) {
+	t.Helper()
+	group = fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
 	installTestCRD(t, group, "Widget", "widgets", "v1", "v2")
-	dir := t.TempDir()
-	set := filepath.Join(dir, "widget")
+	dir = t.TempDir()
+	set = filepath.Join(dir, "widget")
 	writeFiles(t, set, map[string]string{
 		"loom.yaml": "parent:\n  apiVersion: " + group + "/v1\n  kind: Widget\n",
 		"configmap.yaml": `apiVersion: v1
@@ -321,8 +322,18 @@ metadata:
   name: {{ .Name }}-cm
 data:
   seenAs: {{ .Parent.apiVersion | quote }}
+  size: {{ .Spec.size | quote }}
 `,
 	})
+	return group, dir, set
+}
+
+// Switching a set to another version of its parent kind restarts that
+// kind's controller on the new version, without restarting Loom.
+func TestParentVersionSwitchRestartsTheController(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	group, dir, set := widgetVersionSet(t)
 	startLoom(t, dir, ns, loomOptions{})
 	widgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
 	createObject(t, widgets, ns, `{"apiVersion":"`+group+`/v1","kind":"Widget","metadata":{"name":"w1"}}`)

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -57,10 +56,8 @@ func TestChildKindLoomMayNotList(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	)
-	dir := t.TempDir()
-	writeFiles(t, filepath.Join(dir, "drift"), driftSet)
 	start := time.Now()
-	startLoom(t, dir, ns, loomOptions{impersonate: user})
+	startLoom(t, driftSetDir(t), ns, loomOptions{impersonate: user})
 	createParent(t, ns, `{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, metadata: {name: s}, spec: {image: x}}`)
 	createParent(t, ns, `{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, metadata: {name: t}, spec: {image: x}}`)
 	waitDegraded(t, myresGVR, ns, "s", "ApplyFailed", "cannot watch secrets", "forbidden")

@@ -8,7 +8,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -109,21 +108,7 @@ func (f *inFlight) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestParentVersionSwitchWaitsForInFlightReconciles(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	group := fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
-	installTestCRD(t, group, "Widget", "widgets", "v1", "v2")
-	dir := t.TempDir()
-	set := filepath.Join(dir, "widget")
-	writeFiles(t, set, map[string]string{
-		"loom.yaml": "parent:\n  apiVersion: " + group + "/v1\n  kind: Widget\n",
-		"configmap.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Name }}-cm
-data:
-  seenAs: {{ .Parent.apiVersion | quote }}
-  size: {{ .Spec.size | quote }}
-`,
-	})
+	group, dir, set := widgetVersionSet(t)
 	child := "/api/v1/namespaces/" + ns + "/configmaps/w1-cm"
 	applies := &inFlight{match: func(r *http.Request) bool { return r.Method == http.MethodPatch && r.URL.Path == child }}
 	startLoom(t, dir, ns, loomOptions{
