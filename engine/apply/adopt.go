@@ -25,8 +25,14 @@ const labelPartOf = "applyset.kubernetes.io/part-of"
 // AdoptValue is the AnnotationAdopt value that hands an object to the
 // parent that owner refers to.
 func AdoptValue(owner metav1.OwnerReference) string {
-	gv, _ := schema.ParseGroupVersion(owner.APIVersion)
-	return schema.GroupKind{Group: gv.Group, Kind: owner.Kind}.String() + "/" + owner.Name
+	return groupKindOf(owner).String() + "/" + owner.Name
+}
+
+// groupKindOf is the group and kind an ownerReference names, whatever the
+// version.
+func groupKindOf(ref metav1.OwnerReference) schema.GroupKind {
+	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+	return schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
 }
 
 // NotAdoptedError means a child's name is taken by an object that exists
@@ -69,7 +75,8 @@ func (a *Applier) adoptable(ctx context.Context, gvr schema.GroupVersionResource
 // adoption decides whether Loom may apply desired over cur, an object of
 // the same kind and name that exists (in the cache or on the server): yes
 // when cur is already the parent's (its controller is the parent, or it
-// carries the parent's ApplySet label and no controller) or carries the
+// carries the parent's ApplySet label and no controller, or a controller
+// that is an earlier parent of the same kind and name) or carries the
 // adopt annotation naming the parent. Carrying Loom's labels is not
 // enough: an object of another parent, or one whose labels were copied by
 // hand, is refused.
@@ -79,13 +86,21 @@ func adoption(cur, desired *unstructured.Unstructured) error {
 		return nil
 	}
 	ref := RefOf(desired)
+	id := desired.GetLabels()[labelPartOf]
+	ownSet := id != "" && cur.GetLabels()[labelPartOf] == id
 	if owner := metav1.GetControllerOfNoCopy(cur); owner != nil {
 		if owner.UID == want.UID {
 			return nil
 		}
+		if ownSet && groupKindOf(*owner) == groupKindOf(*want) && owner.Name == want.Name {
+			// Loom's child of an earlier parent of this name (deleted and
+			// created again), which the garbage collector has not removed
+			// yet: the apply replaces that ownerReference, which Loom set.
+			return nil
+		}
 		return &OwnedByAnotherError{Ref: ref, Owner: *owner, Want: *want}
 	}
-	if id := desired.GetLabels()[labelPartOf]; id != "" && cur.GetLabels()[labelPartOf] == id {
+	if ownSet {
 		return nil // Loom's child of this parent, e.g. orphaned when an earlier parent of that name was deleted
 	}
 	if cur.GetAnnotations()[AnnotationAdopt] == AdoptValue(*want) {

@@ -188,6 +188,8 @@ func TestAdoption(t *testing.T) {
 	desired.SetOwnerReferences([]metav1.OwnerReference{want})
 	other := want
 	other.Kind, other.Name, other.UID = "ReplicaSet", "rs", "r1"
+	earlier := want
+	earlier.UID = "p0"
 	tests := []struct {
 		name    string
 		cur     string
@@ -201,6 +203,12 @@ func TestAdoption(t *testing.T) {
 		{"another parent's ApplySet label: refused", `{metadata: {name: web, namespace: ns, labels: {applyset.kubernetes.io/part-of: applyset-xyz-v1}}}`, nil, &NotAdoptedError{}},
 		{"controlled by this parent", `{metadata: {name: web, namespace: ns}}`, &want, nil},
 		{"controlled by another controller: refused even when annotated", `{metadata: {name: web, namespace: ns, annotations: {loom.dev/adopt: MyResource.example.loom.dev/web}}}`, &other, &OwnedByAnotherError{}},
+		// The parent was deleted and created again under its name; the
+		// garbage collector has not yet removed the old one's children.
+		{"controlled by an earlier parent of this name, with its ApplySet label: adopted",
+			`{metadata: {name: web, namespace: ns, labels: {applyset.kubernetes.io/part-of: applyset-abc-v1}}}`, &earlier, nil},
+		{"controlled by an earlier parent of this name, without its ApplySet label: refused",
+			`{metadata: {name: web, namespace: ns}}`, &earlier, &OwnedByAnotherError{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,8 +229,8 @@ func TestAdoption(t *testing.T) {
 				}
 			case *OwnedByAnotherError:
 				var e *OwnedByAnotherError
-				if !errors.As(err, &e) || e.Owner.Name != "rs" {
-					t.Errorf("adoption = %v, want an OwnedByAnotherError naming rs", err)
+				if !errors.As(err, &e) || e.Owner.UID != tt.owner.UID {
+					t.Errorf("adoption = %v, want an OwnedByAnotherError naming %s", err, tt.owner.Name)
 				}
 			}
 		})
