@@ -101,6 +101,15 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 			return res.failed(err)
 		}
 	}
+	before := live
+	if known && live != nil && isSlim(live) && live.GetAnnotations()[AnnotationApplied] == hash {
+		// A repair: another writer changed fields Loom sets. The cache
+		// keeps only a fingerprint of Loom's fields, so read them, once,
+		// to name the fields taken back. A failed read names none.
+		if full, err := a.client.Resource(gvr).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{}); err == nil {
+			before = full
+		}
+	}
 	resp, err := a.client.Resource(gvr).Namespace(ref.Namespace).Apply(ctx, ref.Name, withHash(desired, hash),
 		metav1.ApplyOptions{FieldManager: a.manager, Force: true})
 	if err != nil {
@@ -118,7 +127,12 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 	if live != nil && live.GetUID() == resp.GetUID() && live.GetAnnotations()[AnnotationApplied] == hash {
 		// The same desired object as before: any field Loom took back had
 		// been changed or removed by another writer.
-		res.Drift = regained(live, resp, a.manager)
+		switch {
+		case !isSlim(before):
+			res.Drift = regained(before, resp, a.manager)
+		case Fingerprint(before, a.manager) != Fingerprint(resp, a.manager):
+			res.Drift = []string{DriftUnrecorded} // no record since a restart: no read was made
+		}
 	}
 	return res
 }

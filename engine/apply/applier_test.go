@@ -71,21 +71,29 @@ func TestCheck(t *testing.T) {
 		{"no record (after a restart): apply once", nil, live("5", nil), false, false, false},
 		{"applied from another desired object", &record{hash: "old", uid: "u1", rv: 5, fields: fp}, live("5", nil), false, true, false},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a := New(nil, nil, "loom")
-			ref := RefOf(desired)
-			if tt.rec != nil {
-				a.applied[ref] = *tt.rec
-			}
-			unchanged, known := a.check(ref, hash, tt.live)
-			if unchanged != tt.wantUnchanged || known != tt.wantKnown {
-				t.Errorf("check = unchanged %v, known %v; want %v, %v", unchanged, known, tt.wantUnchanged, tt.wantKnown)
-			}
-			if got := a.applied[ref].stale; got != tt.wantStale {
-				t.Errorf("stale = %v, want %v", got, tt.wantStale)
-			}
-		})
+	// The informer cache holds slimmed objects: the decision must be the
+	// same on them as on the whole object.
+	for _, form := range []string{"whole", "slim"} {
+		for _, tt := range tests {
+			t.Run(form+"/"+tt.name, func(t *testing.T) {
+				a := New(nil, nil, "loom")
+				ref := RefOf(desired)
+				if tt.rec != nil {
+					a.applied[ref] = *tt.rec
+				}
+				live := tt.live
+				if live != nil && form == "slim" {
+					live = Slim(live.DeepCopy(), "loom")
+				}
+				unchanged, known := a.check(ref, hash, live)
+				if unchanged != tt.wantUnchanged || known != tt.wantKnown {
+					t.Errorf("check = unchanged %v, known %v; want %v, %v", unchanged, known, tt.wantUnchanged, tt.wantKnown)
+				}
+				if got := a.applied[ref].stale; got != tt.wantStale {
+					t.Errorf("stale = %v, want %v", got, tt.wantStale)
+				}
+			})
+		}
 	}
 }
 
@@ -166,16 +174,71 @@ func TestRegained(t *testing.T) {
 	}
 }
 
-func TestKeepOwnEntry(t *testing.T) {
-	u := withEntry(t, uobj(t, desiredDeployment), "loom", loomFields)
-	KeepOwnEntry(u, "loom")
-	if n := len(u.GetManagedFields()); n != 1 || u.GetManagedFields()[0].Manager != "loom" {
-		t.Fatalf("kept %d entries: %+v", n, u.GetManagedFields())
+// Slim keeps what Loom's decisions read, and nothing of what Loom applied
+// that it knows from its templates.
+func TestSlim(t *testing.T) {
+	full := withEntry(t, uobj(t, `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: ns
+  uid: u1
+  resourceVersion: "7"
+  generation: 3
+  creationTimestamp: "2026-01-01T00:00:00Z"
+  deletionTimestamp: "2026-01-02T00:00:00Z"
+  labels: {app: web, applyset.kubernetes.io/part-of: applyset-x-v1}
+  annotations:
+    loom.dev/applied: abc
+    loom.dev/adopt: MyResource.example.loom.dev/web
+    kubectl.kubernetes.io/last-applied-configuration: '{"a huge": "copy"}'
+    deployment.kubernetes.io/revision: "2"
+  ownerReferences: [{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: p1, controller: true}]
+  finalizers: [x]
+spec:
+  replicas: 2
+  progressDeadlineSeconds: 600
+  strategy: {type: RollingUpdate}
+  selector: {matchLabels: {app: web}}
+  template: {spec: {containers: [{name: app, image: nginx}]}}
+status:
+  observedGeneration: 3
+  conditions: [{type: Available, status: "True"}]
+`), "loom", loomFields)
+	want := uobj(t, `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: ns
+  uid: u1
+  resourceVersion: "7"
+  generation: 3
+  deletionTimestamp: "2026-01-02T00:00:00Z"
+  labels: {app: web, applyset.kubernetes.io/part-of: applyset-x-v1}
+  annotations: {loom.dev/applied: abc, loom.dev/adopt: MyResource.example.loom.dev/web}
+  ownerReferences: [{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: p1, controller: true}]
+spec: {replicas: 2, progressDeadlineSeconds: 600}
+status:
+  observedGeneration: 3
+  conditions: [{type: Available, status: "True"}]
+`)
+	want.Object[fieldsKey] = Fingerprint(full, "loom")
+	got := Slim(full.DeepCopy(), "loom")
+	if diff := cmp.Diff(want.Object, got.Object); diff != "" {
+		t.Errorf("Slim (-want +got):\n%s", diff)
 	}
-	u = withEntry(t, uobj(t, desiredDeployment), "loom", "")
-	KeepOwnEntry(u, "loom")
-	if u.GetManagedFields() != nil {
-		t.Fatalf("kept %+v", u.GetManagedFields())
+	if Fingerprint(got, "loom") == "" || Fingerprint(got, "loom") != Fingerprint(full, "loom") {
+		t.Errorf("fingerprint of the slim object %q, of the whole one %q", Fingerprint(got, "loom"), Fingerprint(full, "loom"))
+	}
+	if again := Slim(got, "loom"); !cmp.Equal(again.Object, got.Object) {
+		t.Errorf("Slim of a slim object changed it: %v", again.Object)
+	}
+	// No entry of Loom's: the fingerprint is empty, and stays so.
+	none := Slim(withEntry(t, uobj(t, desiredDeployment), "loom", ""), "loom")
+	if fp, ok := none.Object[fieldsKey]; !ok || fp != "" || Fingerprint(none, "loom") != "" {
+		t.Errorf("no entry: fingerprint %v (kept %v)", fp, ok)
 	}
 }
 

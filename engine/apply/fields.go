@@ -23,7 +23,8 @@ import (
 // one Loom's own last apply produced, every field Loom sets still holds
 // the value Loom applied.
 func ownEntry(obj *unstructured.Unstructured, manager string) map[string]any {
-	entries, _, _ := unstructured.NestedSlice(obj.Object, "metadata", "managedFields")
+	md, _ := obj.Object["metadata"].(map[string]any)
+	entries, _ := md["managedFields"].([]any) // not NestedSlice: it copies every entry
 	for _, e := range entries {
 		m, ok := e.(map[string]any)
 		if !ok || m["manager"] != manager || m["operation"] != "Apply" {
@@ -40,8 +41,12 @@ func ownEntry(obj *unstructured.Unstructured, manager string) map[string]any {
 // Fingerprint is a short digest of the fields manager owns in obj through
 // server-side apply (its managedFields entry, without the timestamp), or
 // "" when it owns none. Two objects with the same fingerprint have the same
-// fields owned by manager, at the same version.
+// fields owned by manager, at the same version. A slimmed object (Slim)
+// carries the fingerprint it was computed from.
 func Fingerprint(obj *unstructured.Unstructured, manager string) string {
+	if fp, ok := obj.Object[fieldsKey].(string); ok {
+		return fp
+	}
 	e := ownEntry(obj, manager)
 	if e == nil {
 		return ""
@@ -55,19 +60,6 @@ func Fingerprint(obj *unstructured.Unstructured, manager string) string {
 	h.Write([]byte{0})
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])
-}
-
-// KeepOwnEntry drops every managedFields entry of obj except manager's own
-// apply entry. Caches use it: Loom reads only its own entry, and the
-// others are often half of an object's size.
-func KeepOwnEntry(obj *unstructured.Unstructured, manager string) {
-	e := ownEntry(obj, manager)
-	if e == nil {
-		obj.SetManagedFields(nil)
-		return
-	}
-	md, _ := obj.Object["metadata"].(map[string]any)
-	md["managedFields"] = []any{e}
 }
 
 // ownedFields returns the set of fields manager owns in obj through

@@ -64,9 +64,14 @@ type Result struct {
 	// Drift is set when Action is Configured although the desired object
 	// had not changed since Loom applied it: another writer had taken over
 	// or removed fields Loom sets, and this apply took them back. It names
-	// those fields, such as "spec.replicas".
+	// those fields, such as "spec.replicas", or holds only DriftUnrecorded.
 	Drift []string
 }
+
+// DriftUnrecorded stands for the fields taken back when Loom cannot name
+// them: the first apply after a restart, when Loom has no record of its
+// last apply and read only a fingerprint of the fields it owned.
+const DriftUnrecorded = "some of its fields (which ones is not known: Loom restarted since it last applied it)"
 
 // ChangeSet is the outcome of one apply pass over a parent's children.
 type ChangeSet []Result

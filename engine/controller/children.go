@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -160,7 +161,7 @@ func (w *childWatcher) newInformer(gvr schema.GroupVersionResource) *childInform
 	inf := dynamicinformer.NewFilteredDynamicInformer(w.client, gvr, w.namespace, w.resync,
 		cache.Indexers{ownerIndex: indexByOwner}, tweak).Informer()
 	ci := &childInformer{inf: inf}
-	_ = inf.SetTransform(w.keepOwnEntry)
+	_ = inf.SetTransform(w.slim)
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if !inf.HasSynced() {
 			ci.mu.Lock()
@@ -253,22 +254,32 @@ func indexByOwner(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// keepOwnEntry drops every managedFields entry but Loom's own apply entry
-// before a child enters the cache: that entry is what the apply stage's
-// exact "nothing changed" decision reads, and the others are often half of
-// an object's size.
-func (w *childWatcher) keepOwnEntry(obj any) (any, error) {
+// slim keeps, of each child that enters the cache, only what Loom's
+// decisions read (apply.Slim): identity, owners, labels, Loom's
+// annotations, a fingerprint of Loom's managedFields entry, the spec
+// fields kstatus reads, and status. The rest of a child is what Loom
+// applied, which it knows from its templates.
+func (w *childWatcher) slim(obj any) (any, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		apply.KeepOwnEntry(u, w.manager)
+		return apply.Slim(u, w.manager), nil
 	}
 	return obj, nil
 }
 
-// stripManagedFields drops managedFields before parents enter a cache:
-// Loom never reads them, and they are often half of an object's size.
+// stripManagedFields drops managedFields, and kubectl's copy of the last
+// applied object, before parents enter a cache: Loom never reads them, and
+// together they are often more than half of an object's size.
 func stripManagedFields(obj any) (any, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		u.SetManagedFields(nil)
+		if md, ok := u.Object["metadata"].(map[string]any); ok {
+			if ann, ok := md["annotations"].(map[string]any); ok {
+				delete(ann, corev1.LastAppliedConfigAnnotation)
+				if len(ann) == 0 {
+					delete(md, "annotations")
+				}
+			}
+		}
 	}
 	return obj, nil
 }

@@ -154,7 +154,8 @@ func hasUnwatched(results apply.ChangeSet) bool {
 }
 
 // renderStatusExtra renders the set's status template, if it has one, over
-// the parent and its live children.
+// the parent and its children: each child as Loom applied it, with its live
+// metadata and status (see childView).
 func (c *parentController) renderStatusExtra(set *render.Set, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[apply.Ref]*unstructured.Unstructured) (map[string]any, error) {
 	if !set.HasStatus() {
 		return nil, nil
@@ -162,10 +163,43 @@ func (c *parentController) renderStatusExtra(set *render.Set, parent *unstructur
 	children := make([]*unstructured.Unstructured, 0, len(rendered))
 	for _, r := range rendered {
 		if l := live[apply.RefOf(r)]; l != nil {
-			children = append(children, l)
+			children = append(children, childView(r, l))
 		}
 	}
 	return set.RenderStatus(parent, children)
+}
+
+// childView is what the status template sees of one child: the rendered
+// object (the fields Loom applied, which hold their values while Loom's
+// apply stands), with the live object's metadata and status. The cache
+// keeps no more of a live child than that (apply.Slim); fields the API
+// server fills in spec, such as a Service's clusterIP, are not there.
+func childView(rendered, live *unstructured.Unstructured) *unstructured.Unstructured {
+	live = apply.Slim(live, "") // the same view whether the object came from the cache or an apply
+	out := make(map[string]any, len(rendered.Object)+1)
+	for k, v := range rendered.Object {
+		out[k] = v
+	}
+	md := map[string]any{}
+	if m, ok := rendered.Object["metadata"].(map[string]any); ok {
+		for k, v := range m {
+			md[k] = v
+		}
+	}
+	if m, ok := live.Object["metadata"].(map[string]any); ok {
+		for k, v := range m {
+			if k != "annotations" { // the cache keeps only Loom's own
+				md[k] = v
+			}
+		}
+	}
+	out["metadata"] = md
+	if st, ok := live.Object["status"]; ok {
+		out["status"] = st
+	} else {
+		delete(out, "status")
+	}
+	return &unstructured.Unstructured{Object: out}
 }
 
 // retryableOf joins the failures of a change set that are worth retrying.

@@ -162,7 +162,7 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	}
 	s.caches = make(map[string]*decodeCache, len(s.files))
 	for _, f := range s.files {
-		s.caches[f] = newDecodeCache(defaultCacheSize)
+		s.caches[f] = newDecodeCache(defaultCacheBytes)
 	}
 	s.pool.init(s.root)
 	return s, nil
