@@ -168,10 +168,10 @@ func validUTF8(s string) string {
 
 // defaultCacheBytes bounds each template file's decode cache by the bytes
 // of the documents it keeps; their decoded form takes a few times as much
-// (~4x for the shipped Deployment). 1 MiB holds the documents of ~1000
+// (~4x for the shipped Deployment). 256 KiB holds the documents of ~220
 // parents for the shipped Deployment. Past that the cache starts over, and
 // renders take the cold path (a decode of some tens of microseconds).
-const defaultCacheBytes = 1 << 20
+const defaultCacheBytes = 256 << 10
 
 // decodeCache remembers decoded and validated documents by their exact
 // bytes. Re-rendering a parent whose spec did not change yields the same
