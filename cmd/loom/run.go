@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -38,6 +39,7 @@ type runOptions struct {
 	qps         float32
 	burst       int
 	metricsAddr string
+	pprofAddr   string
 	leaderElect bool
 	leaseNS     string
 	leaseName   string
@@ -72,6 +74,7 @@ SIGTERM or SIGINT drains in-flight reconciles and exits.`,
 	f.Float32Var(&o.qps, "kube-api-qps", 200, "API requests per second, sustained")
 	f.IntVar(&o.burst, "kube-api-burst", 400, "API requests per second, burst")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "serve /metrics, /healthz and /readyz here (empty disables)")
+	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "serve Go's /debug/pprof/ profiles here, for profiling (empty disables; do not expose it)")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "run several replicas, of which one (holding a Lease) reconciles")
 	f.StringVar(&o.leaseNS, "leader-election-namespace", "loom-system", "namespace of the leader-election Lease")
 	f.StringVar(&o.leaseName, "leader-election-id", "loom", "name of the leader-election Lease")
@@ -107,6 +110,14 @@ func run(ctx context.Context, o runOptions) error {
 		}
 		defer srv.Close()
 		logger.Info("Serving metrics", "address", o.metricsAddr)
+	}
+	if o.pprofAddr != "" {
+		srv, err := servePprof(o.pprofAddr)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		logger.Info("Serving pprof", "address", o.pprofAddr)
 	}
 	logger.Info("Starting Loom", "templates", o.templates, "namespace", o.namespace, "workers", o.workers)
 	if !o.leaderElect {
@@ -203,19 +214,36 @@ func runAsLeader(ctx context.Context, cfg *rest.Config, o runOptions, fn func(co
 
 // serveMetrics serves Prometheus metrics and health probes.
 func serveMetrics(addr string, reg *prometheus.Registry) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics listener: %w", err)
-	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
 	mux.HandleFunc("/healthz", ok)
 	mux.HandleFunc("/readyz", ok)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	return serve("metrics", addr, mux)
+}
+
+// servePprof serves Go's profiles (heap, CPU, goroutines) on addr.
+func servePprof(addr string) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return serve("pprof", addr, mux)
+}
+
+// serve serves handler on addr in the background; name says which server
+// in errors.
+func serve(name, addr string, handler http.Handler) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s listener: %w", name, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(os.Stderr, "metrics server:", err)
+			fmt.Fprintln(os.Stderr, name+" server:", err)
 		}
 	}()
 	return srv, nil

@@ -268,18 +268,22 @@ func (w *childWatcher) slim(obj any) (any, error) {
 
 // stripManagedFields drops managedFields, and kubectl's copy of the last
 // applied object, before parents enter a cache: Loom never reads them, and
-// together they are often more than half of an object's size.
+// together they are often more than half of an object's size. What is left
+// is copied into fresh allocations (apply.Compact), so that the dropped
+// parts free all the memory they used.
 func stripManagedFields(obj any) (any, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		u.SetManagedFields(nil)
-		if md, ok := u.Object["metadata"].(map[string]any); ok {
-			if ann, ok := md["annotations"].(map[string]any); ok {
-				delete(ann, corev1.LastAppliedConfigAnnotation)
-				if len(ann) == 0 {
-					delete(md, "annotations")
-				}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	u.SetManagedFields(nil)
+	if md, ok := u.Object["metadata"].(map[string]any); ok {
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			delete(ann, corev1.LastAppliedConfigAnnotation)
+			if len(ann) == 0 {
+				delete(md, "annotations")
 			}
 		}
 	}
-	return obj, nil
+	return &unstructured.Unstructured{Object: apply.Compact(u.Object).(map[string]any)}, nil
 }
