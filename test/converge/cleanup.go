@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -48,28 +47,42 @@ func (b *bench) emptyNamespace(name string) error {
 	for _, gvr := range childResources {
 		gvrs = append(gvrs, gvr)
 	}
-	// Background: a foreground deletion waits for a garbage collector.
-	background := metav1.DeletePropagationBackground
-	var errs []error
 	for _, gvr := range gvrs {
-		err := b.client.Resource(gvr).Namespace(name).DeleteCollection(ctx,
-			metav1.DeleteOptions{PropagationPolicy: &background}, metav1.ListOptions{})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("delete %s in %s: %w", gvr.Resource, name, err))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	for _, gvr := range gvrs {
-		err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			l, err := b.client.Resource(gvr).Namespace(name).List(ctx, metav1.ListOptions{Limit: 1})
-			return err == nil && len(l.Items) == 0, nil
-		})
-		if err != nil {
-			return fmt.Errorf("wait for the %s in %s to be deleted: %w", gvr.Resource, name, err)
+		if err := b.deleteAll(ctx, gvr, name); err != nil {
+			return err
 		}
 	}
 	logf("namespace %s emptied (parents and children deleted) in %s", name, secs(time.Since(start)))
+	return nil
+}
+
+// deleteAll deletes every object of a resource in a namespace and waits
+// until none is left. A DeleteCollection of thousands of objects can
+// outlast the API server's request timeout while it goes on deleting, so
+// one that fails is logged, and sent again while objects are left.
+func (b *bench) deleteAll(ctx context.Context, gvr schema.GroupVersionResource, namespace string) error {
+	// Background: a foreground deletion waits for a garbage collector.
+	background := metav1.DeletePropagationBackground
+	var last error
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := b.client.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		if len(l.Items) == 0 {
+			return true, nil
+		}
+		err = b.client.Resource(gvr).Namespace(namespace).DeleteCollection(ctx,
+			metav1.DeleteOptions{PropagationPolicy: &background}, metav1.ListOptions{})
+		if err != nil {
+			last = err
+			logf("delete %s in %s: %v (trying again while some are left)", gvr.Resource, namespace, err)
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete every %s in %s: %w (last error: %v)", gvr.Resource, namespace, err, last)
+	}
 	return nil
 }

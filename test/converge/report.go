@@ -378,8 +378,12 @@ func reportTouch(w io.Writer, results []phaseResult) {
 		if !t.complete {
 			state = "NOT all"
 		}
-		fmt.Fprintf(w, "  %.0f reconciles for %d parents (%s) in %s; Loom's CPU %.1fs; child applies %s, status writes %.0f (Loom's counts)\n",
-			t.reconciles, t.parents, state, secs(t.took), t.cpu, changes(t.loom.Changes), t.loom.StatusWrites)
+		cpu := "n/a (in this process)"
+		if r.after.mem {
+			cpu = fmt.Sprintf("%.1fs", t.cpu)
+		}
+		fmt.Fprintf(w, "  %.0f reconciles for %d parents (%s) in %s; Loom's CPU %s; child applies %s, status writes %.0f (Loom's counts)\n",
+			t.reconciles, t.parents, state, secs(t.took), cpu, changes(t.loom.Changes), t.loom.StatusWrites)
 		fmt.Fprintf(w, "  API server writes from the touch to -settle after: children %d, status %d; Events (every client) %.0f\n",
 			t.writes.Children, t.writes.Status, t.events)
 	}
