@@ -30,7 +30,7 @@ const stopGrace = 60 * time.Second
 // startLoomProcess starts Loom in dir (which holds templates/) and waits
 // until it serves its metrics. Its output goes to dir/loom.log.
 func startLoomProcess(ctx context.Context, o options, dir string) (*loomProc, error) {
-	if err := portFree(o.metricsAddr); err != nil {
+	if err := waitPortFree(ctx, o.metricsAddr, o.portWait); err != nil {
 		return nil, err
 	}
 	bin, err := filepath.Abs(o.loomBin)
@@ -64,6 +64,24 @@ func startLoomProcess(ctx context.Context, o options, dir string) (*loomProc, er
 	}
 	logf("loom: pid %d, %s %v in %s, metrics at %s", proc.Pid(), o.loomBin, args, dir, l.metricsURL)
 	return l, nil
+}
+
+// waitPortFree waits up to limit for nothing to listen on addr, and then
+// fails as portFree does.
+func waitPortFree(ctx context.Context, addr string, limit time.Duration) error {
+	start := time.Now()
+	for {
+		err := portFree(addr)
+		if err == nil || time.Since(start) >= limit {
+			return err
+		}
+		if time.Since(start) < time.Second {
+			logf("%v; waiting up to %s (-port-wait)", err, limit)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
 }
 
 // portFree fails, naming the port, if something already listens on addr.

@@ -41,6 +41,7 @@ type options struct {
 	timeout          time.Duration
 	deleteTimeout    time.Duration
 	touchTimeout     time.Duration
+	portWait         time.Duration
 	settle           time.Duration
 	steady           time.Duration
 	quiet            time.Duration
@@ -91,6 +92,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.IntVar(&o.loomV, "loom-v", 0, "klog verbosity of Loom (process mode: appended as --v=N when not 0)")
 	fs.StringVar(&o.loomMode, "loom-mode", modeProcess, "how a loom phase runs Loom: process (bin/loom run in its own process, RSS measured) or inprocess (its Manager in this process, for -cpuprofile and -memprofile)")
 	fs.StringVar(&o.loomBin, "loom-bin", filepath.Join("bin", "loom"), "the loom binary of process mode (make build builds it)")
+	fs.DurationVar(&o.portWait, "port-wait", 0, "if Loom's metrics port is taken when a loom phase starts, wait up to this long for it to be free before failing (0: fail at once)")
 	fs.StringVar(&loomArgs, "loom-args", "", "extra arguments appended to `loom run` in process mode, split on spaces")
 	fs.BoolVar(&o.bare, "bare", false, "the cluster is etcd and kube-apiserver only (no garbage collector, no Deployment ever available): t2 is not measured, and cleanup deletes the parents and children, not the namespace")
 	if err := fs.Parse(args); err != nil {

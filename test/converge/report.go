@@ -48,7 +48,7 @@ func report(w io.Writer, o options, results []phaseResult, now time.Time) {
 			secs(r.warm.t1), orDash(r.bare, secs(r.warm.t2)), 100*r.noise(), flag)
 	}
 	tw.Flush()
-	if o.loomMode == modeProcess {
+	if o.loomMode == modeProcess && !o.bare {
 		fmt.Fprintln(w, "(Loom's writes in its own process are the API server's writes to the children and the parents' status; its user agent is in")
 		fmt.Fprintln(w, " no API server metric, and ? marks Events, which the controller-manager writes too.)")
 	}
