@@ -91,8 +91,12 @@ func reportRatios(w io.Writer, o options, results []phaseResult) {
 		fmt.Fprintln(w, "\nevery loom or every base phase was noisy (!): the ratios below compare times that others' work inflated; rerun on a quiet machine")
 	}
 	b1, b2 := meanOf(base, func(r phaseResult) time.Duration { return r.timed.t1 }), meanOf(base, func(r phaseResult) time.Duration { return r.timed.t2 })
-	fmt.Fprintf(w, "\nratio Loom/baseline; baseline = mean of %s (t1 %.2fs, t2 %.2fs); [vs the fastest baseline]\n",
-		strings.Join(baseLabels, ", "), b1, b2)
+	times := fmt.Sprintf("t1 %.2fs, t2 %.2fs", b1, b2)
+	if o.bare {
+		times = fmt.Sprintf("t1 %.2fs", b1)
+	}
+	fmt.Fprintf(w, "\nratio Loom/baseline; baseline = mean of %s (%s); [vs the fastest baseline]\n",
+		strings.Join(baseLabels, ", "), times)
 	fast1 := slices.MinFunc(base, func(a, b phaseResult) int { return int(a.timed.t1 - b.timed.t1) }).timed.t1.Seconds()
 	fast2 := slices.MinFunc(base, func(a, b phaseResult) int { return int(a.timed.t2 - b.timed.t2) }).timed.t2.Seconds()
 	line := func(label, name string, l, b, fast, target float64, what string) {
