@@ -17,6 +17,9 @@ E2E_FLAGS ?= -race
 # Flags of the converge benchmark (go run ./test/converge -help). Loom runs
 # as bin/loom in a process of its own (-loom-mode process, the default).
 CONVERGE_FLAGS ?= -parents 1000 -workers 8
+# More converge flags for both bench targets, e.g. -port-wait 10m on a
+# machine where something else may hold Loom's metrics port for a while.
+CONVERGE_EXTRA ?=
 # bench-scale: a bare cluster (etcd + kube-apiserver) beside the normal one,
 # with a state folder and ports of its own, and the converge flags for it.
 SCALE_PARENTS ?= 10000
@@ -68,13 +71,13 @@ bench: build ## Run the render benchmarks (Loom vs Helm's engine), then the conv
 	started=0; \
 	if ! $(CLUSTER) status >/dev/null 2>&1; then $(CLUSTER) up; started=1; fi; \
 	trap 'if [[ $$started == 1 ]]; then $(CLUSTER) down; fi' EXIT; \
-	KUBECONFIG=$(KUBECONFIG_LOCAL) go run ./test/converge $(CONVERGE_FLAGS)
+	KUBECONFIG=$(KUBECONFIG_LOCAL) go run ./test/converge $(CONVERGE_FLAGS) $(CONVERGE_EXTRA)
 
 .PHONY: bench-scale
 bench-scale: build ## Converge 10 000 parents (SCALE_PARENTS), baseline then bin/loom, on a bare cluster (etcd + kube-apiserver) of its own; prints one table.
 	trap '$(SCALE_CLUSTER) down' EXIT; \
 	$(SCALE_CLUSTER) up; \
-	KUBECONFIG=$(SCALE_STATE)/kubeconfig go run ./test/converge $(SCALE_FLAGS)
+	KUBECONFIG=$(SCALE_STATE)/kubeconfig go run ./test/converge $(SCALE_FLAGS) $(CONVERGE_EXTRA)
 
 .PHONY: cluster
 cluster: ## Start the local cluster (builds it from source the first time).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,6 +47,13 @@ func run(ctx context.Context, o options) ([]phaseResult, error) {
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	_ = klogFlags.Set("v", strconv.Itoa(o.loomV))
+	// Loom's metrics port, checked before the first phase too: a taken
+	// one should fail the run before a long baseline phase, not after.
+	if o.loomMode == modeProcess && slices.Contains(o.phases, kindLoom) {
+		if err := waitPortFree(ctx, o.metricsAddr, o.portWait); err != nil {
+			return nil, err
+		}
+	}
 	b, err := newBench(ctx, o)
 	if err != nil {
 		return nil, err
