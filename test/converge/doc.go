@@ -53,8 +53,9 @@
 // end of the phase, and SIGKILL 60 s later. Its counters (reconciles,
 // status writes, child applies, reconcile time, heap in use) are scraped
 // from its /metrics on --metrics-bind-address (default :8080, read at
-// 127.0.0.1); the port being taken before Loom starts is an error that
-// names it (-port-wait waits for it first, on a shared machine). Its writes are the API server's (apiserver_request_total): the
+// 127.0.0.1); the port being taken before the first phase, or when Loom
+// starts, is an error that names it (-port-wait waits for it first, on a
+// shared machine; make's CONVERGE_EXTRA passes such flags). Its writes are the API server's (apiserver_request_total): the
 // API server counts by resource, not by client (Loom's user agent,
 // "loom", is in no metric), so Loom's writes are those to the children's
 // resources and to the parents' status, which nothing else writes while a

@@ -146,11 +146,11 @@ func (b *bench) runPhase(ctx context.Context, kind, label string) (res phaseResu
 	if res.warm, err = p.round(ctx, "warmup", 1, ""); err != nil {
 		return res, fmt.Errorf("%s warm-up: %w", label, err)
 	}
-	logf("%s: warm-up done: t1 %s, t2 %s", label, secs(res.warm.t1), secs(res.warm.t2))
+	logf("%s: warm-up done: %s", label, res.warm.times())
 	if res.timed, err = p.round(ctx, "p", b.opts.parents, p.profilePath()); err != nil {
 		return res, fmt.Errorf("%s: %w", label, err)
 	}
-	logf("%s: t1 %s, t2 %s", label, secs(res.timed.t1), secs(res.timed.t2))
+	logf("%s: %s", label, res.timed.times())
 	res.total = p.counter.snapshot()
 	res.heap = liveHeap() - heapBefore
 	if p.opts.memprofile != "" && label == kindLoom+"#1" {
@@ -172,23 +172,29 @@ func (b *bench) runPhase(ctx context.Context, kind, label string) (res phaseResu
 // copy of the templates. Loom's process ending before the phase does
 // cancels the phase with fail.
 func (p *phase) startLoom(ctx context.Context, wcfg *rest.Config, fail context.CancelCauseFunc) (err error) {
-	if p.loomDir, err = loomWorkdir(p.opts.templates); err != nil {
+	dir, err := loomWorkdir(p.opts.templates)
+	if err != nil {
 		return err
 	}
-	templates := filepath.Join(p.loomDir, "templates")
+	defer func() {
+		if p.loom == nil { // nothing ran there: nothing to keep
+			err = errors.Join(err, os.RemoveAll(dir))
+		}
+	}()
+	templates := filepath.Join(dir, "templates")
 	if p.opts.loomMode == modeInProcess {
 		l, err := startLoom(ctx, wcfg, templates, p.namespace, p.opts.workers)
 		if err != nil {
 			return err
 		}
-		p.loom = l
+		p.loom, p.loomDir = l, dir
 		return nil
 	}
-	l, err := startLoomProcess(ctx, p.opts, p.loomDir)
+	l, err := startLoomProcess(ctx, p.opts, dir)
 	if err != nil {
 		return err
 	}
-	p.loom = l
+	p.loom, p.loomDir = l, dir
 	p.cpu.watch("loom", l.pid())
 	p.mem = startMemSampler(l.pid(), 250*time.Millisecond)
 	go func() {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -79,6 +80,14 @@ func (p *phase) round(ctx context.Context, prefix string, n int, profile string)
 	r := p.result(sw, n, g, parents, created, createdAt)
 	r.api = api
 	return r, nil
+}
+
+// times formats t1 and t2 for the progress log; a bare cluster has no t2.
+func (r roundResult) times() string {
+	if r.t2 == 0 {
+		return "t1 " + secs(r.t1)
+	}
+	return fmt.Sprintf("t1 %s, t2 %s", secs(r.t1), secs(r.t2))
 }
 
 // scrape reads the API server's write counters. A failure is reported
