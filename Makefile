@@ -14,8 +14,20 @@ RACE_PKGS ?= ./engine/controller/...
 # Flags of the e2e run: its controllers run in process, so -race covers the
 # Manager, its reloads and informers against the real API server.
 E2E_FLAGS ?= -race
-# Flags of the converge benchmark (go run ./test/converge -help).
+# Flags of the converge benchmark (go run ./test/converge -help). Loom runs
+# as bin/loom in a process of its own (-loom-mode process, the default).
 CONVERGE_FLAGS ?= -parents 1000 -workers 8
+# More converge flags for both bench targets, e.g. -port-wait 10m on a
+# machine where something else may hold Loom's metrics port for a while.
+CONVERGE_EXTRA ?=
+# bench-scale: a bare cluster (etcd + kube-apiserver) beside the normal one,
+# with a state folder and ports of its own, and the converge flags for it.
+SCALE_PARENTS ?= 10000
+SCALE_STATE := $(ROOT)/.cluster-scale
+SCALE_CLUSTER := CLUSTER_STATE=$(SCALE_STATE) CLUSTER_COMPONENTS="etcd kube-apiserver" \
+	CLUSTER_ETCD_PORT=43790 CLUSTER_ETCD_PEER_PORT=43800 CLUSTER_APISERVER_PORT=46443 $(CLUSTER)
+SCALE_FLAGS ?= -bare -parents $(SCALE_PARENTS) -phases base,loom -target-rss 150 \
+	-timeout 60m -delete-timeout 30m -touch-timeout 15m -cluster-dir $(SCALE_STATE)
 
 .PHONY: help
 help: ## List the targets.
@@ -54,12 +66,18 @@ golden: build ## Rewrite every golden file: the template sets' and the Go tests'
 	go test ./... -update
 
 .PHONY: bench
-bench: ## Run the render benchmarks (Loom vs Helm's engine), then the converge benchmark on the local cluster.
+bench: build ## Run the render benchmarks (Loom vs Helm's engine), then the converge benchmark (bin/loom in its own process) on the local cluster.
 	hack/bench-render.sh
 	started=0; \
 	if ! $(CLUSTER) status >/dev/null 2>&1; then $(CLUSTER) up; started=1; fi; \
 	trap 'if [[ $$started == 1 ]]; then $(CLUSTER) down; fi' EXIT; \
-	KUBECONFIG=$(KUBECONFIG_LOCAL) go run ./test/converge $(CONVERGE_FLAGS)
+	KUBECONFIG=$(KUBECONFIG_LOCAL) go run ./test/converge $(CONVERGE_FLAGS) $(CONVERGE_EXTRA)
+
+.PHONY: bench-scale
+bench-scale: build ## Converge 10 000 parents (SCALE_PARENTS), baseline then bin/loom, on a bare cluster (etcd + kube-apiserver) of its own; prints one table.
+	trap '$(SCALE_CLUSTER) down' EXIT; \
+	$(SCALE_CLUSTER) up; \
+	KUBECONFIG=$(SCALE_STATE)/kubeconfig go run ./test/converge $(SCALE_FLAGS) $(CONVERGE_EXTRA)
 
 .PHONY: cluster
 cluster: ## Start the local cluster (builds it from source the first time).

@@ -6,12 +6,20 @@
 # background processes. Binaries go to $ROOT/bin, all state to $ROOT/.cluster.
 #
 # Usage: hack/cluster/cluster.sh build|up|down [--keep-state]|restart NAME|compact|status|env
+#
+# CLUSTER_COMPONENTS (default "etcd kube-apiserver kube-controller-manager
+# kube-scheduler kwok") picks what up, status and restart run, always in that
+# start order; etcd and kube-apiserver are required. CLUSTER_STATE (default
+# $ROOT/.cluster) is the state folder, so a second cluster, on ports of its
+# own, can run beside the first: every command acts only on the processes of
+# its state folder, and down stops all of them whatever CLUSTER_COMPONENTS says.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BIN=$ROOT/bin
-STATE=$ROOT/.cluster
+STATE=${CLUSTER_STATE:-$ROOT/.cluster}
+[[ $STATE == /* ]] || STATE=$PWD/$STATE
 LOGS=$STATE/logs
 PIDS=$STATE/pids
 KUBECONFIG_FILE=$STATE/kubeconfig
@@ -23,11 +31,28 @@ APISERVER_PORT=${CLUSTER_APISERVER_PORT:-16443}
 TIMEOUT=${CLUSTER_TIMEOUT:-60}  # seconds each readiness wait may take
 KWOK_VERSION=v0.7.0
 NODE_NAME=kwok-node-0
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok) # start order
+ALL_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok) # start order
 
 log() { echo "cluster: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 k() { kubectl --kubeconfig "$KUBECONFIG_FILE" --request-timeout=5s "$@"; }
+
+# components: the names in CLUSTER_COMPONENTS, checked, in start order.
+components() {
+  local want=" ${CLUSTER_COMPONENTS:-${ALL_COMPONENTS[*]}} " name
+  for name in $want; do
+    [[ " ${ALL_COMPONENTS[*]} " == *" $name "* ]] || die "CLUSTER_COMPONENTS: unknown component '$name' (known: ${ALL_COMPONENTS[*]})"
+  done
+  for name in etcd kube-apiserver; do
+    [[ $want == *" $name "* ]] || die "CLUSTER_COMPONENTS must include $name"
+  done
+  for name in "${ALL_COMPONENTS[@]}"; do
+    if [[ $want == *" $name "* ]]; then echo "$name"; fi
+  done
+}
+mapfile -t COMPONENTS < <(components)
+((${#COMPONENTS[@]})) || exit 1 # components died: its message is printed
+has() { [[ " ${COMPONENTS[*]} " == *" $1 "* ]]; }
 
 # ---------------------------------------------------------------- build ----
 
@@ -112,9 +137,10 @@ stop() {
   rm -f "$PIDS/$name.pid"
 }
 
+# stop_all stops every component of this state folder, chosen or not.
 stop_all() {
   local i
-  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop "${COMPONENTS[i]}"; done
+  for ((i = ${#ALL_COMPONENTS[@]} - 1; i >= 0; i--)); do stop "${ALL_COMPONENTS[i]}"; done
 }
 
 # fail MSG [NAME]: print the error and the tail of NAME's log, stop everything, exit 1.
@@ -144,13 +170,16 @@ wait_for() {
 # port_free PORT: nothing accepts connections on 127.0.0.1:PORT.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# orphans: pids running one of our binaries that no pid file tracks.
+# orphans: pids running one of our binaries on this state folder (every
+# component names a path in it) that no pid file tracks. A cluster on
+# another state folder is not ours.
 orphans() {
   local f pid cmd name
   for f in /proc/[0-9]*/cmdline; do
     pid=${f#/proc/}; pid=${pid%/cmdline}
     cmd=$(tr '\0' ' ' 2>/dev/null <"$f") || continue # 2> first: a process that just exited makes the redirect fail
-    for name in "${COMPONENTS[@]}"; do
+    [[ $cmd == *" $STATE/"* ]] || continue
+    for name in "${ALL_COMPONENTS[@]}"; do
       if [[ $cmd == "$BIN/$name "* && $pid != "$(pid_of "$name")" ]]; then echo "$pid"; fi
     done
   done
@@ -277,10 +306,12 @@ cmd_up() {
   make_secrets
   trap 'fail "interrupted"' INT TERM
   for name in "${COMPONENTS[@]}"; do "start_${name//-/_}"; done
-  wait_for kube-controller-manager "default ServiceAccount" k get serviceaccount default -n default
-  alive kube-scheduler || fail "kube-scheduler exited" kube-scheduler
+  if has kube-controller-manager; then
+    wait_for kube-controller-manager "default ServiceAccount" k get serviceaccount default -n default
+  fi
+  if has kube-scheduler; then alive kube-scheduler || fail "kube-scheduler exited" kube-scheduler; fi
   trap - INT TERM
-  log "up in $((SECONDS - t0))s: apiserver https://127.0.0.1:$APISERVER_PORT, etcd $ETCD_URL, node $NODE_NAME"
+  log "up in $((SECONDS - t0))s: ${COMPONENTS[*]}; apiserver https://127.0.0.1:$APISERVER_PORT, etcd $ETCD_URL$(has kwok && echo ", node $NODE_NAME"); state $STATE"
   cmd_env
 }
 

@@ -2,7 +2,9 @@ package testutil
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -29,21 +31,10 @@ func StartProcess(t testing.TB, logPath, bin string, args ...string) *Process {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s is missing: run make build (make test does): %v", bin, err)
 	}
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	p, err := StartCommand(exec.Command(bin, args...), logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Process{cmd: exec.Command(bin, args...), log: logPath, done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = f, f
-	if err := p.cmd.Start(); err != nil {
-		f.Close()
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
 	t.Cleanup(func() {
 		_ = p.Kill()
 		if t.Failed() {
@@ -52,6 +43,31 @@ func StartProcess(t testing.TB, logPath, bin string, args ...string) *Process {
 	})
 	return p
 }
+
+// StartCommand starts cmd (its Dir and Env as the caller set them) with
+// its stdout and stderr appended to logPath, for a program that is not a
+// test. The caller ends it with Terminate or Kill.
+func StartCommand(cmd *exec.Cmd, logPath string) (*Process, error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open log of %s: %w", cmd.Path, err)
+	}
+	p := &Process{cmd: cmd, log: logPath, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	if err := p.cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Done is closed when the process has ended.
+func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Pid is the process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
@@ -105,33 +121,86 @@ func (p *Process) Stop(t testing.TB, within time.Duration) {
 	}
 }
 
+// Terminate sends SIGTERM and waits up to grace for the process to exit,
+// then sends SIGKILL. It returns nil if the process exited 0 after the
+// SIGTERM (or had already ended that way), and otherwise says how it ended.
+func (p *Process) Terminate(grace time.Duration) error {
+	if done, err := p.Exited(); done {
+		if err != nil {
+			return fmt.Errorf("%s (pid %d) had already exited: %w", p.cmd.Path, p.Pid(), err)
+		}
+		return nil
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("SIGTERM pid %d: %w", p.Pid(), err)
+	}
+	select {
+	case <-p.done:
+		if p.err != nil {
+			return fmt.Errorf("%s (pid %d) exited after SIGTERM: %w", p.cmd.Path, p.Pid(), p.err)
+		}
+		return nil
+	case <-time.After(grace):
+		_ = p.Kill()
+		return fmt.Errorf("%s (pid %d) did not exit within %s of SIGTERM; killed", p.cmd.Path, p.Pid(), grace)
+	}
+}
+
 // Memory returns the process's resident set size now (VmRSS) and at its
 // peak (VmHWM), in bytes, from /proc/PID/status.
 func (p *Process) Memory() (rss, hwm int64, err error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.Pid()))
+	m, err := ReadMemory(p.Pid())
+	return m.RSS, m.HWM, err
+}
+
+// MemoryStatus is a process's memory from /proc/PID/status, in bytes.
+type MemoryStatus struct {
+	// RSS is resident now (VmRSS), HWM at its peak (VmHWM).
+	RSS, HWM int64
+	// Anon and File are the parts of RSS that are anonymous memory (the
+	// heap, stacks) and mapped files (the binary's pages), when the kernel
+	// reports them (RssAnon, RssFile).
+	Anon, File int64
+}
+
+// ReadMemory reads the memory of process pid.
+func ReadMemory(pid int) (MemoryStatus, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, fmt.Errorf("read memory of pid %d: %w", p.Pid(), err)
+		return MemoryStatus{}, fmt.Errorf("read memory of pid %d: %w", pid, err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	m, err := ParseMemory(f)
+	if err != nil {
+		return MemoryStatus{}, fmt.Errorf("read memory of pid %d: %w", pid, err)
+	}
+	return m, nil
+}
+
+// ParseMemory reads the text of a /proc/PID/status file. VmRSS and VmHWM
+// must be in it.
+func ParseMemory(r io.Reader) (MemoryStatus, error) {
+	var m MemoryStatus
+	fields := map[string]*int64{"VmRSS": &m.RSS, "VmHWM": &m.HWM, "RssAnon": &m.Anon, "RssFile": &m.File}
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
+		field := fields[name]
+		if !ok || field == nil {
 			continue
 		}
 		// "   123456 kB"
 		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("parse %s of pid %d: %w", name, p.Pid(), err)
+			return MemoryStatus{}, fmt.Errorf("parse %s: %w", name, err)
 		}
-		if name == "VmRSS" {
-			rss = kb * 1024
-		} else {
-			hwm = kb * 1024
-		}
+		*field = kb * 1024
 	}
-	if rss == 0 || hwm == 0 {
-		return 0, 0, fmt.Errorf("no VmRSS/VmHWM in /proc/%d/status", p.Pid())
+	if err := sc.Err(); err != nil {
+		return MemoryStatus{}, err
 	}
-	return rss, hwm, sc.Err()
+	if m.RSS == 0 || m.HWM == 0 {
+		return MemoryStatus{}, errors.New("no VmRSS or VmHWM (a kernel thread, or a zombie)")
+	}
+	return m, nil
 }

@@ -21,11 +21,13 @@ import (
 type sandbox struct {
 	root  string
 	ports map[string]int
+	// env is more of the script's environment (CLUSTER_COMPONENTS, ...).
+	env map[string]string
 }
 
 func newSandbox(t *testing.T, etcd string) *sandbox {
 	t.Helper()
-	s := &sandbox{root: t.TempDir(), ports: map[string]int{}}
+	s := &sandbox{root: t.TempDir(), ports: map[string]int{}, env: map[string]string{}}
 	for _, f := range []string{"cluster.sh", "go.mod"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "hack", "cluster", f))
 		if err != nil {
@@ -68,6 +70,9 @@ func (s *sandbox) run(t *testing.T, args ...string) (int, string) {
 	for k, v := range s.ports {
 		cmd.Env = append(cmd.Env, k+"="+strconv.Itoa(v))
 	}
+	for k, v := range s.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode(), string(out)
@@ -100,6 +105,49 @@ func TestRestartAndCompactNeedARunningCluster(t *testing.T) {
 				t.Errorf("it started or stopped something:\n%s", out)
 			}
 		})
+	}
+}
+
+// CLUSTER_COMPONENTS picks the components, in start order whatever the
+// order given; a name the script does not know, or a cluster without etcd
+// or an API server, is refused before anything starts.
+func TestClusterComponents(t *testing.T) {
+	for _, tc := range []struct {
+		name, components string
+		args             []string
+		want             string
+	}{
+		{"unknown name", "etcd kube-apiserver kubelet", []string{"up"}, "CLUSTER_COMPONENTS: unknown component 'kubelet'"},
+		{"no API server", "etcd kwok", []string{"up"}, "CLUSTER_COMPONENTS must include kube-apiserver"},
+		{"start order kept", "kube-apiserver etcd", []string{"restart", "kwok"}, "restart what? one of: etcd kube-apiserver\n"},
+		{"status lists only the chosen", "etcd kube-apiserver", []string{"status"}, "etcd: not running\nkube-apiserver: not running\ncluster is not up"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSandbox(t, "#!/bin/sh\nexit 1\n")
+			s.env["CLUSTER_COMPONENTS"] = tc.components
+			code, out := s.run(t, tc.args...)
+			if code == 0 || !strings.Contains(out, tc.want) {
+				t.Fatalf("exit %d, want non-zero and %q in:\n%s", code, tc.want, out)
+			}
+			if strings.Contains(out, "starting") {
+				t.Errorf("it started something:\n%s", out)
+			}
+		})
+	}
+}
+
+// CLUSTER_STATE moves the state folder: logs and pid files go there, and
+// the default one is left alone.
+func TestClusterState(t *testing.T) {
+	s := newSandbox(t, "#!/bin/sh\necho 'fake etcd: gone' >&2\nexit 1\n")
+	state := filepath.Join(s.root, ".cluster-other")
+	s.env["CLUSTER_STATE"] = state
+	code, out := s.up(t)
+	if want := filepath.Join(state, "logs", "etcd.log"); code == 0 || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, want non-zero and the log %s named in:\n%s", code, want, out)
+	}
+	if _, err := os.Stat(filepath.Join(s.root, ".cluster")); !os.IsNotExist(err) {
+		t.Errorf("the default state folder was created (stat: %v)", err)
 	}
 }
 

@@ -95,3 +95,25 @@ func (a apiWrites) top(n int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// writerRequests are the writer's writes (the baseline's or Loom's) among
+// the API server's, for a writer whose own requests are not counted (Loom
+// in its own process): the API server counts requests by resource and
+// verb, not by client (Loom's user agent, "loom", is in no metric). While
+// a round runs, the children's resources and the parents' status are
+// written by the writer alone: the creator creates parents, the
+// controller-manager writes Deployments' status, never their spec, and
+// nothing else writes ConfigMaps or Services there. Events are counted
+// only on a bare cluster: elsewhere the controller-manager writes Events
+// too, and they cannot be told apart (Events is then 0).
+func (a apiWrites) writerRequests(bare bool) requests {
+	var r requests
+	for _, gvr := range childResources {
+		r.Children += int64(a.byResource[gvr.Resource])
+	}
+	r.Status = int64(a.byResource[myResourceGVR.Resource+"/status"])
+	if bare {
+		r.Events = int64(a.byResource["events"])
+	}
+	return r
+}

@@ -4,12 +4,17 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 func TestRequestCounter(t *testing.T) {
@@ -154,5 +159,159 @@ func TestAvailable(t *testing.T) {
 				t.Errorf("available = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestLoomStatsFrom(t *testing.T) {
+	const loomOnly = `# TYPE loom_reconcile_total counter
+loom_reconcile_total{kind="MyResource",result="success"} 110
+loom_reconcile_total{kind="MyResource",result="error"} 3
+# TYPE loom_status_writes_total counter
+loom_status_writes_total{kind="MyResource"} 104
+# TYPE loom_child_changes_total counter
+loom_child_changes_total{action="created",kind="MyResource"} 150
+loom_child_changes_total{action="unchanged",kind="MyResource"} 189
+# TYPE loom_reconcile_duration_seconds histogram
+loom_reconcile_duration_seconds_bucket{kind="MyResource",le="+Inf"} 113
+loom_reconcile_duration_seconds_sum{kind="MyResource"} 67.5
+loom_reconcile_duration_seconds_count{kind="MyResource"} 113
+`
+	const runtime = `# TYPE go_memstats_heap_inuse_bytes gauge
+go_memstats_heap_inuse_bytes 1.4155776e+07
+`
+	const queue = `# TYPE workqueue_adds_total counter
+workqueue_adds_total{name="MyResource"} 140
+workqueue_adds_total{name="other"} 7
+# TYPE workqueue_queue_duration_seconds histogram
+workqueue_queue_duration_seconds_bucket{name="MyResource",le="+Inf"} 140
+workqueue_queue_duration_seconds_sum{name="MyResource"} 2.5
+workqueue_queue_duration_seconds_count{name="MyResource"} 140
+`
+	loom := loomStats{Reconciles: 113, StatusWrites: 104, ReconcileSeconds: 67.5,
+		Changes: map[string]float64{"created": 150, "unchanged": 189}}
+	withHeap := loom
+	withHeap.HeapInuse, withHeap.HeapKnown = 14155776, true
+	withQueue := loom
+	withQueue.Queue = queueStats{Available: true, Adds: 140, WaitSum: 2.5, WaitN: 140}
+	tests := []struct {
+		name, text string
+		want       loomStats
+	}{
+		{"loom's own", loomOnly, loom},
+		{"with the Go runtime's", loomOnly + runtime, withHeap},
+		{"with the workqueue's", loomOnly + queue, withQueue},
+		{"nothing", "", loomStats{Changes: map[string]float64{}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := testutil.ParseMetrics(strings.NewReader(tt.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, loomStatsFrom(m)); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWriterRequests(t *testing.T) {
+	a := apiWrites{byResource: map[string]float64{
+		"configmaps": 100, "services": 100, "deployments": 100, "deployments/status": 400,
+		"myresources": 100, "myresources/status": 208, "events": 300, "pods": 100,
+	}}
+	for _, tc := range []struct {
+		name string
+		bare bool
+		want requests
+	}{
+		{"Events of every client", false, requests{Children: 300, Status: 208}},
+		{"bare: only the writer writes Events", true, requests{Children: 300, Status: 208, Events: 300}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, a.writerRequests(tc.bare)); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestProcField(t *testing.T) {
+	const cpuinfo = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\nprocessor\t: 1\nmodel name\t: AMD EPYC 7B13\n"
+	const meminfo = "MemTotal:       24683824 kB\nMemFree:        22105180 kB\n"
+	for _, tc := range []struct{ text, name, want string }{
+		{cpuinfo, "model name", "AMD EPYC 7B13"},
+		{cpuinfo, "model", ""},
+		{meminfo, "MemTotal", "24683824 kB"},
+		{"", "MemTotal", ""},
+	} {
+		if got := procField(tc.text, tc.name); got != tc.want {
+			t.Errorf("procField(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestAppendTouch(t *testing.T) {
+	for _, tc := range []struct{ name, before, after string }{
+		{"ends with a newline", "a: 1\n", "a: 1\n" + touchLine},
+		{"no newline at the end", "{{- end }}", "{{- end }}\n" + touchLine},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "t.yaml")
+			if err := os.WriteFile(path, []byte(tc.before), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := appendTouch(path); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(path)
+			if diff := cmp.Diff(tc.after, string(got)); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+// The touch changes the set's fingerprint (so Loom reloads it and
+// reconciles every parent) but not what any parent renders.
+func TestTouchChangesNothingRendered(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "myresource")
+	if err := testutil.CopyDir(filepath.Join("..", "..", "templates", "myresource"), dir); err != nil {
+		t.Fatal(err)
+	}
+	parent, err := loadExample(filepath.Join("..", "..", "examples", "myresource-full.yaml"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent.SetNamespace("ns")
+	before, err := render.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range before.Files() {
+		if err := appendTouch(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := render.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Fingerprint() == after.Fingerprint() {
+		t.Error("the fingerprint did not change: Loom would not reload the set")
+	}
+	want, err := before.Render(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := after.Render(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 3 {
+		t.Fatalf("the example renders %d children, want 3", len(want))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("children (-before +after the touch)\n%s", diff)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -29,10 +30,26 @@ type cpuSample struct {
 }
 
 // cpuSampler reads CPU times from /proc. The cluster's pids come from its
-// pid files; "converge" is this process (the harness, and Loom in a loom
-// phase).
+// pid files (a component that is not running has none); "converge" is this
+// process (the harness, and Loom in an in-process loom phase); "loom" is
+// Loom's process while a process-mode loom phase runs.
 type cpuSampler struct {
+	mu   sync.Mutex
 	pids map[string]int
+}
+
+// watch adds a process to the samples, under name.
+func (s *cpuSampler) watch(name string, pid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pids[name] = pid
+}
+
+// unwatch removes a process from the samples.
+func (s *cpuSampler) unwatch(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pids, name)
 }
 
 func newCPUSampler(clusterDir string) *cpuSampler {
@@ -51,6 +68,8 @@ func newCPUSampler(clusterDir string) *cpuSampler {
 
 func (s *cpuSampler) sample() cpuSample {
 	out := cpuSample{proc: map[string]float64{}}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for name, pid := range s.pids {
 		if t, ok := processCPU(pid); ok {
 			out.proc[name] = t

@@ -1,6 +1,6 @@
 // Command converge measures how long Loom takes to converge many parents on
 // the local cluster, against a baseline client that sends only the minimal
-// writes for the same work.
+// writes for the same work, and how much memory Loom's process needs.
 //
 //	go run ./test/converge -parents 1000 -workers 8
 //
@@ -22,33 +22,104 @@
 //     parents (-workers at a time), and the clock runs until:
 //     - t1: every parent has status.observedGeneration == metadata.generation
 //     and three entries in status.children: children applied, status written;
-//     - t2: loom: every parent is Ready=True; base: every Deployment is
+//     - t2: loom: every parent Ready=True; base: every Deployment is
 //     Current by kstatus (available), the test Loom's readiness uses.
-//  4. Stop the writer (Loom drains its workers) and delete the namespace.
+//  4. Loom only, once converged: the steady state and a full re-reconcile
+//     (below).
+//  5. Stop the writer (Loom drains its workers) and delete the namespace.
 //
 // In a base phase, each parent the creator has created is handed at once to
 // one of -workers goroutines, which sends three server-side applies of the
 // parent's children (rendered with engine/render before the clock starts;
 // only the owner's UID is filled in) and one server-side apply of a status
 // of the same shape as Loom's first one. No informers, no rendering, no
-// diffing. In a loom phase, Loom runs in this process (controller.New and
-// Run, limited to the namespace, Options.Workers = -workers, no resync).
+// diffing. The baseline's writes are counted on its own transport
+// (rest.Config.Wrap) and split into children, status and Events; the
+// creator's creates and the harness's reads are not counted. The baseline
+// and the creator get the same QPS and burst (-qps, -burst), high enough
+// that client-side throttling never waits.
 //
-// Writes are counted on the writer's own transport (rest.Config.Wrap) and
-// split into children, status and Events; the creator's creates and the
-// harness's reads are not counted. Both writers get the same QPS and burst
-// (-qps, -burst), high enough that client-side throttling never waits.
+// # How a loom phase runs Loom (-loom-mode)
 //
-// The report prints t1 and t2 per phase, the ratio of Loom to the mean of
-// the baseline phases (PASS or MISS against -target; missing the target
-// is not an error), the write requests per parent, per-parent latency, the
-// CPU time of each cluster process, the writes the API server served from
-// every client (its apiserver_request_total), and, for Loom, its
-// reconciles, status writes and workqueue waits. A phase in which
-// processes outside the cluster and this one took more than -noise-limit
-// of the busy CPU is marked noisy and left out of the ratios.
-// -cpuprofile writes Loom's CPU profile for the timed round: FILE for
-// t0..t1 and FILE.ready for t1..t2.
+// process (the default) runs Loom as users do: `bin/loom run` (-loom-bin;
+// make build builds it) in a process of its own, with its default flags,
+// plus -loom-args if given. Its working folder is a fresh temporary folder
+// holding a copy of -templates as templates/ (the default of --templates),
+// and KUBECONFIG is in its environment. Loom then watches every namespace
+// (the earlier phases' are gone, or emptied on a bare cluster) with its own
+// --workers and --kube-api-qps, which may differ from the baseline's. Its
+// output goes to loom.log in that folder, whose tail is printed if the
+// phase fails (the folder is then kept); it is stopped with SIGTERM at the
+// end of the phase, and SIGKILL 60 s later. Its counters (reconciles,
+// status writes, child applies, reconcile time, heap in use) are scraped
+// from its /metrics on --metrics-bind-address (default :8080, read at
+// 127.0.0.1); the port being taken before the first phase, or when Loom
+// starts, is an error that names it (-port-wait waits for it first, on a
+// shared machine; make's CONVERGE_EXTRA passes such flags). Its writes are the API server's (apiserver_request_total): the
+// API server counts by resource, not by client (Loom's user agent,
+// "loom", is in no metric), so Loom's writes are those to the children's
+// resources and to the parents' status, which nothing else writes while a
+// round runs. Events cannot be told from the controller-manager's, and
+// are shown as ?. Loom's workqueue metrics are not on its /metrics.
+//
+// Its memory comes from /proc/PID/status, sampled every 250 ms: the peak
+// RSS (VmHWM) at the end of the timed round and at the end of the phase;
+// the steady RSS (VmRSS, with its anonymous and file-backed parts) and the
+// heap in use (go_memstats_heap_inuse_bytes) once the fleet has converged
+// and Loom has reconciled nothing for -steady; and its CPU seconds
+// (utime+stime of /proc/PID/stat) over the timed round, in the CPU table
+// as "loom".
+//
+// inprocess runs Loom's Manager in this process (controller.New and Run,
+// limited to the namespace, Options.Workers = -workers, no resync, the
+// same QPS as the baseline), with its requests counted on its transport
+// like the baseline's. Only this mode can profile Loom: -cpuprofile writes
+// its CPU profile for the timed round (FILE for t0..t1, FILE.ready for
+// t1..t2), -memprofile the heap profile after it; the report gives this
+// process's live heap instead of an RSS.
+//
+// # Full re-reconcile
+//
+// Once the fleet has converged, and after the steady sample, the harness
+// appends a template comment ({{/* bench touch */}} on its own line) to a
+// child template of the MyResource set in Loom's copy of the templates.
+// That changes the set's files but not what it renders: Loom's template
+// watcher reloads the set (a reload whose files are unchanged is skipped)
+// and reconciles every parent of it. The harness waits until
+// loom_reconcile_total has grown by at least the number of parents (up to
+// -touch-timeout), lets -settle pass, and reports the writes the API
+// server saw to the children and to the parents' status in that window.
+// There should be none; a write is reported, not an error.
+//
+// # A bare cluster (-bare)
+//
+// `make bench-scale` runs 10 000 parents on a cluster of etcd and
+// kube-apiserver only (hack/cluster/cluster.sh with CLUSTER_COMPONENTS,
+// in .cluster-scale on ports of its own). With no controller-manager there
+// is no garbage collector and no namespace controller: no Deployment ever
+// becomes available, and a deleted namespace never goes. With -bare, t2 is
+// not measured (t1 is, and Loom reaches it: it needs no controller), and
+// a phase's cleanup deletes its parents and then every Deployment, Service
+// and ConfigMap in the namespace (DeleteCollection), waits until they are
+// gone, and leaves the empty namespace. The t1 target is then 1.2 unless
+// -target is given. Only Loom and the baseline write Events there, so they
+// are counted.
+//
+// # The report
+//
+// The report starts with the machine (nproc, CPU model, memory) and the
+// date, then prints t1 and t2 per phase, the ratio of Loom to the mean of
+// the baseline phases (PASS or MISS against -target and -target-ready;
+// missing a target is not an error), the write requests per parent,
+// Loom's memory, per-parent latency, the CPU time of each cluster process
+// and of Loom, the writes the API server served from every client (its
+// apiserver_request_total), Loom's reconciles, status writes and (in
+// inprocess mode) workqueue waits, and the full re-reconcile. It ends with one
+// table of the targets: peak RSS (≤ -target-rss MiB), steady RSS, heap in
+// use, Loom's CPU, t1 and t2 against the floor, and the writes of the
+// full re-reconcile (0). A phase in which processes outside the cluster,
+// Loom and this one took more than -noise-limit of the busy CPU is marked
+// noisy and left out of the ratios.
 //
 // The exit status is non-zero only on an error or a timeout (-timeout).
 package main

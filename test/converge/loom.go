@@ -3,18 +3,30 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/controller"
+	"github.com/loom-operator/loom/internal/testutil"
 )
+
+// loomRunner is Loom during a loom phase: in this process (loomRun) or in
+// its own (loomProc).
+type loomRunner interface {
+	// stats reads Loom's own counters.
+	stats(ctx context.Context) (loomStats, error)
+	// pid is Loom's process id; 0 when Loom runs in this process.
+	pid() int
+	// exited is closed if Loom's process ends; nil in this process.
+	exited() <-chan struct{}
+	// stop ends Loom and waits until it has drained.
+	stop() error
+	// tail is the end of Loom's log, for a failed phase ("" if none).
+	tail() string
+}
 
 // loomRun is Loom running in this process.
 type loomRun struct {
@@ -54,6 +66,24 @@ func (l *loomRun) stop() error {
 	}
 }
 
+func (l *loomRun) pid() int                { return 0 }
+func (l *loomRun) exited() <-chan struct{} { return nil }
+func (l *loomRun) tail() string            { return "" }
+
+func (l *loomRun) stats(context.Context) (loomStats, error) {
+	mfs, err := l.registry.Gather()
+	if err != nil {
+		return loomStats{}, fmt.Errorf("gather Loom's metrics: %w", err)
+	}
+	m := testutil.Metrics{}
+	for _, mf := range mfs {
+		m[mf.GetName()] = mf
+	}
+	s := loomStatsFrom(m)
+	s.Queue = queueMetricsFor("MyResource").snapshot()
+	return s, nil
+}
+
 // loomStats are Loom's own counters at one moment.
 type loomStats struct {
 	Reconciles   float64
@@ -62,173 +92,79 @@ type loomStats struct {
 	Changes map[string]float64
 	// ReconcileSeconds is the total time spent in reconciles.
 	ReconcileSeconds float64
-	Queue            queueStats
+	// HeapInuse is go_memstats_heap_inuse_bytes, when Loom exposes it
+	// (HeapKnown).
+	HeapInuse float64
+	HeapKnown bool
+	Queue     queueStats
 }
 
-func (l *loomRun) stats() loomStats {
-	s := loomStats{Changes: map[string]float64{}, Queue: queueMetricsFor("MyResource").snapshot()}
-	mfs, err := l.registry.Gather()
-	if err != nil {
-		return s
+// queueName is the workqueue of the MyResource controller.
+const queueName = "MyResource"
+
+// loomStatsFrom reads Loom's counters from its metrics: the loom_* ones,
+// the Go runtime's heap in use, and client-go's workqueue_* ones when they
+// are exposed (the depth's and the wait's maxima never are).
+func loomStatsFrom(m testutil.Metrics) loomStats {
+	s := loomStats{
+		Reconciles:   m.Sum("loom_reconcile_total", nil),
+		StatusWrites: m.Sum("loom_status_writes_total", nil),
+		Changes:      map[string]float64{},
 	}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			switch mf.GetName() {
-			case "loom_reconcile_total":
-				s.Reconciles += m.GetCounter().GetValue()
-			case "loom_status_writes_total":
-				s.StatusWrites += m.GetCounter().GetValue()
-			case "loom_reconcile_duration_seconds":
-				s.ReconcileSeconds += m.GetHistogram().GetSampleSum()
-			case "loom_child_changes_total":
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == "action" {
-						s.Changes[lp.GetValue()] += m.GetCounter().GetValue()
-					}
-				}
-			}
-		}
+	m.Each("loom_child_changes_total", func(labels map[string]string, v float64) { s.Changes[labels["action"]] += v })
+	s.ReconcileSeconds, _ = histogram(m, "loom_reconcile_duration_seconds", nil)
+	if _, ok := m["go_memstats_heap_inuse_bytes"]; ok {
+		s.HeapInuse, s.HeapKnown = m.Sum("go_memstats_heap_inuse_bytes", nil), true
+	}
+	if _, ok := m["workqueue_adds_total"]; ok {
+		q := map[string]string{"name": queueName}
+		s.Queue.Available = true
+		s.Queue.Adds = int64(m.Sum("workqueue_adds_total", q))
+		var n uint64
+		s.Queue.WaitSum, n = histogram(m, "workqueue_queue_duration_seconds", q)
+		s.Queue.WaitN = int64(n)
+		s.Queue.WorkSum, n = histogram(m, "workqueue_work_duration_seconds", q)
+		s.Queue.WorkN = int64(n)
 	}
 	return s
 }
 
-// sub returns what happened between snapshot b and s.
+// histogram adds the sums and counts of a histogram's samples whose labels
+// have every value in match.
+func histogram(m testutil.Metrics, name string, match map[string]string) (sum float64, count uint64) {
+	mf := m[name]
+	if mf == nil {
+		return 0, 0
+	}
+outer:
+	for _, s := range mf.GetMetric() {
+		for k, want := range match {
+			found := false
+			for _, lp := range s.GetLabel() {
+				if lp.GetName() == k && lp.GetValue() == want {
+					found = true
+				}
+			}
+			if !found {
+				continue outer
+			}
+		}
+		sum += s.GetHistogram().GetSampleSum()
+		count += s.GetHistogram().GetSampleCount()
+	}
+	return sum, count
+}
+
+// sub returns what happened between snapshot b and s. The heap is s's.
 func (s loomStats) sub(b loomStats) loomStats {
 	out := loomStats{
 		Reconciles: s.Reconciles - b.Reconciles, StatusWrites: s.StatusWrites - b.StatusWrites,
 		ReconcileSeconds: s.ReconcileSeconds - b.ReconcileSeconds,
-		Changes:          map[string]float64{}, Queue: s.Queue.sub(b.Queue),
+		HeapInuse:        s.HeapInuse, HeapKnown: s.HeapKnown,
+		Changes: map[string]float64{}, Queue: s.Queue.sub(b.Queue),
 	}
 	for k, v := range s.Changes {
 		out.Changes[k] = v - b.Changes[k]
 	}
 	return out
 }
-
-// The workqueue's metrics, kept in memory: client-go reports them to a
-// process-wide provider, set once before any queue is made.
-var (
-	queuesMu sync.Mutex
-	queues   = map[string]*queueMetrics{}
-)
-
-func init() { workqueue.SetProvider(queueProvider{}) }
-
-// queueMetrics are one workqueue's adds, depth, and time waiting and
-// being worked on.
-type queueMetrics struct {
-	adds, depth, maxDepth atomic.Int64
-	mu                    sync.Mutex
-	waitSum, waitMax      float64
-	waitN                 int64
-	workSum               float64
-	workN                 int64
-}
-
-// queueStats is a snapshot of queueMetrics.
-type queueStats struct {
-	Adds, MaxDepth   int64
-	WaitSum, WaitMax float64
-	WaitN            int64
-	WorkSum          float64
-	WorkN            int64
-}
-
-func queueMetricsFor(name string) *queueMetrics {
-	queuesMu.Lock()
-	defer queuesMu.Unlock()
-	q, ok := queues[name]
-	if !ok {
-		q = &queueMetrics{}
-		queues[name] = q
-	}
-	return q
-}
-
-func (q *queueMetrics) snapshot() queueStats {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return queueStats{
-		Adds: q.adds.Load(), MaxDepth: q.maxDepth.Load(),
-		WaitSum: q.waitSum, WaitMax: q.waitMax, WaitN: q.waitN, WorkSum: q.workSum, WorkN: q.workN,
-	}
-}
-
-// resetPeaks starts a new window for the maxima.
-func (q *queueMetrics) resetPeaks() {
-	q.maxDepth.Store(q.depth.Load())
-	q.mu.Lock()
-	q.waitMax = 0
-	q.mu.Unlock()
-}
-
-func (s queueStats) sub(b queueStats) queueStats {
-	return queueStats{
-		Adds: s.Adds - b.Adds, MaxDepth: s.MaxDepth, WaitMax: s.WaitMax,
-		WaitSum: s.WaitSum - b.WaitSum, WaitN: s.WaitN - b.WaitN,
-		WorkSum: s.WorkSum - b.WorkSum, WorkN: s.WorkN - b.WorkN,
-	}
-}
-
-type queueProvider struct{}
-
-type depthGauge struct{ q *queueMetrics }
-
-func (g depthGauge) Inc() {
-	d := g.q.depth.Add(1)
-	for {
-		m := g.q.maxDepth.Load()
-		if d <= m || g.q.maxDepth.CompareAndSwap(m, d) {
-			return
-		}
-	}
-}
-func (g depthGauge) Dec() { g.q.depth.Add(-1) }
-
-type addsCounter struct{ q *queueMetrics }
-
-func (c addsCounter) Inc() { c.q.adds.Add(1) }
-
-type waitHistogram struct{ q *queueMetrics }
-
-func (h waitHistogram) Observe(v float64) {
-	h.q.mu.Lock()
-	h.q.waitSum += v
-	h.q.waitMax = math.Max(h.q.waitMax, v)
-	h.q.waitN++
-	h.q.mu.Unlock()
-}
-
-type workHistogram struct{ q *queueMetrics }
-
-func (h workHistogram) Observe(v float64) {
-	h.q.mu.Lock()
-	h.q.workSum += v
-	h.q.workN++
-	h.q.mu.Unlock()
-}
-
-type noopMetric struct{}
-
-func (noopMetric) Inc()        {}
-func (noopMetric) Set(float64) {}
-
-func (queueProvider) NewDepthMetric(name string) workqueue.GaugeMetric {
-	return depthGauge{queueMetricsFor(name)}
-}
-func (queueProvider) NewAddsMetric(name string) workqueue.CounterMetric {
-	return addsCounter{queueMetricsFor(name)}
-}
-func (queueProvider) NewLatencyMetric(name string) workqueue.HistogramMetric {
-	return waitHistogram{queueMetricsFor(name)}
-}
-func (queueProvider) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
-	return workHistogram{queueMetricsFor(name)}
-}
-func (queueProvider) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric {
-	return noopMetric{}
-}
-func (queueProvider) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
-	return noopMetric{}
-}
-func (queueProvider) NewRetriesMetric(string) workqueue.CounterMetric { return noopMetric{} }

@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,75 +24,8 @@ import (
 	"github.com/loom-operator/loom/internal/testutil"
 )
 
-// options are the command-line flags.
-type options struct {
-	parents, workers int
-	replicas         int64
-	kubeconfig       string
-	templates        string
-	example          string
-	crds             string
-	clusterDir       string
-	phases           []string
-	qps              float64
-	burst            int
-	target           float64
-	noiseLimit       float64
-	timeout          time.Duration
-	deleteTimeout    time.Duration
-	settle           time.Duration
-	quiet            time.Duration
-	cpuprofile       string
-	memprofile       string
-	loomV            int
-}
-
-func parseFlags() (options, error) {
-	o := options{}
-	kubeconfig := os.Getenv("KUBECONFIG")
-	if kubeconfig == "" {
-		kubeconfig = filepath.Join(".cluster", "kubeconfig")
-	}
-	var phases string
-	flag.IntVar(&o.parents, "parents", 1000, "MyResources created in each timed round")
-	flag.IntVar(&o.workers, "workers", 8, "Loom's Options.Workers, and the baseline's and the creator's goroutines")
-	flag.Int64Var(&o.replicas, "replicas", 1, "spec.replicas of every parent (pods per parent)")
-	flag.StringVar(&o.kubeconfig, "kubeconfig", kubeconfig, "kubeconfig of the local cluster (default $KUBECONFIG, then .cluster/kubeconfig)")
-	flag.StringVar(&o.templates, "templates", "templates", "Loom's template folder (the baseline renders with templates/myresource)")
-	flag.StringVar(&o.example, "example", filepath.Join("examples", "myresource-full.yaml"), "the parent every MyResource is a copy of")
-	flag.StringVar(&o.crds, "crds", "crds", "CRDs to install when the MyResource CRD is missing")
-	flag.StringVar(&o.clusterDir, "cluster-dir", ".cluster", "the local cluster's state folder, for its processes' pids (CPU accounting)")
-	flag.StringVar(&phases, "phases", "base,loom,base", "phases to run, in order: base or loom, comma-separated")
-	flag.Float64Var(&o.qps, "qps", 1000, "client QPS of every client (baseline, Loom, creator, harness)")
-	flag.IntVar(&o.burst, "burst", 2000, "client burst of every client")
-	flag.Float64Var(&o.target, "target", 1.15, "the Loom/baseline ratio to meet")
-	flag.Float64Var(&o.noiseLimit, "noise-limit", 0.10, "a phase where processes outside the cluster and this one used more than this share of the busy CPU is noisy, and left out of the ratios")
-	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "time limit of each round, until t2")
-	flag.DurationVar(&o.deleteTimeout, "delete-timeout", 5*time.Minute, "time limit for deleting each namespace")
-	flag.DurationVar(&o.settle, "settle", 2*time.Second, "wait after t2 before the final write count (Events are sent in the background)")
-	flag.DurationVar(&o.quiet, "quiet", 2*time.Minute, "before each phase, wait up to this long for the machine to be mostly idle (0: do not wait)")
-	flag.StringVar(&o.memprofile, "memprofile", "", "write this process's heap profile at the end of the first loom phase's timed round (Loom still running)")
-	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write the CPU profile of the loom phase's timed round: FILE for t0..t1, FILE.ready for t1..t2 (a second loom phase writes FILE.loom2 and FILE.loom2.ready)")
-	flag.IntVar(&o.loomV, "loom-v", 0, "klog verbosity of the in-process Loom")
-	flag.Parse()
-	if flag.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments: %v", flag.Args())
-	}
-	if o.parents < 1 || o.workers < 1 || o.replicas < 0 {
-		return o, errors.New("-parents and -workers must be at least 1, and -replicas at least 0")
-	}
-	for _, ph := range strings.Split(phases, ",") {
-		ph = strings.TrimSpace(ph)
-		if ph != kindBase && ph != kindLoom {
-			return o, fmt.Errorf("-phases: unknown phase %q (want base or loom)", ph)
-		}
-		o.phases = append(o.phases, ph)
-	}
-	return o, nil
-}
-
 func main() {
-	o, err := parseFlags()
+	o, err := parseFlags(flag.CommandLine, os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "converge:", err)
 		os.Exit(2)
@@ -102,7 +34,7 @@ func main() {
 	defer stop()
 	results, err := run(ctx, o)
 	if len(results) > 0 {
-		report(os.Stdout, o, results)
+		report(os.Stdout, o, results, time.Now())
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "converge:", err)
@@ -115,6 +47,13 @@ func run(ctx context.Context, o options) ([]phaseResult, error) {
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	_ = klogFlags.Set("v", strconv.Itoa(o.loomV))
+	// Loom's metrics port, checked before the first phase too: a taken
+	// one should fail the run before a long baseline phase, not after.
+	if o.loomMode == modeProcess && slices.Contains(o.phases, kindLoom) {
+		if err := waitPortFree(ctx, o.metricsAddr, o.portWait); err != nil {
+			return nil, err
+		}
+	}
 	b, err := newBench(ctx, o)
 	if err != nil {
 		return nil, err

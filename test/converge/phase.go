@@ -6,16 +6,15 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -47,9 +46,15 @@ type phase struct {
 	*bench
 	kind, label, namespace string
 	counter                *requestCounter
-	parents, deploys       *tracker
-	base                   *baseline
-	loom                   *loomRun
+	// parents and deploys are the harness's informers; deploys is nil on
+	// a bare cluster, where no Deployment becomes available.
+	parents, deploys *tracker
+	base             *baseline
+	loom             loomRunner
+	// loomDir is Loom's working folder (its templates/ and its log).
+	loomDir string
+	// mem samples the RSS of Loom's process.
+	mem *memSampler
 }
 
 // phaseResult is what one phase measured.
@@ -60,42 +65,66 @@ type phaseResult struct {
 	warm, timed roundResult
 	// heap is this process's live heap after the timed round, less what it
 	// was before the phase: the harness's trackers in every phase, plus
-	// Loom's caches and records in a loom phase.
+	// Loom's caches and records in an in-process loom phase.
 	heap int64
 	// total are the writer's requests over the whole phase, warm-up and
-	// informer start included.
+	// informer start included, when counted.
 	total requests
+	// counted: the writer's requests were counted on its own transport.
+	// Otherwise (Loom in its own process) its writes are the API server's
+	// counts (apiWrites.writerRequests).
+	counted bool
+	// bare: the phase ran on a cluster without a controller-manager.
+	bare bool
+	// after is what a loom phase measured once its fleet had converged.
+	after *loomAfter
 }
 
-// runPhase runs one phase from namespace creation to namespace deletion.
+// writes are the writer's writes in the timed round, t0 to at ("t1", "t2"
+// or "end").
+func (r phaseResult) writes(at string) requests {
+	if r.counted {
+		return r.timed.at[at].writes
+	}
+	return r.timed.api[at].writerRequests(r.bare)
+}
+
+// runPhase runs one phase from namespace creation to namespace deletion
+// (on a bare cluster: until the namespace is empty).
 func (b *bench) runPhase(ctx context.Context, kind, label string) (res phaseResult, err error) {
 	p := &phase{bench: b, kind: kind, label: label, counter: &requestCounter{}}
 	waitQuiet(ctx, b.opts.quiet)
-	// 1. A fresh namespace, deleted (and waited for) however the phase ends.
+	// 1. A fresh namespace, deleted (or emptied) and waited for however
+	//    the phase ends.
 	if p.namespace, err = b.createNamespace(ctx, "bench-"+kind+"-"); err != nil {
 		return res, err
 	}
-	res = phaseResult{kind: kind, label: label, namespace: p.namespace}
+	res = phaseResult{kind: kind, label: label, namespace: p.namespace, counted: true, bare: b.opts.bare}
 	logf("%s: namespace %s", label, p.namespace)
+	ctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
 	tctx, stopTrackers := context.WithCancel(ctx)
 	defer func() {
-		if p.loom != nil {
-			err = errors.Join(err, p.loom.stop())
-		}
 		stopTrackers()
-		err = errors.Join(err, b.deleteNamespace(p.namespace))
+		err = errors.Join(err, p.finish(err))
 	}()
 
 	heapBefore := liveHeap()
 
 	// 2. The harness's informers, synced before anything is created.
 	p.parents = newTracker(b.client, myResourceGVR, p.namespace)
-	p.deploys = newTracker(b.client, deploymentGVR, p.namespace)
-	if err := errors.Join(p.parents.start(tctx), p.deploys.start(tctx)); err != nil {
+	if err := p.parents.start(tctx); err != nil {
 		return res, err
 	}
+	if !b.opts.bare {
+		p.deploys = newTracker(b.client, deploymentGVR, p.namespace)
+		if err := p.deploys.start(tctx); err != nil {
+			return res, err
+		}
+	}
 
-	// 3. The writer, on a config whose transport counts its requests.
+	// 3. The writer. The baseline's (and the in-process Loom's) config
+	//    has a transport that counts its requests.
 	wcfg := rest.CopyConfig(b.cfg)
 	wcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, n: p.counter} })
 	wcfg.UserAgent = "converge-" + kind
@@ -107,20 +136,21 @@ func (b *bench) runPhase(ctx context.Context, kind, label string) (res phaseResu
 		}
 		p.base = &baseline{client: client}
 	case kindLoom:
-		if p.loom, err = startLoom(ctx, wcfg, b.opts.templates, p.namespace, b.opts.workers); err != nil {
+		if err := p.startLoom(ctx, wcfg, fail); err != nil {
 			return res, err
 		}
+		res.counted = b.opts.loomMode == modeInProcess
 	}
 
 	// 4. The warm-up round, then the timed one.
 	if res.warm, err = p.round(ctx, "warmup", 1, ""); err != nil {
 		return res, fmt.Errorf("%s warm-up: %w", label, err)
 	}
-	logf("%s: warm-up done: t1 %s, t2 %s", label, secs(res.warm.t1), secs(res.warm.t2))
+	logf("%s: warm-up done: %s", label, res.warm.times())
 	if res.timed, err = p.round(ctx, "p", b.opts.parents, p.profilePath()); err != nil {
 		return res, fmt.Errorf("%s: %w", label, err)
 	}
-	logf("%s: t1 %s, t2 %s", label, secs(res.timed.t1), secs(res.timed.t2))
+	logf("%s: %s", label, res.timed.times())
 	res.total = p.counter.snapshot()
 	res.heap = liveHeap() - heapBefore
 	if p.opts.memprofile != "" && label == kindLoom+"#1" {
@@ -128,7 +158,78 @@ func (b *bench) runPhase(ctx context.Context, kind, label string) (res phaseResu
 			return res, err
 		}
 	}
+
+	// 5. Loom, converged: its steady memory, then a full re-reconcile.
+	if p.loom != nil {
+		if res.after, err = p.afterConvergence(ctx); err != nil {
+			return res, fmt.Errorf("%s: %w", label, err)
+		}
+	}
 	return res, nil
+}
+
+// startLoom starts Loom, in this process or in its own (-loom-mode), on a
+// copy of the templates. Loom's process ending before the phase does
+// cancels the phase with fail.
+func (p *phase) startLoom(ctx context.Context, wcfg *rest.Config, fail context.CancelCauseFunc) (err error) {
+	dir, err := loomWorkdir(p.opts.templates)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if p.loom == nil { // nothing ran there: nothing to keep
+			err = errors.Join(err, os.RemoveAll(dir))
+		}
+	}()
+	templates := filepath.Join(dir, "templates")
+	if p.opts.loomMode == modeInProcess {
+		l, err := startLoom(ctx, wcfg, templates, p.namespace, p.opts.workers)
+		if err != nil {
+			return err
+		}
+		p.loom, p.loomDir = l, dir
+		return nil
+	}
+	l, err := startLoomProcess(ctx, p.opts, dir)
+	if err != nil {
+		return err
+	}
+	p.loom, p.loomDir = l, dir
+	p.cpu.watch("loom", l.pid())
+	p.mem = startMemSampler(l.pid(), 250*time.Millisecond)
+	go func() {
+		select {
+		case <-l.exited():
+			fail(fmt.Errorf("loom (pid %d) exited during the phase", l.pid()))
+		case <-ctx.Done():
+		}
+	}()
+	return nil
+}
+
+// finish stops Loom (printing its log's tail if the phase failed) and
+// deletes what the phase created: the namespace, or on a bare cluster the
+// parents and children in it.
+func (p *phase) finish(failed error) error {
+	var errs []error
+	if p.loom != nil {
+		p.mem.finish()
+		p.cpu.unwatch("loom")
+		stopErr := p.loom.stop()
+		errs = append(errs, stopErr)
+		if tail := p.loom.tail(); tail != "" && (failed != nil || stopErr != nil) {
+			logf("%s: last lines of Loom's log %s:\n%s", p.label, filepath.Join(p.loomDir, "loom.log"), tail)
+		}
+		if failed == nil && stopErr == nil {
+			errs = append(errs, os.RemoveAll(p.loomDir))
+		} else {
+			logf("%s: Loom's working folder, with its log, is kept: %s", p.label, p.loomDir)
+		}
+	}
+	if p.opts.bare {
+		return errors.Join(append(errs, p.emptyNamespace(p.namespace))...)
+	}
+	return errors.Join(append(errs, p.deleteNamespace(p.namespace))...)
 }
 
 // createNamespace creates a namespace with a generated name.
@@ -144,34 +245,12 @@ func (b *bench) createNamespace(ctx context.Context, prefix string) (string, err
 	return created.GetName(), nil
 }
 
-// deleteNamespace deletes a namespace this program created and waits until
-// it is gone, so that its garbage collection never overlaps the next phase.
-// It runs even when the run was cancelled, within its own time limit.
-func (b *bench) deleteNamespace(name string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), b.opts.deleteTimeout)
-	defer cancel()
-	start := time.Now()
-	err := b.client.Resource(namespaceGVR).Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete namespace %s: %w", name, err)
-	}
-	err = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		_, err := b.client.Resource(namespaceGVR).Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	if err != nil {
-		return fmt.Errorf("wait for namespace %s to be deleted: %w", name, err)
-	}
-	logf("namespace %s deleted in %s", name, secs(time.Since(start)))
-	return nil
-}
-
 // roundResult is what one round measured. Durations count from t0, the
 // moment before the first create.
 type roundResult struct {
 	n int
 	// t1: every parent's status written; t2: loom: every parent Ready,
-	// base: every Deployment available.
+	// base: every Deployment available (0 on a bare cluster).
 	t1, t2 time.Duration
 	// avail: every Deployment available (both kinds).
 	avail time.Duration
@@ -180,8 +259,8 @@ type roundResult struct {
 	created, lastWrite time.Duration
 	// at holds snapshots at "t1", "t2" and "end" (t2 plus -settle).
 	at map[string]mark
-	// api are the API server's writes from every client, at "t1" (just
-	// after) and "end".
+	// api are the API server's writes from every client, at "t1" and "t2"
+	// (just after each; no t2 on a bare cluster) and "end".
 	api map[string]apiWrites
 	// lat1 and lat2 are per parent: create returned → passed t1 / t2.
 	lat1, lat2 []time.Duration
@@ -207,7 +286,10 @@ type stopwatch struct {
 func (s *stopwatch) snap() mark {
 	m := mark{writes: s.p.counter.snapshot(), cpu: s.p.cpu.sample()}
 	if s.p.loom != nil {
-		m.loom = s.p.loom.stats()
+		var err error
+		if m.loom, err = s.p.loom.stats(context.Background()); err != nil {
+			logf("%s: %v", s.p.label, err)
+		}
 	}
 	return m
 }

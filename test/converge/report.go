@@ -11,39 +11,69 @@ import (
 )
 
 // report prints what the phases measured.
-func report(w io.Writer, o options, results []phaseResult) {
-	fmt.Fprintf(w, "\nconverge: %d MyResources per phase, copies of %s with replicas %d (ConfigMap + Deployment + Service each)\n",
+func report(w io.Writer, o options, results []phaseResult, now time.Time) {
+	fmt.Fprintf(w, "\n%s\n", machine(now))
+	fmt.Fprintf(w, "converge: %d MyResources per phase, copies of %s with replicas %d (ConfigMap + Deployment + Service each)\n",
 		o.parents, o.example, o.replicas)
-	fmt.Fprintf(w, "workers %d (Loom's Options.Workers = baseline goroutines = creator goroutines); every client QPS %.0f, burst %d\n",
-		o.workers, o.qps, o.burst)
+	fmt.Fprintf(w, "baseline and creator: %d goroutines each; their QPS %.0f, burst %d\n", o.workers, o.qps, o.burst)
+	if o.loomMode == modeProcess {
+		fmt.Fprintf(w, "loom: %s in its own process: its default flags (all namespaces, its own --workers and --kube-api-qps)\n",
+			strings.Join(append([]string{o.loomBin, "run"}, o.loomArgs...), " "))
+	} else {
+		fmt.Fprintf(w, "loom: in this process, Options.Workers %d, the namespace only, QPS %.0f, burst %d\n", o.workers, o.qps, o.burst)
+	}
 	fmt.Fprintf(w, "t1: every parent has observedGeneration = generation and 3 status.children (applied + status written)\n")
-	fmt.Fprintf(w, "t2: loom: every parent Ready=True; base: every Deployment available (kstatus Current)\n\n")
+	if o.bare {
+		fmt.Fprintf(w, "t2: not measured: a bare cluster (etcd + kube-apiserver) runs no Deployment\n\n")
+	} else {
+		fmt.Fprintf(w, "t2: loom: every parent Ready=True; base: every Deployment available (kstatus Current)\n\n")
+	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tt1\tt2\tall created\twrites/parent by t1\tby t2\tby end\t(children+status+events)\tcold t1\tcold t2\tnoise\t")
 	for _, r := range results {
 		t := r.timed
-		end := t.at["end"].writes
+		end := r.writes("end")
 		flag := ""
 		if r.noisy(o) {
 			flag = " !"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f%%%s\t\n", r.label, secs(t.t1), secs(t.t2), secs(t.created),
-			perParent(t.at["t1"].writes.Writes(), t.n), perParent(t.at["t2"].writes.Writes(), t.n), perParent(end.Writes(), t.n),
-			fmt.Sprintf("%s+%s+%s", perParent(end.Children, t.n), perParent(end.Status, t.n), perParent(end.Events, t.n)),
-			secs(r.warm.t1), secs(r.warm.t2), 100*r.noise(), flag)
+		events := perParent(end.Events, t.n)
+		if !r.counted && !r.bare {
+			events = "?"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f%%%s\t\n", r.label, secs(t.t1), orDash(r.bare, secs(t.t2)), secs(t.created),
+			perParent(r.writes("t1").Writes(), t.n), orDash(r.bare, perParent(r.writes("t2").Writes(), t.n)), perParent(end.Writes(), t.n),
+			fmt.Sprintf("%s+%s+%s", perParent(end.Children, t.n), perParent(end.Status, t.n), events),
+			secs(r.warm.t1), orDash(r.bare, secs(r.warm.t2)), 100*r.noise(), flag)
 	}
 	tw.Flush()
+	if o.loomMode == modeProcess && !o.bare {
+		fmt.Fprintln(w, "(Loom's writes in its own process are the API server's writes to the children and the parents' status; its user agent is in")
+		fmt.Fprintln(w, " no API server metric, and ? marks Events, which the controller-manager writes too.)")
+	}
 	fmt.Fprintln(w, "(cold: the one-parent warm-up round before the timed one; it starts Loom's informers.")
 	fmt.Fprintln(w, " noise: share of the machine's busy CPU, t0 to end, used by processes other than the cluster's and this one;")
 	fmt.Fprintf(w, " ! marks a phase over -noise-limit %.0f%%: someone else's work competed for the CPUs, and its times are left out of the ratios.)\n", 100*o.noiseLimit)
 
 	reportRatios(w, o, results)
 	reportHeap(w, results)
+	reportMemory(w, o, results)
 	reportLatency(w, results)
 	reportCPU(w, results)
 	reportAPI(w, results)
 	reportLoom(w, results)
+	reportTouch(w, results)
+	fmt.Fprintln(w)
+	writeTargets(w, targetRows(o, results))
+}
+
+// orDash is s, or "-" for a figure a bare cluster does not measure.
+func orDash(bare bool, s string) string {
+	if bare {
+		return "-"
+	}
+	return s
 }
 
 func perParent(n int64, parents int) string { return fmt.Sprintf("%.2f", float64(n)/float64(parents)) }
@@ -61,30 +91,33 @@ func reportRatios(w io.Writer, o options, results []phaseResult) {
 		fmt.Fprintln(w, "\nevery loom or every base phase was noisy (!): the ratios below compare times that others' work inflated; rerun on a quiet machine")
 	}
 	b1, b2 := meanOf(base, func(r phaseResult) time.Duration { return r.timed.t1 }), meanOf(base, func(r phaseResult) time.Duration { return r.timed.t2 })
-	fmt.Fprintf(w, "\nratio Loom/baseline; baseline = mean of %s (t1 %.2fs, t2 %.2fs); [vs the fastest baseline]\n",
-		strings.Join(baseLabels, ", "), b1, b2)
+	times := fmt.Sprintf("t1 %.2fs, t2 %.2fs", b1, b2)
+	if o.bare {
+		times = fmt.Sprintf("t1 %.2fs", b1)
+	}
+	fmt.Fprintf(w, "\nratio Loom/baseline; baseline = mean of %s (%s); [vs the fastest baseline]\n",
+		strings.Join(baseLabels, ", "), times)
 	fast1 := slices.MinFunc(base, func(a, b phaseResult) int { return int(a.timed.t1 - b.timed.t1) }).timed.t1.Seconds()
 	fast2 := slices.MinFunc(base, func(a, b phaseResult) int { return int(a.timed.t2 - b.timed.t2) }).timed.t2.Seconds()
-	line := func(label, name string, l, b, fast float64, what string) {
-		verdict := "PASS"
-		if l/b > o.target {
-			verdict = "MISS"
+	line := func(label, name string, l, b, fast, target float64, what string) {
+		if o.bare && name == "t2" {
+			return
 		}
-		fmt.Fprintf(w, "  %-10s %s: %6.2fs / %6.2fs = %.3f  %s (target <= %.2f)  [%.3f]  %s\n", label, name, l, b, l/b, verdict, o.target, l/fast, what)
+		fmt.Fprintf(w, "  %-10s %s: %6.2fs / %6.2fs = %.3f  %s (target <= %.2f)  [%.3f]  %s\n", label, name, l, b, l/b, verdict(l/b, target), target, l/fast, what)
 	}
 	for _, r := range loom {
 		label := r.label
 		if r.noisy(o) {
 			label += " !"
 		}
-		line(label, "t1", r.timed.t1.Seconds(), b1, fast1, "applied + status written")
-		line(label, "t2", r.timed.t2.Seconds(), b2, fast2, "all Ready vs all Deployments available")
+		line(label, "t1", r.timed.t1.Seconds(), b1, fast1, o.target, "applied + status written")
+		line(label, "t2", r.timed.t2.Seconds(), b2, fast2, o.targetReady, "all Ready vs all Deployments available")
 	}
 	if len(loom) > 1 {
 		l1, l2 := meanOf(loom, func(r phaseResult) time.Duration { return r.timed.t1 }), meanOf(loom, func(r phaseResult) time.Duration { return r.timed.t2 })
 		label := "mean(" + strings.Join(loomLabels, ",") + ")"
-		line(label, "t1", l1, b1, fast1, "")
-		line(label, "t2", l2, b2, fast2, "")
+		line(label, "t1", l1, b1, fast1, o.target, "")
+		line(label, "t2", l2, b2, fast2, o.targetReady, "")
 	}
 }
 
@@ -168,7 +201,7 @@ func quantiles(ds []time.Duration) string {
 func reportCPU(w io.Writer, results []phaseResult) {
 	fmt.Fprintln(w, "\nCPU seconds from t0 to t1 (machine busy = all cores, with steal = taken by the hypervisor; other = busy minus the processes listed)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	procs := append(slices.Clone(clusterProcesses), "converge")
+	procs := append(slices.Clone(clusterProcesses), "loom", "converge")
 	fmt.Fprintf(tw, "phase\twall\tmachine busy\tsteal\t%s\tother\t\n", strings.Join(procs, "\t"))
 	for _, r := range results {
 		c := r.timed.at["t1"].cpu
@@ -218,17 +251,37 @@ func reportLoom(w io.Writer, results []phaseResult) {
 		}
 		t := r.timed
 		end := t.at["end"].writes
-		fmt.Fprintf(w, "\n%s: every Deployment available at %s; every parent Ready at %s (+%s)\n",
-			r.label, secs(t.avail), secs(t.t2), secs(t.t2-t.avail))
-		fmt.Fprintf(w, "  requests: timed round %d writes, %d reads (%d watches); whole phase, with start and warm-up, %d writes, %d reads (%d watches)\n",
-			end.Writes(), end.Reads, end.Watches, r.total.Writes(), r.total.Reads, r.total.Watches)
+		if r.bare {
+			fmt.Fprintf(w, "\n%s: every status written at %s (no Deployment runs on a bare cluster)\n", r.label, secs(t.t1))
+		} else {
+			fmt.Fprintf(w, "\n%s: every Deployment available at %s; every parent Ready at %s (+%s)\n",
+				r.label, secs(t.avail), secs(t.t2), secs(t.t2-t.avail))
+		}
+		if r.counted {
+			fmt.Fprintf(w, "  requests: timed round %d writes, %d reads (%d watches); whole phase, with start and warm-up, %d writes, %d reads (%d watches)\n",
+				end.Writes(), end.Reads, end.Watches, r.total.Writes(), r.total.Reads, r.total.Watches)
+		} else {
+			fmt.Fprintf(w, "  requests: timed round %d writes to the children and the parents' status (the API server's count; Loom's reads are not counted)\n",
+				r.writes("end").Writes())
+		}
 		for _, at := range []string{"t1", "t2", "end"} {
+			if r.bare && at == "t2" {
+				continue
+			}
 			l := t.at[at].loom
 			q := l.Queue
 			fmt.Fprintf(w, "  by %-3s: reconciles %.0f (%.2f/parent), status writes %.0f (%.2f/parent), child applies %s;\n",
 				at, l.Reconciles, l.Reconciles/float64(t.n), l.StatusWrites, l.StatusWrites/float64(t.n), changes(l.Changes))
-			fmt.Fprintf(w, "          queue adds %d, wait mean %s max %s, max depth %d; reconcile mean %s\n",
-				q.Adds, ms(q.WaitSum, q.WaitN), fmt.Sprintf("%.0fms", q.WaitMax*1000), q.MaxDepth, ms(l.ReconcileSeconds, int64(l.Reconciles)))
+			if !q.Available {
+				fmt.Fprintf(w, "          queue n/a (Loom's /metrics has no workqueue metrics); reconcile mean %s\n", ms(l.ReconcileSeconds, int64(l.Reconciles)))
+				continue
+			}
+			maxDepth, waitMax := fmt.Sprint(q.MaxDepth), fmt.Sprintf("%.0fms", q.WaitMax*1000)
+			if !r.counted {
+				maxDepth, waitMax = "n/a", "n/a" // a scrape has no maxima
+			}
+			fmt.Fprintf(w, "          queue adds %d, wait mean %s max %s, max depth %s; reconcile mean %s\n",
+				q.Adds, ms(q.WaitSum, q.WaitN), waitMax, maxDepth, ms(l.ReconcileSeconds, int64(l.Reconciles)))
 		}
 	}
 }
@@ -255,8 +308,14 @@ func ms(sum float64, n int64) string {
 
 // reportHeap prints what each phase left on this process's heap once its
 // parents had converged, and Loom's share: a loom phase's figure less the
-// mean of the base phases' (the harness's own trackers are in both).
+// mean of the base phases' (the harness's own trackers are in both). It
+// is about Loom only when Loom ran in this process.
 func reportHeap(w io.Writer, results []phaseResult) {
+	for _, r := range results {
+		if r.after != nil && r.after.mem {
+			return // reportMemory measures Loom's own process
+		}
+	}
 	fmt.Fprintln(w, "\nlive heap of this process after the timed round, less before the phase (MiB)")
 	var base []float64
 	for _, r := range results {
@@ -282,5 +341,54 @@ func reportHeap(w io.Writer, results []phaseResult) {
 		n := float64(r.timed.n)
 		fmt.Fprintf(w, "  %s: Loom holds about %.1f MiB for %d parents and their %d children (%.1f KiB per parent)\n",
 			r.label, loom, r.timed.n, 3*r.timed.n, loom*1024/max(n, 1))
+	}
+}
+
+// reportMemory prints the memory of Loom's own process in each loom phase.
+func reportMemory(w io.Writer, o options, results []phaseResult) {
+	header := false
+	for _, r := range results {
+		a := r.after
+		if a == nil || !a.mem {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\nLoom's process: memory (/proc/PID/status) and CPU")
+			header = true
+		}
+		idle := fmt.Sprintf("idle for %s, %s after the timed round", o.steady, secs(a.waited))
+		if !a.idle {
+			idle = fmt.Sprintf("never idle for %s; read after %s", o.steady, secs(a.waited))
+		}
+		fmt.Fprintf(w, "  %s: peak RSS (VmHWM) %s at the end of the timed round, %s at the end of the phase (largest of %d samples every 250ms: %s)\n",
+			r.label, mib(a.hwmTimed), mib(a.hwmEnd), a.samples, mib(a.maxSampled))
+		fmt.Fprintf(w, "  %s: steady RSS %s (anonymous %s, mapped files %s), heap in use %s (%s)\n",
+			r.label, mib(a.steady.RSS), mib(a.steady.Anon), mib(a.steady.File), heapMiB(a.heap, a.heapKnown), idle)
+		fmt.Fprintf(w, "  %s: CPU %.1fs from t0 to end of the timed round (%.1fs to t1)\n",
+			r.label, r.timed.at["end"].cpu.proc["loom"], r.timed.at["t1"].cpu.proc["loom"])
+	}
+}
+
+// reportTouch prints the full re-reconcile of each loom phase's converged
+// fleet: how long it took, and the writes it made (there should be none).
+func reportTouch(w io.Writer, results []phaseResult) {
+	for _, r := range results {
+		if r.after == nil {
+			continue
+		}
+		t := r.after.touch
+		fmt.Fprintf(w, "\n%s: full re-reconcile of a converged fleet (a comment appended to %s)\n", r.label, t.file)
+		state := "all"
+		if !t.complete {
+			state = "NOT all"
+		}
+		cpu := "n/a (in this process)"
+		if r.after.mem {
+			cpu = fmt.Sprintf("%.1fs", t.cpu)
+		}
+		fmt.Fprintf(w, "  %.0f reconciles for %d parents (%s) in %s; Loom's CPU %s; child applies %s, status writes %.0f (Loom's counts)\n",
+			t.reconciles, t.parents, state, secs(t.took), cpu, changes(t.loom.Changes), t.loom.StatusWrites)
+		fmt.Fprintf(w, "  API server writes from the touch to -settle after: children %d, status %d; Events (every client) %.0f\n",
+			t.writes.Children, t.writes.Status, t.events)
 	}
 }

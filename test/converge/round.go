@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -10,8 +11,9 @@ import (
 
 // round creates n parents named after prefix and waits until they have
 // converged: t1 (every status written), then t2 (loom: every parent Ready;
-// base: every Deployment available). With a profile path, the process's
-// CPU profile covers the round.
+// base: every Deployment available), which a bare cluster never reaches
+// and is not waited for. With a profile path, the process's CPU profile
+// covers the round.
 func (p *phase) round(ctx context.Context, prefix string, n int, profile string) (roundResult, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, p.opts.timeout, errors.New("timed out (-timeout)"))
 	defer cancel()
@@ -56,13 +58,16 @@ func (p *phase) round(ctx context.Context, prefix string, n int, profile string)
 	}
 	pr.stop()
 	api := map[string]apiWrites{"t1": p.scrape(ctx).sub(api0)}
-	if err := pr.start(".ready"); err != nil {
-		return roundResult{}, err
+	if !p.opts.bare {
+		if err := pr.start(".ready"); err != nil {
+			return roundResult{}, err
+		}
+		if err := errors.Join(p.parents.wait(ctx, g.final), p.deploys.wait(ctx, g.avail)); err != nil {
+			return roundResult{}, err
+		}
+		pr.stop()
+		api["t2"] = p.scrape(ctx).sub(api0)
 	}
-	if err := errors.Join(p.parents.wait(ctx, g.final), p.deploys.wait(ctx, g.avail)); err != nil {
-		return roundResult{}, err
-	}
-	pr.stop()
 	if p.base != nil {
 		if err := <-baseDone; err != nil {
 			return roundResult{}, err
@@ -77,6 +82,14 @@ func (p *phase) round(ctx context.Context, prefix string, n int, profile string)
 	return r, nil
 }
 
+// times formats t1 and t2 for the progress log; a bare cluster has no t2.
+func (r roundResult) times() string {
+	if r.t2 == 0 {
+		return "t1 " + secs(r.t1)
+	}
+	return fmt.Sprintf("t1 %s, t2 %s", secs(r.t1), secs(r.t2))
+}
+
 // scrape reads the API server's write counters. A failure is reported
 // and leaves them empty; it does not fail the run.
 func (p *phase) scrape(ctx context.Context) apiWrites {
@@ -88,6 +101,7 @@ func (p *phase) scrape(ctx context.Context) apiWrites {
 }
 
 // goals are a round's goals: t1, t2, and every Deployment available.
+// On a bare cluster final is applied, and avail is nil.
 type goals struct{ applied, final, avail *goal }
 
 // expectGoals registers the goals of a round over the parents named all.
@@ -97,6 +111,10 @@ func (p *phase) expectGoals(sw *stopwatch, all []string) goals {
 	var g goals
 	mark := func(name string) func(time.Time) { return func(time.Time) { sw.mark(name) } }
 	g.applied = p.parents.expect("status written", all, statusWritten, mark("t1"))
+	if p.opts.bare {
+		g.final = g.applied
+		return g
+	}
 	if p.loom != nil {
 		g.final = p.parents.expect("Ready=True", all, ready, mark("t2"))
 		g.avail = p.deploys.expect("Deployment available", all, available, nil)
@@ -128,9 +146,9 @@ func (p *phase) startBaseline(ctx context.Context, n int, fail context.CancelCau
 
 // result assembles what a round measured.
 func (p *phase) result(sw *stopwatch, n int, g goals, parents []*unstructured.Unstructured, created []time.Time, createdAt time.Time) roundResult {
-	r := roundResult{
-		n: n, t1: sw.since(g.applied.doneAt), t2: sw.since(g.final.doneAt), avail: sw.since(g.avail.doneAt),
-		created: sw.since(createdAt),
+	r := roundResult{n: n, t1: sw.since(g.applied.doneAt), created: sw.since(createdAt)}
+	if !p.opts.bare {
+		r.t2, r.avail = sw.since(g.final.doneAt), sw.since(g.avail.doneAt)
 	}
 	if p.base != nil {
 		p.base.mu.Lock()
@@ -142,7 +160,9 @@ func (p *phase) result(sw *stopwatch, n int, g goals, parents []*unstructured.Un
 	sw.mu.Unlock()
 	for i, pa := range parents {
 		r.lat1 = append(r.lat1, p.parents.passedAt(g.applied, pa.GetName()).Sub(created[i]))
-		r.lat2 = append(r.lat2, passedAt(p, g.final, pa.GetName()).Sub(created[i]))
+		if !p.opts.bare {
+			r.lat2 = append(r.lat2, passedAt(p, g.final, pa.GetName()).Sub(created[i]))
+		}
 	}
 	return r
 }

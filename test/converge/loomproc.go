@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/loom-operator/loom/internal/testutil"
+)
+
+// loomProc is `bin/loom run` in a process of its own, as users run it: its
+// default flags (all namespaces, its own workers and QPS) plus -loom-args,
+// in a working folder whose templates/ is a copy of -templates, with
+// KUBECONFIG in its environment.
+type loomProc struct {
+	proc       *testutil.Process
+	metricsURL string
+}
+
+// stopGrace is how long Loom gets to drain after SIGTERM before SIGKILL.
+const stopGrace = 60 * time.Second
+
+// startLoomProcess starts Loom in dir (which holds templates/) and waits
+// until it serves its metrics. Its output goes to dir/loom.log.
+func startLoomProcess(ctx context.Context, o options, dir string) (*loomProc, error) {
+	if err := waitPortFree(ctx, o.metricsAddr, o.portWait); err != nil {
+		return nil, err
+	}
+	bin, err := filepath.Abs(o.loomBin)
+	if err != nil {
+		return nil, fmt.Errorf("-loom-bin %s: %w", o.loomBin, err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("-loom-bin: %w (make build builds bin/loom)", err)
+	}
+	kubeconfig, err := filepath.Abs(o.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("-kubeconfig %s: %w", o.kubeconfig, err)
+	}
+	args := append([]string{"run"}, o.loomArgs...)
+	if o.loomV != 0 {
+		args = append(args, "--v="+strconv.Itoa(o.loomV))
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	// Loom must not outlive the harness, however the harness ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	proc, err := testutil.StartCommand(cmd, filepath.Join(dir, "loom.log"))
+	if err != nil {
+		return nil, err
+	}
+	l := &loomProc{proc: proc, metricsURL: metricsURL(o.metricsAddr)}
+	if err := l.waitServing(ctx, time.Minute); err != nil {
+		_ = proc.Kill()
+		return nil, fmt.Errorf("start %s: %w\nlast 40 lines of its log:\n%s", bin, err, proc.Tail(40))
+	}
+	logf("loom: pid %d, %s %v in %s, metrics at %s", proc.Pid(), o.loomBin, args, dir, l.metricsURL)
+	return l, nil
+}
+
+// waitPortFree waits up to limit for nothing to listen on addr, and then
+// fails as portFree does.
+func waitPortFree(ctx context.Context, addr string, limit time.Duration) error {
+	start := time.Now()
+	for {
+		err := portFree(addr)
+		if err == nil || time.Since(start) >= limit {
+			return err
+		}
+		if time.Since(start) < time.Second {
+			logf("%v; waiting up to %s (-port-wait)", err, limit)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+}
+
+// portFree fails, naming the port, if something already listens on addr.
+func portFree(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		_, port, _ := net.SplitHostPort(addr)
+		return fmt.Errorf("port %s, Loom's --metrics-bind-address %s, is already in use (another Loom, or a test?): wait until it is free, or pass another with -loom-args: %w", port, addr, err)
+	}
+	return ln.Close()
+}
+
+// waitServing waits until Loom answers on /metrics, or fails if it exits.
+func (l *loomProc) waitServing(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := testutil.ScrapeMetrics(sctx, l.metricsURL)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if done, exitErr := l.proc.Exited(); done {
+			return fmt.Errorf("it exited before serving its metrics: %v", exitErr)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no metrics at %s within %s: %w", l.metricsURL, limit, err)
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (l *loomProc) stats(ctx context.Context) (loomStats, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	m, err := testutil.ScrapeMetrics(ctx, l.metricsURL)
+	if err != nil {
+		return loomStats{}, fmt.Errorf("scrape Loom's metrics: %w", err)
+	}
+	return loomStatsFrom(m), nil
+}
+
+func (l *loomProc) pid() int                { return l.proc.Pid() }
+func (l *loomProc) exited() <-chan struct{} { return l.proc.Done() }
+func (l *loomProc) tail() string            { return l.proc.Tail(40) }
+
+// stop sends SIGTERM, and SIGKILL if Loom has not drained within
+// stopGrace.
+func (l *loomProc) stop() error {
+	if err := l.proc.Terminate(stopGrace); err != nil {
+		return fmt.Errorf("stop loom: %w", err)
+	}
+	return nil
+}
+
+// loomWorkdir makes Loom's working folder: a temporary folder holding a
+// copy of the templates folder as templates/, the default of --templates.
+// Loom's templates are that copy in both modes, so that the re-reconcile
+// can touch a template without changing the repository's.
+func loomWorkdir(templates string) (string, error) {
+	dir, err := os.MkdirTemp("", "converge-loom-")
+	if err != nil {
+		return "", fmt.Errorf("loom working folder: %w", err)
+	}
+	if err := testutil.CopyDir(templates, filepath.Join(dir, "templates")); err != nil {
+		return "", errors.Join(fmt.Errorf("copy %s for Loom: %w", templates, err), os.RemoveAll(dir))
+	}
+	return dir, nil
+}

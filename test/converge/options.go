@@ -1,0 +1,174 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// The ways Loom runs in a loom phase (-loom-mode).
+const (
+	// modeProcess runs bin/loom run in a process of its own, as users do.
+	modeProcess = "process"
+	// modeInProcess runs Loom's Manager in this process, for profiling.
+	modeInProcess = "inprocess"
+)
+
+// defaultMetricsAddr is the default of loom run --metrics-bind-address.
+const defaultMetricsAddr = ":8080"
+
+// options are the command-line flags.
+type options struct {
+	parents, workers int
+	replicas         int64
+	kubeconfig       string
+	templates        string
+	example          string
+	crds             string
+	clusterDir       string
+	phases           []string
+	qps              float64
+	burst            int
+	target           float64
+	targetReady      float64
+	targetRSS        float64
+	noiseLimit       float64
+	timeout          time.Duration
+	deleteTimeout    time.Duration
+	touchTimeout     time.Duration
+	portWait         time.Duration
+	settle           time.Duration
+	steady           time.Duration
+	quiet            time.Duration
+	cpuprofile       string
+	memprofile       string
+	loomV            int
+	loomMode         string
+	loomBin          string
+	loomArgs         []string
+	// metricsAddr is Loom's --metrics-bind-address, from -loom-args or
+	// its default.
+	metricsAddr string
+	// bare: the cluster has no controller-manager (-bare).
+	bare bool
+}
+
+// parseFlags parses args (without the program name) on fs.
+func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
+	o := options{}
+	kubeconfig := os.Getenv("KUBECONFIG")
+	if kubeconfig == "" {
+		kubeconfig = filepath.Join(".cluster", "kubeconfig")
+	}
+	var phases, loomArgs string
+	fs.IntVar(&o.parents, "parents", 1000, "MyResources created in each timed round")
+	fs.IntVar(&o.workers, "workers", 8, "the baseline's and the creator's goroutines, and the in-process Loom's Options.Workers (bin/loom keeps its own default)")
+	fs.Int64Var(&o.replicas, "replicas", 1, "spec.replicas of every parent (pods per parent)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", kubeconfig, "kubeconfig of the local cluster (default $KUBECONFIG, then .cluster/kubeconfig)")
+	fs.StringVar(&o.templates, "templates", "templates", "Loom's template folder (the baseline renders with templates/myresource); Loom gets a copy")
+	fs.StringVar(&o.example, "example", filepath.Join("examples", "myresource-full.yaml"), "the parent every MyResource is a copy of")
+	fs.StringVar(&o.crds, "crds", "crds", "CRDs to install when the MyResource CRD is missing")
+	fs.StringVar(&o.clusterDir, "cluster-dir", ".cluster", "the local cluster's state folder, for its processes' pids (CPU accounting)")
+	fs.StringVar(&phases, "phases", "base,loom,base", "phases to run, in order: base or loom, comma-separated")
+	fs.Float64Var(&o.qps, "qps", 1000, "client QPS of the baseline, the creator, the harness and the in-process Loom")
+	fs.IntVar(&o.burst, "burst", 2000, "client burst of the same clients")
+	fs.Float64Var(&o.target, "target", 1.15, "the Loom/baseline ratio of t1 to meet (default 1.2 with -bare, where t1 is the last status written)")
+	fs.Float64Var(&o.targetReady, "target-ready", 1.2, "the Loom/baseline ratio of t2 (all Ready) to meet")
+	fs.Float64Var(&o.targetRSS, "target-rss", 60, "Loom's peak RSS to stay within, in MiB (process mode)")
+	fs.Float64Var(&o.noiseLimit, "noise-limit", 0.10, "a phase where processes outside the cluster and this one used more than this share of the busy CPU is noisy, and left out of the ratios")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "time limit of each round, until t2 (t1 with -bare)")
+	fs.DurationVar(&o.deleteTimeout, "delete-timeout", 5*time.Minute, "time limit for deleting each namespace (with -bare: its parents and children)")
+	fs.DurationVar(&o.touchTimeout, "touch-timeout", 5*time.Minute, "time limit for the full re-reconcile that follows a template touch")
+	fs.DurationVar(&o.settle, "settle", 2*time.Second, "wait after t2, and after the re-reconcile, before the final write count (Events are sent in the background)")
+	fs.DurationVar(&o.steady, "steady", 15*time.Second, "Loom's steady RSS is read once it has reconciled nothing for this long after the timed round")
+	fs.DurationVar(&o.quiet, "quiet", 2*time.Minute, "before each phase, wait up to this long for the machine to be mostly idle (0: do not wait)")
+	fs.StringVar(&o.memprofile, "memprofile", "", "write this process's heap profile at the end of the first loom phase's timed round (Loom still running; -loom-mode inprocess only)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write the CPU profile of the loom phase's timed round: FILE for t0..t1, FILE.ready for t1..t2 (a second loom phase writes FILE.loom2 and FILE.loom2.ready; -loom-mode inprocess only)")
+	fs.IntVar(&o.loomV, "loom-v", 0, "klog verbosity of Loom (process mode: appended as --v=N when not 0)")
+	fs.StringVar(&o.loomMode, "loom-mode", modeProcess, "how a loom phase runs Loom: process (bin/loom run in its own process, RSS measured) or inprocess (its Manager in this process, for -cpuprofile and -memprofile)")
+	fs.StringVar(&o.loomBin, "loom-bin", filepath.Join("bin", "loom"), "the loom binary of process mode (make build builds it)")
+	fs.DurationVar(&o.portWait, "port-wait", 0, "if Loom's metrics port is taken when a loom phase starts, wait up to this long for it to be free before failing (0: fail at once)")
+	fs.StringVar(&loomArgs, "loom-args", "", "extra arguments appended to `loom run` in process mode, split on spaces")
+	fs.BoolVar(&o.bare, "bare", false, "the cluster is etcd and kube-apiserver only (no garbage collector, no Deployment ever available): t2 is not measured, and cleanup deletes the parents and children, not the namespace")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if o.parents < 1 || o.workers < 1 || o.replicas < 0 {
+		return o, errors.New("-parents and -workers must be at least 1, and -replicas at least 0")
+	}
+	for _, ph := range strings.Split(phases, ",") {
+		ph = strings.TrimSpace(ph)
+		if ph != kindBase && ph != kindLoom {
+			return o, fmt.Errorf("-phases: unknown phase %q (want base or loom)", ph)
+		}
+		o.phases = append(o.phases, ph)
+	}
+	explicit := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	if o.bare && !explicit["target"] {
+		o.target = 1.2
+	}
+	o.loomArgs = strings.Fields(loomArgs)
+	switch o.loomMode {
+	case modeInProcess:
+		if len(o.loomArgs) > 0 {
+			return o, errors.New("-loom-args: only process mode runs loom run")
+		}
+	case modeProcess:
+		if o.cpuprofile != "" || o.memprofile != "" {
+			return o, errors.New("-cpuprofile and -memprofile profile this process: they need -loom-mode inprocess")
+		}
+		var err error
+		if o.metricsAddr, err = metricsAddress(o.loomArgs); err != nil {
+			return o, err
+		}
+	default:
+		return o, fmt.Errorf("-loom-mode: unknown mode %q (want %s or %s)", o.loomMode, modeProcess, modeInProcess)
+	}
+	return o, nil
+}
+
+// metricsAddress is the --metrics-bind-address that loom run gets from
+// args: the last one given, or its default. Process mode needs it.
+func metricsAddress(args []string) (string, error) {
+	const name = "metrics-bind-address"
+	addr, given := defaultMetricsAddr, false
+	for i := 0; i < len(args); i++ {
+		a := strings.TrimLeft(args[i], "-")
+		if len(a) == len(args[i]) {
+			continue // not a flag
+		}
+		switch {
+		case a == name && i+1 < len(args):
+			addr, given = args[i+1], true
+			i++
+		case strings.HasPrefix(a, name+"="):
+			addr, given = strings.TrimPrefix(a, name+"="), true
+		}
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" || port == "0" {
+		if given && addr == "" {
+			return "", errors.New("-loom-args: process mode scrapes Loom's /metrics; do not disable --metrics-bind-address")
+		}
+		return "", fmt.Errorf("-loom-args: --metrics-bind-address %q is not host:port with a fixed port", addr)
+	}
+	return addr, nil
+}
+
+// metricsURL is where this process reads the metrics of a Loom serving
+// them on addr: the loopback address when it listens on every one.
+func metricsURL(addr string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/metrics"
+}

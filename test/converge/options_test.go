@@ -1,0 +1,108 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    string
+		check   func(t *testing.T, o options)
+		wantErr string
+	}{
+		{name: "defaults", args: "", check: func(t *testing.T, o options) {
+			got := []any{o.loomMode, o.loomBin, len(o.loomArgs), o.metricsAddr, o.targetRSS, o.target, o.targetReady, o.steady, o.bare, o.phases}
+			want := []any{"process", "bin/loom", 0, ":8080", 60.0, 1.15, 1.2, 15 * time.Second, false, []string{"base", "loom", "base"}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		}},
+		{name: "loom args split on spaces", args: "-loom-args=--workers 4  --metrics-bind-address=127.0.0.1:9090", check: func(t *testing.T, o options) {
+			if diff := cmp.Diff([]string{"--workers", "4", "--metrics-bind-address=127.0.0.1:9090"}, o.loomArgs); diff != "" {
+				t.Errorf("loomArgs (-want +got)\n%s", diff)
+			}
+			if o.metricsAddr != "127.0.0.1:9090" {
+				t.Errorf("metricsAddr = %q", o.metricsAddr)
+			}
+		}},
+		{name: "bare raises the t1 target", args: "-bare -parents 10000 -phases base,loom -target-rss 150", check: func(t *testing.T, o options) {
+			if !o.bare || o.target != 1.2 || o.targetRSS != 150 || o.parents != 10000 {
+				t.Errorf("bare %v, target %v, target-rss %v, parents %d; want true, 1.2, 150, 10000", o.bare, o.target, o.targetRSS, o.parents)
+			}
+		}},
+		{name: "bare keeps an explicit target", args: "-bare -target 1.3", check: func(t *testing.T, o options) {
+			if o.target != 1.3 {
+				t.Errorf("target = %v, want 1.3", o.target)
+			}
+		}},
+		{name: "profiles in process", args: "-loom-mode inprocess -cpuprofile cpu.out -memprofile mem.out", check: func(t *testing.T, o options) {
+			if o.loomMode != modeInProcess || o.cpuprofile != "cpu.out" {
+				t.Errorf("mode %q, cpuprofile %q", o.loomMode, o.cpuprofile)
+			}
+		}},
+		{name: "profiles need inprocess", args: "-cpuprofile cpu.out", wantErr: "need -loom-mode inprocess"},
+		{name: "unknown mode", args: "-loom-mode docker", wantErr: `-loom-mode: unknown mode "docker"`},
+		{name: "loom args need a process", args: "-loom-mode inprocess -loom-args=--workers=2", wantErr: "only process mode runs loom run"},
+		{name: "metrics disabled", args: "-loom-args=--metrics-bind-address=", wantErr: "do not disable --metrics-bind-address"},
+		{name: "unknown phase", args: "-phases base,kro", wantErr: `unknown phase "kro"`},
+		{name: "stray argument", args: "loom", wantErr: "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("converge", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			args := strings.Fields(tt.args)
+			if strings.HasPrefix(tt.args, "-loom-args=") {
+				args = []string{tt.args} // one argument, spaces and all
+			}
+			o, err := parseFlags(fs, args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, o)
+		})
+	}
+}
+
+func TestMetricsAddress(t *testing.T) {
+	tests := []struct {
+		name, args, want, wantURL, wantErr string
+	}{
+		{name: "default", args: "", want: ":8080", wantURL: "http://127.0.0.1:8080/metrics"},
+		{name: "separate value", args: "--metrics-bind-address 127.0.0.2:9000", want: "127.0.0.2:9000", wantURL: "http://127.0.0.2:9000/metrics"},
+		{name: "equals, last wins", args: "--metrics-bind-address=:9000 --workers 2 --metrics-bind-address=0.0.0.0:9100", want: "0.0.0.0:9100", wantURL: "http://127.0.0.1:9100/metrics"},
+		{name: "a value that looks like the flag is not it", args: "--namespace metrics-bind-address=:1", want: ":8080", wantURL: "http://127.0.0.1:8080/metrics"},
+		{name: "no port", args: "--metrics-bind-address localhost", wantErr: "not host:port"},
+		{name: "any port", args: "--metrics-bind-address :0", wantErr: "with a fixed port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := metricsAddress(strings.Fields(tt.args))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{tt.want, tt.wantURL}, []string{got, metricsURL(got)}); diff != "" {
+				t.Errorf("address, URL (-want +got)\n%s", diff)
+			}
+		})
+	}
+}
