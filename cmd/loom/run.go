@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -11,7 +12,6 @@ import (
 	"os/signal"
 	"sync/atomic"
 	"syscall"
-	"math"
 	"time"
 
 	memlimit "github.com/KimMachineGun/automemlimit/memlimit"
