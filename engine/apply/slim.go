@@ -39,8 +39,8 @@ var slimSpec = []string{
 //
 // That is all that apply's "nothing changed" and adoption decisions,
 // readiness (kstatus and loom.yaml rules) and prune read. The result shares
-// copies of the kept values, allocated together. Slim of a slimmed object
-// returns it unchanged.
+// the kept values with obj: a cache packs it (Pack) before obj is dropped.
+// Slim of a slimmed object returns it unchanged.
 func Slim(obj *unstructured.Unstructured, manager string) *unstructured.Unstructured {
 	if _, done := obj.Object[fieldsKey]; done {
 		return obj
@@ -88,40 +88,7 @@ func Slim(obj *unstructured.Unstructured, manager string) *unstructured.Unstruct
 			out["spec"] = keep
 		}
 	}
-	// A deep copy, so that what is kept is allocated together, and every
-	// span the decoded object used can be freed: keeping its small pieces
-	// pins those spans, and the heap in use grows to several times the
-	// live objects.
-	return &unstructured.Unstructured{Object: Compact(out).(map[string]any)}
-}
-
-// Compact returns a deep copy of a JSON value (maps, slices, strings,
-// numbers, booleans) in fresh allocations, strings and keys included, so
-// that a cache can keep it without pinning the memory of the object it was
-// decoded in.
-func Compact(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[strings.Clone(k)] = Compact(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = Compact(e)
-		}
-		return out
-	case string:
-		return strings.Clone(x)
-	case int64: // boxed anew by the return
-		return x
-	case float64:
-		return x
-	default: // bool, nil
-		return x
-	}
+	return &unstructured.Unstructured{Object: out}
 }
 
 // isSlim reports whether obj is a slimmed object, which carries the

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -31,7 +33,7 @@ var childSelector = render.LabelManagedBy + "=" + render.ManagedByValue + "," + 
 type ownerEvent struct {
 	ref       metav1.OwnerReference
 	namespace string
-	child     *unstructured.Unstructured
+	child     *apply.Packed
 	deleted   bool
 }
 
@@ -180,9 +182,9 @@ func (w *childWatcher) newInformer(gvr schema.GroupVersionResource) *childInform
 
 // handleUpdate ignores resyncs that changed nothing.
 func (w *childWatcher) handleUpdate(old, cur any) {
-	o, ok1 := old.(*unstructured.Unstructured)
-	c, ok2 := cur.(*unstructured.Unstructured)
-	if ok1 && ok2 && o.GetResourceVersion() == c.GetResourceVersion() {
+	o, err1 := meta.Accessor(old)
+	c, err2 := meta.Accessor(cur)
+	if err1 == nil && err2 == nil && o.GetResourceVersion() == c.GetResourceVersion() {
 		return
 	}
 	w.handle(cur, false)
@@ -193,19 +195,25 @@ func (w *childWatcher) handle(obj any, deleted bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	u, ok := obj.(*unstructured.Unstructured)
+	p, ok := obj.(*apply.Packed)
 	if !ok {
-		return
+		u, isU := obj.(*unstructured.Unstructured)
+		if !isU {
+			return
+		}
+		if p, ok = packed(u); !ok {
+			return
+		}
 	}
-	ref := metav1.GetControllerOfNoCopy(u)
+	ref := metav1.GetControllerOfNoCopy(p)
 	if ref == nil {
 		return
 	}
-	w.route(ownerEvent{ref: *ref, namespace: u.GetNamespace(), child: u, deleted: deleted})
+	w.route(ownerEvent{ref: *ref, namespace: p.Namespace, child: p, deleted: deleted})
 }
 
 // owned returns the cached children whose controller owner has uid, across
-// every child kind watched so far.
+// every child kind watched so far, as copies the caller owns.
 func (w *childWatcher) owned(uid types.UID) []*unstructured.Unstructured {
 	w.mu.Lock()
 	infs := make([]cache.SharedIndexInformer, 0, len(w.informers))
@@ -217,13 +225,15 @@ func (w *childWatcher) owned(uid types.UID) []*unstructured.Unstructured {
 	for _, inf := range infs {
 		objs, _ := inf.GetIndexer().ByIndex(ownerIndex, string(uid))
 		for _, o := range objs {
-			out = append(out, o.(*unstructured.Unstructured))
+			if u, ok := unpack(o); ok {
+				out = append(out, u)
+			}
 		}
 	}
 	return out
 }
 
-// get returns the cached child, or nil.
+// get returns the cached child as a copy the caller owns, or nil.
 func (w *childWatcher) get(gr schema.GroupResource, namespace, name string) *unstructured.Unstructured {
 	w.mu.Lock()
 	ci, ok := w.informers[gr]
@@ -240,15 +250,16 @@ func (w *childWatcher) get(gr schema.GroupResource, namespace, name string) *uns
 	if !exists {
 		return nil
 	}
-	return obj.(*unstructured.Unstructured)
+	u, _ := unpack(obj)
+	return u
 }
 
 func indexByOwner(obj any) ([]string, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
+	o, err := meta.Accessor(obj)
+	if err != nil {
 		return nil, nil
 	}
-	if ref := metav1.GetControllerOfNoCopy(u); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 		return []string{string(ref.UID)}, nil
 	}
 	return nil, nil
@@ -257,11 +268,11 @@ func indexByOwner(obj any) ([]string, error) {
 // slim keeps, of each child that enters the cache, only what Loom's
 // decisions read (apply.Slim): identity, owners, labels, Loom's
 // annotations, a fingerprint of Loom's managedFields entry, the spec
-// fields kstatus reads, and status. The rest of a child is what Loom
-// applied, which it knows from its templates.
+// fields kstatus reads, and status; packed as JSON (apply.Packed). The
+// rest of a child is what Loom applied, which it knows from its templates.
 func (w *childWatcher) slim(obj any) (any, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return apply.Slim(u, w.manager), nil
+		return packOr(apply.Slim(u, w.manager)), nil
 	}
 	return obj, nil
 }
@@ -269,8 +280,7 @@ func (w *childWatcher) slim(obj any) (any, error) {
 // stripManagedFields drops managedFields, and kubectl's copy of the last
 // applied object, before parents enter a cache: Loom never reads them, and
 // together they are often more than half of an object's size. What is left
-// is copied into fresh allocations (apply.Compact), so that the dropped
-// parts free all the memory they used.
+// is packed as JSON (apply.Packed).
 func stripManagedFields(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -285,5 +295,41 @@ func stripManagedFields(obj any) (any, error) {
 			}
 		}
 	}
-	return &unstructured.Unstructured{Object: apply.Compact(u.Object).(map[string]any)}, nil
+	return packOr(u), nil
+}
+
+// packOr packs u for a cache, or keeps u itself in the (never seen) case
+// that it cannot be encoded: an object dropped from a cache would be
+// missed, and readers accept both forms (unpack).
+func packOr(u *unstructured.Unstructured) any {
+	if p, ok := packed(u); ok {
+		return p
+	}
+	return u
+}
+
+func packed(u *unstructured.Unstructured) (*apply.Packed, bool) {
+	p, err := apply.Pack(u)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return nil, false
+	}
+	return p, true
+}
+
+// unpack returns a cached object (packed, or unstructured if it could not
+// be packed) as an unstructured object the caller owns.
+func unpack(obj any) (*unstructured.Unstructured, bool) {
+	switch o := obj.(type) {
+	case *apply.Packed:
+		u, err := o.Object()
+		if err != nil {
+			utilruntime.HandleError(err)
+			return nil, false
+		}
+		return u, true
+	case *unstructured.Unstructured:
+		return o.DeepCopy(), true
+	}
+	return nil, false
 }

@@ -242,7 +242,7 @@ func (m *Manager) runController(c *parentController, prev *parentController) {
 // echo of Loom's own apply is dropped: the reconcile that sent it already
 // used the server's response.
 func (m *Manager) route(ev ownerEvent) {
-	ref := apply.RefOf(ev.child)
+	ref := ev.child.Ref()
 	if ev.deleted {
 		m.applier.Forget(ref)
 	} else if m.applier.IsOwnWrite(ref, ev.child.GetResourceVersion()) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -132,8 +133,8 @@ func (c *parentController) drain() {
 // created again under the same name while the watch was down, and the
 // relist reports it as an update. It is always enqueued.
 func (c *parentController) onUpdate(old, cur any) {
-	o, ok1 := old.(*unstructured.Unstructured)
-	n, ok2 := cur.(*unstructured.Unstructured)
+	o, ok1 := unpack(old)
+	n, ok2 := unpack(cur)
 	if ok1 && ok2 && o.GetUID() != n.GetUID() {
 		c.forget(cache.MetaObjectToName(o), o.GetUID())
 	} else if ok1 && ok2 && !renderInputChanged(o, n) {
@@ -186,8 +187,8 @@ func (c *parentController) onDelete(obj any) {
 		obj = d.Obj
 	}
 	var uid types.UID
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		uid = u.GetUID()
+	if o, err := meta.Accessor(obj); err == nil {
+		uid = o.GetUID()
 	}
 	c.forget(key, uid)
 	c.queue.Forget(key)
@@ -208,14 +209,14 @@ func (c *parentController) forget(key cache.ObjectName, uid types.UID) {
 // forgetIfGone forgets parent after a reconcile of it if the cache no
 // longer holds it (or holds a new object of that name): the reconcile may
 // have recorded state after the delete event dropped it.
-func (c *parentController) forgetIfGone(key cache.ObjectName, parent *unstructured.Unstructured) {
-	if parent == nil {
+func (c *parentController) forgetIfGone(key cache.ObjectName, uid types.UID) {
+	if uid == "" {
 		return
 	}
-	if cur, ok := c.parentGet(key); ok && cur.GetUID() == parent.GetUID() {
+	if cur, ok := c.parentUID(key); ok && cur == uid {
 		return
 	}
-	c.forget(key, parent.GetUID())
+	c.forget(key, uid)
 }
 
 func (c *parentController) enqueue(obj any) {
@@ -267,8 +268,8 @@ func (c *parentController) retryStatus() {
 		return
 	}
 	for _, obj := range c.informer.GetStore().List() {
-		if u, ok := obj.(*unstructured.Unstructured); ok && uids[u.GetUID()] {
-			c.enqueue(u)
+		if o, err := meta.Accessor(obj); err == nil && uids[o.GetUID()] {
+			c.enqueue(obj)
 		}
 	}
 }
@@ -295,7 +296,7 @@ func (c *parentController) onChild(ev ownerEvent) {
 	if err != nil || !exists {
 		return
 	}
-	if obj.(*unstructured.Unstructured).GetUID() != ev.ref.UID {
+	if o, err := meta.Accessor(obj); err != nil || o.GetUID() != ev.ref.UID {
 		return
 	}
 	c.logger.V(4).Info("Child changed; enqueueing its parent", "parent", key.String(),
@@ -325,9 +326,9 @@ func (c *parentController) processNextItem(ctx context.Context) bool {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.m.opts.ReconcileTimeout)
 	defer cancel()
 	start := time.Now()
-	parent, _ := c.parentGet(key)
+	uid, _ := c.parentUID(key)
 	err := c.reconcile(klog.NewContext(rctx, logger), key)
-	c.forgetIfGone(key, parent)
+	c.forgetIfGone(key, uid)
 	c.m.metrics.observeReconcile(c.gvk.Kind, err, time.Since(start))
 	if err == nil {
 		c.queue.Forget(key)
@@ -338,13 +339,26 @@ func (c *parentController) processNextItem(ctx context.Context) bool {
 	return true
 }
 
-// parentGet returns the cached parent.
+// parentGet returns the cached parent, as a copy the caller owns.
 func (c *parentController) parentGet(key cache.ObjectName) (*unstructured.Unstructured, bool) {
 	obj, exists, err := c.informer.GetIndexer().GetByKey(key.String())
 	if err != nil || !exists {
 		return nil, false
 	}
-	return obj.(*unstructured.Unstructured), true
+	return unpack(obj)
+}
+
+// parentUID returns the UID of the cached parent, without decoding it.
+func (c *parentController) parentUID(key cache.ObjectName) (types.UID, bool) {
+	obj, exists, err := c.informer.GetIndexer().GetByKey(key.String())
+	if err != nil || !exists {
+		return "", false
+	}
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		return "", false
+	}
+	return o.GetUID(), true
 }
 
 func mapsEqual(a, b map[string]string) bool {

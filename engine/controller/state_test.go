@@ -129,11 +129,11 @@ func TestStateRecordedByAReconcileOfADeletedParentIsDropped(t *testing.T) {
 			web := u(t, parentYAML)
 			remember(c, web) // by the reconcile, after the delete event
 			if cur := tt.cached(web); cur != nil {
-				if err := c.informer.GetIndexer().Add(cur); err != nil {
+				if err := c.informer.GetIndexer().Add(packOr(cur)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			c.forgetIfGone(cache.MetaObjectToName(web), web)
+			c.forgetIfGone(cache.MetaObjectToName(web), web.GetUID())
 			if diff := cmp.Diff(tt.want, stateOf(c)); diff != "" {
 				t.Errorf("state kept (-want +got):\n%s", diff)
 			}

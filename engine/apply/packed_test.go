@@ -1,0 +1,151 @@
+package apply
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+const packedChild = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: team-a
+  uid: u1
+  resourceVersion: "42"
+  generation: 3
+  labels: {app: web}
+  annotations: {loom.dev/applied: abc}
+  ownerReferences:
+  - {apiVersion: example.com/v1, kind: Other, name: x, uid: o1}
+  - {apiVersion: example.com/v1, kind: MyResource, name: web, uid: p1, controller: true, blockOwnerDeletion: true}
+spec:
+  replicas: 2
+status:
+  observedGeneration: 3
+  ratio: 0.5
+  conditions:
+  - {type: Available, status: "True"}
+`
+
+// A packed object decodes to exactly what was packed, integers as int64,
+// and carries the metadata that keys, indexes and routes it.
+func TestPack(t *testing.T) {
+	tests := []struct {
+		name    string
+		obj     string
+		wantRef *metav1.OwnerReference
+	}{
+		{"child with two owners", packedChild,
+			&metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "MyResource", Name: "web", UID: "p1",
+				Controller: ptr(true), BlockOwnerDeletion: ptr(true)}},
+		{"cluster-scoped, no owner", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a, uid: u2, resourceVersion: \"1\"}\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := decoded(t, uobj(t, tt.obj))
+			p, err := Pack(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := p.Object()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(in.Object, out.Object); diff != "" {
+				t.Errorf("Object (-packed +decoded):\n%s", diff)
+			}
+			if p.Name != in.GetName() || p.Namespace != in.GetNamespace() || p.UID != in.GetUID() ||
+				p.ResourceVersion != in.GetResourceVersion() || p.Generation != in.GetGeneration() {
+				t.Errorf("metadata = %s/%s %s rv %s gen %d, want that of the object", p.Namespace, p.Name, p.UID, p.ResourceVersion, p.Generation)
+			}
+			if diff := cmp.Diff(tt.wantRef, metav1.GetControllerOfNoCopy(p)); diff != "" {
+				t.Errorf("controller (-want +got):\n%s", diff)
+			}
+			if len(p.OwnerReferences) > 1 {
+				t.Errorf("kept %d owners, want the controller only", len(p.OwnerReferences))
+			}
+			if got, want := p.Ref(), RefOf(in); got != want {
+				t.Errorf("Ref = %v, want %v", got, want)
+			}
+			if got := p.GetObjectKind().GroupVersionKind(); got != in.GroupVersionKind() {
+				t.Errorf("GVK = %v, want %v", got, in.GroupVersionKind())
+			}
+			key, err := metaKey(p)
+			if err != nil || key != metaKeyOf(in) {
+				t.Errorf("cache key = %q, %v; want %q", key, err, metaKeyOf(in))
+			}
+			// A caller may change what Object returns: the cache does not see it.
+			out.SetLabels(map[string]string{"changed": "yes"})
+			again, _ := p.Object()
+			if diff := cmp.Diff(in.Object, again.Object); diff != "" {
+				t.Errorf("a change to a decoded copy reached the packed object (-want +got):\n%s", diff)
+			}
+			cp := p.DeepCopyObject().(*Packed)
+			if !cp.Equal(p) || cp.UID != p.UID {
+				t.Error("DeepCopyObject differs from the original")
+			}
+		})
+	}
+}
+
+// A child's cache entry is the slimmed object, packed: it decodes to the
+// slimmed object, fingerprint included, so apply's decisions read it as
+// before.
+func TestPackOfASlimChild(t *testing.T) {
+	whole := decoded(t, withEntry(t, uobj(t, packedChild), "loom", loomFields))
+	slim := Slim(whole.DeepCopy(), "loom")
+	p, err := Pack(slim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(slim.Object, got.Object); diff != "" {
+		t.Errorf("decoded (-slim +got):\n%s", diff)
+	}
+	if Fingerprint(got, "loom") != Fingerprint(whole, "loom") || !isSlim(got) {
+		t.Error("the decoded child lost the fingerprint of Loom's fields")
+	}
+	if p.GroupKind() != (schema.GroupKind{Group: "apps", Kind: "Deployment"}) {
+		t.Errorf("GroupKind = %v", p.GroupKind())
+	}
+}
+
+func metaKey(obj any) (string, error) {
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		return "", err
+	}
+	return metaKeyOf(o), nil
+}
+
+func metaKeyOf(o interface {
+	GetNamespace() string
+	GetName() string
+	GetUID() types.UID
+}) string {
+	return o.GetNamespace() + "/" + o.GetName() + "/" + string(o.GetUID())
+}
+
+// decoded returns obj as the dynamic client decodes it from the API
+// server's JSON: integers as int64.
+func decoded(t *testing.T, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	b, err := obj.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &unstructured.Unstructured{}
+	if err := out.UnmarshalJSON(b); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
