@@ -71,8 +71,8 @@ SIGTERM or SIGINT drains in-flight reconciles and exits.`,
 	f.IntVar(&o.workers, "workers", 8, "parents reconciled in parallel, per parent kind")
 	f.DurationVar(&o.resync, "resync-period", 10*time.Minute, "reconcile every parent this often even if nothing changed (0 disables)")
 	f.DurationVar(&o.timeout, "reconcile-timeout", 30*time.Second, "give up on one reconcile after this long (a hung request frees its worker); shutdown waits at most this long for in-flight reconciles")
-	f.Float32Var(&o.qps, "kube-api-qps", 200, "API requests per second, sustained")
-	f.IntVar(&o.burst, "kube-api-burst", 400, "API requests per second, burst")
+	f.Float32Var(&o.qps, "kube-api-qps", 0, "client-side limit of API requests per second, sustained; 0: none when the API server has priority and fairness, else 200; -1: none")
+	f.IntVar(&o.burst, "kube-api-burst", 0, "client-side limit of API requests per second, burst (0: twice --kube-api-qps)")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "serve /metrics, /healthz and /readyz here (empty disables)")
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "serve Go's /debug/pprof/ profiles here, for profiling (empty disables; do not expose it)")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "run several replicas, of which one (holding a Lease) reconciles")
@@ -92,7 +92,7 @@ func run(ctx context.Context, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = o.qps, o.burst
+	setRateLimit(ctx, cfg, o.qps, o.burst)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

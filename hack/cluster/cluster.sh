@@ -265,7 +265,7 @@ start_kube_apiserver() {
     --service-cluster-ip-range 10.96.0.0/16 --allow-privileged \
     --disable-admission-plugins ServiceAccount,TaintNodesByCondition \
     --enable-admission-plugins OwnerReferencesPermissionEnforcement \
-    --enable-priority-and-fairness=false --max-requests-inflight 2000 --max-mutating-requests-inflight 1000
+    --max-requests-inflight 2000 --max-mutating-requests-inflight 1000
   wait_for kube-apiserver "/readyz" apiserver_ready
   write_kubeconfig
 }
