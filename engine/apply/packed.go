@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
@@ -23,13 +24,26 @@ import (
 // so decoding them on demand costs microseconds, while the cache holds
 // every object of the fleet all the time.
 //
-// Its ObjectMeta holds name, namespace, UID, resourceVersion, generation
-// and the controller ownerReference only (not the other owners, labels or
-// annotations): read those from Object.
+// Its typed metadata (GetObjectMeta) is name, namespace, UID,
+// resourceVersion, generation and the controller ownerReference only, not
+// the other owners, labels or annotations: read those from Object.
 type Packed struct {
-	metav1.ObjectMeta
+	name, namespace  string
+	uid              types.UID
+	resourceVersion  string
+	generation       int64
 	apiVersion, kind string
-	raw              []byte
+	// owner is the controller ownerReference; owner.UID is empty when
+	// there is none.
+	owner packedOwner
+	raw   []byte
+}
+
+// packedOwner is a controller ownerReference, without its pointers.
+type packedOwner struct {
+	apiVersion, kind, name string
+	uid                    types.UID
+	blockOwnerDeletion     bool
 }
 
 // Pack packs obj. The API versions and kinds of a fleet are a handful of
@@ -40,19 +54,18 @@ func Pack(obj *unstructured.Unstructured) (*Packed, error) {
 		return nil, fmt.Errorf("pack %s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
 	p := &Packed{
-		apiVersion: intern(obj.GetAPIVersion()),
-		kind:       intern(obj.GetKind()),
-		raw:        raw,
+		name:            obj.GetName(),
+		namespace:       obj.GetNamespace(),
+		uid:             obj.GetUID(),
+		resourceVersion: obj.GetResourceVersion(),
+		generation:      obj.GetGeneration(),
+		apiVersion:      intern(obj.GetAPIVersion()),
+		kind:            intern(obj.GetKind()),
+		raw:             raw,
 	}
-	p.Name = obj.GetName()
-	p.Namespace = obj.GetNamespace()
-	p.UID = obj.GetUID()
-	p.ResourceVersion = obj.GetResourceVersion()
-	p.Generation = obj.GetGeneration()
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-		r := *ref
-		r.APIVersion, r.Kind = intern(r.APIVersion), intern(r.Kind)
-		p.OwnerReferences = []metav1.OwnerReference{r}
+		p.owner = packedOwner{apiVersion: intern(ref.APIVersion), kind: intern(ref.Kind), name: ref.Name, uid: ref.UID,
+			blockOwnerDeletion: ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion}
 	}
 	return p, nil
 }
@@ -65,7 +78,7 @@ func (p *Packed) Object() (*unstructured.Unstructured, error) {
 	var m map[string]any
 	// utiljson keeps integers as int64, as the API machinery expects.
 	if err := utiljson.Unmarshal(p.raw, &m); err != nil {
-		return nil, fmt.Errorf("unpack %s %s/%s: %w", p.kind, p.Namespace, p.Name, err)
+		return nil, fmt.Errorf("unpack %s %s/%s: %w", p.kind, p.namespace, p.name, err)
 	}
 	return &unstructured.Unstructured{Object: m}, nil
 }
@@ -86,11 +99,52 @@ func (p *Packed) GroupKind() schema.GroupKind {
 
 // Ref returns the object's Ref.
 func (p *Packed) Ref() Ref {
-	return Ref{GroupKind: p.GroupKind(), Namespace: p.Namespace, Name: p.Name}
+	return Ref{GroupKind: p.GroupKind(), Namespace: p.namespace, Name: p.name}
 }
 
 // Equal reports whether q packs the same object as p, byte for byte.
 func (p *Packed) Equal(q *Packed) bool { return bytes.Equal(p.raw, q.raw) }
+
+// GetName returns the object's name.
+func (p *Packed) GetName() string { return p.name }
+
+// GetNamespace returns the object's namespace.
+func (p *Packed) GetNamespace() string { return p.namespace }
+
+// GetUID returns the object's UID.
+func (p *Packed) GetUID() types.UID { return p.uid }
+
+// GetResourceVersion returns the object's resourceVersion.
+func (p *Packed) GetResourceVersion() string { return p.resourceVersion }
+
+// Controller returns a copy of the object's controller ownerReference, or
+// nil.
+func (p *Packed) Controller() *metav1.OwnerReference {
+	if p.owner.uid == "" {
+		return nil
+	}
+	t := true
+	ref := &metav1.OwnerReference{APIVersion: p.owner.apiVersion, Kind: p.owner.kind, Name: p.owner.name, UID: p.owner.uid, Controller: &t}
+	if p.owner.blockOwnerDeletion {
+		ref.BlockOwnerDeletion = &t
+	}
+	return ref
+}
+
+// ControllerUID returns the UID of the object's controller owner, or "".
+func (p *Packed) ControllerUID() types.UID { return p.owner.uid }
+
+// GetObjectMeta returns a new ObjectMeta with the typed metadata (see
+// Packed), so that meta.Accessor, and with it the informers' key
+// functions, read a packed object.
+func (p *Packed) GetObjectMeta() metav1.Object {
+	m := &metav1.ObjectMeta{Name: p.name, Namespace: p.namespace, UID: p.uid,
+		ResourceVersion: p.resourceVersion, Generation: p.generation}
+	if ref := p.Controller(); ref != nil {
+		m.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	return m
+}
 
 // GetObjectKind returns the object's kind, read-only.
 func (p *Packed) GetObjectKind() schema.ObjectKind {
@@ -100,9 +154,11 @@ func (p *Packed) GetObjectKind() schema.ObjectKind {
 // DeepCopyObject returns a copy; the packed JSON is never modified, so the
 // copy shares it.
 func (p *Packed) DeepCopyObject() runtime.Object {
-	out := &Packed{apiVersion: p.apiVersion, kind: p.kind, raw: p.raw}
-	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	return out
+	out := *p
+	return &out
 }
 
-var _ runtime.Object = (*Packed)(nil)
+var (
+	_ runtime.Object            = (*Packed)(nil)
+	_ metav1.ObjectMetaAccessor = (*Packed)(nil)
+)

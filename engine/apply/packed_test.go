@@ -60,15 +60,30 @@ func TestPack(t *testing.T) {
 			if diff := cmp.Diff(in.Object, out.Object); diff != "" {
 				t.Errorf("Object (-packed +decoded):\n%s", diff)
 			}
-			if p.Name != in.GetName() || p.Namespace != in.GetNamespace() || p.UID != in.GetUID() ||
-				p.ResourceVersion != in.GetResourceVersion() || p.Generation != in.GetGeneration() {
-				t.Errorf("metadata = %s/%s %s rv %s gen %d, want that of the object", p.Namespace, p.Name, p.UID, p.ResourceVersion, p.Generation)
+			m, err := meta.Accessor(p)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.wantRef, metav1.GetControllerOfNoCopy(p)); diff != "" {
-				t.Errorf("controller (-want +got):\n%s", diff)
+			if m.GetName() != in.GetName() || m.GetNamespace() != in.GetNamespace() || m.GetUID() != in.GetUID() ||
+				m.GetResourceVersion() != in.GetResourceVersion() || m.GetGeneration() != in.GetGeneration() {
+				t.Errorf("metadata = %s/%s %s rv %s gen %d, want that of the object",
+					m.GetNamespace(), m.GetName(), m.GetUID(), m.GetResourceVersion(), m.GetGeneration())
 			}
-			if len(p.OwnerReferences) > 1 {
-				t.Errorf("kept %d owners, want the controller only", len(p.OwnerReferences))
+			if diff := cmp.Diff(tt.wantRef, p.Controller()); diff != "" {
+				t.Errorf("Controller (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantRef, metav1.GetControllerOfNoCopy(m)); diff != "" {
+				t.Errorf("controller in ObjectMeta (-want +got):\n%s", diff)
+			}
+			if len(m.GetOwnerReferences()) > 1 {
+				t.Errorf("kept %d owners, want the controller only", len(m.GetOwnerReferences()))
+			}
+			var wantUID types.UID
+			if tt.wantRef != nil {
+				wantUID = tt.wantRef.UID
+			}
+			if p.ControllerUID() != wantUID {
+				t.Errorf("ControllerUID = %q, want %q", p.ControllerUID(), wantUID)
 			}
 			if got, want := p.Ref(), RefOf(in); got != want {
 				t.Errorf("Ref = %v, want %v", got, want)
@@ -87,7 +102,7 @@ func TestPack(t *testing.T) {
 				t.Errorf("a change to a decoded copy reached the packed object (-want +got):\n%s", diff)
 			}
 			cp := p.DeepCopyObject().(*Packed)
-			if !cp.Equal(p) || cp.UID != p.UID {
+			if !cp.Equal(p) || cp.GetUID() != p.GetUID() {
 				t.Error("DeepCopyObject differs from the original")
 			}
 		})

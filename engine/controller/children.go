@@ -205,11 +205,11 @@ func (w *childWatcher) handle(obj any, deleted bool) {
 			return
 		}
 	}
-	ref := metav1.GetControllerOfNoCopy(p)
+	ref := p.Controller()
 	if ref == nil {
 		return
 	}
-	w.route(ownerEvent{ref: *ref, namespace: p.Namespace, child: p, deleted: deleted})
+	w.route(ownerEvent{ref: *ref, namespace: p.GetNamespace(), child: p, deleted: deleted})
 }
 
 // owned returns the cached children whose controller owner has uid, across
@@ -255,6 +255,12 @@ func (w *childWatcher) get(gr schema.GroupResource, namespace, name string) *uns
 }
 
 func indexByOwner(obj any) ([]string, error) {
+	if p, ok := obj.(*apply.Packed); ok {
+		if uid := p.ControllerUID(); uid != "" {
+			return []string{string(uid)}, nil
+		}
+		return nil, nil
+	}
 	o, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, nil
