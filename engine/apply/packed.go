@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,33 +45,81 @@ type packedOwner struct {
 	apiVersion, kind, name string
 	uid                    types.UID
 	blockOwnerDeletion     bool
+	// lifted is set when the object's ownerReferences are just this one,
+	// left out of the JSON.
+	lifted bool
 }
 
 // Pack packs obj. The API versions and kinds of a fleet are a handful of
-// strings, kept once each.
+// strings, kept once each. The fields kept typed (apiVersion, kind, name,
+// namespace, uid, resourceVersion, generation, and the ownerReferences
+// when they are just the controller reference) are left out of the JSON,
+// and put back by Object: they are a third of a slimmed child's JSON.
 func Pack(obj *unstructured.Unstructured) (*Packed, error) {
-	raw, err := json.Marshal(obj.Object)
-	if err != nil {
-		return nil, fmt.Errorf("pack %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	p := &Packed{}
+	top := make(map[string]any, len(obj.Object))
+	for k, v := range obj.Object {
+		top[k] = v
 	}
-	p := &Packed{
-		name:            obj.GetName(),
-		namespace:       obj.GetNamespace(),
-		uid:             obj.GetUID(),
-		resourceVersion: obj.GetResourceVersion(),
-		generation:      obj.GetGeneration(),
-		apiVersion:      intern(obj.GetAPIVersion()),
-		kind:            intern(obj.GetKind()),
-		raw:             raw,
-	}
+	p.apiVersion = intern(liftString(top, "apiVersion"))
+	p.kind = intern(liftString(top, "kind"))
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
 		p.owner = packedOwner{apiVersion: intern(ref.APIVersion), kind: intern(ref.Kind), name: ref.Name, uid: ref.UID,
 			blockOwnerDeletion: ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion}
 	}
+	if md, ok := top["metadata"].(map[string]any); ok {
+		m := make(map[string]any, len(md))
+		for k, v := range md {
+			m[k] = v
+		}
+		p.name = liftString(m, "name")
+		p.namespace = liftString(m, "namespace")
+		p.uid = types.UID(liftString(m, "uid"))
+		p.resourceVersion = liftString(m, "resourceVersion")
+		if g, ok := m["generation"].(int64); ok && g != 0 {
+			p.generation = g
+			delete(m, "generation")
+		}
+		if refs, ok := m["ownerReferences"].([]any); ok && len(refs) == 1 && p.owner.uid != "" &&
+			reflect.DeepEqual(refs[0], p.owner.object()) {
+			p.owner.lifted = true
+			delete(m, "ownerReferences")
+		}
+		if len(m) == 0 && len(md) != 0 {
+			delete(top, "metadata")
+		} else {
+			top["metadata"] = m
+		}
+	}
+	raw, err := json.Marshal(top)
+	if err != nil {
+		return nil, fmt.Errorf("pack %s %s/%s: %w", p.kind, p.namespace, p.name, err)
+	}
+	p.raw = raw
 	return p, nil
 }
 
+// liftString removes m[key] and returns it if it is a string other than
+// "", which Object puts back; else it leaves it, and returns "".
+func liftString(m map[string]any, key string) string {
+	s, ok := m[key].(string)
+	if !ok || s == "" {
+		return ""
+	}
+	delete(m, key)
+	return s
+}
+
 func intern(s string) string { return unique.Make(s).Value() }
+
+// object returns the ownerReference as the API server's JSON has it.
+func (o packedOwner) object() map[string]any {
+	m := map[string]any{"apiVersion": o.apiVersion, "kind": o.kind, "name": o.name, "uid": string(o.uid), "controller": true}
+	if o.blockOwnerDeletion {
+		m["blockOwnerDeletion"] = true
+	}
+	return m
+}
 
 // Object decodes the packed object into a new unstructured object, which
 // the caller owns.
@@ -80,7 +129,35 @@ func (p *Packed) Object() (*unstructured.Unstructured, error) {
 	if err := utiljson.Unmarshal(p.raw, &m); err != nil {
 		return nil, fmt.Errorf("unpack %s %s/%s: %w", p.kind, p.namespace, p.name, err)
 	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	putString(m, "apiVersion", p.apiVersion)
+	putString(m, "kind", p.kind)
+	if p.name != "" || p.namespace != "" || p.uid != "" || p.resourceVersion != "" || p.generation != 0 || p.owner.lifted {
+		md, ok := m["metadata"].(map[string]any)
+		if !ok {
+			md = map[string]any{}
+			m["metadata"] = md
+		}
+		putString(md, "name", p.name)
+		putString(md, "namespace", p.namespace)
+		putString(md, "uid", string(p.uid))
+		putString(md, "resourceVersion", p.resourceVersion)
+		if p.generation != 0 {
+			md["generation"] = p.generation
+		}
+		if p.owner.lifted {
+			md["ownerReferences"] = []any{p.owner.object()}
+		}
+	}
 	return &unstructured.Unstructured{Object: m}, nil
+}
+
+func putString(m map[string]any, key, s string) {
+	if s != "" {
+		m[key] = s
+	}
 }
 
 // Size is the length of the packed JSON.

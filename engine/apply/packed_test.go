@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -45,6 +46,32 @@ func TestPack(t *testing.T) {
 			&metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "MyResource", Name: "web", UID: "p1",
 				Controller: ptr(true), BlockOwnerDeletion: ptr(true)}},
 		{"cluster-scoped, no owner", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a, uid: u2, resourceVersion: \"1\"}\n", nil},
+		{"just the controller, as the API server writes it", `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: c
+  namespace: ns
+  uid: u3
+  resourceVersion: "7"
+  ownerReferences: [{apiVersion: example.com/v1, kind: MyResource, name: web, uid: p1, controller: true, blockOwnerDeletion: true}]
+data: {a: "1"}
+`, &metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "MyResource", Name: "web", UID: "p1", Controller: ptr(true), BlockOwnerDeletion: ptr(true)}},
+		{"controller with blockOwnerDeletion false", `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: c
+  ownerReferences: [{apiVersion: example.com/v1, kind: MyResource, name: web, uid: p1, controller: true, blockOwnerDeletion: false}]
+`, &metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "MyResource", Name: "web", UID: "p1", Controller: ptr(true)}},
+		{"one owner, not a controller", `apiVersion: v1
+kind: ConfigMap
+metadata: {name: c, ownerReferences: [{apiVersion: v1, kind: Pod, name: p, uid: p2}]}
+`, nil},
+		{"empty and zero values stay", `apiVersion: v1
+kind: ConfigMap
+metadata: {name: "", namespace: "", generation: 0}
+`, nil},
+		{"no metadata", "apiVersion: v1\nkind: List\nitems: []\n", nil},
+		{"only lifted metadata", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns, uid: u4, resourceVersion: \"9\", generation: 2}\n", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,6 +127,12 @@ func TestPack(t *testing.T) {
 			again, _ := p.Object()
 			if diff := cmp.Diff(in.Object, again.Object); diff != "" {
 				t.Errorf("a change to a decoded copy reached the packed object (-want +got):\n%s", diff)
+			}
+			// The JSON does not repeat what Packed keeps typed.
+			for _, field := range []string{`"uid"`, `"resourceVersion"`, `"apiVersion"`, `"kind"`, `"generation"`, `"ownerReferences"`} {
+				if tt.name == "just the controller, as the API server writes it" && bytes.Contains(p.raw, []byte(field)) {
+					t.Errorf("packed JSON repeats %s: %s", field, p.raw)
+				}
 			}
 			cp := p.DeepCopyObject().(*Packed)
 			if !cp.Equal(p) || cp.GetUID() != p.GetUID() {
@@ -163,4 +196,35 @@ func decoded(t *testing.T, obj *unstructured.Unstructured) *unstructured.Unstruc
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Any object the API server can send decodes from its packed form to
+// exactly what was packed.
+func FuzzPackRoundTrip(f *testing.F) {
+	for _, seed := range []string{
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"1","generation":2}}`,
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","ownerReferences":[{"apiVersion":"x/v1","kind":"K","name":"p","uid":"p1","controller":true}]}}`,
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"ownerReferences":[{"apiVersion":"x/v1","kind":"K","name":"p","uid":"p1","controller":true,"blockOwnerDeletion":true,"extra":1}]}}`,
+		`{"kind":"","metadata":{"name":"","generation":0},"spec":{"replicas":1.5}}`,
+		`{"apiVersion":"v1","kind":"Secret","metadata":{}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in := &unstructured.Unstructured{}
+		if err := in.UnmarshalJSON(data); err != nil {
+			return
+		}
+		p, err := Pack(in)
+		if err != nil {
+			t.Skip("not encodable")
+		}
+		out, err := p.Object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(in.Object, out.Object); diff != "" {
+			t.Errorf("round trip of %s (-in +out):\n%s", data, diff)
+		}
+	})
 }
