@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -133,6 +134,9 @@ func (c *parentController) drain() {
 // created again under the same name while the watch was down, and the
 // relist reports it as an update. It is always enqueued.
 func (c *parentController) onUpdate(old, cur any) {
+	if m, err := meta.Accessor(cur); err == nil {
+		c.caughtUp(m.GetUID(), m.GetResourceVersion())
+	}
 	o, ok1 := unpack(old)
 	n, ok2 := unpack(cur)
 	if ok1 && ok2 && o.GetUID() != n.GetUID() {
@@ -141,6 +145,19 @@ func (c *parentController) onUpdate(old, cur any) {
 		return
 	}
 	c.enqueue(cur)
+}
+
+// caughtUp drops the status Loom wrote to the parent with uid once the
+// cache holds resourceVersion rv of it, which is that write or newer. A
+// status write triggers no reconcile (onUpdate ignores it), so this, and
+// not the next reconcile (previous), is what keeps Loom from holding a
+// copy of every parent's status at steady state.
+func (c *parentController) caughtUp(uid types.UID, rv string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w, ok := c.written[uid]; ok && apply.ParseResourceVersion(rv) >= w.rv {
+		delete(c.written, uid)
+	}
 }
 
 // renderInputChanged reports whether an update of one object changed what

@@ -41,7 +41,8 @@ func stateOf(c *parentController) parentState {
 func remember(c *parentController, parent *unstructured.Unstructured) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.written[parent.GetUID()] = writtenStatus{rv: 2, status: map[string]any{"state": "Ready"}}
+	// A write newer than the events of these tests: the cache has not caught up.
+	c.written[parent.GetUID()] = writtenStatus{rv: 100, status: map[string]any{"state": "Ready"}}
 	c.noStatus[parent.GetUID()] = true
 	c.unserved[cache.MetaObjectToName(parent)] = true
 }
@@ -163,5 +164,46 @@ func TestWrittenStatusIsDroppedOnceTheCacheCatchesUp(t *testing.T) {
 	}
 	if len(c.written) != 0 {
 		t.Errorf("the written status is still kept after the cache caught up: %v", c.written)
+	}
+}
+
+// The status Loom wrote is dropped as soon as the parent's watch event
+// shows the cache has caught up with the write, not only at the parent's
+// next reconcile: a status write triggers no reconcile, so at steady state
+// that copy would be kept for every parent.
+func TestWrittenStatusIsDroppedWhenTheWatchCatchesUp(t *testing.T) {
+	tests := []struct {
+		name      string
+		eventRV   string
+		uid       types.UID
+		wantKept  bool
+		cacheForm func(*unstructured.Unstructured) any
+	}{
+		{"the echo of the write", "10", "u1", false, packOr},
+		{"a newer update", "11", "u1", false, packOr},
+		{"an update older than the write", "9", "u1", true, packOr},
+		{"unpacked cache form", "10", "u1", false, func(u *unstructured.Unstructured) any { return u }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
+			defer q.ShutDown()
+			c := newTestController(q)
+			old := u(t, parentYAML)
+			old.SetResourceVersion("8")
+			c.written["u1"] = writtenStatus{rv: 10, status: map[string]any{"state": "Ready"}}
+			c.written["u9"] = writtenStatus{rv: 5, status: map[string]any{"state": "Ready"}} // another parent's
+			cur := old.DeepCopy()
+			cur.SetUID(tt.uid)
+			cur.SetResourceVersion(tt.eventRV)
+			cur.Object["status"] = map[string]any{"state": "Ready"} // status only: no reconcile
+			c.onUpdate(tt.cacheForm(old), tt.cacheForm(cur))
+			if _, kept := c.written["u1"]; kept != tt.wantKept {
+				t.Errorf("written status kept = %v, want %v", kept, tt.wantKept)
+			}
+			if _, kept := c.written["u9"]; !kept {
+				t.Error("another parent's written status was dropped")
+			}
+		})
 	}
 }
