@@ -268,11 +268,29 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 		return fmt.Errorf("write status of %s %s/%s: %w", c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
 	}
 	c.m.metrics.statusWrites.WithLabelValues(c.gvk.Kind).Inc()
-	c.mu.Lock()
-	c.written[parent.GetUID()] = writtenStatus{rv: apply.ParseResourceVersion(resp.GetResourceVersion()), status: want}
-	c.mu.Unlock()
+	c.rememberWritten(parent, resp.GetResourceVersion(), want)
 	c.recordTransitions(parent, prev, want)
 	return nil
+}
+
+// rememberWritten keeps the status Loom wrote to parent, which the write
+// gave resourceVersion rv, until the cache catches up with it (caughtUp,
+// from the parent's update event). The event may have come first, before
+// the write's response: then the cache is checked here. The copy is
+// stored before the cache is read, so that an event either finds it or is
+// already in the cache.
+func (c *parentController) rememberWritten(parent *unstructured.Unstructured, rv string, st map[string]any) {
+	uid := parent.GetUID()
+	c.mu.Lock()
+	c.written[uid] = writtenStatus{rv: apply.ParseResourceVersion(rv), status: st}
+	c.mu.Unlock()
+	obj, exists, err := c.informer.GetIndexer().GetByKey(cache.MetaObjectToName(parent).String())
+	if err != nil || !exists {
+		return
+	}
+	if m, err := meta.Accessor(obj); err == nil && m.GetUID() == uid {
+		c.caughtUp(uid, m.GetResourceVersion())
+	}
 }
 
 // previous returns the parent with the newest status Loom knows of: the

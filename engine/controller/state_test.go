@@ -207,3 +207,38 @@ func TestWrittenStatusIsDroppedWhenTheWatchCatchesUp(t *testing.T) {
 		})
 	}
 }
+
+// The watch event of a status write can reach the cache before the write's
+// response reaches Loom: then no later event drops the copy Loom keeps, so
+// it must not be kept at all.
+func TestWrittenStatusIsNotKeptWhenTheCacheIsAhead(t *testing.T) {
+	tests := []struct {
+		name     string
+		cachedRV string
+		cachedID types.UID
+		wantKept bool
+	}{
+		{"cache already holds the write", "10", "u1", false},
+		{"cache holds a newer update", "12", "u1", false},
+		{"cache behind the write", "9", "u1", true},
+		{"cache holds another object of that name", "10", "u2", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
+			defer q.ShutDown()
+			c := newTestController(q)
+			parent := u(t, parentYAML)
+			cached := parent.DeepCopy()
+			cached.SetResourceVersion(tt.cachedRV)
+			cached.SetUID(tt.cachedID)
+			if err := c.informer.GetIndexer().Add(packOr(cached)); err != nil {
+				t.Fatal(err)
+			}
+			c.rememberWritten(parent, "10", map[string]any{"state": "Ready"})
+			if _, kept := c.written[parent.GetUID()]; kept != tt.wantKept {
+				t.Errorf("written status kept = %v, want %v", kept, tt.wantKept)
+			}
+		})
+	}
+}
