@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -192,9 +193,19 @@ func ParseResourceVersion(rv string) uint64 {
 }
 
 func (a *Applier) remember(ref Ref, r record) {
+	ref = ref.own()
 	a.mu.Lock()
 	a.applied[ref] = r
 	a.mu.Unlock()
+}
+
+// own returns ref with strings of its own. A rendered object's strings
+// share the memory of the whole document they were decoded from, and a
+// record lives as long as its child: its key must not keep that document
+// alive. Groups, kinds and namespaces are few, and kept once each.
+func (r Ref) own() Ref {
+	return Ref{GroupKind: schema.GroupKind{Group: intern(r.GroupKind.Group), Kind: intern(r.GroupKind.Kind)},
+		Namespace: intern(r.Namespace), Name: strings.Clone(r.Name)}
 }
 
 // IsOwnWrite reports whether resourceVersion rv of the object is the one

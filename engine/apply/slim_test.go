@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"unsafe"
+
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -81,4 +83,29 @@ func fakeApplier(get, patched *unstructured.Unstructured) (*Applier, *int) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
 	return New(client, mapper, "loom"), &gets
+}
+
+// A rendered object's strings share the memory of the whole document they
+// were decoded from. The record Loom keeps of each child for as long as
+// the child lives must not keep that document alive: at 10 000 parents,
+// records that did held 19.5 MiB of rendered documents.
+func TestRecordDoesNotPinTheRenderedObject(t *testing.T) {
+	desired := uobj(t, desiredDeployment)
+	applied := withEntry(t, desired, "loom", loomFields)
+	applied.SetUID("u1")
+	applied.SetResourceVersion("5")
+	a, _ := fakeApplier(applied, applied)
+	if r := a.Apply(t.Context(), desired, nil); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if len(a.applied) != 1 {
+		t.Fatalf("%d records, want 1", len(a.applied))
+	}
+	shares := func(a, b string) bool { return len(a) > 0 && unsafe.StringData(a) == unsafe.StringData(b) }
+	for ref := range a.applied {
+		if shares(ref.Name, desired.GetName()) || shares(ref.Namespace, desired.GetNamespace()) ||
+			shares(ref.GroupKind.Kind, desired.GetKind()) {
+			t.Errorf("the record's key %v shares memory with the rendered object's strings", ref)
+		}
+	}
 }
