@@ -87,6 +87,7 @@ func run(ctx context.Context, o runOptions) error {
 	logger := klog.Background()
 	ctx = klog.NewContext(ctx, logger)
 	setMemoryLimit(logger)
+	setGCPercent(logger)
 
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
