@@ -182,9 +182,9 @@ func (w *childWatcher) newInformer(gvr schema.GroupVersionResource) *childInform
 
 // handleUpdate ignores resyncs that changed nothing.
 func (w *childWatcher) handleUpdate(old, cur any) {
-	o, err1 := meta.Accessor(old)
-	c, err2 := meta.Accessor(cur)
-	if err1 == nil && err2 == nil && o.GetResourceVersion() == c.GetResourceVersion() {
+	o, ok1 := idOf(old)
+	c, ok2 := idOf(cur)
+	if ok1 && ok2 && o.GetResourceVersion() == c.GetResourceVersion() {
 		return
 	}
 	w.handle(cur, false)
@@ -321,6 +321,21 @@ func packed(u *unstructured.Unstructured) (*apply.Packed, bool) {
 		return nil, false
 	}
 	return p, true
+}
+
+// cachedID is what Loom reads of a cached object without decoding it or
+// building its ObjectMeta (meta.Accessor does, for a packed object). Both
+// forms a cache holds have it: *apply.Packed, and *unstructured.Unstructured
+// when packing failed.
+type cachedID interface {
+	GetUID() types.UID
+	GetResourceVersion() string
+}
+
+// idOf returns a cached object's cachedID.
+func idOf(obj any) (cachedID, bool) {
+	id, ok := obj.(cachedID)
+	return id, ok
 }
 
 // unpack returns a cached object (packed, or unstructured if it could not

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -134,8 +133,8 @@ func (c *parentController) drain() {
 // created again under the same name while the watch was down, and the
 // relist reports it as an update. It is always enqueued.
 func (c *parentController) onUpdate(old, cur any) {
-	if m, err := meta.Accessor(cur); err == nil {
-		c.caughtUp(m.GetUID(), m.GetResourceVersion())
+	if id, ok := idOf(cur); ok {
+		c.caughtUp(id.GetUID(), id.GetResourceVersion())
 	}
 	o, ok1 := unpack(old)
 	n, ok2 := unpack(cur)
@@ -204,8 +203,8 @@ func (c *parentController) onDelete(obj any) {
 		obj = d.Obj
 	}
 	var uid types.UID
-	if o, err := meta.Accessor(obj); err == nil {
-		uid = o.GetUID()
+	if id, ok := idOf(obj); ok {
+		uid = id.GetUID()
 	}
 	c.forget(key, uid)
 	c.queue.Forget(key)
@@ -285,7 +284,7 @@ func (c *parentController) retryStatus() {
 		return
 	}
 	for _, obj := range c.informer.GetStore().List() {
-		if o, err := meta.Accessor(obj); err == nil && uids[o.GetUID()] {
+		if id, ok := idOf(obj); ok && uids[id.GetUID()] {
 			c.enqueue(obj)
 		}
 	}
@@ -309,11 +308,7 @@ func (c *parentController) onChild(ev ownerEvent) {
 		return
 	}
 	key := cache.NewObjectName(ev.namespace, ev.ref.Name)
-	obj, exists, err := c.informer.GetIndexer().GetByKey(key.String())
-	if err != nil || !exists {
-		return
-	}
-	if o, err := meta.Accessor(obj); err != nil || o.GetUID() != ev.ref.UID {
+	if uid, ok := c.parentUID(key); !ok || uid != ev.ref.UID {
 		return
 	}
 	c.logger.V(4).Info("Child changed; enqueueing its parent", "parent", key.String(),
@@ -365,17 +360,23 @@ func (c *parentController) parentGet(key cache.ObjectName) (*unstructured.Unstru
 	return unpack(obj)
 }
 
-// parentUID returns the UID of the cached parent, without decoding it.
-func (c *parentController) parentUID(key cache.ObjectName) (types.UID, bool) {
+// parentID returns the UID and resourceVersion of the cached parent,
+// without decoding it.
+func (c *parentController) parentID(key cache.ObjectName) (cachedID, bool) {
 	obj, exists, err := c.informer.GetIndexer().GetByKey(key.String())
 	if err != nil || !exists {
+		return nil, false
+	}
+	return idOf(obj)
+}
+
+// parentUID returns the UID of the cached parent, without decoding it.
+func (c *parentController) parentUID(key cache.ObjectName) (types.UID, bool) {
+	id, ok := c.parentID(key)
+	if !ok {
 		return "", false
 	}
-	o, err := meta.Accessor(obj)
-	if err != nil {
-		return "", false
-	}
-	return o.GetUID(), true
+	return id.GetUID(), true
 }
 
 func mapsEqual(a, b map[string]string) bool {

@@ -284,12 +284,8 @@ func (c *parentController) rememberWritten(parent *unstructured.Unstructured, rv
 	c.mu.Lock()
 	c.written[uid] = writtenStatus{rv: apply.ParseResourceVersion(rv), status: st}
 	c.mu.Unlock()
-	obj, exists, err := c.informer.GetIndexer().GetByKey(cache.MetaObjectToName(parent).String())
-	if err != nil || !exists {
-		return
-	}
-	if m, err := meta.Accessor(obj); err == nil && m.GetUID() == uid {
-		c.caughtUp(uid, m.GetResourceVersion())
+	if id, ok := c.parentID(cache.MetaObjectToName(parent)); ok && id.GetUID() == uid {
+		c.caughtUp(uid, id.GetResourceVersion())
 	}
 }
 
