@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -160,9 +159,6 @@ func putString(m map[string]any, key, s string) {
 	}
 }
 
-// Size is the length of the packed JSON.
-func (p *Packed) Size() int { return len(p.raw) }
-
 // GetAPIVersion returns the object's apiVersion.
 func (p *Packed) GetAPIVersion() string { return p.apiVersion }
 
@@ -178,9 +174,6 @@ func (p *Packed) GroupKind() schema.GroupKind {
 func (p *Packed) Ref() Ref {
 	return Ref{GroupKind: p.GroupKind(), Namespace: p.namespace, Name: p.name}
 }
-
-// Equal reports whether q packs the same object as p, byte for byte.
-func (p *Packed) Equal(q *Packed) bool { return bytes.Equal(p.raw, q.raw) }
 
 // GetName returns the object's name.
 func (p *Packed) GetName() string { return p.name }

@@ -20,6 +20,11 @@ import (
 // controller ownerReference and the ApplySet labels injected, in a fixed
 // order (dependencies first, then by kind and name).
 //
+// The children's strings share memory with the document they were
+// decoded from (fastDecode): a caller that keeps one of them after the
+// reconcile, such as a map key, keeps that whole document alive, and
+// should copy it (strings.Clone).
+//
 // Every error is an *Error naming the template file and line.
 func (s *Set) Render(parent *unstructured.Unstructured) (children []*unstructured.Unstructured, err error) {
 	if gvk := parent.GroupVersionKind(); gvk != s.gvk {
