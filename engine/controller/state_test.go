@@ -38,6 +38,14 @@ func stateOf(c *parentController) parentState {
 }
 
 // remember records every kind of per-parent state for the parent.
+// stateController returns a controller with a queue of its own, shut down
+// when the test ends, for tests that read only its per-parent state.
+func stateController(t *testing.T) *parentController {
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
+	t.Cleanup(q.ShutDown)
+	return newTestController(q)
+}
+
 func remember(c *parentController, parent *unstructured.Unstructured) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -124,9 +132,7 @@ func TestStateRecordedByAReconcileOfADeletedParentIsDropped(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
-			defer q.ShutDown()
-			c := newTestController(q)
+			c := stateController(t)
 			web := u(t, parentYAML)
 			remember(c, web) // by the reconcile, after the delete event
 			if cur := tt.cached(web); cur != nil {
@@ -186,9 +192,7 @@ func TestWrittenStatusIsDroppedWhenTheWatchCatchesUp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
-			defer q.ShutDown()
-			c := newTestController(q)
+			c := stateController(t)
 			old := u(t, parentYAML)
 			old.SetResourceVersion("8")
 			c.written["u1"] = writtenStatus{rv: 10, status: map[string]any{"state": "Ready"}}
@@ -225,9 +229,7 @@ func TestWrittenStatusIsNotKeptWhenTheCacheIsAhead(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
-			defer q.ShutDown()
-			c := newTestController(q)
+			c := stateController(t)
 			parent := u(t, parentYAML)
 			cached := parent.DeepCopy()
 			cached.SetResourceVersion(tt.cachedRV)
