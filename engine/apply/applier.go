@@ -2,11 +2,13 @@ package apply
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"unique"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,22 +30,72 @@ type Applier struct {
 	manager string
 
 	mu      sync.Mutex
-	applied map[Ref]record
+	applied map[recordKey]record
 }
 
 // record is what Loom last applied to one object, taken from the server's
 // response: the hash of the desired object, the object's UID and
-// resourceVersion, and the fingerprint of the fields Loom owns in it. A
-// few dozen bytes per child.
+// resourceVersion, and the fingerprint of the fields Loom owns in it. One
+// is kept per child for as long as Loom runs, so it is small and holds no
+// pointer: strings are kept as digests, compared for equality only.
 type record struct {
-	hash   string
-	uid    types.UID
+	hash   digest
+	uid    digest
+	fields digest
 	rv     uint64
-	fields string
 	// stale is set when a reconcile went on with a cached object older
 	// than this write: the watch echo of the write must then reach the
 	// controller, which has not seen the object as it is.
 	stale bool
+}
+
+// newRecord returns the record of an apply.
+func newRecord(hash string, uid types.UID, rv uint64, fields string) record {
+	return record{hash: digestOf(hash), uid: digestOf(string(uid)), fields: digestOf(fields), rv: rv}
+}
+
+// digest stands for a string a record compares with: the first 128 bits of
+// its SHA-256, so two different strings never have the same digest in
+// practice.
+type digest [16]byte
+
+func digestOf(s string) digest {
+	var d digest
+	if s == "" {
+		return d
+	}
+	sum := sha256.Sum256([]byte(s))
+	copy(d[:], sum[:])
+	return d
+}
+
+// recordKey is a Ref as a record's key: its group, kind and namespace,
+// which few objects do not share, kept once (a unique.Handle), and its
+// name.
+type recordKey struct {
+	scope unique.Handle[scope]
+	name  string
+}
+
+type scope struct {
+	gk        schema.GroupKind
+	namespace string
+}
+
+// keyOf returns the key of ref's record. The name is ref's own string: the
+// key of a record to store must be made by ownKey.
+func keyOf(ref Ref) recordKey {
+	return recordKey{scope: unique.Make(scope{gk: ref.GroupKind, namespace: ref.Namespace}), name: ref.Name}
+}
+
+// ownKey returns the key of ref's record with a name string of its own. A
+// rendered object's strings share the memory of the whole document they
+// were decoded from, and a record lives as long as its child: its key must
+// not keep that document alive.
+func ownKey(ref Ref) recordKey {
+	k := keyOf(ref)
+	k.name = strings.Clone(k.name)
+	return k
 }
 
 // New returns an Applier that writes as manager (FieldManager if empty).
@@ -51,7 +103,7 @@ func New(client dynamic.Interface, mapper meta.RESTMapper, manager string) *Appl
 	if manager == "" {
 		manager = FieldManager
 	}
-	return &Applier{client: client, mapper: mapper, manager: manager, applied: map[Ref]record{}}
+	return &Applier{client: client, mapper: mapper, manager: manager, applied: map[recordKey]record{}}
 }
 
 // Manager is the field manager the Applier writes as.
@@ -119,8 +171,7 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 		}
 		return res.failed(fmt.Errorf("apply %s: %w", ref, err))
 	}
-	a.remember(ref, record{hash: hash, uid: resp.GetUID(), rv: ParseResourceVersion(resp.GetResourceVersion()),
-		fields: Fingerprint(resp, a.manager)})
+	a.remember(ref, newRecord(hash, resp.GetUID(), ParseResourceVersion(resp.GetResourceVersion()), Fingerprint(resp, a.manager)))
 	res.Action, res.Object = Configured, resp
 	if live == nil {
 		res.Action = Created // as far as the cache knew
@@ -168,19 +219,22 @@ func (a *Applier) target(gvk schema.GroupVersionKind, namespace string) (schema.
 // server treats an apply that changes nothing as a no-op and stores
 // nothing.
 func (a *Applier) check(ref Ref, hash string, live *unstructured.Unstructured) (unchanged, known bool) {
+	key := keyOf(ref)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	rec, ok := a.applied[ref]
-	if !ok || rec.hash != hash {
+	rec, ok := a.applied[key]
+	if !ok || rec.hash != digestOf(hash) {
 		return false, ok
 	}
 	if live == nil || ParseResourceVersion(live.GetResourceVersion()) < rec.rv {
 		rec.stale = true
-		a.applied[ref] = rec
+		// A map assignment stores the key it is given, even over an
+		// equal one: the record keeps a name of its own.
+		a.applied[ownKey(ref)] = rec
 		return true, true
 	}
-	return live.GetUID() == rec.uid && live.GetDeletionTimestamp() == nil &&
-		live.GetAnnotations()[AnnotationApplied] == hash && Fingerprint(live, a.manager) == rec.fields, true
+	return digestOf(string(live.GetUID())) == rec.uid && live.GetDeletionTimestamp() == nil &&
+		live.GetAnnotations()[AnnotationApplied] == hash && digestOf(Fingerprint(live, a.manager)) == rec.fields, true
 }
 
 // ParseResourceVersion reads a resourceVersion as a number, to tell whether
@@ -193,35 +247,28 @@ func ParseResourceVersion(rv string) uint64 {
 }
 
 func (a *Applier) remember(ref Ref, r record) {
-	ref = ref.own()
+	key := ownKey(ref)
 	a.mu.Lock()
-	a.applied[ref] = r
+	a.applied[key] = r
 	a.mu.Unlock()
-}
-
-// own returns ref with strings of its own. A rendered object's strings
-// share the memory of the whole document they were decoded from, and a
-// record lives as long as its child: its key must not keep that document
-// alive. Groups, kinds and namespaces are few, and kept once each.
-func (r Ref) own() Ref {
-	return Ref{GroupKind: schema.GroupKind{Group: intern(r.GroupKind.Group), Kind: intern(r.GroupKind.Kind)},
-		Namespace: intern(r.Namespace), Name: strings.Clone(r.Name)}
 }
 
 // IsOwnWrite reports whether resourceVersion rv of the object is the one
 // Loom's own last apply produced: the watch echo of that write, which the
 // reconcile that made it has already taken into account.
 func (a *Applier) IsOwnWrite(ref Ref, rv string) bool {
+	key := keyOf(ref)
 	a.mu.Lock()
-	rec, ok := a.applied[ref]
+	rec, ok := a.applied[key]
 	a.mu.Unlock()
 	return ok && !rec.stale && rec.rv != 0 && rec.rv == ParseResourceVersion(rv)
 }
 
 // Forget drops what Loom remembers of an object that is gone.
 func (a *Applier) Forget(ref Ref) {
+	key := keyOf(ref)
 	a.mu.Lock()
-	delete(a.applied, ref)
+	delete(a.applied, key)
 	a.mu.Unlock()
 }
 

@@ -25,7 +25,8 @@ func TestCheck(t *testing.T) {
 	applied.SetUID("u1")
 	applied.SetResourceVersion("5")
 	fp := Fingerprint(applied, "loom")
-	rec := record{hash: hash, uid: "u1", rv: 5, fields: fp}
+	rec := newRecord(hash, "u1", 5, fp)
+	old := newRecord("old", "u1", 5, fp)
 	live := func(rv string, edit func(u *unstructured.Unstructured)) *unstructured.Unstructured {
 		u := applied.DeepCopy()
 		u.SetResourceVersion(rv)
@@ -69,7 +70,7 @@ func TestCheck(t *testing.T) {
 			u.SetAnnotations(map[string]string{AnnotationApplied: "other"})
 		}), false, true, false},
 		{"no record (after a restart): apply once", nil, live("5", nil), false, false, false},
-		{"applied from another desired object", &record{hash: "old", uid: "u1", rv: 5, fields: fp}, live("5", nil), false, true, false},
+		{"applied from another desired object", &old, live("5", nil), false, true, false},
 	}
 	// The informer cache holds slimmed objects: the decision must be the
 	// same on them as on the whole object.
@@ -79,7 +80,7 @@ func TestCheck(t *testing.T) {
 				a := New(nil, nil, "loom")
 				ref := RefOf(desired)
 				if tt.rec != nil {
-					a.applied[ref] = *tt.rec
+					a.applied[keyOf(ref)] = *tt.rec
 				}
 				live := tt.live
 				if live != nil && form == "slim" {
@@ -89,7 +90,7 @@ func TestCheck(t *testing.T) {
 				if unchanged != tt.wantUnchanged || known != tt.wantKnown {
 					t.Errorf("check = unchanged %v, known %v; want %v, %v", unchanged, known, tt.wantUnchanged, tt.wantKnown)
 				}
-				if got := a.applied[ref].stale; got != tt.wantStale {
+				if got := a.applied[keyOf(ref)].stale; got != tt.wantStale {
 					t.Errorf("stale = %v, want %v", got, tt.wantStale)
 				}
 			})
@@ -103,7 +104,7 @@ func TestIsOwnWrite(t *testing.T) {
 	if a.IsOwnWrite(ref, "5") {
 		t.Fatal("nothing applied yet, but IsOwnWrite is true")
 	}
-	a.remember(ref, record{hash: "h", rv: 5})
+	a.remember(ref, newRecord("h", "", 5, ""))
 	if !a.IsOwnWrite(ref, "5") {
 		t.Error("the echo of our own write is not recognised")
 	}

@@ -77,7 +77,7 @@ func FuzzDriftDecision(f *testing.F) {
 
 		a := New(nil, nil, "loom")
 		ref := RefOf(after)
-		a.remember(ref, record{hash: "h", uid: "u1", rv: 7, fields: Fingerprint(after, "loom")})
+		a.remember(ref, newRecord("h", "u1", 7, Fingerprint(after, "loom")))
 		unchanged, known := a.check(ref, "h", before)
 		if !known {
 			t.Fatal("a recorded child is not known")
