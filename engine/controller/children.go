@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,9 +20,6 @@ import (
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/render"
 )
-
-// ownerIndex indexes children by the UID of their controller owner.
-const ownerIndex = "loom.dev/owner-uid"
 
 // childSelector selects only Loom's children, so that informers on child
 // kinds cache nothing else.
@@ -55,6 +51,9 @@ type childWatcher struct {
 	// reconcile reports the kind as not watchable and goes on.
 	syncTimeout time.Duration
 
+	// owners finds a parent's children across every child kind.
+	owners *ownerIndex
+
 	mu        sync.Mutex
 	ctx       context.Context
 	informers map[schema.GroupResource]*childInformer
@@ -63,6 +62,9 @@ type childWatcher struct {
 // childInformer is one child kind's informer and what its list last said.
 type childInformer struct {
 	inf cache.SharedIndexInformer
+	// reg is Loom's handler on inf, which feeds the owner index: its sync
+	// means the index holds the informer's first list.
+	reg cache.ResourceEventHandlerRegistration
 
 	mu sync.Mutex
 	// listErr is the last list or watch error seen before the first sync.
@@ -92,7 +94,7 @@ func newChildWatcher(ctx context.Context, client dynamic.Interface, namespace st
 	route func(ownerEvent), synced func(schema.GroupResource)) *childWatcher {
 	return &childWatcher{
 		client: client, namespace: namespace, resync: resync, manager: manager, route: route, synced: synced, ctx: ctx,
-		syncTimeout: 5 * time.Second, informers: map[schema.GroupResource]*childInformer{},
+		syncTimeout: 5 * time.Second, informers: map[schema.GroupResource]*childInformer{}, owners: newOwnerIndex(),
 	}
 }
 
@@ -114,7 +116,7 @@ func (w *childWatcher) ensure(ctx context.Context, gvr schema.GroupVersionResour
 		klog.FromContext(ctx).V(2).Info("Watching child kind", "resource", gvr.String())
 	}
 	w.mu.Unlock()
-	if ci.inf.HasSynced() {
+	if ci.synced() {
 		return nil
 	}
 	if err := ci.err(); err != nil {
@@ -122,7 +124,7 @@ func (w *childWatcher) ensure(ctx context.Context, gvr schema.GroupVersionResour
 	}
 	wctx, cancel := context.WithTimeout(ctx, w.syncTimeout)
 	defer cancel()
-	if cache.WaitForCacheSync(wctx.Done(), ci.inf.HasSynced) {
+	if cache.WaitForCacheSync(wctx.Done(), ci.synced) {
 		return nil
 	}
 	ci.mu.Lock()
@@ -132,6 +134,12 @@ func (w *childWatcher) ensure(ctx context.Context, gvr schema.GroupVersionResour
 		return &NotWatchedError{Resource: gr, Err: err}
 	}
 	return &NotWatchedError{Resource: gr, Err: fmt.Errorf("its first list did not finish within %s", w.syncTimeout)}
+}
+
+// synced reports whether the informer's first list is in its store and
+// has reached Loom's handler, so in the owner index too.
+func (ci *childInformer) synced() bool {
+	return ci.inf.HasSynced() && ci.reg != nil && ci.reg.HasSynced()
 }
 
 // err returns the list error seen before the first sync, if any.
@@ -145,7 +153,7 @@ func (ci *childInformer) err() error {
 // gave up on it before, reports it, so that the waiting parents are
 // reconciled without waiting for their backoff.
 func (w *childWatcher) notifySynced(gr schema.GroupResource, ci *childInformer) {
-	if !cache.WaitForCacheSync(w.ctx.Done(), ci.inf.HasSynced) {
+	if !cache.WaitForCacheSync(w.ctx.Done(), ci.synced) {
 		return
 	}
 	ci.mu.Lock()
@@ -161,7 +169,7 @@ func (w *childWatcher) notifySynced(gr schema.GroupResource, ci *childInformer) 
 func (w *childWatcher) newInformer(gvr schema.GroupVersionResource) *childInformer {
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = childSelector }
 	inf := dynamicinformer.NewFilteredDynamicInformer(w.client, gvr, w.namespace, w.resync,
-		cache.Indexers{ownerIndex: indexByOwner}, tweak).Informer()
+		cache.Indexers{}, tweak).Informer()
 	ci := &childInformer{inf: inf}
 	_ = inf.SetTransform(w.slim)
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
@@ -172,10 +180,22 @@ func (w *childWatcher) newInformer(gvr schema.GroupVersionResource) *childInform
 		}
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.handle(obj, false) },
-		UpdateFunc: func(old, cur any) { w.handleUpdate(old, cur) },
-		DeleteFunc: func(obj any) { w.handle(obj, true) },
+	ci.reg, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			w.owners.update(ci, nil, obj)
+			w.handle(obj, false)
+		},
+		UpdateFunc: func(old, cur any) {
+			// Before the resync check: a relist brings new objects with
+			// the same resourceVersion, and the index must not keep the
+			// ones the store let go.
+			w.owners.update(ci, old, cur)
+			w.handleUpdate(old, cur)
+		},
+		DeleteFunc: func(obj any) {
+			w.owners.delete(ci, obj)
+			w.handle(obj, true)
+		},
 	})
 	return ci
 }
@@ -215,19 +235,10 @@ func (w *childWatcher) handle(obj any, deleted bool) {
 // owned returns the cached children whose controller owner has uid, across
 // every child kind watched so far, as copies the caller owns.
 func (w *childWatcher) owned(uid types.UID) []*unstructured.Unstructured {
-	w.mu.Lock()
-	infs := make([]cache.SharedIndexInformer, 0, len(w.informers))
-	for _, ci := range w.informers {
-		infs = append(infs, ci.inf)
-	}
-	w.mu.Unlock()
 	var out []*unstructured.Unstructured
-	for _, inf := range infs {
-		objs, _ := inf.GetIndexer().ByIndex(ownerIndex, string(uid))
-		for _, o := range objs {
-			if u, ok := unpack(o); ok {
-				out = append(out, u)
-			}
+	for _, o := range w.owners.children(uid) {
+		if u, ok := unpack(o); ok {
+			out = append(out, u)
 		}
 	}
 	return out
@@ -252,23 +263,6 @@ func (w *childWatcher) get(gr schema.GroupResource, namespace, name string) *uns
 	}
 	u, _ := unpack(obj)
 	return u
-}
-
-func indexByOwner(obj any) ([]string, error) {
-	if p, ok := obj.(*apply.Packed); ok {
-		if uid := p.ControllerUID(); uid != "" {
-			return []string{string(uid)}, nil
-		}
-		return nil, nil
-	}
-	o, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, nil
-	}
-	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
-		return []string{string(ref.UID)}, nil
-	}
-	return nil, nil
 }
 
 // slim keeps, of each child that enters the cache, only what Loom's

@@ -1,0 +1,146 @@
+package controller
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/loom-operator/loom/engine/apply"
+)
+
+// ownerIndex maps the UID of a controller owner to its cached children,
+// across every child kind. It replaces client-go's per-informer indexer,
+// which keeps a Go map per owner UID per child kind (about 300 bytes for
+// each child at 10 000 parents): here an owner costs one map entry and a
+// short slice of pointers to the objects the informers' stores already
+// hold.
+//
+// It is fed by the informers' event handlers, so it trails their stores
+// by the time a notification takes; ensure waits for the handler's own
+// sync before a reconcile trusts it. A reconcile that misses a child the
+// store already has is followed by the reconcile that the child's event
+// causes, and a child seen here is read again from the object it points
+// to, so that a decision is never made on another owner's child.
+type ownerIndex struct {
+	mu sync.RWMutex
+	m  map[types.UID][]indexed
+}
+
+// indexed is one cached child: the informer of its kind, and the object as
+// that informer's last event gave it.
+type indexed struct {
+	ci  *childInformer
+	obj any
+}
+
+func newOwnerIndex() *ownerIndex { return &ownerIndex{m: map[types.UID][]indexed{}} }
+
+// update records cur, the new state of a child of ci's kind whose previous
+// state was old (nil when it is new). A child whose controller changed
+// moves to its new owner.
+func (x *ownerIndex) update(ci *childInformer, old, cur any) {
+	from, to := controllerUID(old), controllerUID(cur)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if old != nil && from != to {
+		x.removeLocked(from, ci, old)
+	}
+	if to == "" {
+		return
+	}
+	list := x.m[to]
+	for i := range list {
+		if list[i].ci == ci && sameName(list[i].obj, cur) {
+			list[i].obj = cur
+			return
+		}
+	}
+	x.m[to] = append(list, indexed{ci: ci, obj: cur})
+}
+
+// delete forgets a child of ci's kind that left the cache.
+func (x *ownerIndex) delete(ci *childInformer, obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	uid := controllerUID(obj)
+	if uid == "" {
+		return
+	}
+	x.mu.Lock()
+	x.removeLocked(uid, ci, obj)
+	x.mu.Unlock()
+}
+
+func (x *ownerIndex) removeLocked(uid types.UID, ci *childInformer, obj any) {
+	list := x.m[uid]
+	for i := range list {
+		if list[i].ci == ci && sameName(list[i].obj, obj) {
+			last := len(list) - 1
+			list[i] = list[last]
+			list[last] = indexed{}
+			list = list[:last]
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(x.m, uid)
+		return
+	}
+	x.m[uid] = list
+}
+
+// children returns the cached objects whose controller owner has uid.
+func (x *ownerIndex) children(uid types.UID) []any {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	list := x.m[uid]
+	out := make([]any, len(list))
+	for i, e := range list {
+		out[i] = e.obj
+	}
+	return out
+}
+
+// len is the number of owners with at least one cached child.
+func (x *ownerIndex) len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.m)
+}
+
+// controllerUID returns the UID of a cached object's controller owner, or
+// "" when it has none.
+func controllerUID(obj any) types.UID {
+	switch o := obj.(type) {
+	case nil:
+		return ""
+	case *apply.Packed:
+		return o.ControllerUID()
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
+		return ref.UID
+	}
+	return ""
+}
+
+// sameName reports whether two cached objects of one kind have the same
+// namespace and name: the same entry of an informer's store.
+func sameName(a, b any) bool {
+	na, oka := a.(namedObject)
+	nb, okb := b.(namedObject)
+	return oka && okb && na.GetName() == nb.GetName() && na.GetNamespace() == nb.GetNamespace()
+}
+
+// namedObject is what both cache forms have to tell one object from another.
+type namedObject interface {
+	GetName() string
+	GetNamespace() string
+}
