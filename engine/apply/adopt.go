@@ -3,11 +3,13 @@ package apply
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 )
 
 // AnnotationAdopt, set on an existing object to "<Kind>.<group>/<name>" of
@@ -53,14 +55,52 @@ func (e *NotAdoptedError) Error() string {
 		e.Ref, AnnotationAdopt, AdoptValue(e.Want))
 }
 
+// noSuchVersion is a resourceVersion no stored object has: with etcd, a
+// resourceVersion is the revision of the object's last write, and etcd's
+// first write is revision 2. An apply that names it can only create.
+const noSuchVersion = "1"
+
+// create applies a child that neither the cache nor Loom's records know of,
+// in one request that can only create it: a forced apply whose
+// resourceVersion precondition no existing object meets. The API server
+// decides atomically, so an object created by someone else just before
+// is refused, not taken over (a read, then an apply, leaves that window
+// open). When the name is taken (a conflict), adoption decides on the
+// object read back, and create returns no object and no error if Loom may
+// apply over it. A resource that refuses a resourceVersion on create (some
+// API servers' Services did) falls back to that read for good.
+func (a *Applier) create(ctx context.Context, gvr schema.GroupVersionResource, desired *unstructured.Unstructured, hash string) (*unstructured.Unstructured, error) {
+	if metav1.GetControllerOfNoCopy(desired) == nil {
+		return nil, nil // not a parent's child (the CLI's tests); nothing to protect
+	}
+	gr := gvr.GroupResource()
+	if _, refused := a.noCreateOnly.Load(gr); refused {
+		return nil, a.adoptable(ctx, gvr, desired)
+	}
+	obj := withHash(desired, hash)
+	obj.SetResourceVersion(noSuchVersion)
+	ref := RefOf(desired)
+	resp, err := a.client.Resource(gvr).Namespace(ref.Namespace).Apply(ctx, ref.Name, obj,
+		metav1.ApplyOptions{FieldManager: a.manager, Force: true})
+	switch {
+	case err == nil:
+		return resp, nil
+	case apierrors.IsConflict(err):
+		return nil, a.adoptable(ctx, gvr, desired)
+	case !apierrors.IsInvalid(err) && strings.Contains(err.Error(), "resourceVersion"):
+		a.noCreateOnly.Store(gr, true)
+		klog.FromContext(ctx).Info("Resource refuses a resourceVersion on create: new children of its kind are read before they are created",
+			"resource", gr.String(), "err", err.Error())
+		return nil, a.adoptable(ctx, gvr, desired)
+	}
+	return nil, a.applyError(ctx, gvr, desired, err)
+}
+
 // adoptable decides, for a child the cache does not hold, whether Loom may
 // apply it: yes when no object of that name exists, or when adoption
 // allows the existing one. It costs one read, only for children Loom has
 // no record of.
 func (a *Applier) adoptable(ctx context.Context, gvr schema.GroupVersionResource, desired *unstructured.Unstructured) error {
-	if metav1.GetControllerOfNoCopy(desired) == nil {
-		return nil // not a parent's child (the CLI's tests); nothing to protect
-	}
 	ref := RefOf(desired)
 	cur, err := a.client.Resource(gvr).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

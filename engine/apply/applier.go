@@ -31,6 +31,9 @@ type Applier struct {
 
 	mu      sync.Mutex
 	applied map[recordKey]record
+	// noCreateOnly holds the group-resources whose API server refused a
+	// create-only apply (see create).
+	noCreateOnly sync.Map
 }
 
 // record is what Loom last applied to one object, taken from the server's
@@ -149,8 +152,9 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 	if err != nil {
 		return res.failed(fmt.Errorf("apply %s: %w", ref, err))
 	}
+	var resp *unstructured.Unstructured
 	if live == nil && !known {
-		if err := a.adoptable(ctx, gvr, desired); err != nil {
+		if resp, err = a.create(ctx, gvr, desired, hash); err != nil {
 			return res.failed(err)
 		}
 	}
@@ -163,13 +167,12 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 			before = full
 		}
 	}
-	resp, err := a.client.Resource(gvr).Namespace(ref.Namespace).Apply(ctx, ref.Name, withHash(desired, hash),
-		metav1.ApplyOptions{FieldManager: a.manager, Force: true})
-	if err != nil {
-		if c := a.conflict(ctx, gvr, desired, err); c != nil {
-			return res.failed(c)
+	if resp == nil {
+		resp, err = a.client.Resource(gvr).Namespace(ref.Namespace).Apply(ctx, ref.Name, withHash(desired, hash),
+			metav1.ApplyOptions{FieldManager: a.manager, Force: true})
+		if err != nil {
+			return res.failed(a.applyError(ctx, gvr, desired, err))
 		}
-		return res.failed(fmt.Errorf("apply %s: %w", ref, err))
 	}
 	a.remember(ref, newRecord(hash, resp.GetUID(), ParseResourceVersion(resp.GetResourceVersion()), Fingerprint(resp, a.manager)))
 	res.Action, res.Object = Configured, resp
@@ -332,6 +335,15 @@ func (e *OwnedByAnotherError) Unwrap() error { return e.Err }
 // conflict turns the API server's refusal of a second controller
 // ownerReference into an OwnedByAnotherError naming the object's owner. It
 // costs one read, on that failure only.
+// applyError is the error of a failed apply of desired, naming it; an
+// ownerReference conflict becomes an OwnedByAnotherError.
+func (a *Applier) applyError(ctx context.Context, gvr schema.GroupVersionResource, desired *unstructured.Unstructured, err error) error {
+	if c := a.conflict(ctx, gvr, desired, err); c != nil {
+		return c
+	}
+	return fmt.Errorf("apply %s: %w", RefOf(desired), err)
+}
+
 func (a *Applier) conflict(ctx context.Context, gvr schema.GroupVersionResource, desired *unstructured.Unstructured, err error) error {
 	if !apierrors.IsInvalid(err) || !hasCause(err, "metadata.ownerReferences") {
 		return nil

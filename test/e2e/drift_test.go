@@ -241,7 +241,7 @@ func TestDriftIsDecidedExactly(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second)
 	_, log := l.writes.snapshot()
-	if n := writesTo(log, "configmaps/d-cm") + writesTo(log, "deployments/d"); n != 0 {
+	if n := writesTo(log, "configmaps/d-cm", false) + writesTo(log, "deployments/d", false); n != 0 {
 		t.Errorf("%d writes to the children after edits of fields Loom does not set, want 0: %v", n, log)
 	}
 }

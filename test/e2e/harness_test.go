@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -196,21 +197,36 @@ type countingTransport struct {
 	hang func(*http.Request) bool
 }
 
+// RoundTrip counts a write request when it is sent, and logs it with the
+// API server's answer ("PATCH /api/v1/.../configmaps/x 200"; "error" when
+// there was none).
 func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	write := false
 	switch r.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-		c.n.mu.Lock()
+		write = true
 		c.n.total.Add(1)
+	}
+	var resp *http.Response
+	var err error
+	if c.hang != nil && c.hang(r) {
+		<-r.Context().Done()
+		err = r.Context().Err()
+	} else {
+		resp, err = c.next.RoundTrip(r)
+	}
+	if write {
+		code := "error"
+		if resp != nil {
+			code = strconv.Itoa(resp.StatusCode)
+		}
+		c.n.mu.Lock()
 		if len(c.n.log) < 50 {
-			c.n.log = append(c.n.log, r.Method+" "+r.URL.Path)
+			c.n.log = append(c.n.log, r.Method+" "+r.URL.Path+" "+code)
 		}
 		c.n.mu.Unlock()
 	}
-	if c.hang != nil && c.hang(r) {
-		<-r.Context().Done()
-		return nil, r.Context().Err()
-	}
-	return c.next.RoundTrip(r)
+	return resp, err
 }
 
 // copyTemplates copies the shipped template sets into a temporary folder

@@ -1,0 +1,124 @@
+package apply
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// A child that neither the cache nor a record knows is created by one
+// apply that the API server refuses when the name is taken (a
+// resourceVersion precondition no stored object meets); only then is the
+// object read, for adoption to decide. The fake client plays the API
+// server's part of that: a conflict when the object exists.
+func TestCreateIsOneRequestAndNeverOverwrites(t *testing.T) {
+	const child = `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web
+  namespace: ns
+  labels: {applyset.kubernetes.io/part-of: applyset-mine-v1}
+  ownerReferences: [{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: p1, controller: true}]
+data: {a: "1"}
+`
+	handMade := `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns, uid: other, resourceVersion: "40"}, data: {a: "0"}}`
+	consented := `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns, uid: other, resourceVersion: "40",
+  annotations: {loom.dev/adopt: MyResource.example.loom.dev/web}}}`
+	refused := apierrors.NewInternalError(errors.New("resourceVersion should not be set on objects to be created"))
+	tests := []struct {
+		name     string
+		existing string // "" when the name is free
+		// createErr is what the server answers a create-only apply when
+		// the name is free, instead of creating.
+		createErr error
+		// children is how many children of the kind are applied in turn.
+		children  int
+		want      []string // requests, in order: "apply+rv" is the create-only apply
+		wantErr   error
+		wantApply bool
+	}{
+		{name: "name free: one request", children: 1, want: []string{"apply+rv"}, wantApply: true},
+		{name: "name taken by a hand-made object: refused, not written", existing: handMade, children: 1,
+			want: []string{"apply+rv", "get"}, wantErr: &NotAdoptedError{}},
+		{name: "name taken by an object handed over: adopted", existing: consented, children: 1,
+			want: []string{"apply+rv", "get", "apply"}, wantApply: true},
+		{name: "a server that refuses a resourceVersion on create: read, then apply, from then on", createErr: refused, children: 2,
+			want: []string{"apply+rv", "get", "apply", "get", "apply"}, wantApply: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var existing *unstructured.Unstructured
+			if tt.existing != "" {
+				existing = uobj(t, tt.existing)
+			}
+			gr := schema.GroupResource{Resource: "configmaps"}
+			var got []string
+			client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+			client.PrependReactor("get", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+				got = append(got, "get")
+				if existing == nil {
+					return true, nil, apierrors.NewNotFound(gr, "web")
+				}
+				return true, existing.DeepCopy(), nil
+			})
+			client.PrependReactor("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				var body unstructured.Unstructured
+				if err := json.Unmarshal(a.(clienttesting.PatchAction).GetPatch(), &body.Object); err != nil {
+					return true, nil, err
+				}
+				if body.GetResourceVersion() != "" {
+					got = append(got, "apply+rv")
+					if existing != nil {
+						return true, nil, apierrors.NewConflict(gr, "web", errors.New("the object has been modified"))
+					}
+					if tt.createErr != nil {
+						return true, nil, tt.createErr
+					}
+				} else {
+					got = append(got, "apply")
+				}
+				body.SetResourceVersion("41")
+				body.SetUID("new")
+				return true, &body, nil
+			})
+			mapper := meta.NewDefaultRESTMapper(nil)
+			mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+			a := New(client, mapper, "loom")
+			for i := range tt.children {
+				desired := uobj(t, child)
+				desired.SetName(fmt.Sprintf("web-%d", i))
+				r := a.Apply(t.Context(), desired, nil)
+				if tt.wantErr != nil {
+					var nae *NotAdoptedError
+					if !errors.As(r.Err, &nae) {
+						t.Fatalf("err = %v, want a NotAdoptedError", r.Err)
+					}
+					continue
+				}
+				if r.Err != nil {
+					t.Fatal(r.Err)
+				}
+				if tt.wantApply && r.Action != Created {
+					t.Errorf("action = %s, want created", r.Action)
+				}
+				if r.Object.GetResourceVersion() != "41" {
+					t.Errorf("result is not the server's answer: resourceVersion %q", r.Object.GetResourceVersion())
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
