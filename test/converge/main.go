@@ -65,10 +65,12 @@ func run(ctx context.Context, o options) ([]phaseResult, error) {
 		seen[kind]++
 		label := fmt.Sprintf("%s#%d", kind, seen[kind])
 		res, err := b.runPhase(ctx, kind, label)
+		if res.measured {
+			results = append(results, res)
+		}
 		if err != nil {
 			return results, err
 		}
-		results = append(results, res)
 	}
 	return results, nil
 }

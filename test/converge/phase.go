@@ -78,6 +78,9 @@ type phaseResult struct {
 	bare bool
 	// after is what a loom phase measured once its fleet had converged.
 	after *loomAfter
+	// measured: every measurement of the phase was taken, so a failure
+	// after them (its cleanup) does not lose its report.
+	measured bool
 }
 
 // writes are the writer's writes in the timed round, t0 to at ("t1", "t2"
@@ -165,6 +168,7 @@ func (b *bench) runPhase(ctx context.Context, kind, label string) (res phaseResu
 			return res, fmt.Errorf("%s: %w", label, err)
 		}
 	}
+	res.measured = true
 	return res, nil
 }
 
