@@ -97,6 +97,7 @@ func run(ctx context.Context, o runOptions) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerQueueMetrics(reg)
 	mgr, err := controller.New(controller.Options{
 		Config: cfg, TemplatesDir: o.templates, Workers: o.workers, Namespace: o.namespace,
 		ResyncPeriod: o.resync, Registry: reg, ReconcileTimeout: o.timeout,
