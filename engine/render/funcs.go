@@ -35,6 +35,9 @@ type limitWriter struct {
 	// text/template writes a text node's own bytes, so a write is found
 	// in the parse tree by identity (see overflowLine).
 	last, prev []byte
+	// n counts the bytes of the file's own output, so that a lookup knows
+	// which of the file's documents it is in.
+	n int
 }
 
 func (l *limitWriter) Write(p []byte) (int, error) {
@@ -42,6 +45,7 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 	if err := l.r.count(len(p)); err != nil {
 		return 0, err
 	}
+	l.n += len(p)
 	return l.w.Write(p)
 }
 
@@ -97,10 +101,12 @@ func funcMap(r *renderer) template.FuncMap {
 	if r == nil {
 		m["include"] = func(string, any) (string, error) { return "", errors.New("include used outside a render") }
 		m["tpl"] = func(string, any) (string, error) { return "", errors.New("tpl used outside a render") }
+		m["lookup"] = func(string, string, string, string) (map[string]any, error) { return map[string]any{}, nil }
 		return m
 	}
 	m["include"] = r.include
 	m["tpl"] = r.tpl
+	m["lookup"] = r.lookup
 	return m
 }
 
@@ -276,6 +282,7 @@ type renderer struct {
 	depth   int
 	written int         // bytes the templates wrote in this render
 	out     limitWriter // the writer of a template file's output
+	lk      *lookupState // what lookup reads and records; nil outside a render
 }
 
 // count adds n bytes to what this render wrote, failing past the cap.
@@ -335,7 +342,7 @@ func (p *rendererPool) init(root *template.Template) { p.root = root }
 
 func (p *rendererPool) get() (*renderer, error) {
 	if r, ok := p.p.Get().(*renderer); ok {
-		r.depth, r.written = 0, 0
+		r.depth, r.written, r.lk = 0, 0, nil
 		return r, nil
 	}
 	t, err := p.root.Clone()
@@ -347,4 +354,7 @@ func (p *rendererPool) get() (*renderer, error) {
 	return r, nil
 }
 
-func (p *rendererPool) put(r *renderer) { p.p.Put(r) }
+func (p *rendererPool) put(r *renderer) {
+	r.lk = nil // keeps no reads, nor the objects they returned
+	p.p.Put(r)
+}

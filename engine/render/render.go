@@ -11,22 +11,75 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Render renders the children of parent. It reads nothing but its
-// arguments: the parent is deep-copied before templates see it, so a
-// template that mutates its data cannot corrupt the caller's object.
-// The children come back validated, with the parent's namespace, a
-// controller ownerReference and the ApplySet labels injected, in a fixed
-// order (dependencies first, then by kind and name).
+// Render renders the children of parent with no Reader: every lookup
+// finds nothing, as in `helm template`. A file that failed after looking
+// up one of the children this parent renders is an error here; see
+// RenderWith.
 //
 // The children's strings share memory with the document they were
 // decoded from (fastDecode): a caller that keeps one of them after the
 // reconcile, such as a map key, keeps that whole document alive, and
 // should copy it (strings.Clone).
+func (s *Set) Render(parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	out, err := s.RenderWith(parent, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Deferred) > 0 {
+		return nil, out.Deferred[0].Err
+	}
+	return out.Children, nil
+}
+
+// Output is what one render made and read.
+type Output struct {
+	// Children are the rendered children, validated, with the parent's
+	// namespace, a controller ownerReference and the ApplySet labels
+	// injected, in a fixed order (dependencies first, then by kind and
+	// name).
+	Children []*unstructured.Unstructured
+	// Reads holds, for each child, the lookups made while its document
+	// was written (a lookup belongs to the document the file was writing).
+	Reads [][]Read
+	// Deferred are the files that failed after looking up one of the
+	// children this parent renders. Such a file usually fails because
+	// that child does not exist yet (a `required` on a field the API
+	// server fills in): whether it waits or has really failed depends on
+	// the child's readiness, which the caller judges. Its children are
+	// unknown, so nothing of this parent may be pruned.
+	Deferred []Deferred
+	// All is every lookup made, in the order made, for the caller to
+	// watch what the render read.
+	All []Read
+}
+
+// Deferred is a file whose render failed after it looked up one of the
+// parent's own rendered children.
+type Deferred struct {
+	// File is the template file.
+	File string
+	// Err is its render error, an *Error.
+	Err error
+	// Reads are the file's lookups.
+	Reads []Read
+}
+
+// RenderWith renders the children of parent, answering lookups from
+// reader (nil: every lookup finds nothing). It reads nothing but its
+// arguments: the parent is deep-copied before templates see it, so a
+// template that mutates its data cannot corrupt the caller's object.
+//
+// Lookups are checked against loom.yaml's declarations: a kind that is not
+// declared may only be read by name, in the parent's namespace, and only
+// a child this parent renders; a namespaced kind only in the parent's
+// namespace or one declared for it. A refused lookup is an *Error at the
+// template's line, like any other.
 //
 // Every error is an *Error naming the template file and line.
-func (s *Set) Render(parent *unstructured.Unstructured) (children []*unstructured.Unstructured, err error) {
+func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Output, error) {
 	if gvk := parent.GroupVersionKind(); gvk != s.gvk {
 		return nil, &Error{File: ConfigFile, Err: fmt.Errorf("parent is %s, but this set renders %s", gvk, s.gvk)}
 	}
@@ -39,18 +92,21 @@ func (s *Set) Render(parent *unstructured.Unstructured) (children []*unstructure
 	defer s.pool.put(r)
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer bufPool.Put(buf)
+	r.lk = &lookupState{reader: reader, rules: s.Config.Lookups, namespace: parent.GetNamespace(), parentUID: string(parent.GetUID())}
 
+	var kids []renderedChild
+	var failed []Deferred
 	seen := map[string]origin{} // group, kind and name → where rendered
 	for _, file := range s.files {
-		buf.Reset()
-		if err := s.execute(r, buf, file, data); err != nil {
-			return nil, err
-		}
-		objs, err := s.decodeFile(file, buf.Bytes())
+		before := len(r.lk.reads)
+		objs, err := s.renderFile(r, buf, file, data)
+		reads := r.lk.reads[before:]
 		if err != nil {
-			return nil, err
+			failed = append(failed, Deferred{File: file, Err: err, Reads: reads})
+			continue
 		}
-		for _, o := range objs {
+		docReads := readsByDoc(objs, reads)
+		for i, o := range objs {
 			if err := owner.inject(o.obj); err != nil {
 				return nil, &Error{File: file, Line: o.line, Doc: o.doc, Object: objectName(o.obj), Err: err}
 			}
@@ -58,11 +114,114 @@ func (s *Set) Render(parent *unstructured.Unstructured) (children []*unstructure
 			if err := checkDuplicate(seen, child, file, o); err != nil {
 				return nil, err
 			}
-			children = append(children, child)
+			kids = append(kids, renderedChild{obj: child, reads: docReads[i], file: file})
 		}
 	}
-	sortForApply(children)
-	return children, nil
+	out := &Output{All: r.lk.reads}
+	names := childKeys(kids)
+	for _, f := range failed {
+		if !readsAny(f.Reads, names) {
+			return nil, f.Err
+		}
+		out.Deferred = append(out.Deferred, f)
+	}
+	if err := s.refuseForeign(r, buf, data, out.All, names); err != nil {
+		return nil, err
+	}
+	sortForApply(kids)
+	out.Children = make([]*unstructured.Unstructured, len(kids))
+	out.Reads = make([][]Read, len(kids))
+	for i, k := range kids {
+		out.Children[i], out.Reads[i] = k.obj, k.reads
+	}
+	return out, nil
+}
+
+// renderedChild is one child while a render is assembled.
+type renderedChild struct {
+	obj   *unstructured.Unstructured
+	reads []Read
+	file  string
+}
+
+// renderFile runs one template file and decodes its documents.
+func (s *Set) renderFile(r *renderer, buf *bytes.Buffer, file string, data map[string]any) ([]renderedDoc, error) {
+	buf.Reset()
+	r.lk.file = file
+	if err := s.execute(r, buf, file, data); err != nil {
+		return nil, err
+	}
+	return s.decodeFile(file, buf.Bytes())
+}
+
+// readsByDoc gives each document the lookups made while it was written:
+// a lookup at an offset belongs to the first document that ends after it
+// (a lookup above a file's first document belongs to that document), or
+// to the last one.
+func readsByDoc(docs []renderedDoc, reads []Read) [][]Read {
+	out := make([][]Read, len(docs))
+	if len(docs) == 0 {
+		return out
+	}
+	for _, rd := range reads {
+		i := 0
+		for i < len(docs)-1 && docs[i].end <= rd.pos {
+			i++
+		}
+		out[i] = append(out[i], rd)
+	}
+	return out
+}
+
+// childKey identifies a rendered child the way a lookup names it.
+func childKey(gk schema.GroupKind, namespace, name string) string {
+	return readKey(gk, namespace, name)
+}
+
+// childKeys are the keys of the rendered children.
+func childKeys(kids []renderedChild) map[string]bool {
+	m := make(map[string]bool, len(kids))
+	for _, k := range kids {
+		m[childKey(k.obj.GroupVersionKind().GroupKind(), k.obj.GetNamespace(), k.obj.GetName())] = true
+	}
+	return m
+}
+
+// readsAny reports whether one of reads is of a rendered child.
+func readsAny(reads []Read, children map[string]bool) bool {
+	for _, rd := range reads {
+		if rd.Name != "" && children[childKey(rd.GroupKind(), rd.Namespace, rd.Name)] {
+			return true
+		}
+	}
+	return false
+}
+
+// refuseForeign fails the render when a lookup of an undeclared kind read
+// something that is not a child this parent renders. The file is run
+// again with that read refused, so that the error has the lookup's line.
+func (s *Set) refuseForeign(r *renderer, buf *bytes.Buffer, data map[string]any, reads []Read, children map[string]bool) error {
+	var file string
+	refuse := map[string]bool{}
+	for _, rd := range reads {
+		k := childKey(rd.GroupKind(), rd.Namespace, rd.Name)
+		if rd.Own && !children[k] && (file == "" || rd.file == file) {
+			file = rd.file
+			refuse[k] = true
+		}
+	}
+	if file == "" {
+		return nil
+	}
+	saved := r.lk.reads
+	r.lk.refuse = refuse
+	r.lk.reads = nil
+	defer func() { r.lk.refuse, r.lk.reads = nil, saved }()
+	if _, err := s.renderFile(r, buf, file, data); err != nil {
+		return err
+	}
+	// The second run did not reach the lookup: say so without a line.
+	return &Error{File: file, Err: fmt.Errorf("%w: a lookup of an undeclared kind read an object that is not a child this parent renders", ErrLookupRefused)}
 }
 
 // execute runs one template file, turning a panic into an *Error.
@@ -123,23 +282,25 @@ type renderedDoc struct {
 	obj  map[string]any
 	doc  int // 1-based document index
 	line int // best-known source line of the document
+	end  int // offset in the file's output where the document ends
 }
 
 // decodeFile splits a file's output into documents and decodes each one,
 // through the cache when the exact bytes were seen before.
 func (s *Set) decodeFile(file string, out []byte) ([]renderedDoc, error) {
-	if bytes.Contains(out, noValue) {
-		out = bytes.ReplaceAll(out, noValue, nil)
-	}
 	cache := s.caches[file]
 	var docs []renderedDoc
 	for i, d := range splitDocuments(out) {
 		idx := i + 1
+		end := d.start + len(d.text)
+		if bytes.Contains(d.text, noValue) {
+			d.text = bytes.ReplaceAll(d.text, noValue, nil)
+		}
 		if isBlank(d.text) {
 			continue
 		}
 		if c := cache.get(d.text); c != nil {
-			docs = append(docs, renderedDoc{obj: deepCopyMap(c.obj), doc: idx, line: s.docLine(file, idx)})
+			docs = append(docs, renderedDoc{obj: deepCopyMap(c.obj), doc: idx, line: s.docLine(file, idx), end: end})
 			continue
 		}
 		obj, err := decodeYAML(d.text)
@@ -153,14 +314,15 @@ func (s *Set) decodeFile(file string, out []byte) ([]renderedDoc, error) {
 			return nil, s.validationError(file, idx, obj, err)
 		}
 		cache.put(d.text, &decoded{obj: obj})
-		docs = append(docs, renderedDoc{obj: deepCopyMap(obj), doc: idx, line: s.docLine(file, idx)})
+		docs = append(docs, renderedDoc{obj: deepCopyMap(obj), doc: idx, line: s.docLine(file, idx), end: end})
 	}
 	return docs, nil
 }
 
 // document is one YAML document of rendered output.
 type document struct {
-	text []byte
+	text  []byte
+	start int // offset of text in the file's output
 }
 
 // splitDocuments splits output at YAML document separators: lines that
@@ -176,7 +338,7 @@ func splitDocuments(out []byte) []document {
 			end += pos
 		}
 		if isSeparator(out[pos:end]) {
-			docs = append(docs, document{text: out[start:pos]})
+			docs = append(docs, document{text: out[start:pos], start: start})
 			// "--- {a: b}" starts the next document on the same line.
 			start = pos + 3
 			for start < end && (out[start] == ' ' || out[start] == '\t' || out[start] == '\r') {
@@ -188,7 +350,7 @@ func splitDocuments(out []byte) []document {
 		}
 		pos = end + 1
 	}
-	return append(docs, document{text: out[start:]})
+	return append(docs, document{text: out[start:], start: start})
 }
 
 // isSeparator reports whether a line starts a new YAML document: "---"
@@ -227,9 +389,9 @@ func checkDuplicate(seen map[string]origin, c *unstructured.Unstructured, file s
 
 // sortForApply orders children so that what others depend on is applied
 // first (namespaced config before workloads), then by kind and name.
-func sortForApply(children []*unstructured.Unstructured) {
+func sortForApply(children []renderedChild) {
 	sort.SliceStable(children, func(i, j int) bool {
-		a, b := children[i], children[j]
+		a, b := children[i].obj, children[j].obj
 		if ra, rb := kindRank(a.GetKind()), kindRank(b.GetKind()); ra != rb {
 			return ra < rb
 		}

@@ -32,6 +32,10 @@ type Config struct {
 	// Status names a template file, inside the set, that renders extra
 	// fields for the parent's status. It is not rendered as children.
 	Status string `json:"status,omitempty"`
+	// Lookups declare the kinds templates may look up besides the
+	// parent's own children, and the namespaces they may read besides the
+	// parent's.
+	Lookups []LookupRule `json:"lookups,omitempty"`
 }
 
 // ParentRef names the parent kind.
@@ -183,6 +187,9 @@ func (c Config) parentGVK() (schema.GroupVersionKind, error) {
 		if !r.Ignore && r.Condition == "" {
 			return schema.GroupVersionKind{}, fmt.Errorf("readiness[%d] needs condition or ignore", i)
 		}
+	}
+	if err := validateLookups(c.Lookups); err != nil {
+		return schema.GroupVersionKind{}, err
 	}
 	return gv.WithKind(c.Parent.Kind), nil
 }

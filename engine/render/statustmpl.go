@@ -14,9 +14,17 @@ import (
 // The output must be one YAML mapping. A set without a status template
 // returns nil.
 func (s *Set) RenderStatus(parent *unstructured.Unstructured, children []*unstructured.Unstructured) (map[string]any, error) {
+	m, _, err := s.RenderStatusWith(parent, children, nil)
+	return m, err
+}
+
+// RenderStatusWith is RenderStatus answering lookups from reader, under
+// the same rules as RenderWith's; children are the parent's own. It
+// returns the lookups made, for the caller to watch.
+func (s *Set) RenderStatusWith(parent *unstructured.Unstructured, children []*unstructured.Unstructured, reader Reader) (map[string]any, []Read, error) {
 	file := s.Config.Status
 	if file == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	data := templateData(parent.DeepCopy().Object)
 	byKind := map[string]any{}
@@ -31,28 +39,44 @@ func (s *Set) RenderStatus(parent *unstructured.Unstructured, children []*unstru
 	data["Children"] = byKind
 	r, err := s.pool.get()
 	if err != nil {
-		return nil, &Error{File: file, Err: err}
+		return nil, nil, &Error{File: file, Err: err}
 	}
 	defer s.pool.put(r)
+	r.lk = &lookupState{reader: reader, rules: s.Config.Lookups, namespace: parent.GetNamespace(), parentUID: string(parent.GetUID()), file: file}
 	var buf bytes.Buffer
 	if err := s.execute(r, &buf, file, data); err != nil {
-		return nil, err
+		return nil, r.lk.reads, err
+	}
+	reads := r.lk.reads
+	names := map[string]bool{}
+	for _, c := range children {
+		names[childKey(c.GroupVersionKind().GroupKind(), c.GetNamespace(), c.GetName())] = true
+	}
+	for _, rd := range reads {
+		if k := childKey(rd.GroupKind(), rd.Namespace, rd.Name); rd.Own && !names[k] {
+			r.lk.refuse, r.lk.reads = map[string]bool{k: true}, nil
+			buf.Reset()
+			if err := s.execute(r, &buf, file, data); err != nil {
+				return nil, reads, err
+			}
+			return nil, reads, &Error{File: file, Err: fmt.Errorf("%w: a lookup of an undeclared kind read %s, which is not a child of this parent", ErrLookupRefused, rd)}
+		}
 	}
 	out := bytes.ReplaceAll(buf.Bytes(), noValue, nil)
 	if isBlank(out) {
-		return nil, nil
+		return nil, reads, nil
 	}
 	m, err := decodeYAML(out)
 	if err != nil {
-		return nil, s.yamlError(file, 1, out, err)
+		return nil, reads, s.yamlError(file, 1, out, err)
 	}
 	if m == nil {
-		return nil, nil
+		return nil, reads, nil
 	}
 	for _, reserved := range []string{"observedGeneration", "conditions", "state", "children"} {
 		if _, ok := m[reserved]; ok {
-			return nil, &Error{File: file, Line: s.findKeyLine(file, 1, reserved), Err: fmt.Errorf("status.%s is Loom's own and cannot be set by the status template", reserved)}
+			return nil, reads, &Error{File: file, Line: s.findKeyLine(file, 1, reserved), Err: fmt.Errorf("status.%s is Loom's own and cannot be set by the status template", reserved)}
 		}
 	}
-	return m, nil
+	return m, reads, nil
 }

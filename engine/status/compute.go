@@ -37,6 +37,9 @@ type child struct {
 	state                  ChildState
 	// applyErr is set when applying this child failed.
 	applyErr error
+	// dependency is set when the child waits for another child, or is in
+	// a dependency cycle, and was not applied.
+	dependency bool
 }
 
 // String names the child the way messages do: "Deployment web".
@@ -93,6 +96,12 @@ func renderedChildren(in Input) []child {
 	for _, r := range in.Results {
 		results[r.Ref] = r
 	}
+	waits := make(map[apply.Ref]string, len(in.Waits))
+	for _, w := range in.Waits {
+		if w.Child != nil {
+			waits[*w.Child] = w.Message
+		}
+	}
 	kids := make([]child, 0, len(in.Rendered))
 	for _, obj := range in.Rendered {
 		ref := apply.RefOf(obj)
@@ -107,6 +116,11 @@ func renderedChildren(in Input) []child {
 			c.applyErr = res.Err
 			c.state.Ready = false
 			c.state.Message = "apply failed: " + errText(res.Err)
+		}
+		if msg, ok := waits[ref]; ok {
+			c.dependency = true
+			c.state.Ready = false
+			c.state.Message = msg
 		}
 		kids = append(kids, c)
 	}

@@ -24,6 +24,9 @@ type findings struct {
 	childFailures []string
 	// waiting names each counted child that is not ready and not failed.
 	waiting []string
+	// dependencies name each child or file that waits for another child;
+	// cycles name each dependency cycle.
+	dependencies, cycles []string
 	// templateProblems are the status template's failures.
 	templateProblems []string
 	// counted and ignored count the children that do and do not count
@@ -33,7 +36,10 @@ type findings struct {
 
 // gather sorts the children and results of one pass into findings.
 func gather(in Input, kids []child, templateProblems []string) findings {
-	f := findings{renderErr: in.RenderErr, templateProblems: templateProblems}
+	f := findings{renderErr: in.RenderErr, templateProblems: templateProblems, cycles: in.Cycles}
+	for _, w := range in.Waits {
+		f.dependencies = append(f.dependencies, w.Message)
+	}
 	for _, r := range in.Results {
 		if failed(r) {
 			f.applyFailures = append(f.applyFailures, applyMessage(r))
@@ -45,6 +51,8 @@ func gather(in Input, kids []child, templateProblems []string) findings {
 			// Counted in applyFailures, whether ignored or not: the
 			// desired state is not in the cluster.
 			f.counted++
+		case c.dependency:
+			f.counted++ // named in dependencies or cycles
 		case c.state.Ignored:
 			f.ignored++
 		case c.state.Status == statusFailed:
@@ -96,13 +104,17 @@ func (f findings) ready() metav1.Condition {
 		c.Reason = ReasonApplyFailed
 	case len(f.childFailures) > 0:
 		c.Reason = ReasonChildFailed
+	case len(f.cycles) > 0:
+		c.Reason = ReasonDependencyCycle
+	case len(f.dependencies) > 0:
+		c.Reason = ReasonWaitingForDependency
 	case len(f.waiting) > 0:
 		c.Reason = ReasonChildrenNotReady
 	default:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonAllChildrenReady, f.allReady()
 	}
 	if c.Message == "" {
-		c.Message = summarize(concat(f.applyFailures, f.childFailures, f.waiting))
+		c.Message = summarize(concat(f.applyFailures, f.childFailures, f.cycles, f.dependencies, f.waiting))
 	}
 	return c
 }
@@ -132,8 +144,12 @@ func (f findings) progressing() metav1.Condition {
 	switch {
 	case f.renderErr != nil:
 		c.Reason, c.Message = ReasonRenderFailed, "nothing is rolled out while the templates fail to render"
+	case len(f.dependencies) > 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonWaitingForDependency, summarize(concat(f.dependencies, f.waiting))
 	case len(f.waiting) > 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonChildrenProgressing, summarize(f.waiting)
+	case len(f.cycles) > 0:
+		c.Reason, c.Message = ReasonDependencyCycle, summarize(f.cycles)
 	case len(f.applyFailures) > 0:
 		c.Reason, c.Message = ReasonApplyFailed, summarize(concat(f.applyFailures, f.childFailures))
 	case len(f.childFailures) > 0:
@@ -153,7 +169,7 @@ func (f findings) degraded() metav1.Condition {
 	if f.renderErr != nil {
 		msgs = append(msgs, f.renderErr.Error())
 	}
-	msgs = concat(msgs, f.applyFailures, f.childFailures, f.templateProblems)
+	msgs = concat(msgs, f.applyFailures, f.childFailures, f.cycles, f.templateProblems)
 	switch {
 	case f.renderErr != nil:
 		c.Reason = ReasonRenderFailed
@@ -161,6 +177,8 @@ func (f findings) degraded() metav1.Condition {
 		c.Reason = ReasonApplyFailed
 	case len(f.childFailures) > 0:
 		c.Reason = ReasonChildFailed
+	case len(f.cycles) > 0:
+		c.Reason = ReasonDependencyCycle
 	case len(f.templateProblems) > 0:
 		c.Reason = ReasonStatusTemplateFailed
 	default:
@@ -175,7 +193,7 @@ func (f findings) degraded() metav1.Condition {
 // Degraded says what is wrong.
 func (f findings) state(ready metav1.Condition) string {
 	switch {
-	case f.renderErr != nil || len(f.applyFailures) > 0 || len(f.childFailures) > 0:
+	case f.renderErr != nil || len(f.applyFailures) > 0 || len(f.childFailures) > 0 || len(f.cycles) > 0:
 		return StateFailed
 	case ready.Status == metav1.ConditionTrue:
 		return StateReady

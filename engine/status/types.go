@@ -50,7 +50,22 @@ const (
 	// ReasonStatusTemplateFailed: the status template failed, or set a
 	// field that Loom owns.
 	ReasonStatusTemplateFailed = "StatusTemplateFailed"
+	// ReasonWaitingForDependency: a child waits for another child it looked
+	// up to exist and be ready (Ready is False, Progressing True).
+	ReasonWaitingForDependency = "WaitingForDependency"
+	// ReasonDependencyCycle: children look each other up, so none of them
+	// can be created first (Degraded).
+	ReasonDependencyCycle = "DependencyCycle"
 )
+
+// Wait is a child, or a template file, that waits for another child.
+type Wait struct {
+	// Child is the waiting child; nil for a template file that failed
+	// while it waits (its children are not known).
+	Child *apply.Ref
+	// Message names the waiting child and the child it waits for.
+	Message string
+}
 
 // ChildState is the readiness of one child.
 type ChildState struct {
@@ -87,6 +102,11 @@ type Input struct {
 	// the status; ExtraErr is that template's failure, if any.
 	Extra    map[string]any
 	ExtraErr error
+	// Waits are the children and files that wait for a dependency; such a
+	// child is rendered but not applied.
+	Waits []Wait
+	// Cycles name the dependency cycles among the children.
+	Cycles []string
 	// Now stamps lastTransitionTime on conditions that change.
 	Now time.Time
 }
