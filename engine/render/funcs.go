@@ -280,8 +280,8 @@ func required(msg string, v any) (any, error) {
 type renderer struct {
 	t       *template.Template
 	depth   int
-	written int         // bytes the templates wrote in this render
-	out     limitWriter // the writer of a template file's output
+	written int          // bytes the templates wrote in this render
+	out     limitWriter  // the writer of a template file's output
 	lk      *lookupState // what lookup reads and records; nil outside a render
 }
 
