@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
@@ -64,6 +65,8 @@ type Manager struct {
 	mapper    *restmapper.DeferredDiscoveryRESTMapper
 	applier   *apply.Applier
 	children  *childWatcher
+	lookups   *lookupCache
+	meta      metadata.Interface
 	recorder  record.EventRecorder
 	metrics   *metrics
 	broadcast record.EventBroadcaster
@@ -110,11 +113,15 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create clientset: %w", err)
 	}
+	mc, err := metadata.NewForConfig(opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("create metadata client: %w", err)
+	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	m := &Manager{
-		opts: opts, client: client, mapper: mapper,
+		opts: opts, client: client, mapper: mapper, meta: mc,
 		applier:     apply.New(client, mapper, opts.FieldManager),
 		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "loom"}),
 		broadcast:   b,
@@ -142,6 +149,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	m.ctx = ctx
 	m.children = newChildWatcher(ctx, m.client, m.opts.Namespace, m.opts.ResyncPeriod, m.opts.FieldManager, m.route, m.childSynced)
+	m.lookups = newLookupCache(ctx, m.client, m.meta, m.mapper, m.children, m.opts.Namespace, m.opts.ResyncPeriod, m.enqueueParent)
 	for _, s := range sets {
 		// A second set for a kind is bad input, like a broken one: it is
 		// rejected, and every other set runs.
@@ -257,6 +265,16 @@ func (m *Manager) route(ev ownerEvent) {
 	m.mu.Unlock()
 	if c != nil {
 		c.onChild(ev)
+	}
+}
+
+// enqueueParent re-reconciles one parent, if its kind's controller runs.
+func (m *Manager) enqueueParent(p parentKey) {
+	m.mu.Lock()
+	c := m.controllers[p.gk]
+	m.mu.Unlock()
+	if c != nil && c.running.Load() {
+		c.queue.Add(p.key)
 	}
 }
 

@@ -215,6 +215,9 @@ func (c *parentController) onDelete(obj any) {
 // waits for a child kind. It is called when that object is deleted or
 // replaced by a new one of the same name.
 func (c *parentController) forget(key cache.ObjectName, uid types.UID) {
+	if c.m != nil {
+		c.m.lookups.forget(parentKey{gk: c.gvk.GroupKind(), key: key})
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.written, uid)

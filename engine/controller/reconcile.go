@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/depend"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
 )
@@ -33,40 +34,108 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 		return nil
 	}
 	set := c.set.Load()
+	reader := c.m.lookups.reader(ctx, parentKey{gk: c.gvk.GroupKind(), key: key}, set.Config.Lookups)
+	defer reader.done()
 
-	// 2. Render the children. Rendering reads only the parent and the set.
-	rendered, renderErr := set.Render(parent)
+	// 2. Render the children, answering lookups from the caches, and
+	//    decide which wait for others they looked up (engine/depend).
+	out, plan, renderErr := c.render(set, parent, reader)
 	if renderErr != nil {
 		logger.V(2).Info("Render failed", "err", renderErr)
-		return c.writeStatus(ctx, set, parent, status.Input{RenderErr: renderErr})
+		if err := c.writeStatus(ctx, set, parent, status.Input{RenderErr: renderErr}); err != nil {
+			return err
+		}
+		return reader.err // a lookup the cluster could not answer is retried
 	}
 
-	// 3. Watch every child kind, then apply each child that differs.
-	results, live := c.applyAll(ctx, rendered)
+	// 3. Watch every child kind, then apply each child that differs and
+	//    does not wait. A pass that wrote children renders again, with the
+	//    API server's answers, while some child waits: a Service's
+	//    clusterIP reaches the ConfigMap that reads it in one reconcile.
+	results, live := c.applyAll(ctx, plan.Apply, reader.fresh)
 	c.recordDrift(ctx, parent, results)
-
+	all := results
+	for pass := 0; pass < maxRenderPasses && (len(plan.Held) > 0 || !plan.Complete) && results.Writes() > 0; pass++ {
+		for _, r := range results {
+			if (r.Action == apply.Created || r.Action == apply.Configured) && r.Object != nil {
+				reader.fresh[r.Ref] = r.Object
+			}
+		}
+		nextOut, nextPlan, err := c.render(set, parent, reader)
+		if err != nil {
+			break // the next reconcile reports it; this one stands on the last pass
+		}
+		out, plan = nextOut, nextPlan
+		results, live = c.applyAll(ctx, plan.Apply, reader.fresh)
+		c.recordDrift(ctx, parent, results)
+		all = append(all, results...)
+	}
 	c.setUnserved(key, hasUnwatched(results))
+	for ref := range plan.Held { // a waiting child keeps its object as it is
+		if l := c.m.children.get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
+			live[ref] = l
+		}
+	}
 
-	// 4. Prune this parent's children that no longer render.
-	pruned, pruneErr := c.prune(ctx, parent, rendered, results)
+	// 4. Prune this parent's children that no longer render. A child that
+	//    waits is rendered, so kept; while a failed file waits, its
+	//    children are unknown, and nothing is pruned.
+	var pruned apply.ChangeSet
+	var pruneErr error
+	if plan.Complete {
+		pruned, pruneErr = c.prune(ctx, parent, out.Children, results)
+	}
 	results = append(results, pruned...)
-	c.m.metrics.observeChanges(c.gvk.Kind, results)
-	if n := results.Writes(); n > 0 {
+	all = append(all, pruned...)
+	c.m.metrics.observeChanges(c.gvk.Kind, all)
+	if n := all.Writes(); n > 0 {
 		logger.V(2).Info("Applied children", "writes", n)
 	}
 
 	// 5. Write the parent's status.
-	in := status.Input{Rendered: rendered, Results: results, Live: live}
-	in.Extra, in.ExtraErr = c.renderStatusExtra(set, parent, rendered, live)
+	in := status.Input{Rendered: out.Children, Results: results, Live: live, Waits: plan.Waits, Cycles: plan.Cycles}
+	in.Extra, in.ExtraErr = c.renderStatusExtra(set, parent, out.Children, live, reader)
 	if err := c.writeStatus(ctx, set, parent, in); err != nil {
 		return err
 	}
-	return errors.Join(retryableOf(results), pruneErr)
+	return errors.Join(retryableOf(results), pruneErr, reader.err)
+}
+
+// maxRenderPasses bounds the renders one reconcile makes after the first,
+// each after a pass that wrote children that others may wait for.
+const maxRenderPasses = 3
+
+// render renders parent's children with lookups answered by reader, and
+// decides which wait (engine/depend). A file that failed although every
+// child it read is ready is a render error.
+func (c *parentController) render(set *render.Set, parent *unstructured.Unstructured, reader *lookupReader) (*render.Output, depend.Plan, error) {
+	out, err := set.RenderWith(parent, reader)
+	if err != nil {
+		return nil, depend.Plan{}, err
+	}
+	plan := depend.Decide(out, set.Config.Readiness)
+	if plan.Err != nil {
+		return nil, depend.Plan{}, plan.Err
+	}
+	return out, plan, nil
+}
+
+// groupResource maps a child's kind to the resource its informer watches,
+// or the zero value when the kind is not served.
+func (c *parentController) groupResource(ref apply.Ref) schema.GroupResource {
+	m, err := c.m.mapper.RESTMapping(ref.GroupKind)
+	if err != nil {
+		return schema.GroupResource{}
+	}
+	return m.Resource.GroupResource()
 }
 
 // applyAll applies each rendered child and returns the results, with the
 // best-known live object of each child.
-func (c *parentController) applyAll(ctx context.Context, rendered []*unstructured.Unstructured) (apply.ChangeSet, map[apply.Ref]*unstructured.Unstructured) {
+//
+// fresh holds children an earlier pass of this reconcile applied, as the
+// API server answered; they stand for the cache, which may lag behind.
+func (c *parentController) applyAll(ctx context.Context, rendered []*unstructured.Unstructured, fresh map[apply.Ref]*unstructured.Unstructured) (apply.ChangeSet, map[apply.Ref]*unstructured.Unstructured) {
 	results := make(apply.ChangeSet, 0, len(rendered))
 	live := make(map[apply.Ref]*unstructured.Unstructured, len(rendered))
 	for _, child := range rendered {
@@ -77,7 +146,10 @@ func (c *parentController) applyAll(ctx context.Context, rendered []*unstructure
 				Err: fmt.Errorf("apply %s: %w", ref, err)})
 			continue
 		}
-		cached := c.m.children.get(gr, ref.Namespace, ref.Name)
+		cached := fresh[ref]
+		if cached == nil {
+			cached = c.m.children.get(gr, ref.Namespace, ref.Name)
+		}
 		r := c.m.applier.Apply(ctx, child, cached)
 		results = append(results, r)
 		if r.Object != nil {
@@ -156,7 +228,7 @@ func hasUnwatched(results apply.ChangeSet) bool {
 // renderStatusExtra renders the set's status template, if it has one, over
 // the parent and its children: each child as Loom applied it, with its live
 // metadata and status (see childView).
-func (c *parentController) renderStatusExtra(set *render.Set, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[apply.Ref]*unstructured.Unstructured) (map[string]any, error) {
+func (c *parentController) renderStatusExtra(set *render.Set, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[apply.Ref]*unstructured.Unstructured, reader *lookupReader) (map[string]any, error) {
 	if !set.HasStatus() {
 		return nil, nil
 	}
@@ -166,7 +238,8 @@ func (c *parentController) renderStatusExtra(set *render.Set, parent *unstructur
 			children = append(children, childView(r, l))
 		}
 	}
-	return set.RenderStatus(parent, children)
+	extra, _, err := set.RenderStatusWith(parent, children, reader)
+	return extra, err
 }
 
 // childView is what the status template sees of one child: the rendered
