@@ -14,3 +14,12 @@ app.kubernetes.io/instance: {{ .Name }}
 {{- define "myresource.configName" -}}
 {{ .Name }}-config
 {{- end }}
+
+{{/* The registry mirror the namespace's platform team set in the
+     loom-platform ConfigMap (data.registryMirror), as a prefix of the
+     image: "mirror.example.com/". Nothing when there is none. */}}
+{{- define "myresource.mirror" -}}
+{{- with dig "data" "registryMirror" "" (lookup "v1" "ConfigMap" .Namespace "loom-platform") -}}
+{{ trimSuffix "/" . }}/
+{{- end -}}
+{{- end }}
