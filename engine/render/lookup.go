@@ -156,7 +156,9 @@ func (st *lookupState) allowed(read *Read, rule *LookupRule) error {
 		return fmt.Errorf("%w: list of %s: kind %s is not declared in %s lookups (only a parent's own children, by name, need no declaration)",
 			ErrLookupRefused, gvk.Kind, gvk.GroupKind(), ConfigFile)
 	}
-	namespaced := true
+	// With no reader to ask, Kubernetes' built-in kinds are all whose
+	// scope is known.
+	namespaced := !isBuiltinClusterScoped(gvk.GroupKind())
 	if st.reader != nil {
 		var err error
 		if namespaced, err = st.reader.Namespaced(gvk); err != nil {
@@ -171,11 +173,11 @@ func (st *lookupState) allowed(read *Read, rule *LookupRule) error {
 		return nil
 	}
 	switch {
-	case read.Namespace == st.namespace:
-		return nil
-	case read.Namespace == "":
+	case read.Namespace == "": // before the parent's: a cluster-scoped parent has none
 		return fmt.Errorf("%w: %s across all namespaces: a lookup reads the parent's namespace %q or a namespace declared for %s in %s",
 			ErrLookupRefused, gvk.Kind, st.namespace, gvk.GroupKind(), ConfigFile)
+	case read.Namespace == st.namespace:
+		return nil
 	case rule != nil && slices.Contains(rule.Namespaces, read.Namespace):
 		return nil
 	}

@@ -22,9 +22,6 @@ type ObjectsReader struct {
 // object of it in objs has no namespace.
 func NewObjectsReader(objs []*unstructured.Unstructured) *ObjectsReader {
 	r := &ObjectsReader{objs: objs, clusterScoped: map[schema.GroupKind]bool{}}
-	for _, gk := range builtinClusterScoped {
-		r.clusterScoped[gk] = true
-	}
 	for _, o := range objs {
 		if o.GetNamespace() == "" {
 			r.clusterScoped[o.GroupVersionKind().GroupKind()] = true
@@ -61,19 +58,13 @@ func (r *ObjectsReader) List(gvk schema.GroupVersionKind, namespace string) ([]m
 
 // Namespaced reports whether the kind has namespaces.
 func (r *ObjectsReader) Namespaced(gvk schema.GroupVersionKind) (bool, error) {
-	return !r.clusterScoped[gvk.GroupKind()], nil
+	gk := gvk.GroupKind()
+	return !r.clusterScoped[gk] && !isBuiltinClusterScoped(gk), nil
 }
 
-// builtinClusterScoped are Kubernetes' cluster-scoped built-in kinds that
-// templates are likely to look up.
-var builtinClusterScoped = []schema.GroupKind{
-	{Kind: "Namespace"}, {Kind: "Node"}, {Kind: "PersistentVolume"},
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"},
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"},
-	{Group: "storage.k8s.io", Kind: "StorageClass"},
-	{Group: "networking.k8s.io", Kind: "IngressClass"},
-	{Group: "scheduling.k8s.io", Kind: "PriorityClass"},
-	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"},
-	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"},
-	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"},
+// isBuiltinClusterScoped reports whether gk is one of Kubernetes'
+// cluster-scoped built-in kinds (the list inject.go keeps).
+func isBuiltinClusterScoped(gk schema.GroupKind) bool {
+	group, ok := clusterScoped[gk.Kind]
+	return ok && group == gk.Group
 }

@@ -242,10 +242,31 @@ func (s *Set) execute(r *renderer, buf *bytes.Buffer, file string, data map[stri
 			}
 			return &Error{File: at, Line: line, Err: err}
 		}
-		return fromTemplateError(file, err)
+		return keepCause(fromTemplateError(file, err), err)
 	}
 	return nil
 }
+
+// keepCause lets errors.Is and errors.As see, through a located template
+// error, what a template function returned (ErrLookupRefused, a Reader's
+// error), which fromTemplateError keeps only as text.
+func keepCause(e *Error, cause error) *Error {
+	var re *Error
+	if errors.As(cause, &re) {
+		return e // fromTemplateError returned the *Error itself
+	}
+	e.Err = &causedError{text: e.Err.Error(), cause: cause}
+	return e
+}
+
+// causedError is a message, and the error it was made from.
+type causedError struct {
+	text  string
+	cause error
+}
+
+func (e *causedError) Error() string { return e.text }
+func (e *causedError) Unwrap() error { return e.cause }
 
 // noValue is what text/template prints for a missing map key. Like Helm,
 // Loom prints nothing instead, so {{ .Spec.missing }} is empty.
@@ -258,11 +279,14 @@ func templateData(obj map[string]any) map[string]any {
 	if !ok {
 		spec = map[string]any{}
 	}
+	// A cluster-scoped parent has no namespace: .Namespace is "", a
+	// string still, so that it can be passed to lookup.
+	namespace, _ := meta["namespace"].(string)
 	return map[string]any{
 		"Parent":      obj,
 		"Spec":        spec,
 		"Name":        meta["name"],
-		"Namespace":   meta["namespace"],
+		"Namespace":   namespace,
 		"Labels":      orEmpty(meta["labels"]),
 		"Annotations": orEmpty(meta["annotations"]),
 	}
