@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -259,7 +259,7 @@ func (lc *lookupCache) get(ctx context.Context, gvr schema.GroupVersionResource,
 	lc.mu.Unlock()
 	if ok && c.rv == rv && c.gvk == gvk {
 		var obj map[string]any
-		if err := json.Unmarshal(c.json, &obj); err == nil {
+		if err := utiljson.Unmarshal(c.json, &obj); err == nil { // whole numbers as int64, as the API machinery decodes them
 			return obj, nil
 		}
 	}
@@ -271,7 +271,7 @@ func (lc *lookupCache) get(ctx context.Context, gvr schema.GroupVersionResource,
 		return nil, fmt.Errorf("read %s %s: %w", gvk.Kind, key.namespace+"/"+key.name, err)
 	}
 	got.SetManagedFields(nil)
-	if raw, err := json.Marshal(got.Object); err == nil {
+	if raw, err := got.MarshalJSON(); err == nil {
 		lc.mu.Lock()
 		if _, watched := lc.readers[key]; watched {
 			lc.content[key] = content{rv: got.GetResourceVersion(), gvk: gvk, json: raw}

@@ -346,6 +346,7 @@ func (c *parentController) processNextItem(ctx context.Context) bool {
 	c.forgetIfGone(key, uid)
 	c.m.metrics.observeReconcile(c.gvk.Kind, err, time.Since(start))
 	if err == nil {
+		logger.V(4).Info("Reconciled", "duration", time.Since(start))
 		c.queue.Forget(key)
 		return true
 	}

@@ -51,6 +51,8 @@ type loom struct {
 	writes    *writeCounter
 	cancel    context.CancelFunc
 	done      chan error
+	// logs returns what Loom logged so far, with loomOptions.bufferLogs.
+	logs func() string
 }
 
 type loomOptions struct {
@@ -69,6 +71,8 @@ type loomOptions struct {
 	// quiet logs only Loom's per-parent decisions (V(2)) instead of its
 	// per-item chatter (V(4)), for tests that run many Looms at once.
 	quiet bool
+	// bufferLogs keeps Loom's log in memory too, for loom.logs.
+	bufferLogs bool
 }
 
 // startLoom runs a controller over templates, watching only namespace, and
@@ -96,7 +100,13 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 	if o.quiet {
 		verbosity = 2
 	}
-	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(verbosity)))
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(verbosity), ktesting.BufferLogs(o.bufferLogs)))
+	l.logs = func() string {
+		if u, ok := logger.GetSink().(ktesting.Underlier); ok {
+			return u.GetBuffer().String()
+		}
+		return ""
+	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	l.cancel = cancel
 	go func() { l.done <- mgr.Run(ctx) }()

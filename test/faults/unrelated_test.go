@@ -111,3 +111,56 @@ func createOneUnrelated(ctx context.Context, ns string, i int, payload string) e
 	}
 	return nil
 }
+
+// maxLookupRSSGrowth bounds how much Loom's resident memory may grow over
+// 10 000 unrelated ConfigMaps while its set looks up ConfigMaps (issue 13:
+// at most 20 MiB).
+const maxLookupRSSGrowth = 20 << 20
+
+// The shipped set looks up one ConfigMap per namespace (loom-platform),
+// which makes Loom watch every ConfigMap it may read. 10 000 unrelated
+// ConfigMaps of 2 KiB each (20 MiB of data) then cost only their metadata:
+// Loom's resident memory grows by at most 20 MiB, and none of them causes
+// a reconcile or a write. Loom's memory is measured as the converge
+// benchmark measures it: bin/loom as its own process, VmRSS and VmHWM.
+func TestUnrelatedConfigMapsUnderLookups(t *testing.T) {
+	dir := t.TempDir()
+	if err := testutil.CopyDir(filepath.Join(repoRoot, "templates"), dir); err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(t, dir)
+	r.create(20, nil)
+	r.finish(expect{timeout: 2 * time.Minute, perParent: 10, kinds: fullChildren})
+	reconciles := r.loom.reconciles(t)
+	writes := r.meter.snapshot(t).sum(loomWrite)
+	rss, hwm, err := r.loom.Memory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := strings.Repeat("u", unrelatedSize)
+	err = testutil.ForEach(context.Background(), unrelatedObjects, 32, func(ctx context.Context, i int) error {
+		meta := metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%d", i), Labels: map[string]string{"app": "unrelated"}}
+		_, err := kube.CoreV1().ConfigMaps(r.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"payload": payload}}, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second)
+	rss2, hwm2, err := r.loom.Memory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Loom's memory before and after %d unrelated ConfigMaps, with lookups: VmRSS %.1f → %.1f MiB, VmHWM %.1f → %.1f MiB",
+		unrelatedObjects, mib(rss), mib(rss2), mib(hwm), mib(hwm2))
+	if n := r.loom.reconciles(t) - reconciles; n != 0 {
+		t.Errorf("unrelated ConfigMaps caused %v reconciles", n)
+	}
+	if n := r.meter.snapshot(t).sum(loomWrite) - writes; n != 0 {
+		t.Errorf("unrelated ConfigMaps caused %v of Loom's writes", n)
+	}
+	if rss2-rss > maxLookupRSSGrowth || hwm2-hwm > maxLookupRSSGrowth {
+		t.Errorf("Loom's memory grew by %.1f MiB (VmRSS) and %.1f MiB (VmHWM) over %d unrelated ConfigMaps; want at most %.0f MiB",
+			mib(rss2-rss), mib(hwm2-hwm), unrelatedObjects, mib(maxLookupRSSGrowth))
+	}
+}
