@@ -117,6 +117,9 @@ func dependencies(reads []render.Read, index map[key]int, self int, rules []rend
 		} else {
 			st := status.ChildStatus(&unstructured.Unstructured{Object: rd.Object}, rules)
 			d.ready, d.why = st.Ready, st.Message
+			if d.why == "" { // kstatus has no message for, say, a Ready condition False without one
+				d.why = "status " + st.Status
+			}
 		}
 		out = append(out, d)
 	}
