@@ -218,7 +218,7 @@ spec:
 
 // reconciles counts the "Reconciled" lines Loom logged for parent ns/name.
 func reconciles(logs, ns, name string) int {
-	re := regexp.MustCompile(`"Reconciled".*parent="` + regexp.QuoteMeta(ns+"/"+name) + `"`)
+	re := regexp.MustCompile(`(?m)^INFO Reconciled .*parent="` + regexp.QuoteMeta(ns+"/"+name) + `"`)
 	return len(re.FindAllString(logs, -1))
 }
 
