@@ -1,6 +1,11 @@
 // Package golden runs the golden-file tests of template sets: each case in
-// a set's tests folder is an input parent, NAME.yaml, and the exact objects
-// it must render, NAME.golden.yaml. It backs `loom test`.
+// a set's tests folder is an input parent, NAME.yaml, the exact objects it
+// must render, NAME.golden.yaml, and optionally the objects its lookups
+// find, NAME.lookups.yaml. It backs `loom test`, and the offline rendering
+// `loom render` shares with it: lookups answered from a file of objects,
+// and the controller's dependency decision (engine/depend) over what they
+// found, so that only the children the controller would apply now are
+// printed.
 package golden
 
 import (
@@ -20,6 +25,11 @@ import (
 
 // GoldenSuffix ends the name of a case's expected output.
 const GoldenSuffix = ".golden.yaml"
+
+// LookupsSuffix ends the name of the objects a case's lookups find:
+// tests/NAME.lookups.yaml beside tests/NAME.yaml. Without one, lookups find
+// nothing.
+const LookupsSuffix = ".lookups.yaml"
 
 // DefaultNamespace is given to a test parent that names none, as kubectl
 // would with the default context.
@@ -53,6 +63,14 @@ func Run(set *render.Set, update bool) ([]Result, error) {
 	var results []Result
 	for _, in := range inputs {
 		if strings.HasSuffix(in, GoldenSuffix) {
+			continue
+		}
+		if strings.HasSuffix(in, LookupsSuffix) {
+			name := strings.TrimSuffix(filepath.Base(in), LookupsSuffix)
+			if _, err := os.Stat(filepath.Join(testsDir, name+".yaml")); errors.Is(err, os.ErrNotExist) {
+				results = append(results, Result{Set: set.Dir, Case: name,
+					Err: fmt.Errorf("%s answers the lookups of no case: there is no %s.yaml", filepath.Base(in), name)})
+			}
 			continue
 		}
 		name := strings.TrimSuffix(filepath.Base(in), ".yaml")
@@ -100,28 +118,44 @@ func runCase(set *render.Set, input, goldenPath string, update bool) Result {
 }
 
 // RenderFile renders every parent in the YAML file at path with set and
-// returns the children as one stable YAML stream. Parents that name no
-// namespace get namespace.
+// returns the children the controller would apply now, as one stable YAML
+// stream. Parents that name no namespace get namespace. Lookups find the
+// objects in the case's NAME.lookups.yaml beside path, when there is one
+// (see ReadLookups); children that wait for another are left out.
 func RenderFile(set *render.Set, path, namespace string) ([]byte, error) {
+	parents, err := readObjects(path)
+	if err != nil {
+		return nil, err
+	}
+	var reader render.Reader // nil, not a nil *ObjectsReader: lookups find nothing
+	lookups := strings.TrimSuffix(path, ".yaml") + LookupsSuffix
+	if f, err := os.Open(lookups); err == nil {
+		r, err := ReadLookups(f, namespace)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", lookups, err)
+		}
+		reader = r
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	out, err := RenderParents(set, parents, reader, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return render.MarshalStream(out.Children)
+}
+
+// readObjects reads the objects in the YAML file at path.
+func readObjects(path string) ([]*unstructured.Unstructured, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	parents, err := render.ReadParents(f)
+	objs, err := render.ReadParents(f)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	var all []*unstructured.Unstructured
-	for _, p := range parents {
-		if p.GetNamespace() == "" {
-			p.SetNamespace(namespace)
-		}
-		children, err := set.Render(p)
-		if err != nil {
-			return nil, fmt.Errorf("render %s %s/%s: %w", p.GetKind(), p.GetNamespace(), p.GetName(), err)
-		}
-		all = append(all, children...)
-	}
-	return render.MarshalStream(all)
+	return objs, nil
 }

@@ -1,0 +1,107 @@
+package golden
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/loom-operator/loom/engine/depend"
+	"github.com/loom-operator/loom/engine/render"
+)
+
+// ReadLookups reads a YAML stream of objects for templates' lookups to
+// find, such as a case's NAME.lookups.yaml or the file given to `loom
+// render --lookups`. A List (what `kubectl get -o yaml` prints for several
+// objects) stands for its items.
+//
+// An object that names no namespace is in namespace, as a parent is,
+// unless its kind is one of Kubernetes' cluster-scoped built-in kinds or
+// it says `namespace: ""`, which marks its kind cluster-scoped (for a
+// custom cluster-scoped kind).
+//
+// A lookup of a kind that loom.yaml does not declare finds only the
+// parent's own children: objects whose controller ownerReference has the
+// parent's metadata.uid, so the parent must have one.
+func ReadLookups(r io.Reader, namespace string) (*render.ObjectsReader, error) {
+	docs, err := render.ReadParents(r)
+	if err != nil {
+		return nil, err
+	}
+	var objs []*unstructured.Unstructured
+	for i, o := range docs {
+		if strings.HasSuffix(o.GetKind(), "List") && o.IsList() {
+			if err := o.EachListItem(func(item runtime.Object) error {
+				objs = append(objs, item.(*unstructured.Unstructured))
+				return nil
+			}); err != nil {
+				return nil, fmt.Errorf("document %d: %w", i+1, err)
+			}
+			continue
+		}
+		objs = append(objs, o)
+	}
+	for i, o := range objs {
+		if o.GetKind() == "" || o.GetName() == "" {
+			return nil, fmt.Errorf("object %d: kind and metadata.name are required", i+1)
+		}
+		meta, _ := o.Object["metadata"].(map[string]any)
+		if _, said := meta["namespace"]; !said && !render.IsClusterScoped(o.GetAPIVersion(), o.GetKind()) {
+			o.SetNamespace(namespace)
+		}
+	}
+	return render.NewObjectsReader(objs), nil
+}
+
+// Rendered is what RenderParents made.
+type Rendered struct {
+	// Children are the children the controller would apply now.
+	Children []*unstructured.Unstructured
+	// Held says, one line each, what is not applied now and why (see
+	// Describe).
+	Held []string
+}
+
+// RenderParents renders each parent with set, answering lookups from
+// reader (nil: they find nothing), and decides as the controller does
+// which children are applied now (depend.Decide, with loom.yaml's
+// readiness rules). Parents that name no namespace get namespace. A
+// render error, or a file that failed although everything it looked up
+// is ready, is an error naming the parent.
+func RenderParents(set *render.Set, parents []*unstructured.Unstructured, reader render.Reader, namespace string) (Rendered, error) {
+	var out Rendered
+	for _, p := range parents {
+		if p.GetNamespace() == "" {
+			p.SetNamespace(namespace)
+		}
+		name := fmt.Sprintf("%s %s/%s", p.GetKind(), p.GetNamespace(), p.GetName())
+		rendered, err := set.RenderWith(p, reader)
+		if err != nil {
+			return Rendered{}, fmt.Errorf("render %s: %w", name, err)
+		}
+		plan := depend.Decide(rendered, set.Config.Readiness)
+		if plan.Err != nil {
+			return Rendered{}, fmt.Errorf("render %s: %w", name, plan.Err)
+		}
+		out.Children = append(out.Children, plan.Apply...)
+		out.Held = append(out.Held, Describe(plan, name)...)
+	}
+	return out, nil
+}
+
+// Describe says, one line each, what plan holds back and why: each
+// waiting document or file ("waiting: ConfigMap web-config waits for
+// Deployment web: not found yet") and each dependency cycle, followed by
+// parent in parentheses.
+func Describe(plan depend.Plan, parent string) []string {
+	var out []string
+	for _, w := range plan.Waits {
+		out = append(out, fmt.Sprintf("waiting: %s (%s)", w.Message, parent))
+	}
+	for _, c := range plan.Cycles {
+		out = append(out, fmt.Sprintf("%s (%s)", c, parent))
+	}
+	return out
+}
