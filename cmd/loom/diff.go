@@ -21,8 +21,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/depend"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
+	"github.com/loom-operator/loom/internal/golden"
 )
 
 // exitError ends the process with a given code. diff uses kubectl diff's
@@ -54,6 +56,11 @@ ones) with the templates in -t, asks the API server what each child would
 become (a server-side apply with dryRun=All, exactly as Loom sends it), and
 prints a unified diff against the live child. Children that would be created
 or pruned are shown whole. Nothing is written.
+
+Templates' lookups read the live cluster, under loom.yaml's declarations. As
+in the controller, a child that looked up another that is not there or not
+ready yet is not applied: diff says what it waits for and leaves it, and its
+live object, alone; while a whole template file waits, nothing is pruned.
 
 Use it before saving a template edit into the folder a running Loom watches:
 Loom applies an edit to every parent at once.
@@ -156,14 +163,27 @@ func runDiff(ctx context.Context, out io.Writer, o diffOptions, names []string) 
 // parent diffs one parent's children, and reports whether any would change.
 func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructured.Unstructured) (bool, error) {
 	title := fmt.Sprintf("%s %s/%s", parent.GetKind(), parent.GetNamespace(), parent.GetName())
-	children, err := set.Render(parent)
+	out, err := set.RenderWith(parent, &liveReader{ctx: ctx, d: d})
 	if err != nil {
 		return false, err
+	}
+	// As the controller does: a child that waits for another it looked up
+	// is not applied, and neither it nor, while a file waits, anything
+	// else is pruned.
+	plan := depend.Decide(out, set.Config.Readiness)
+	if plan.Err != nil {
+		return false, plan.Err
+	}
+	for _, h := range golden.Describe(plan, title) {
+		fmt.Fprintln(d.out, h)
 	}
 	var counts [4]int // created, configured, unchanged, pruned
 	rendered := map[apply.Ref]bool{}
 	kinds := map[schema.GroupVersionKind]bool{}
-	for _, child := range children {
+	for ref := range plan.Held {
+		rendered[ref] = true // kept, not pruned
+	}
+	for _, child := range plan.Apply {
 		ref := apply.RefOf(child)
 		rendered[ref] = true
 		kinds[child.GroupVersionKind()] = true
@@ -186,17 +206,26 @@ func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructur
 			counts[2]++
 		}
 	}
-	pruned, err := d.prunable(ctx, parent, kinds, rendered)
-	if err != nil {
-		return false, err
-	}
-	for _, obj := range pruned {
-		if _, err := d.print(apply.RefOf(obj), obj, nil); err != nil {
+	if plan.Complete {
+		pruned, err := d.prunable(ctx, parent, kinds, rendered)
+		if err != nil {
 			return false, err
 		}
-		counts[3]++
+		for _, obj := range pruned {
+			if _, err := d.print(apply.RefOf(obj), obj, nil); err != nil {
+				return false, err
+			}
+			counts[3]++
+		}
 	}
-	fmt.Fprintf(d.out, "%s: %d to create, %d to change, %d unchanged, %d to prune\n", title, counts[0], counts[1], counts[2], counts[3])
+	fmt.Fprintf(d.out, "%s: %d to create, %d to change, %d unchanged, %d to prune", title, counts[0], counts[1], counts[2], counts[3])
+	if len(plan.Held) > 0 {
+		fmt.Fprintf(d.out, ", %d waiting", len(plan.Held))
+	}
+	if !plan.Complete {
+		fmt.Fprint(d.out, " (nothing is pruned while a template file waits)")
+	}
+	fmt.Fprintln(d.out)
 	return counts[0]+counts[1]+counts[3] > 0, nil
 }
 

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/internal/golden"
 )
 
 func newRenderCommand() *cobra.Command {
@@ -16,22 +19,56 @@ func newRenderCommand() *cobra.Command {
 		setDir    string
 		files     []string
 		namespace string
+		lookups   string
 	)
 	cmd := &cobra.Command{
-		Use:   "render -t SET -f PARENT.yaml [-f ...]",
+		Use:   "render -t SET -f PARENT.yaml [-f ...] [--lookups OBJECTS.yaml]",
 		Short: "Print the children a template set renders for parent objects",
 		Long: `Render prints, as one YAML stream, exactly the objects that Loom would apply
 for each parent: validated, with the namespace, controller ownerReference and
 ApplySet labels injected. Like 'helm template', it needs no cluster. The
-ownerReference's uid is filled in only when the parent has one.`,
+ownerReference's uid is filled in only when the parent has one.
+
+Templates' lookups find the objects in the --lookups file (a YAML stream or
+a List, such as 'kubectl get -o yaml' prints); without it they find nothing.
+An object that names no namespace is in the -n namespace, unless its kind is
+a built-in cluster-scoped one or it says namespace: "". A lookup of a kind
+loom.yaml does not declare finds only the parent's own children: objects
+whose controller ownerReference has the parent's metadata.uid.
+
+As in the cluster, a child whose template looked up another child that is
+not there or not ready yet is not applied, and so not printed: each one is
+reported on stderr ("waiting: ConfigMap web-config waits for Deployment web:
+not found yet"), as is each dependency cycle. A template file that fails
+although everything it looked up is ready is an error.`,
 		Example: `  loom render -t templates/myresource -f examples/myresource.yaml
   loom render -t templates/myresource -f examples/myresource.yaml -f examples/myresource-full.yaml
-  kubectl get myresource web -o yaml | loom render -t templates/myresource -f -`,
+  kubectl get myresource web -o yaml | loom render -t templates/myresource -f -
+
+  # Answer lookups from what the cluster holds:
+  kubectl get configmap,deployment -n shop -o yaml > live.yaml
+  loom render -t templates/myresource -f examples/myresource.yaml -n shop --lookups live.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			set, err := render.Load(setDir)
 			if err != nil {
 				return fmt.Errorf("load template set %s: %w", setDir, err)
+			}
+			if lookups == "-" && slices.Contains(files, "-") {
+				return errors.New("-f - and --lookups - cannot both read stdin")
+			}
+			var reader render.Reader // nil, not a nil *ObjectsReader: lookups find nothing
+			if lookups != "" {
+				r, err := openFile(cmd.InOrStdin(), lookups)
+				if err != nil {
+					return err
+				}
+				objs, err := golden.ReadLookups(r, namespace)
+				r.Close()
+				if err != nil {
+					return fmt.Errorf("read %s: %w", lookups, err)
+				}
+				reader = objs
 			}
 			var all []*unstructured.Unstructured
 			for _, f := range files {
@@ -39,15 +76,13 @@ ownerReference's uid is filled in only when the parent has one.`,
 				if err != nil {
 					return err
 				}
-				for _, p := range parents {
-					if p.GetNamespace() == "" {
-						p.SetNamespace(namespace)
-					}
-					children, err := set.Render(p)
-					if err != nil {
-						return fmt.Errorf("render %s %s/%s: %w", p.GetKind(), p.GetNamespace(), p.GetName(), err)
-					}
-					all = append(all, children...)
+				out, err := golden.RenderParents(set, parents, reader, namespace)
+				if err != nil {
+					return err
+				}
+				all = append(all, out.Children...)
+				for _, h := range out.Held {
+					fmt.Fprintln(cmd.ErrOrStderr(), h)
 				}
 			}
 			out, err := render.MarshalStream(all)
@@ -60,22 +95,27 @@ ownerReference's uid is filled in only when the parent has one.`,
 	}
 	cmd.Flags().StringVarP(&setDir, "templates", "t", "", "the template set's folder (holds loom.yaml)")
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "a YAML file of parent objects; repeatable; - reads stdin")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace for parents that name none")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace for parents, and lookup objects, that name none")
+	cmd.Flags().StringVar(&lookups, "lookups", "", "a YAML file of the objects templates' lookups find; - reads stdin (default: they find nothing)")
 	_ = cmd.MarkFlagRequired("templates")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
 
-func readParents(stdin io.Reader, path string) ([]*unstructured.Unstructured, error) {
-	r := stdin
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
+// openFile opens path, or stdin for "-".
+func openFile(stdin io.Reader, path string) (io.ReadCloser, error) {
+	if path == "-" {
+		return io.NopCloser(stdin), nil
 	}
+	return os.Open(path)
+}
+
+func readParents(stdin io.Reader, path string) ([]*unstructured.Unstructured, error) {
+	r, err := openFile(stdin, path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
 	parents, err := render.ReadParents(r)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)

@@ -19,10 +19,23 @@ func newTestCommand() *cobra.Command {
 with the expected output. A case is an input parent, tests/NAME.yaml, and its
 expected children, tests/NAME.golden.yaml. Given a folder that is not itself
 a set, test finds every set below it. A mismatch prints a unified diff
-(-golden +rendered) and makes the command exit non-zero.`,
+(-golden +rendered) and makes the command exit non-zero.
+
+A case's lookups find the objects in tests/NAME.lookups.yaml, when there is
+one, read as 'loom render --lookups' reads its file (objects that name no
+namespace are in default; a lookup of one of the parent's own children needs
+the parent's metadata.uid in the object's controller ownerReference);
+otherwise they find nothing. The golden file holds the children Loom would
+apply now: a child that waits for another it looked up (not there, or not
+ready, in NAME.lookups.yaml) is left out, as 'loom render' leaves it out.`,
 		Example: `  loom test templates/myresource
   loom test templates/            # every set below
-  loom test --update templates/   # rewrite the golden files; review the diff`,
+  loom test --update templates/   # rewrite the golden files; review the diff
+
+  # A case whose lookups find the namespace's loom-platform ConfigMap:
+  #   tests/mirror.yaml           the parent
+  #   tests/mirror.lookups.yaml   the ConfigMap
+  #   tests/mirror.golden.yaml    what renders (loom test --update writes it)`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
