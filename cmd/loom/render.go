@@ -33,8 +33,10 @@ Templates' lookups find the objects in the --lookups file (a YAML stream or
 a List, such as 'kubectl get -o yaml' prints); without it they find nothing.
 An object that names no namespace is in the -n namespace, unless its kind is
 a built-in cluster-scoped one or it says namespace: "". A lookup of a kind
-loom.yaml does not declare finds only the parent's own children: objects
-whose controller ownerReference has the parent's metadata.uid.
+loom.yaml does not declare finds only the parent's own children: for a
+parent with a metadata.uid, objects whose controller ownerReference has it;
+for one without (a file you wrote), the file's objects stand for its
+children as they are.
 
 As in the cluster, a child whose template looked up another child that is
 not there or not ready yet is not applied, and so not printed: each one is

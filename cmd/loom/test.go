@@ -23,8 +23,8 @@ a set, test finds every set below it. A mismatch prints a unified diff
 
 A case's lookups find the objects in tests/NAME.lookups.yaml, when there is
 one, read as 'loom render --lookups' reads its file (objects that name no
-namespace are in default; a lookup of one of the parent's own children needs
-the parent's metadata.uid in the object's controller ownerReference);
+namespace are in default; for a parent with no metadata.uid, its objects
+stand for the parent's own children as they are);
 otherwise they find nothing. The golden file holds the children Loom would
 apply now: a child that waits for another it looked up (not there, or not
 ready, in NAME.lookups.yaml) is left out, as 'loom render' leaves it out.`,

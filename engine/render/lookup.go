@@ -135,8 +135,11 @@ func (r *renderer) lookup(apiVersion, kind, namespace, name string) (map[string]
 	if err != nil {
 		return nil, fmt.Errorf("lookup %s: %w", read, err)
 	}
-	if read.Own && obj != nil && !controlledBy(obj, st.parentUID) {
-		obj = nil // an undeclared kind: only the parent's own children are readable
+	if read.Own && obj != nil && st.parentUID != "" && !controlledBy(obj, st.parentUID) {
+		// An undeclared kind: only the parent's own children are readable.
+		// A parent with no UID was never stored (loom render, loom test):
+		// the objects of its lookups file stand for its children as they are.
+		obj = nil
 	}
 	read.Object = obj
 	st.reads = append(st.reads, read)

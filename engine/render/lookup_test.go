@@ -132,8 +132,11 @@ func TestLookup(t *testing.T) {
 		// clusterParent makes the parent cluster-scoped: it has no
 		// namespace of its own to read.
 		clusterParent bool
-		want          string   // what expr prints
-		wantErr       []string // substrings of the error, which is at out.yaml:7
+		// noUID makes the parent one that was never stored, as in loom
+		// render and loom test.
+		noUID   bool
+		want    string   // what expr prints
+		wantErr []string // substrings of the error, which is at out.yaml:7
 	}{
 		{name: "declared kind found",
 			expr: `{{ (lookup "v1" "ConfigMap" .Namespace "settings").data.color }}`, want: "blue"},
@@ -171,6 +174,8 @@ func TestLookup(t *testing.T) {
 			expr: `{{ (lookup "apps/v1" "Deployment" .Namespace "web").status.readyReplicas }}`, want: "3"},
 		{name: "undeclared kind: a rendered child controlled by another parent is not found",
 			expr: `{{ lookup "apps/v1" "Deployment" .Namespace "theirs" | toJson }}`, want: "{}"},
+		{name: "undeclared kind: a parent never stored reads its lookups file's child as it is",
+			expr: `{{ (lookup "apps/v1" "Deployment" .Namespace "theirs").metadata.name }}`, noUID: true, want: "theirs"},
 		{name: "undeclared kind: a list is refused",
 			expr:    `{{ lookup "apps/v1" "Deployment" .Namespace "" }}`,
 			wantErr: []string{"lookup refused", "list of Deployment"}},
@@ -209,6 +214,9 @@ func TestLookup(t *testing.T) {
 			parent := app(t, "")
 			if tt.clusterParent {
 				parent.SetNamespace("")
+			}
+			if tt.noUID {
+				parent.SetUID("")
 			}
 			out, err := s.RenderWith(parent, reader)
 			if tt.wantErr != nil {

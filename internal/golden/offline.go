@@ -24,7 +24,8 @@ import (
 //
 // A lookup of a kind that loom.yaml does not declare finds only the
 // parent's own children: objects whose controller ownerReference has the
-// parent's metadata.uid, so the parent must have one.
+// parent's metadata.uid, or, for a parent with none, the objects as they
+// are.
 func ReadLookups(r io.Reader, namespace string) (*render.ObjectsReader, error) {
 	docs, err := render.ReadParents(r)
 	if err != nil {
