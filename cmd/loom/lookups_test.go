@@ -208,8 +208,8 @@ func TestGoldenCommandWithLookups(t *testing.T) {
 	dir := copySet(t)
 	tests := filepath.Join(dir, render.TestsDir)
 	writeFiles(t, tests, map[string]string{
-		"mirror.yaml": "apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: web\nspec:\n  image: nginx:1.27\n",
-		"mirror.lookups.yaml": `apiVersion: v1
+		"registry.yaml": "apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: web\nspec:\n  image: nginx:1.27\n",
+		"registry.lookups.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata:
   name: loom-platform
@@ -218,27 +218,27 @@ data:
 `,
 	})
 	out, err := execute(t, "", "test", "--update", dir)
-	if err != nil || !strings.Contains(out, "4 passed, 0 failed, 1 updated") {
+	if err != nil || !strings.Contains(out, "5 passed, 0 failed, 1 updated") {
 		t.Fatalf("--update: err %v\n%s", err, out)
 	}
-	b, err := os.ReadFile(filepath.Join(tests, "mirror.golden.yaml"))
+	b, err := os.ReadFile(filepath.Join(tests, "registry.golden.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(b), "image: mirror.example.com/nginx:1.27") {
-		t.Errorf("mirror.golden.yaml has no image from the mirror:\n%s", b)
+		t.Errorf("registry.golden.yaml has no image from the mirror:\n%s", b)
 	}
-	if out, err = execute(t, "", "test", dir); err != nil || !strings.Contains(out, "5 passed, 0 failed") {
+	if out, err = execute(t, "", "test", dir); err != nil || !strings.Contains(out, "6 passed, 0 failed") {
 		t.Fatalf("after --update: err %v\n%s", err, out)
 	}
 
 	// The ConfigMap is what the golden file depends on.
-	if err := os.Remove(filepath.Join(tests, "mirror.lookups.yaml")); err != nil {
+	if err := os.Remove(filepath.Join(tests, "registry.lookups.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	out, err = execute(t, "", "test", dir)
-	if err == nil || !strings.Contains(out, "FAIL "+dir+"/mirror") || !strings.Contains(out, "-      - image: mirror.example.com/nginx:1.27") {
-		t.Fatalf("without the lookups file: err %v, want mirror to fail with a diff:\n%s", err, out)
+	if err == nil || !strings.Contains(out, "FAIL "+dir+"/registry") || !strings.Contains(out, "-      - image: mirror.example.com/nginx:1.27") {
+		t.Fatalf("without the lookups file: err %v, want registry to fail with a diff:\n%s", err, out)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 const shippedSet = "../../templates/myresource"
 
 // shippedCases are the case names of the shipped set, in Run's order.
-var shippedCases = []string{"full", "minimal", "no-config", "replicas-zero"}
+var shippedCases = []string{"full", "minimal", "mirror", "no-config", "replicas-zero"}
 
 // copySet copies the shipped set into a temporary folder, so that a test
 // may change its golden files, and loads the copy.
@@ -143,7 +143,7 @@ func TestRunUpdate(t *testing.T) {
 	}
 
 	results := run(t, set, true)
-	for name, wantUpdated := range map[string]bool{"full": true, "minimal": true, "no-config": false, "replicas-zero": false} {
+	for name, wantUpdated := range map[string]bool{"full": true, "minimal": true, "mirror": false, "no-config": false, "replicas-zero": false} {
 		r := results[name]
 		if r.Updated != wantUpdated || r.Failed() {
 			t.Errorf("case %s: Updated = %v, Failed() = %v (%v); want Updated = %v and no failure", name, r.Updated, r.Failed(), r.Err, wantUpdated)
