@@ -340,9 +340,10 @@ func (lc *lookupCache) unwatchLocked(p parentKey, key objectKey) {
 	}
 }
 
-// changed is called for every change the lookup informers see, and for
-// every child change: the parents that read the object, or listed its
-// namespace, are enqueued.
+// changed is called for every change a lookup informer sees: the parents
+// that read the object, or listed its namespace, are enqueued. (A change
+// to a parent's own child reaches that parent through the child
+// informers' ownerReference routing.)
 func (lc *lookupCache) changed(gr schema.GroupResource, namespace, name string) {
 	lc.mu.Lock()
 	var targets []parentKey

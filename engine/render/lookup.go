@@ -90,10 +90,13 @@ type lookupState struct {
 	refuse map[string]bool
 }
 
-// readKey identifies a read for refuse.
+// readKey identifies an object by group, kind, namespace and name.
 func readKey(gk schema.GroupKind, namespace, name string) string {
 	return gk.String() + "/" + namespace + "/" + name
 }
+
+// key identifies the object read (readKey).
+func (r Read) key() string { return readKey(r.GroupKind(), r.Namespace, r.Name) }
 
 // lookup is Helm's lookup: the live object as a map, an empty map when
 // there is none, and {items: [...]} for a name of "".
@@ -112,7 +115,7 @@ func (r *renderer) lookup(apiVersion, kind, namespace, name string) (map[string]
 	if err := st.allowed(&read, rule); err != nil {
 		return nil, err
 	}
-	if st.refuse[readKey(gvk.GroupKind(), read.Namespace, name)] {
+	if st.refuse[read.key()] {
 		return nil, fmt.Errorf("%w: %s %s/%s: kind %s is not declared in %s lookups, and %s is not a child this parent renders",
 			ErrLookupRefused, kind, read.Namespace, name, gvk.GroupKind(), ConfigFile, name)
 	}
@@ -146,7 +149,9 @@ func (r *renderer) lookup(apiVersion, kind, namespace, name string) (map[string]
 	if obj == nil {
 		return map[string]any{}, nil
 	}
-	return copyJSON(obj), nil
+	// A copy, so that a template that mutates what it looked up cannot
+	// change the reader's object.
+	return deepCopyMap(obj), nil
 }
 
 // allowed checks a lookup against the set's declarations and the tenant
@@ -221,10 +226,6 @@ func controlledBy(obj map[string]any, uid string) bool {
 	}
 	return false
 }
-
-// copyJSON deep-copies a JSON value tree, so that a template that mutates
-// what it looked up cannot change the reader's copy.
-func copyJSON(m map[string]any) map[string]any { return deepCopyMap(m) }
 
 // validateLookups checks loom.yaml's lookups.
 func validateLookups(rules []LookupRule) error {

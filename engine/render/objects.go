@@ -34,7 +34,7 @@ func NewObjectsReader(objs []*unstructured.Unstructured) *ObjectsReader {
 func (r *ObjectsReader) Get(gvk schema.GroupVersionKind, namespace, name string) (map[string]any, error) {
 	for _, o := range r.objs {
 		if o.GroupVersionKind().GroupKind() == gvk.GroupKind() && o.GetNamespace() == namespace && o.GetName() == name {
-			return copyJSON(o.Object), nil
+			return deepCopyMap(o.Object), nil
 		}
 	}
 	return nil, nil
@@ -51,7 +51,7 @@ func (r *ObjectsReader) List(gvk schema.GroupVersionKind, namespace string) ([]m
 	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
 	items := make([]map[string]any, len(out))
 	for i, o := range out {
-		items[i] = copyJSON(o.Object)
+		items[i] = deepCopyMap(o.Object)
 	}
 	return items, nil
 }

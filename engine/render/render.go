@@ -11,7 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Render renders the children of parent with no Reader: every lookup
@@ -114,11 +113,14 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 			if err := checkDuplicate(seen, child, file, o); err != nil {
 				return nil, err
 			}
-			kids = append(kids, renderedChild{obj: child, reads: docReads[i], file: file})
+			kids = append(kids, renderedChild{obj: child, reads: docReads[i]})
 		}
 	}
 	out := &Output{All: r.lk.reads}
-	names := childKeys(kids)
+	names := make(map[string]bool, len(kids))
+	for _, k := range kids {
+		names[keyOf(k.obj)] = true
+	}
 	for _, f := range failed {
 		if !readsAny(f.Reads, names) {
 			return nil, f.Err
@@ -141,7 +143,6 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 type renderedChild struct {
 	obj   *unstructured.Unstructured
 	reads []Read
-	file  string
 }
 
 // renderFile runs one template file and decodes its documents.
@@ -173,43 +174,41 @@ func readsByDoc(docs []renderedDoc, reads []Read) [][]Read {
 	return out
 }
 
-// childKey identifies a rendered child the way a lookup names it.
-func childKey(gk schema.GroupKind, namespace, name string) string {
-	return readKey(gk, namespace, name)
-}
-
-// childKeys are the keys of the rendered children.
-func childKeys(kids []renderedChild) map[string]bool {
-	m := make(map[string]bool, len(kids))
-	for _, k := range kids {
-		m[childKey(k.obj.GroupVersionKind().GroupKind(), k.obj.GetNamespace(), k.obj.GetName())] = true
-	}
-	return m
+// keyOf identifies a rendered child the way a read names it (Read.key).
+func keyOf(obj *unstructured.Unstructured) string {
+	return readKey(obj.GroupVersionKind().GroupKind(), obj.GetNamespace(), obj.GetName())
 }
 
 // readsAny reports whether one of reads is of a rendered child.
 func readsAny(reads []Read, children map[string]bool) bool {
 	for _, rd := range reads {
-		if rd.Name != "" && children[childKey(rd.GroupKind(), rd.Namespace, rd.Name)] {
+		if rd.Name != "" && children[rd.key()] {
 			return true
 		}
 	}
 	return false
 }
 
-// refuseForeign fails the render when a lookup of an undeclared kind read
-// something that is not a child this parent renders. The file is run
-// again with that read refused, so that the error has the lookup's line.
-func (s *Set) refuseForeign(r *renderer, buf *bytes.Buffer, data map[string]any, reads []Read, children map[string]bool) error {
+// foreignReads finds the reads of an undeclared kind that are not of a
+// rendered child: the first file that made one, and every such read it
+// made, for a second run of that file to refuse (lookupState.refuse).
+func foreignReads(reads []Read, children map[string]bool) (string, map[string]bool) {
 	var file string
 	refuse := map[string]bool{}
 	for _, rd := range reads {
-		k := childKey(rd.GroupKind(), rd.Namespace, rd.Name)
-		if rd.Own && !children[k] && (file == "" || rd.file == file) {
+		if k := rd.key(); rd.Own && !children[k] && (file == "" || rd.file == file) {
 			file = rd.file
 			refuse[k] = true
 		}
 	}
+	return file, refuse
+}
+
+// refuseForeign fails the render when a lookup of an undeclared kind read
+// something that is not a child this parent renders. The file is run
+// again with that read refused, so that the error has the lookup's line.
+func (s *Set) refuseForeign(r *renderer, buf *bytes.Buffer, data map[string]any, reads []Read, children map[string]bool) error {
+	file, refuse := foreignReads(reads, children)
 	if file == "" {
 		return nil
 	}

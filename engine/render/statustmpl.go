@@ -48,19 +48,18 @@ func (s *Set) RenderStatusWith(parent *unstructured.Unstructured, children []*un
 		return nil, r.lk.reads, err
 	}
 	reads := r.lk.reads
-	names := map[string]bool{}
+	names := make(map[string]bool, len(children))
 	for _, c := range children {
-		names[childKey(c.GroupVersionKind().GroupKind(), c.GetNamespace(), c.GetName())] = true
+		names[keyOf(c)] = true
 	}
-	for _, rd := range reads {
-		if k := childKey(rd.GroupKind(), rd.Namespace, rd.Name); rd.Own && !names[k] {
-			r.lk.refuse, r.lk.reads = map[string]bool{k: true}, nil
-			buf.Reset()
-			if err := s.execute(r, &buf, file, data); err != nil {
-				return nil, reads, err
-			}
-			return nil, reads, &Error{File: file, Err: fmt.Errorf("%w: a lookup of an undeclared kind read %s, which is not a child of this parent", ErrLookupRefused, rd)}
+	if foreign, refuse := foreignReads(reads, names); foreign != "" {
+		// Run it again refusing those reads, for the error's line.
+		r.lk.refuse, r.lk.reads = refuse, nil
+		buf.Reset()
+		if err := s.execute(r, &buf, file, data); err != nil {
+			return nil, reads, err
 		}
+		return nil, reads, &Error{File: file, Err: fmt.Errorf("%w: a lookup of an undeclared kind read an object that is not a child of this parent", ErrLookupRefused)}
 	}
 	out := bytes.ReplaceAll(buf.Bytes(), noValue, nil)
 	if isBlank(out) {
