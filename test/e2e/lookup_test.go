@@ -5,10 +5,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -391,5 +393,76 @@ data:
 		if _, err := get(context.Background(), configMapGVR, ns, name); !isNotFound(err) {
 			t.Fatalf("%s, in the cycle, was applied: %v", name, err)
 		}
+	}
+}
+
+// getCounter counts the GET requests of single objects whose path holds
+// one of the given parts.
+type getCounter struct {
+	next  http.RoundTripper
+	parts []string
+	n     *atomic.Int64
+}
+
+func (g *getCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && r.URL.Query().Get("watch") == "" {
+		for _, p := range g.parts {
+			if strings.Contains(r.URL.Path, p) {
+				g.n.Add(1)
+			}
+		}
+	}
+	return g.next.RoundTrip(r)
+}
+
+// With lookups that find what they read (a parent's own Service, and a
+// declared ConfigMap), full resyncs of a converged fleet send no write and
+// no read: what was read is served from Loom's caches while its
+// resourceVersion stands.
+func TestLookupSteadyStateIsSilent(t *testing.T) {
+	t.Parallel()
+	const parents = 10
+	ns := newNamespace(t)
+	createObject(t, configMapGVR, ns, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\ndata:\n  region: eu-1\n")
+	root := lookupSet(t, "lookups:\n  - apiVersion: v1\n    kind: ConfigMap\n", map[string]string{
+		"service.yaml": appService,
+		"configmap.yaml": `
+{{- $svc := lookup "v1" "Service" .Namespace .Name }}
+{{- $platform := lookup "v1" "ConfigMap" .Namespace "platform" }}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Name }}-address
+data:
+  address: {{ required "the Service has no clusterIP yet" (dig "spec" "clusterIP" "" $svc) | quote }}
+  region: {{ required "no region" (dig "data" "region" "" $platform) | quote }}
+`,
+	})
+	var gets atomic.Int64
+	l := startLoom(t, root, ns, loomOptions{resync: 2 * time.Second, transport: func(rt http.RoundTripper) http.RoundTripper {
+		return &getCounter{next: rt, parts: []string{"/configmaps/platform", "/services/"}, n: &gets}
+	}})
+	for i := range parents {
+		createParent(t, ns, fmt.Sprintf("apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: app-%d\nspec:\n  image: nginx:1.27\n", i))
+	}
+	for i := range parents {
+		waitCondition(t, ns, fmt.Sprintf("app-%d", i), "Ready", "True")
+	}
+	quiesce(t, 3*time.Second, func() float64 { n, _ := l.writes.snapshot(); return float64(n) + float64(gets.Load()) })
+	if gets.Load() == 0 {
+		t.Fatalf("no GET of a looked-up object was counted: the check below would pass for nothing")
+	}
+	l.writes.reset()
+	gets.Store(0)
+	before := l.counter(t, "loom_reconcile_total", nil)
+	eventually(t, 60*time.Second, "two full resyncs", func(context.Context) error {
+		if n := l.counter(t, "loom_reconcile_total", nil) - before; n < 2*parents {
+			return fmt.Errorf("%v reconciles, want %d", n, 2*parents)
+		}
+		return nil
+	})
+	writes, log := l.writes.snapshot()
+	if writes != 0 || gets.Load() != 0 {
+		t.Fatalf("full resyncs sent %d writes and %d GETs of looked-up objects; writes: %v", writes, gets.Load(), log)
 	}
 }
