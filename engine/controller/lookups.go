@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/dynamic"
@@ -26,15 +28,19 @@ import (
 // lookupCache answers templates' lookups from the cluster, and re-reconciles
 // the parents that read an object when it changes.
 //
-// It keeps little per object of a looked-up kind: a metadata-only
-// informer per declared kind (and namespace, when Loom is limited to
-// one) holds each object's name, namespace, UID and resourceVersion, so
-// that 10 000 unrelated ConfigMaps cost a few MiB, not their data. A
-// lookup of an object the informer does not hold answers "none" with no
-// request; otherwise the object is read once with a GET and kept, as JSON,
-// until its resourceVersion changes or no parent reads it any more. A
-// parent's own children, whose kinds need no declaration, are found the
-// same way through the child informers.
+// It keeps little per object of a looked-up kind: metadata-only informers
+// hold each object's name, namespace, UID and resourceVersion, never its
+// data. While templates read few distinct names of a kind (a platform
+// ConfigMap per namespace, say), each name has an informer of its own,
+// selected by metadata.name across the namespaces Loom reads, so that the
+// kind's other objects (10 000 unrelated ConfigMaps, or Loom's own
+// children) cost nothing at all; past maxNamedInformers names, one
+// informer of the whole kind (per namespace, when Loom is limited to
+// one) serves the new ones. A lookup of an object the informer does not
+// hold answers "none" with no request; otherwise the object is read once
+// with a GET and kept, as JSON, until its resourceVersion changes or no
+// parent reads it any more. A parent's own children, whose kinds need no
+// declaration, are found the same way through the child informers.
 //
 // The index from each object read (or each namespace listed) to the
 // parents that read it is updated as the reads happen, before the GET, so
@@ -58,7 +64,11 @@ type lookupCache struct {
 	informers map[informerKey]*metaInformer
 	content   map[objectKey]content
 	readers   map[objectKey]map[parentKey]struct{}
-	reads     map[parentKey]map[objectKey]struct{}
+	// reads are each parent's keys in readers: usually one or two, so a
+	// slice, not a map per parent.
+	reads map[parentKey][]objectKey
+	// named counts the informers of single names, per resource.
+	named map[schema.GroupResource]int
 }
 
 // parentKey names a parent across kinds.
@@ -73,12 +83,17 @@ type objectKey struct {
 	namespace, name string
 }
 
-// informerKey names one metadata informer: a resource, and the namespace
-// it is limited to ("" for all, or a cluster-scoped kind).
+// informerKey names one metadata informer: a resource, the namespace it
+// is limited to ("" for all, or a cluster-scoped kind), and the one name
+// it selects ("" for every object).
 type informerKey struct {
-	gr        schema.GroupResource
-	namespace string
+	gr              schema.GroupResource
+	namespace, name string
 }
+
+// maxNamedInformers bounds the informers of single names per resource;
+// past it, the kind's informer serves further names.
+const maxNamedInformers = 32
 
 // content is an object read with a GET, kept as JSON, valid while the
 // informer holds the same resourceVersion.
@@ -101,7 +116,8 @@ func newLookupCache(ctx context.Context, client dynamic.Interface, mc metadata.I
 		client: client, meta: mc, mapper: mapper, children: children, namespace: namespace, resync: resync, enqueue: enqueue,
 		syncTimeout: 5 * time.Second, ctx: ctx,
 		informers: map[informerKey]*metaInformer{}, content: map[objectKey]content{},
-		readers: map[objectKey]map[parentKey]struct{}{}, reads: map[parentKey]map[objectKey]struct{}{},
+		readers: map[objectKey]map[parentKey]struct{}{}, reads: map[parentKey][]objectKey{},
+		named: map[schema.GroupResource]int{},
 	}
 }
 
@@ -109,7 +125,7 @@ func newLookupCache(ctx context.Context, client dynamic.Interface, mc metadata.I
 // declares rules. fresh holds the children this reconcile applied, as the
 // API server answered: newer than any cache.
 func (lc *lookupCache) reader(ctx context.Context, p parentKey, rules []render.LookupRule) *lookupReader {
-	return &lookupReader{lc: lc, ctx: ctx, parent: p, rules: rules, read: map[objectKey]struct{}{}, fresh: map[apply.Ref]*unstructured.Unstructured{}}
+	return &lookupReader{lc: lc, ctx: ctx, parent: p, rules: rules, fresh: map[apply.Ref]*unstructured.Unstructured{}}
 }
 
 // lookupReader is the render.Reader of one reconcile. It records what it
@@ -120,7 +136,7 @@ type lookupReader struct {
 	ctx    context.Context
 	parent parentKey
 	rules  []render.LookupRule
-	read   map[objectKey]struct{}
+	read   []objectKey
 	fresh  map[apply.Ref]*unstructured.Unstructured
 	err    error
 }
@@ -142,8 +158,7 @@ func (r *lookupReader) Get(gvk schema.GroupVersionKind, namespace, name string) 
 		return nil, err
 	}
 	key := objectKey{gr: gvr.GroupResource(), namespace: namespace, name: name}
-	r.lc.watch(r.parent, key)
-	r.read[key] = struct{}{}
+	r.watch(key)
 	if f := r.fresh[ref]; f != nil {
 		return f.DeepCopy().Object, nil
 	}
@@ -161,9 +176,8 @@ func (r *lookupReader) List(gvk schema.GroupVersionKind, namespace string) ([]ma
 		return nil, err
 	}
 	key := objectKey{gr: gvr.GroupResource(), namespace: namespace}
-	r.lc.watch(r.parent, key)
-	r.read[key] = struct{}{}
-	mi, err := r.lc.informer(r.ctx, gvr, namespace)
+	r.watch(key)
+	mi, err := r.lc.informer(r.ctx, gvr, namespace, "")
 	if err != nil {
 		return nil, r.fail(err)
 	}
@@ -210,7 +224,7 @@ func (r *lookupReader) resourceVersion(gvr schema.GroupVersionResource, gvk sche
 		}
 		return c.GetResourceVersion(), true, nil
 	}
-	mi, err := r.lc.informer(r.ctx, gvr, namespace)
+	mi, err := r.lc.informer(r.ctx, gvr, namespace, name)
 	if err != nil {
 		return "", false, r.fail(err)
 	}
@@ -235,6 +249,14 @@ func (r *lookupReader) fail(err error) error {
 		r.err = err
 	}
 	return err
+}
+
+// watch records that this reconcile read key, in the index at once.
+func (r *lookupReader) watch(key objectKey) {
+	r.lc.watch(r.parent, key)
+	if !slices.Contains(r.read, key) {
+		r.read = append(r.read, key)
+	}
 }
 
 // done ends the reconcile's reads: what it did not read this time is no
@@ -291,21 +313,18 @@ func (lc *lookupCache) watch(p parentKey, key objectKey) {
 		lc.readers[key] = ps
 	}
 	ps[p] = struct{}{}
-	rs := lc.reads[p]
-	if rs == nil {
-		rs = map[objectKey]struct{}{}
-		lc.reads[p] = rs
+	if rs := lc.reads[p]; !slices.Contains(rs, key) {
+		lc.reads[p] = append(rs, key)
 	}
-	rs[key] = struct{}{}
 }
 
 // replace makes read everything parent p reads: keys it read before but
 // not this time stop being watched for it.
-func (lc *lookupCache) replace(p parentKey, read map[objectKey]struct{}) {
+func (lc *lookupCache) replace(p parentKey, read []objectKey) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	for key := range lc.reads[p] {
-		if _, still := read[key]; !still {
+	for _, key := range lc.reads[p] {
+		if !slices.Contains(read, key) {
 			lc.unwatchLocked(p, key)
 		}
 	}
@@ -323,7 +342,7 @@ func (lc *lookupCache) forget(p parentKey) {
 	}
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	for key := range lc.reads[p] {
+	for _, key := range lc.reads[p] {
 		lc.unwatchLocked(p, key)
 	}
 	delete(lc.reads, p)
@@ -358,21 +377,26 @@ func (lc *lookupCache) changed(gr schema.GroupResource, namespace, name string) 
 	}
 }
 
-// informer returns the synced metadata informer that covers namespace for
-// gvr, starting it if needed. It fails at once while its list fails (say,
-// forbidden by RBAC), and after a short wait for its first list.
-func (lc *lookupCache) informer(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (*metaInformer, error) {
-	ik := informerKey{gr: gvr.GroupResource()}
+// informer returns the synced metadata informer that covers name (every
+// object for "") in namespace for gvr, starting it if needed: the name's
+// own informer, or the kind's. It fails at once while its list fails
+// (say, forbidden by RBAC), and after a short wait for its first list.
+func (lc *lookupCache) informer(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*metaInformer, error) {
+	kind := informerKey{gr: gvr.GroupResource()}
 	if lc.namespace != "" && namespace != "" {
-		ik.namespace = namespace // Loom is limited to namespaces: watch each one read
+		kind.namespace = namespace // Loom is limited to namespaces: watch each one read
 	}
 	lc.mu.Lock()
+	ik := pickInformer(kind, name, func(k informerKey) bool { _, ok := lc.informers[k]; return ok }, lc.named[kind.gr])
 	mi, ok := lc.informers[ik]
 	if !ok {
+		if ik.name != "" {
+			lc.named[ik.gr]++
+		}
 		mi = lc.newInformer(gvr, ik)
 		lc.informers[ik] = mi
 		go mi.inf.Run(lc.ctx.Done())
-		klog.FromContext(ctx).V(2).Info("Watching looked-up kind", "resource", gvr.String(), "namespace", ik.namespace)
+		klog.FromContext(ctx).V(2).Info("Watching looked-up kind", "resource", gvr.String(), "namespace", ik.namespace, "name", ik.name)
 	}
 	lc.mu.Unlock()
 	if mi.inf.HasSynced() {
@@ -392,6 +416,25 @@ func (lc *lookupCache) informer(ctx context.Context, gvr schema.GroupVersionReso
 	return nil, &NotWatchedError{Resource: ik.gr, Err: fmt.Errorf("its first list did not finish within %s", lc.syncTimeout)}
 }
 
+// pickInformer decides which informer serves a lookup of name ("" for a
+// list) under kind, the key of the kind's informer: the name's own when it
+// runs, else the kind's when it runs, else a new one of the name's own
+// while fewer than maxNamedInformers run for the resource (named of
+// them), else the kind's.
+func pickInformer(kind informerKey, name string, running func(informerKey) bool, named int) informerKey {
+	own := kind
+	own.name = name
+	switch {
+	case name == "", running(own):
+		return own
+	case running(kind):
+		return kind
+	case named < maxNamedInformers:
+		return own
+	}
+	return kind
+}
+
 func (mi *metaInformer) listErr() error {
 	mi.mu.Lock()
 	defer mi.mu.Unlock()
@@ -399,7 +442,13 @@ func (mi *metaInformer) listErr() error {
 }
 
 func (lc *lookupCache) newInformer(gvr schema.GroupVersionResource, ik informerKey) *metaInformer {
-	inf := metadatainformer.NewFilteredMetadataInformer(lc.meta, gvr, ik.namespace, lc.resync, cache.Indexers{}, nil).Informer()
+	var tweak metadatainformer.TweakListOptionsFunc
+	if ik.name != "" {
+		tweak = func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", ik.name).String()
+		}
+	}
+	inf := metadatainformer.NewFilteredMetadataInformer(lc.meta, gvr, ik.namespace, lc.resync, cache.Indexers{}, tweak).Informer()
 	mi := &metaInformer{inf: inf}
 	_ = inf.SetTransform(slimMetadata)
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
