@@ -38,12 +38,13 @@ build: ## Build bin/loom.
 	go build -o $(BIN)/loom ./cmd/loom
 
 .PHONY: test
-test: build ## Run every test: unit, fuzz seeds, golden files, and e2e against the local cluster (controller and e2e with -race).
+test: build ## Run every test: unit, fuzz seeds, golden files, each render benchmark once, and e2e against the local cluster (controller and e2e with -race).
 	go vet ./...
 	go vet -tags e2e ./test/e2e/... ./test/faults/...
 	go test $(GO_TEST_FLAGS) ./...
 	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 	$(BIN)/loom test templates/
+	cd bench && go test $(GO_TEST_FLAGS) -bench . -benchtime 1x ./...
 	hack/e2e.sh $(E2E_FLAGS)
 
 .PHONY: test-unit
@@ -51,6 +52,7 @@ test-unit: build ## Run the tests that need no cluster.
 	go test $(GO_TEST_FLAGS) ./...
 	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 	$(BIN)/loom test templates/
+	cd bench && go test $(GO_TEST_FLAGS) -bench . -benchtime 1x ./...
 
 .PHONY: test-e2e
 test-e2e: build ## Run the e2e tests, then the fault tests (starts the local cluster if it is not up).

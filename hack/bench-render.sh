@@ -3,7 +3,7 @@
 # speed as a ratio against Helm's engine measured in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/../bench"
-out=$(go test -run '^$' -bench . -benchmem -count "${COUNT:-3}" ./render/ | tee /dev/stderr)
+out=$(go test -run '^$' -bench . -benchmem -benchtime "${BENCHTIME:-1s}" -count "${COUNT:-3}" ./render/ | tee /dev/stderr)
 echo
 echo "Median ns/op over ${COUNT:-3} runs, and Helm's time divided by each (higher is faster):"
 awk '
