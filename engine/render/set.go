@@ -11,10 +11,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"testing/fstest"
 	"text/template"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/engine/rollout"
 )
 
 // ConfigFile is the name of the file that makes a folder a template set.
@@ -36,6 +39,9 @@ type Config struct {
 	// parent's own children, and the namespaces they may read besides the
 	// parent's.
 	Lookups []LookupRule `json:"lookups,omitempty"`
+	// Rollout, when set, moves a new revision of the set to its parents
+	// in health-gated steps instead of all at once.
+	Rollout *rollout.Policy `json:"rollout,omitempty"`
 }
 
 // ParentRef names the parent kind.
@@ -82,8 +88,8 @@ type Set struct {
 	caches  map[string]*decodeCache // per child template file
 }
 
-// Fingerprint is a hash of every file the set was parsed from. Two loads
-// of unchanged files have the same fingerprint.
+// Fingerprint is a hash of every file the set was parsed from, loom.yaml
+// included. Two loads of unchanged files have the same fingerprint.
 func (s *Set) Fingerprint() string {
 	names := make([]string, 0, len(s.sources))
 	for n := range s.sources {
@@ -95,8 +101,21 @@ func (s *Set) Fingerprint() string {
 		fmt.Fprintf(h, "%s\x00%d\x00", n, len(s.sources[n]))
 		h.Write(s.sources[n])
 	}
-	fmt.Fprintf(h, "%+v", s.Config)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Revision names the set's content: the first 10 hex digits of its
+// Fingerprint. A rollout moves parents from one revision to another.
+func (s *Set) Revision() string { return s.Fingerprint()[:10] }
+
+// Sources returns a copy of every file the set was parsed from, by name,
+// loom.yaml included: LoadFS over them loads the same set.
+func (s *Set) Sources() map[string][]byte {
+	out := make(map[string][]byte, len(s.sources))
+	for n, b := range s.sources {
+		out[n] = append([]byte(nil), b...)
+	}
+	return out
 }
 
 // ParentGVK returns the parent kind named in loom.yaml.
@@ -128,6 +147,12 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	if s.gvk, err = s.Config.parentGVK(); err != nil {
 		return nil, &Error{File: ConfigFile, Err: err}
 	}
+	if s.Config.Rollout != nil {
+		if err := s.Config.Rollout.Validate(); err != nil {
+			return nil, &Error{File: ConfigFile, Err: err}
+		}
+	}
+	s.sources[ConfigFile] = raw
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return nil, &Error{File: ".", Err: err}
@@ -271,4 +296,14 @@ func LoadAll(root string) ([]*Set, error) {
 		sets = append(sets, s)
 	}
 	return sets, errors.Join(errs...)
+}
+
+// LoadSources loads a set from its files held in memory, as Sources
+// returned them (a revision kept in the cluster); dir names the set.
+func LoadSources(dir string, files map[string][]byte) (*Set, error) {
+	fsys := fstest.MapFS{}
+	for name, b := range files {
+		fsys[name] = &fstest.MapFile{Data: b}
+	}
+	return LoadFS(fsys, dir)
 }

@@ -27,9 +27,10 @@ const (
 	fieldConditions         = "conditions"
 	fieldState              = "state"
 	fieldChildren           = "children"
+	fieldTemplateRevision   = "templateRevision"
 )
 
-var reservedFields = []string{fieldObservedGeneration, fieldConditions, fieldState, fieldChildren}
+var reservedFields = []string{fieldObservedGeneration, fieldConditions, fieldState, fieldChildren, fieldTemplateRevision}
 
 // child is one entry of status.children while it is being computed.
 type child struct {
@@ -86,6 +87,9 @@ func Compute(in Input) map[string]any {
 	status[fieldConditions] = conds
 	status[fieldState] = f.state(ready)
 	status[fieldChildren] = childList(kids)
+	if in.Revision != "" {
+		status[fieldTemplateRevision] = in.Revision
+	}
 	return status
 }
 

@@ -16,8 +16,8 @@ var loomConditions = []string{TypeReady, TypeProgressing, TypeDegraded}
 
 // Equal reports whether the status fields Loom writes hold the same values
 // in want (as Compute returns it) and in the live parent's status. Only
-// Loom's fields are compared: observedGeneration, state, children, Loom's
-// three conditions, and the extra fields present in want. Fields and
+// Loom's fields are compared: observedGeneration, state, children,
+// templateRevision, Loom's three conditions, and the extra fields present in want. Fields and
 // conditions that others own are ignored. Values are compared after
 // decoding, so a time in another zone or a number in another Go type is
 // equal when it means the same. The controller writes status only when
@@ -43,6 +43,7 @@ type projection struct {
 	State              field
 	Conditions         map[string]metav1.Condition
 	Children           []childEntry
+	TemplateRevision   field
 	Extra              map[string]field
 }
 
@@ -77,6 +78,9 @@ func project(status map[string]any, extraKeys []string) projection {
 		}
 	}
 	p.Children = decodeChildren(status[fieldChildren])
+	if v, ok := status[fieldTemplateRevision]; ok {
+		p.TemplateRevision = field{Found: true, Value: v}
+	}
 	for _, k := range extraKeys {
 		if v, ok := status[k]; ok {
 			p.Extra[k] = field{Found: true, Value: normalize(v)}

@@ -109,4 +109,8 @@ type Input struct {
 	Cycles []string
 	// Now stamps lastTransitionTime on conditions that change.
 	Now time.Time
+	// Revision, when set, is the template revision the children were
+	// rendered from (a set with a rollout policy); it is written as
+	// status.templateRevision.
+	Revision string
 }
