@@ -18,6 +18,8 @@ type metrics struct {
 	driftRepairs *prometheus.CounterVec
 	sets         prometheus.Gauge
 	reloads      *prometheus.CounterVec
+	rolloutStep  *prometheus.GaugeVec
+	revParents   *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -44,9 +46,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loom_template_reloads_total", Help: "Template set reloads by set and result (success, error).",
 		}, []string{"set", "result"}),
+		rolloutStep: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "loom_rollout_step", Help: "The current step of each template set's rollout, 1-based; 0 when none runs.",
+		}, []string{"set"}),
+		revParents: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "loom_rollout_parents", Help: "Parents of each template set by the revision they render (stable, candidate).",
+		}, []string{"set", "revision"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.sets, m.reloads)
+		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.sets, m.reloads, m.rolloutStep, m.revParents)
 	}
 	return m
 }

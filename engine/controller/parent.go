@@ -53,6 +53,9 @@ type parentController struct {
 	// unserved holds the parents whose last reconcile met a child kind the
 	// cluster does not serve; they are retried when CRDs change.
 	unserved map[cache.ObjectName]bool
+	// rollouts drives the set's rollout; nil in unit tests without a
+	// Manager.
+	rollouts *rollouts
 }
 
 // writtenStatus is the status Loom last wrote to a parent, and the
@@ -67,6 +70,9 @@ func newParentController(m *Manager, set *render.Set) *parentController {
 	c := &parentController{m: m, gvk: set.ParentGVK(), written: map[types.UID]writtenStatus{}, noStatus: map[types.UID]bool{},
 		unserved: map[cache.ObjectName]bool{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	c.set.Store(set)
+	if m != nil {
+		c.rollouts = newRollouts(c)
+	}
 	return c
 }
 
@@ -81,6 +87,11 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	gvr, _, err := c.m.applier.Resource(c.gvk)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", errNotServed, c.gvk, err)
+	}
+	if c.rollouts != nil {
+		if err := c.rollouts.check(ctx); err != nil {
+			return err
+		}
 	}
 	c.gvr = gvr
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -106,6 +117,9 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	// workers check running first, which orders their reads after these
 	// writes.
 	c.running.Store(true)
+	if c.rollouts != nil {
+		c.rollouts.start(ctx)
+	}
 	for range workers {
 		c.workers.Add(1)
 		go func() {
@@ -135,6 +149,9 @@ func (c *parentController) drain() {
 func (c *parentController) onUpdate(old, cur any) {
 	if id, ok := idOf(cur); ok {
 		c.caughtUp(id.GetUID(), id.GetResourceVersion())
+	}
+	if c.rollouts != nil && c.rollouts.active() {
+		c.rollouts.wake() // a moved parent's status may end a step
 	}
 	o, ok1 := unpack(old)
 	n, ok2 := unpack(cur)

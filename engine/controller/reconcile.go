@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,7 +34,14 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 		c.setUnserved(key, false)
 		return nil
 	}
-	set := c.set.Load()
+	set, revision := c.setFor(parent)
+	if set == nil {
+		// The set's rollout state is not loaded yet: which revision this
+		// parent renders is unknown, so it waits.
+		logger.V(2).Info("Waiting for the set's rollout state")
+		c.queue.AddAfter(key, 2*time.Second)
+		return nil
+	}
 	reader := c.m.lookups.reader(ctx, parentKey{gk: c.gvk.GroupKind(), key: key}, set.Config.Lookups)
 	defer reader.done()
 
@@ -42,7 +50,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	out, plan, renderErr := c.render(set, parent, reader)
 	if renderErr != nil {
 		logger.V(2).Info("Render failed", "err", renderErr)
-		if err := c.writeStatus(ctx, set, parent, status.Input{RenderErr: renderErr}); err != nil {
+		if err := c.writeStatus(ctx, set, parent, status.Input{RenderErr: renderErr, Revision: revision}); err != nil {
 			return err
 		}
 		return reader.err // a lookup the cluster could not answer is retried
@@ -93,7 +101,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	}
 
 	// 5. Write the parent's status.
-	in := status.Input{Rendered: out.Children, Results: results, Live: live, Waits: plan.Waits, Cycles: plan.Cycles}
+	in := status.Input{Rendered: out.Children, Results: results, Live: live, Waits: plan.Waits, Cycles: plan.Cycles, Revision: revision}
 	in.Extra, in.ExtraErr = c.renderStatusExtra(set, parent, out.Children, live, reader)
 	if err := c.writeStatus(ctx, set, parent, in); err != nil {
 		return err

@@ -131,6 +131,9 @@ func (m *Manager) reload(ctx context.Context) {
 		}
 		if old.Dir != s.Dir || old.Fingerprint() != s.Fingerprint() {
 			c.set.Store(s)
+			if c.rollouts != nil {
+				c.rollouts.wake() // a new revision: the rollout decides who renders it
+			}
 			m.metrics.reloads.WithLabelValues(s.Dir, "success").Inc()
 			logger.Info("Template set reloaded; reconciling every parent", "set", s.Dir, "kind", gk.String())
 			c.enqueueAll()

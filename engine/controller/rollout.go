@@ -1,0 +1,505 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/rollout"
+)
+
+// The kinds that keep rollouts in the cluster (crds/).
+var (
+	templateSetGVR      = schema.GroupVersionResource{Group: "loom.dev", Version: "v1alpha1", Resource: "templatesets"}
+	templateRevisionGVR = schema.GroupVersionResource{Group: "loom.dev", Version: "v1alpha1", Resource: "templaterevisions"}
+)
+
+// setLabel names the TemplateSet a TemplateRevision belongs to.
+const setLabel = "loom.dev/set"
+
+// errNoRolloutCRDs means a set declares a rollout policy, but the cluster
+// does not serve TemplateSet and TemplateRevision.
+var errNoRolloutCRDs = errors.New("the set declares a rollout policy, but the cluster does not serve templatesets.loom.dev and templaterevisions.loom.dev (kubectl apply -f crds/)")
+
+// rolloutView is what a reconcile reads of its set's rollout: the state as
+// last decided, and the loaded set of each revision it names.
+type rolloutView struct {
+	state rollout.State
+	sets  map[string]*render.Set
+}
+
+// target is the revision parent renders and its set.
+func (v *rolloutView) target(parent *unstructured.Unstructured) (string, *render.Set) {
+	rev := v.state.Target(string(parent.GetUID()), isCanary(parent))
+	return rev, v.sets[rev]
+}
+
+func isCanary(parent *unstructured.Unstructured) bool {
+	return parent.GetLabels()[rollout.CanaryLabel] == "true"
+}
+
+// rollouts drives one set's rollout: it keeps the set's TemplateSet and
+// TemplateRevisions, runs rollout.Decide when something changes, and
+// publishes the view that reconciles read.
+type rollouts struct {
+	c        *parentController
+	name     string // the TemplateSet's name
+	view     atomic.Pointer[rolloutView]
+	kick     chan struct{}
+	informer cache.SharedIndexInformer // the one TemplateSet, once the CRDs are served
+	stored   map[string]bool           // revisions known to be kept in the cluster
+	after    time.Duration             // when the last decision asked to decide again
+}
+
+func newRollouts(c *parentController) *rollouts {
+	return &rollouts{c: c, name: templateSetName(c.set.Load(), c.m.opts.Namespace), kick: make(chan struct{}, 1), stored: map[string]bool{}}
+}
+
+var invalidName = regexp.MustCompile(`[^a-z0-9.-]+`)
+
+// templateSetName is the TemplateSet of set: its folder's name, made a
+// valid object name, and, for a Loom that watches one namespace, that
+// namespace after a dot, so that Looms of different namespaces keep
+// rollouts of their own.
+func templateSetName(set *render.Set, namespace string) string {
+	n := strings.Trim(invalidName.ReplaceAllString(strings.ToLower(set.Name), "-"), "-.")
+	if n == "" {
+		n = "set"
+	}
+	if namespace != "" {
+		n += "." + namespace
+	}
+	return n
+}
+
+// wake asks for a decision soon; it never blocks.
+func (r *rollouts) wake() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// active reports whether a candidate is moving, so that parents' status
+// changes matter to the rollout.
+func (r *rollouts) active() bool {
+	v := r.view.Load()
+	return v != nil && v.state.CandidateRevision != "" && v.state.Phase == rollout.Progressing
+}
+
+// setFor returns the set and revision a parent renders: the folder's set
+// for a set without a rollout policy (revision ""), else its target in the
+// view. A nil set means the rollout's state is not loaded yet.
+func (c *parentController) setFor(parent *unstructured.Unstructured) (*render.Set, string) {
+	folder := c.set.Load()
+	if folder.Config.Rollout == nil || c.rollouts == nil {
+		return folder, ""
+	}
+	v := c.rollouts.view.Load()
+	if v == nil {
+		return nil, ""
+	}
+	rev, set := v.target(parent)
+	return set, rev
+}
+
+// check starts the informer of the set's TemplateSet, before the parent
+// informer starts. Without the rollout CRDs, a set with a rollout policy
+// does not start (it is retried when CRDs change); a set without one runs
+// as if rollouts did not exist.
+func (r *rollouts) check(ctx context.Context) error {
+	if err := r.watch(ctx); err != nil {
+		if r.c.set.Load().Config.Rollout != nil {
+			return err
+		}
+		klog.FromContext(ctx).V(1).Info("Rollouts off: TemplateSets cannot be read", "err", err.Error())
+		r.informer = nil
+	}
+	return nil
+}
+
+// start makes the first decision once the parent cache has synced and
+// before the workers start, so that no parent of a set with a rollout
+// policy is reconciled before its revision is known (a reconcile without
+// the view waits for it), then keeps deciding in the background.
+func (r *rollouts) start(ctx context.Context) {
+	if r.informer == nil {
+		return
+	}
+	if err := r.sync(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Rollout decision failed; retrying", "templateSet", r.name)
+	}
+	go r.run(ctx)
+}
+
+// watch starts the informer of this set's TemplateSet.
+func (r *rollouts) watch(ctx context.Context) error {
+	for _, kind := range []string{"TemplateSet", "TemplateRevision"} {
+		if _, _, err := r.c.m.applier.Resource(schema.GroupVersionKind{Group: "loom.dev", Version: "v1alpha1", Kind: kind}); err != nil {
+			return errNoRolloutCRDs
+		}
+	}
+	// A Loom whose RBAC does not cover rollouts must not wait for an
+	// informer that can never sync.
+	if _, err := r.c.m.client.Resource(templateSetGVR).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + r.name, Limit: 1}); err != nil {
+		return fmt.Errorf("list TemplateSet %s: %w", r.name, err)
+	}
+	r.informer = dynamicinformer.NewFilteredDynamicInformer(r.c.m.client, templateSetGVR, "", 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + r.name }).Informer()
+	_, _ = r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { r.wake() },
+		UpdateFunc: func(any, any) { r.wake() },
+		DeleteFunc: func(any) { r.wake() },
+	})
+	go r.informer.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), r.informer.HasSynced) {
+		return fmt.Errorf("wait for the TemplateSet cache: %w", context.Cause(ctx))
+	}
+	return nil
+}
+
+// run decides again whenever something wakes it: the TemplateSet changed,
+// the folder was reloaded, a moved parent's status changed, or a timeout
+// or soak ends. While a candidate moves, it also looks every 5s.
+func (r *rollouts) run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithValues("templateSet", r.name)
+	backoff := time.Second
+	for {
+		next := r.after
+		if err := r.sync(ctx); err != nil {
+			logger.Error(err, "Rollout decision failed; retrying", "in", backoff)
+			next, backoff = backoff, min(2*backoff, time.Minute)
+		} else {
+			backoff = time.Second
+			if next = r.after; r.active() && (next == 0 || next > 5*time.Second) {
+				next = 5 * time.Second
+			}
+		}
+		var timer <-chan time.Time
+		if next > 0 {
+			timer = time.After(next)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.kick:
+		case <-timer:
+		}
+		// Coalesce a burst of parent updates into one decision.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// sync makes one decision and carries it out, in an order that a crash at
+// any point leaves recoverable: the candidate's files are kept before the
+// state names them, the state is written before parents move, and old
+// revisions are deleted last.
+func (r *rollouts) sync(ctx context.Context) error {
+	c := r.c
+	logger := klog.FromContext(ctx).WithValues("templateSet", r.name)
+	folder := c.set.Load()
+	rev := folder.Revision()
+
+	// 1. Read the TemplateSet (create it the first time) and the state
+	//    and controls it holds.
+	ts, err := r.templateSet(ctx, folder)
+	if err != nil {
+		return err
+	}
+	prev, controls := rolloutStateOf(ts)
+
+	// 2. Decide.
+	parents, objs := r.parents()
+	in := rollout.Input{Policy: folder.Config.Rollout, Revision: rev, State: prev, Controls: controls, Parents: parents, Now: c.m.opts.Clock.Now()}
+	if err := r.ensureStable(ctx, &in); err != nil {
+		return err
+	}
+	d := rollout.Decide(in)
+	r.after = d.After
+
+	// 3. Keep the files of every revision the state names, then the state.
+	sets, err := r.load(ctx, folder, d.State)
+	if err != nil {
+		return err
+	}
+	if err := r.writeState(ctx, ts, folder, d.State); err != nil {
+		return err
+	}
+	for _, e := range d.Events {
+		typ := corev1.EventTypeNormal
+		if e.Warning {
+			typ = corev1.EventTypeWarning
+		}
+		c.m.recorder.Event(ts, typ, e.Reason, e.Message)
+		if e.Reason == "RolloutFailed" {
+			if p := objs[d.State.FailedParent]; p != nil {
+				c.m.recorder.Event(p, corev1.EventTypeWarning, e.Reason, e.Message)
+			}
+		}
+		logger.Info("Rollout", "reason", e.Reason, "message", e.Message)
+	}
+
+	// 4. Publish the view, and reconcile the parents whose revision moved.
+	old := r.view.Swap(&rolloutView{state: d.State, sets: sets})
+	for _, p := range objs {
+		if old == nil || old.state.Target(string(p.GetUID()), isCanary(p)) != d.State.Target(string(p.GetUID()), isCanary(p)) {
+			c.queue.Add(cache.NewObjectName(p.GetNamespace(), p.GetName()))
+		}
+	}
+	r.metrics(d.State)
+
+	// 5. Forget revisions the state no longer names.
+	return r.prune(ctx, d.State)
+}
+
+// templateSet returns this set's TemplateSet, created if missing.
+func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstructured.Unstructured, error) {
+	if obj, ok, _ := r.informer.GetStore().GetByKey(r.name); ok {
+		return obj.(*unstructured.Unstructured).DeepCopy(), nil
+	}
+	ts := &unstructured.Unstructured{}
+	ts.SetAPIVersion("loom.dev/v1alpha1")
+	ts.SetKind("TemplateSet")
+	ts.SetName(r.name)
+	ts.SetAnnotations(map[string]string{"loom.dev/folder": folder.Dir})
+	created, err := r.c.m.client.Resource(templateSetGVR).Create(ctx, ts, metav1.CreateOptions{FieldManager: r.c.m.opts.FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		return r.c.m.client.Resource(templateSetGVR).Get(ctx, r.name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create TemplateSet %s: %w", r.name, err)
+	}
+	return created, nil
+}
+
+// rolloutStateOf reads a TemplateSet's state and controls.
+func rolloutStateOf(ts *unstructured.Unstructured) (rollout.State, rollout.Controls) {
+	var s rollout.State
+	if raw, ok := ts.Object["status"].(map[string]any); ok {
+		if b, err := json.Marshal(raw); err == nil {
+			_ = json.Unmarshal(b, &s)
+		}
+	}
+	var ctl rollout.Controls
+	ctl.Paused, _, _ = unstructured.NestedBool(ts.Object, "spec", "paused")
+	ctl.Resume, _, _ = unstructured.NestedString(ts.Object, "spec", "resume")
+	ctl.Promote, _, _ = unstructured.NestedString(ts.Object, "spec", "promote")
+	ctl.Abort, _, _ = unstructured.NestedString(ts.Object, "spec", "abort")
+	return s, ctl
+}
+
+// parents returns what Decide needs of every parent, and the parents by
+// namespace/name. Each reads the newest status Loom knows of.
+func (r *rollouts) parents() ([]rollout.Parent, map[string]*unstructured.Unstructured) {
+	c := r.c
+	list := c.informer.GetStore().List()
+	out := make([]rollout.Parent, 0, len(list))
+	objs := make(map[string]*unstructured.Unstructured, len(list))
+	for _, o := range list {
+		p, ok := unpack(o)
+		if !ok || p.GetDeletionTimestamp() != nil {
+			continue
+		}
+		p = c.previous(p)
+		name := p.GetNamespace() + "/" + p.GetName()
+		objs[name] = p
+		st, _ := p.Object["status"].(map[string]any)
+		gen, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
+		current := gen == p.GetGeneration()
+		rev, _ := st["templateRevision"].(string)
+		ready, degraded := conditionOf(st, "Ready"), conditionOf(st, "Degraded")
+		msg := ready.message
+		if degraded.status == "True" {
+			msg = degraded.message
+		}
+		out = append(out, rollout.Parent{Name: name, UID: string(p.GetUID()), Canary: isCanary(p), Revision: rev,
+			Ready: current && ready.status == "True", Degraded: current && degraded.status == "True", Message: msg})
+	}
+	return out, objs
+}
+
+// ensureStable handles a stable revision whose files are gone (someone
+// deleted its TemplateRevision): the folder's revision becomes stable, as
+// on a first start, and a Warning says so.
+func (r *rollouts) ensureStable(ctx context.Context, in *rollout.Input) error {
+	s := in.State.StableRevision
+	if s == "" || s == in.Revision || r.stored[s] {
+		return nil
+	}
+	if v := r.view.Load(); v != nil && v.sets[s] != nil {
+		return nil
+	}
+	_, err := r.c.m.client.Resource(templateRevisionGVR).Get(ctx, r.revisionName(s), metav1.GetOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("read TemplateRevision %s: %w", r.revisionName(s), err)
+	}
+	klog.FromContext(ctx).Error(nil, "The stable revision's files are gone; the folder's revision becomes stable",
+		"templateSet", r.name, "stable", s, "folder", in.Revision)
+	in.State = rollout.State{}
+	return nil
+}
+
+func (r *rollouts) revisionName(rev string) string { return r.name + "-" + rev }
+
+// load returns the loaded set of each revision s names, keeping the
+// folder's in the cluster first if s names it.
+func (r *rollouts) load(ctx context.Context, folder *render.Set, s rollout.State) (map[string]*render.Set, error) {
+	sets := map[string]*render.Set{}
+	old := r.view.Load()
+	for _, rev := range []string{s.StableRevision, s.CandidateRevision} {
+		if rev == "" || sets[rev] != nil {
+			continue
+		}
+		if rev == folder.Revision() {
+			if err := r.store(ctx, folder); err != nil {
+				return nil, err
+			}
+			sets[rev] = folder
+			continue
+		}
+		if old != nil && old.sets[rev] != nil {
+			sets[rev] = old.sets[rev]
+			continue
+		}
+		obj, err := r.c.m.client.Resource(templateRevisionGVR).Get(ctx, r.revisionName(rev), metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("read TemplateRevision %s: %w", r.revisionName(rev), err)
+		}
+		files, _, _ := unstructured.NestedStringMap(obj.Object, "files")
+		raw := make(map[string][]byte, len(files))
+		for n, f := range files {
+			raw[n] = []byte(f)
+		}
+		set, err := render.LoadSources(folder.Dir, raw)
+		if err != nil {
+			return nil, fmt.Errorf("load TemplateRevision %s: %w", r.revisionName(rev), err)
+		}
+		r.stored[rev] = true
+		sets[rev] = set
+	}
+	return sets, nil
+}
+
+// store keeps the files of set in a TemplateRevision.
+func (r *rollouts) store(ctx context.Context, set *render.Set) error {
+	rev := set.Revision()
+	if r.stored[rev] {
+		return nil
+	}
+	files := map[string]any{}
+	for n, b := range set.Sources() {
+		files[n] = string(b)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "loom.dev/v1alpha1", "kind": "TemplateRevision",
+		"metadata": map[string]any{"name": r.revisionName(rev), "labels": map[string]any{setLabel: r.name}},
+		"set":      r.name, "revision": rev, "files": files,
+	}}
+	if ts, ok, _ := r.informer.GetStore().GetByKey(r.name); ok {
+		owner := ts.(*unstructured.Unstructured)
+		obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "loom.dev/v1alpha1", Kind: "TemplateSet", Name: owner.GetName(), UID: owner.GetUID()}})
+	}
+	_, err := r.c.m.client.Resource(templateRevisionGVR).Create(ctx, obj, metav1.CreateOptions{FieldManager: r.c.m.opts.FieldManager})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("keep revision %s of %s: %w", rev, set.Dir, err)
+	}
+	r.stored[rev] = true
+	return nil
+}
+
+// writeState writes s to the TemplateSet's status when it changed. The
+// write carries the resourceVersion it read, so a stale decision (another
+// Loom's, or one raced by a user's edit) fails and is made again.
+func (r *rollouts) writeState(ctx context.Context, ts *unstructured.Unstructured, folder *render.Set, s rollout.State) error {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	var st map[string]any
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return err
+	}
+	st["set"] = folder.Dir
+	st["parentKind"] = folder.ParentGVK().GroupVersion().String() + "/" + folder.ParentGVK().Kind
+	old, _ := ts.Object["status"].(map[string]any)
+	var conds []metav1.Condition
+	if b, err := json.Marshal(old["conditions"]); err == nil {
+		_ = json.Unmarshal(b, &conds)
+	}
+	for _, cond := range rollout.Conditions(s) {
+		cond.ObservedGeneration = ts.GetGeneration()
+		meta.SetStatusCondition(&conds, cond)
+	}
+	if b, err := json.Marshal(conds); err == nil {
+		var list []any
+		_ = json.Unmarshal(b, &list)
+		st["conditions"] = list
+	}
+	if jsonEqual(old, st) {
+		return nil
+	}
+	ts.Object["status"] = st
+	if _, err := r.c.m.client.Resource(templateSetGVR).UpdateStatus(ctx, ts, metav1.UpdateOptions{FieldManager: r.c.m.opts.FieldManager}); err != nil {
+		return fmt.Errorf("write the status of TemplateSet %s: %w", r.name, err)
+	}
+	return nil
+}
+
+func jsonEqual(a, b map[string]any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+// prune deletes this set's TemplateRevisions that s does not name.
+func (r *rollouts) prune(ctx context.Context, s rollout.State) error {
+	list, err := r.c.m.client.Resource(templateRevisionGVR).List(ctx, metav1.ListOptions{LabelSelector: setLabel + "=" + r.name})
+	if err != nil {
+		return fmt.Errorf("list the TemplateRevisions of %s: %w", r.name, err)
+	}
+	for _, item := range list.Items {
+		rev, _, _ := unstructured.NestedString(item.Object, "revision")
+		if rev == s.StableRevision || rev == s.CandidateRevision {
+			continue
+		}
+		err := r.c.m.client.Resource(templateRevisionGVR).Delete(ctx, item.GetName(), metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: ptr.To(item.GetUID())}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete TemplateRevision %s: %w", item.GetName(), err)
+		}
+		delete(r.stored, rev)
+	}
+	return nil
+}
+
+// metrics publishes the rollout's step and parents per revision.
+func (r *rollouts) metrics(s rollout.State) {
+	m := r.c.m.metrics
+	m.rolloutStep.WithLabelValues(r.name).Set(float64(s.Step))
+	m.revParents.WithLabelValues(r.name, "candidate").Set(float64(s.Parents.Moved))
+	m.revParents.WithLabelValues(r.name, "stable").Set(float64(s.Parents.Total - s.Parents.Moved))
+}
