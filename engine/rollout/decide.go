@@ -200,7 +200,7 @@ func (d *decider) step() {
 	}
 	if left := p.soak() - now.Sub(s.StepReadyAt.Time); left > 0 {
 		d.wake(left)
-		s.Message = fmt.Sprintf("step %d of %d: Ready, soaking for %s", s.Step, s.Steps, left.Round(time.Second))
+		s.Message = fmt.Sprintf("step %d of %d: Ready, soaking until %s", s.Step, s.Steps, s.StepReadyAt.Add(p.soak()).UTC().Format(time.RFC3339))
 		return
 	}
 	if s.Step >= len(p.Steps) {

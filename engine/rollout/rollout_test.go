@@ -483,3 +483,21 @@ func TestDeletedParentsNeverMoveOthersBack(t *testing.T) {
 		t.Fatalf("moved %d of the 10 moved before: %v", len(got), got)
 	}
 }
+
+// Decisions while nothing changes return the same state, so that the
+// controller writes nothing: not while a step waits, nor while it soaks.
+func TestSameStateWhileNothingChanges(t *testing.T) {
+	p := policy(t, "{steps: [1, 100%], readyTimeout: 5m, soak: 1m}")
+	for _, ready := range []bool{false, true} {
+		ps := fleet(5, "old")
+		s := start(t, p, ps)
+		if ready {
+			converge(s, ps)
+		}
+		a := Decide(Input{Policy: p, Revision: "new", State: s, Parents: ps, Now: t0.Add(2 * time.Second)})
+		b := Decide(Input{Policy: p, Revision: "new", State: a.State, Parents: ps, Now: t0.Add(17 * time.Second)})
+		if diff := cmp.Diff(a.State, b.State); diff != "" {
+			t.Errorf("ready %v: the state changed with the clock alone (-first +second):\n%s", ready, diff)
+		}
+	}
+}
