@@ -223,11 +223,21 @@ func (r *rollouts) sync(ctx context.Context) error {
 
 	// 1. Read the TemplateSet (create it the first time) and the state
 	//    and controls it holds.
-	ts, err := r.templateSet(ctx, folder)
+	ts, created, err := r.templateSet(ctx, folder)
 	if err != nil {
 		return err
 	}
 	prev, controls := rolloutStateOf(ts)
+	if created {
+		// Deleted while Loom ran (its revisions went with it): the new
+		// one carries on from the state in memory, and the revisions
+		// are kept again. Starting afresh would make the folder's
+		// candidate stable for every parent at once.
+		r.stored = map[string]bool{}
+		if v := r.view.Load(); v != nil {
+			prev = v.state
+		}
+	}
 
 	// 2. Decide.
 	parents, objs := r.parents()
@@ -273,10 +283,11 @@ func (r *rollouts) sync(ctx context.Context) error {
 	return r.prune(ctx, d.State)
 }
 
-// templateSet returns this set's TemplateSet, created if missing.
-func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstructured.Unstructured, error) {
+// templateSet returns this set's TemplateSet, and whether it had to be
+// created.
+func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstructured.Unstructured, bool, error) {
 	if obj, ok, _ := r.informer.GetStore().GetByKey(r.name); ok {
-		return obj.(*unstructured.Unstructured).DeepCopy(), nil
+		return obj.(*unstructured.Unstructured).DeepCopy(), false, nil
 	}
 	ts := &unstructured.Unstructured{}
 	ts.SetAPIVersion("loom.dev/v1alpha1")
@@ -285,12 +296,13 @@ func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstru
 	ts.SetAnnotations(map[string]string{"loom.dev/folder": folder.Dir})
 	created, err := r.c.m.client.Resource(templateSetGVR).Create(ctx, ts, metav1.CreateOptions{FieldManager: r.c.m.opts.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
-		return r.c.m.client.Resource(templateSetGVR).Get(ctx, r.name, metav1.GetOptions{})
+		got, err := r.c.m.client.Resource(templateSetGVR).Get(ctx, r.name, metav1.GetOptions{})
+		return got, false, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("create TemplateSet %s: %w", r.name, err)
+		return nil, false, fmt.Errorf("create TemplateSet %s: %w", r.name, err)
 	}
-	return created, nil
+	return created, true, nil
 }
 
 // rolloutStateOf reads a TemplateSet's state and controls.
@@ -374,15 +386,18 @@ func (r *rollouts) load(ctx context.Context, folder *render.Set, s rollout.State
 		if rev == "" || sets[rev] != nil {
 			continue
 		}
-		if rev == folder.Revision() {
-			if err := r.store(ctx, folder); err != nil {
+		var have *render.Set
+		switch {
+		case rev == folder.Revision():
+			have = folder
+		case old != nil && old.sets[rev] != nil:
+			have = old.sets[rev]
+		}
+		if have != nil {
+			if err := r.store(ctx, have, rev); err != nil {
 				return nil, err
 			}
-			sets[rev] = folder
-			continue
-		}
-		if old != nil && old.sets[rev] != nil {
-			sets[rev] = old.sets[rev]
+			sets[rev] = have
 			continue
 		}
 		obj, err := r.c.m.client.Resource(templateRevisionGVR).Get(ctx, r.revisionName(rev), metav1.GetOptions{})
@@ -404,9 +419,8 @@ func (r *rollouts) load(ctx context.Context, folder *render.Set, s rollout.State
 	return sets, nil
 }
 
-// store keeps the files of set in a TemplateRevision.
-func (r *rollouts) store(ctx context.Context, set *render.Set) error {
-	rev := set.Revision()
+// store keeps the files of set, revision rev, in a TemplateRevision.
+func (r *rollouts) store(ctx context.Context, set *render.Set, rev string) error {
 	if r.stored[rev] {
 		return nil
 	}

@@ -419,3 +419,44 @@ func TestRolloutPauseFixResume(t *testing.T) {
 		t.Errorf("%s lost its spec change: %+v (%v)", other, kids[other], err)
 	}
 }
+
+// A TemplateSet deleted mid-rollout is made again with the rollout's
+// state: the candidate does not become stable for every parent at once.
+func TestRolloutTemplateSetDeletedMidRollout(t *testing.T) {
+	t.Parallel()
+	const n = 6
+	ns := newNamespace(t)
+	root, dir := rolloutSet(t, "rollout:\n  steps: [1, 100%]\n  readyTimeout: 10s\n  onFailure: pause\n", "v1")
+	startLoom(t, root, ns, loomOptions{quiet: true})
+	name := "app." + ns
+	fleet(t, ns, n)
+	first := waitRollout(t, name, "a stable revision", 60*time.Second, func(s rolloutState) bool { return s.stable != "" && s.phase == "Complete" })
+	waitFleet(t, ns, n, first.stable, "v1")
+	setVersion(t, dir, "v2", "nowhere")
+	failed := waitRollout(t, name, "the rollout Failed", 90*time.Second, func(s rolloutState) bool { return s.phase == "Failed" })
+	old, err := get(context.Background(), templateSetGVR, "", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dyn.Resource(templateSetGVR).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again := waitRollout(t, name, "the TemplateSet made again", 30*time.Second, func(s rolloutState) bool { return s.phase != "" })
+	if ts, err := get(context.Background(), templateSetGVR, "", name); err != nil || ts.GetUID() == old.GetUID() {
+		t.Fatalf("the TemplateSet was not made again: %v", err)
+	}
+	if again.stable != first.stable || again.candidate != failed.candidate || again.phase != "Failed" {
+		t.Fatalf("after the delete: %+v; want stable %s, candidate %s, Failed", again, first.stable, failed.candidate)
+	}
+	time.Sleep(5 * time.Second)
+	kids, err := childrenOf(context.Background(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := strings.TrimPrefix(failed.failedParent, ns+"/")
+	for p, k := range kids {
+		if p != moved && (k.pool != "" || k.generation != 1) {
+			t.Errorf("%s moved after the TemplateSet was deleted: %+v", p, k)
+		}
+	}
+}
