@@ -188,8 +188,12 @@ func (r *rollouts) run(ctx context.Context) {
 			next, backoff = backoff, min(2*backoff, time.Minute)
 		} else {
 			backoff = time.Second
-			if next = r.after; r.active() && (next == 0 || next > 5*time.Second) {
+			next = r.after
+			switch {
+			case r.active() && (next == 0 || next > 5*time.Second):
 				next = 5 * time.Second
+			case next == 0:
+				next = 30 * time.Second // the parents' counts
 			}
 		}
 		var timer <-chan time.Time
@@ -240,7 +244,15 @@ func (r *rollouts) sync(ctx context.Context) error {
 	}
 
 	// 2. Decide.
-	parents, objs := r.parents()
+	var parents []rollout.Parent
+	var objs map[string]*unstructured.Unstructured
+	if folder.Config.Rollout != nil || prev.CandidateRevision != "" {
+		parents, objs = r.parents()
+	} else {
+		// Without a rollout, only the count of parents is shown: no
+		// parent is decoded.
+		parents = make([]rollout.Parent, len(c.informer.GetStore().ListKeys()))
+	}
 	in := rollout.Input{Policy: folder.Config.Rollout, Revision: rev, State: prev, Controls: controls, Parents: parents, Now: c.m.opts.Clock.Now()}
 	if err := r.ensureStable(ctx, &in); err != nil {
 		return err
@@ -293,6 +305,7 @@ func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstru
 	ts.SetAPIVersion("loom.dev/v1alpha1")
 	ts.SetKind("TemplateSet")
 	ts.SetName(r.name)
+	ts.SetLabels(r.labels())
 	ts.SetAnnotations(map[string]string{"loom.dev/folder": folder.Dir})
 	created, err := r.c.m.client.Resource(templateSetGVR).Create(ctx, ts, metav1.CreateOptions{FieldManager: r.c.m.opts.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
@@ -377,6 +390,19 @@ func (r *rollouts) ensureStable(ctx context.Context, in *rollout.Input) error {
 
 func (r *rollouts) revisionName(rev string) string { return r.name + "-" + rev }
 
+// namespaceLabel marks the TemplateSets and TemplateRevisions of a Loom
+// that watches one namespace with that namespace.
+const namespaceLabel = "loom.dev/namespace"
+
+// labels are the labels of this set's TemplateSet and TemplateRevisions.
+func (r *rollouts) labels() map[string]string {
+	l := map[string]string{setLabel: r.name}
+	if ns := r.c.m.opts.Namespace; ns != "" {
+		l[namespaceLabel] = ns
+	}
+	return l
+}
+
 // load returns the loaded set of each revision s names, keeping the
 // folder's in the cluster first if s names it.
 func (r *rollouts) load(ctx context.Context, folder *render.Set, s rollout.State) (map[string]*render.Set, error) {
@@ -430,9 +456,10 @@ func (r *rollouts) store(ctx context.Context, set *render.Set, rev string) error
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "loom.dev/v1alpha1", "kind": "TemplateRevision",
-		"metadata": map[string]any{"name": r.revisionName(rev), "labels": map[string]any{setLabel: r.name}},
+		"metadata": map[string]any{"name": r.revisionName(rev)},
 		"set":      r.name, "revision": rev, "files": files,
 	}}
+	obj.SetLabels(r.labels())
 	if ts, ok, _ := r.informer.GetStore().GetByKey(r.name); ok {
 		owner := ts.(*unstructured.Unstructured)
 		obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "loom.dev/v1alpha1", Kind: "TemplateSet", Name: owner.GetName(), UID: owner.GetUID()}})

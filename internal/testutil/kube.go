@@ -2,11 +2,13 @@ package testutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -102,4 +104,19 @@ func Connect(ctx context.Context, kubeconfig, crds string) (*Clients, error) {
 		return nil, fmt.Errorf("reach the API server at %s: %w", cfg.Host, err)
 	}
 	return c, InstallCRDs(ctx, c.Dyn, crds)
+}
+
+// DeleteRollouts deletes the TemplateSets and TemplateRevisions that a Loom
+// watching only namespace made (label loom.dev/namespace): they are
+// cluster-scoped, so the namespace's deletion leaves them behind.
+func DeleteRollouts(ctx context.Context, dyn dynamic.Interface, namespace string) error {
+	sel := metav1.ListOptions{LabelSelector: "loom.dev/namespace=" + namespace}
+	var errs []error
+	for _, res := range []string{"templatesets", "templaterevisions"} {
+		gvr := schema.GroupVersionResource{Group: "loom.dev", Version: "v1alpha1", Resource: res}
+		if err := dyn.Resource(gvr).DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete the %s of namespace %s: %w", res, namespace, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -78,6 +78,9 @@ func newNamespace(t *testing.T) string {
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("delete namespace %s: %v", created.Name, err)
 		}
+		if err := testutil.DeleteRollouts(context.Background(), dyn, created.Name); err != nil {
+			t.Errorf("%v", err)
+		}
 	})
 	return created.Name
 }

@@ -116,6 +116,9 @@ func newNamespace(t *testing.T) string {
 	ns := created.Name
 	t.Cleanup(func() {
 		ctx := context.Background()
+		if err := testutil.DeleteRollouts(ctx, dyn, ns); err != nil {
+			t.Errorf("%v", err)
+		}
 		start := time.Now()
 		if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("delete namespace %s: %v", ns, err)
