@@ -181,14 +181,14 @@ func (d *decider) step() {
 		s.StepReadyAt = nil
 		left := p.readyTimeout() - now.Sub(s.StepStartedAt.Time)
 		if left <= 0 {
-			msg := "is not Ready"
+			msg := fmt.Sprintf("was not Ready within %s", p.readyTimeout())
 			if notReady.Revision != s.CandidateRevision {
-				msg = "has not been reconciled with the candidate"
+				msg = fmt.Sprintf("was not reconciled with the candidate within %s", p.readyTimeout())
 			}
 			if notReady.Message != "" {
 				msg += ": " + notReady.Message
 			}
-			d.fail(notReady, fmt.Sprintf("%s within %s", msg, p.readyTimeout()))
+			d.fail(notReady, msg)
 			return
 		}
 		d.wake(left)

@@ -218,7 +218,7 @@ func TestFailedStep(t *testing.T) {
 		wantMsg   string
 	}{
 		{name: "not Ready in time, rollback", policy: "{steps: [1, 100%], readyTimeout: 30s}", wait: 31 * time.Second,
-			wantPhase: RolledBack, wantMoved: 0, wantMsg: "is not Ready: Deployment does not have minimum availability within 30s"},
+			wantPhase: RolledBack, wantMoved: 0, wantMsg: "was not Ready within 30s: Deployment does not have minimum availability"},
 		{name: "not Ready in time, pause", policy: "{steps: [1, 100%], readyTimeout: 30s, onFailure: pause}", wait: 31 * time.Second,
 			wantPhase: Failed, wantMoved: 1, wantMsg: "within 30s"},
 		{name: "still within the timeout", policy: "{steps: [1, 100%], readyTimeout: 30s}", wait: 29 * time.Second,
