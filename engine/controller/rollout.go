@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/rollout"
 )
@@ -66,6 +67,12 @@ type rollouts struct {
 	informer cache.SharedIndexInformer // the one TemplateSet, once the CRDs are served
 	stored   map[string]bool           // revisions known to be kept in the cluster
 	after    time.Duration             // when the last decision asked to decide again
+	// last is the TemplateSet as Loom last wrote it. The informer may
+	// not have caught up with that write when the next decision reads,
+	// and a decision from an older state could move parents back.
+	last *unstructured.Unstructured
+	// pruned names the revisions the last prune kept.
+	pruned string
 }
 
 func newRollouts(c *parentController) *rollouts {
@@ -237,7 +244,7 @@ func (r *rollouts) sync(ctx context.Context) error {
 		// one carries on from the state in memory, and the revisions
 		// are kept again. Starting afresh would make the folder's
 		// candidate stable for every parent at once.
-		r.stored = map[string]bool{}
+		r.stored, r.pruned, r.last = map[string]bool{}, "", nil
 		if v := r.view.Load(); v != nil {
 			prev = v.state
 		}
@@ -299,7 +306,12 @@ func (r *rollouts) sync(ctx context.Context) error {
 // created.
 func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstructured.Unstructured, bool, error) {
 	if obj, ok, _ := r.informer.GetStore().GetByKey(r.name); ok {
-		return obj.(*unstructured.Unstructured).DeepCopy(), false, nil
+		cached := obj.(*unstructured.Unstructured)
+		if r.last != nil && r.last.GetUID() == cached.GetUID() &&
+			apply.ParseResourceVersion(cached.GetResourceVersion()) < apply.ParseResourceVersion(r.last.GetResourceVersion()) {
+			return r.last.DeepCopy(), false, nil
+		}
+		return cached.DeepCopy(), false, nil
 	}
 	ts := &unstructured.Unstructured{}
 	ts.SetAPIVersion("loom.dev/v1alpha1")
@@ -504,9 +516,11 @@ func (r *rollouts) writeState(ctx context.Context, ts *unstructured.Unstructured
 		return nil
 	}
 	ts.Object["status"] = st
-	if _, err := r.c.m.client.Resource(templateSetGVR).UpdateStatus(ctx, ts, metav1.UpdateOptions{FieldManager: r.c.m.opts.FieldManager}); err != nil {
+	written, err := r.c.m.client.Resource(templateSetGVR).UpdateStatus(ctx, ts, metav1.UpdateOptions{FieldManager: r.c.m.opts.FieldManager})
+	if err != nil {
 		return fmt.Errorf("write the status of TemplateSet %s: %w", r.name, err)
 	}
+	r.last = written
 	return nil
 }
 
@@ -516,8 +530,13 @@ func jsonEqual(a, b map[string]any) bool {
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 
-// prune deletes this set's TemplateRevisions that s does not name.
+// prune deletes this set's TemplateRevisions that s does not name. It
+// lists them only when the revisions s names changed.
 func (r *rollouts) prune(ctx context.Context, s rollout.State) error {
+	keep := s.StableRevision + "/" + s.CandidateRevision
+	if keep == r.pruned {
+		return nil
+	}
 	list, err := r.c.m.client.Resource(templateRevisionGVR).List(ctx, metav1.ListOptions{LabelSelector: setLabel + "=" + r.name})
 	if err != nil {
 		return fmt.Errorf("list the TemplateRevisions of %s: %w", r.name, err)
@@ -534,6 +553,7 @@ func (r *rollouts) prune(ctx context.Context, s rollout.State) error {
 		}
 		delete(r.stored, rev)
 	}
+	r.pruned = keep
 	return nil
 }
 
