@@ -209,19 +209,29 @@ func waitFleet(t *testing.T, ns string, n int, rev, v string) {
 	})
 }
 
+// startRollout runs Loom over a set "app" with the rollout block policy at
+// version v1, creates n parents (those in canary labelled canary), and
+// waits until they are all Ready on the first revision. It returns the
+// namespace, the set's folder, the TemplateSet's name and its state.
+func startRollout(t *testing.T, policy string, n int, canary ...int) (string, string, string, rolloutState) {
+	t.Helper()
+	ns := newNamespace(t)
+	root, dir := rolloutSet(t, policy, "v1")
+	startLoom(t, root, ns, loomOptions{quiet: true})
+	name := "app." + ns
+	fleet(t, ns, n, canary...)
+	first := waitRollout(t, name, "a stable revision", 60*time.Second, func(s rolloutState) bool { return s.stable != "" && s.phase == "Complete" })
+	waitFleet(t, ns, n, first.stable, "v1")
+	return ns, dir, name, first
+}
+
 // A good edit reaches 20 parents in the policy's three steps, in order,
 // canary first: at no moment has a parent the new children before its step
 // started.
 func TestRolloutGoodEditInSteps(t *testing.T) {
 	t.Parallel()
 	const n = 20
-	ns := newNamespace(t)
-	root, dir := rolloutSet(t, "rollout:\n  steps: [1, 25%, 100%]\n  readyTimeout: 90s\n  soak: 3s\n", "v1")
-	startLoom(t, root, ns, loomOptions{quiet: true})
-	name := "app." + ns
-	fleet(t, ns, n, 7)
-	first := waitRollout(t, name, "a stable revision", 60*time.Second, func(s rolloutState) bool { return s.stable != "" && s.phase == "Complete" })
-	waitFleet(t, ns, n, first.stable, "v1")
+	ns, dir, name, first := startRollout(t, "rollout:\n  steps: [1, 25%, 100%]\n  readyTimeout: 90s\n  soak: 3s\n", n, 7)
 
 	setVersion(t, dir, "v2", "")
 	allowed := map[int64]int{1: 1, 2: 5, 3: n}
@@ -285,13 +295,7 @@ func TestRolloutGoodEditInSteps(t *testing.T) {
 func TestRolloutBadEditRollsBack(t *testing.T) {
 	t.Parallel()
 	const n = 20
-	ns := newNamespace(t)
-	root, dir := rolloutSet(t, "rollout:\n  steps: [1, 25%, 100%]\n  readyTimeout: 15s\n  onFailure: rollback\n", "v1")
-	startLoom(t, root, ns, loomOptions{quiet: true})
-	name := "app." + ns
-	fleet(t, ns, n)
-	first := waitRollout(t, name, "a stable revision", 60*time.Second, func(s rolloutState) bool { return s.stable != "" && s.phase == "Complete" })
-	waitFleet(t, ns, n, first.stable, "v1")
+	ns, dir, name, first := startRollout(t, "rollout:\n  steps: [1, 25%, 100%]\n  readyTimeout: 15s\n  onFailure: rollback\n", n)
 
 	setVersion(t, dir, "v2", "nowhere")
 	var moved string
@@ -352,13 +356,7 @@ func TestRolloutBadEditRollsBack(t *testing.T) {
 func TestRolloutPauseFixResume(t *testing.T) {
 	t.Parallel()
 	const n = 10
-	ns := newNamespace(t)
-	root, dir := rolloutSet(t, "rollout:\n  steps: [1, 50%, 100%]\n  readyTimeout: 15s\n  onFailure: pause\n", "v1")
-	startLoom(t, root, ns, loomOptions{quiet: true})
-	name := "app." + ns
-	fleet(t, ns, n)
-	first := waitRollout(t, name, "a stable revision", 60*time.Second, func(s rolloutState) bool { return s.stable != "" && s.phase == "Complete" })
-	waitFleet(t, ns, n, first.stable, "v1")
+	ns, dir, name, _ := startRollout(t, "rollout:\n  steps: [1, 50%, 100%]\n  readyTimeout: 15s\n  onFailure: pause\n", n)
 
 	setVersion(t, dir, "v2", "nowhere")
 	failed := waitRollout(t, name, "the rollout Failed", 90*time.Second, func(s rolloutState) bool { return s.phase == "Failed" })
@@ -425,13 +423,7 @@ func TestRolloutPauseFixResume(t *testing.T) {
 func TestRolloutTemplateSetDeletedMidRollout(t *testing.T) {
 	t.Parallel()
 	const n = 6
-	ns := newNamespace(t)
-	root, dir := rolloutSet(t, "rollout:\n  steps: [1, 100%]\n  readyTimeout: 10s\n  onFailure: pause\n", "v1")
-	startLoom(t, root, ns, loomOptions{quiet: true})
-	name := "app." + ns
-	fleet(t, ns, n)
-	first := waitRollout(t, name, "a stable revision", 60*time.Second, func(s rolloutState) bool { return s.stable != "" && s.phase == "Complete" })
-	waitFleet(t, ns, n, first.stable, "v1")
+	ns, dir, name, first := startRollout(t, "rollout:\n  steps: [1, 100%]\n  readyTimeout: 10s\n  onFailure: pause\n", n)
 	setVersion(t, dir, "v2", "nowhere")
 	failed := waitRollout(t, name, "the rollout Failed", 90*time.Second, func(s rolloutState) bool { return s.phase == "Failed" })
 	old, err := get(context.Background(), templateSetGVR, "", name)
