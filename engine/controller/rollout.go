@@ -171,8 +171,12 @@ func (r *rollouts) watch(ctx context.Context) error {
 	r.informer = dynamicinformer.NewFilteredDynamicInformer(r.c.m.client, templateSetGVR, "", 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + r.name }).Informer()
 	_, _ = r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { r.wake() },
-		UpdateFunc: func(any, any) { r.wake() },
+		AddFunc: func(any) { r.wake() },
+		UpdateFunc: func(old, cur any) {
+			if specChanged(old, cur) {
+				r.wake()
+			}
+		},
 		DeleteFunc: func(any) { r.wake() },
 	})
 	go r.informer.Run(ctx.Done())
@@ -180,6 +184,16 @@ func (r *rollouts) watch(ctx context.Context) error {
 		return fmt.Errorf("wait for the TemplateSet cache: %w", context.Cause(ctx))
 	}
 	return nil
+}
+
+// specChanged reports whether an update of a TemplateSet changed its spec
+// (its generation). Loom's own status writes do not: a decision that woke
+// on them would write the parents' counts again, in a loop, for as long as
+// parents come and go.
+func specChanged(old, cur any) bool {
+	o, ok1 := old.(*unstructured.Unstructured)
+	n, ok2 := cur.(*unstructured.Unstructured)
+	return !ok1 || !ok2 || o.GetGeneration() != n.GetGeneration() || o.GetUID() != n.GetUID()
 }
 
 // run decides again whenever something wakes it: the TemplateSet changed,
@@ -251,16 +265,15 @@ func (r *rollouts) sync(ctx context.Context) error {
 	}
 
 	// 2. Decide.
-	var parents []rollout.Parent
+	in := rollout.Input{Policy: folder.Config.Rollout, Revision: rev, State: prev, Controls: controls, Now: c.m.opts.Clock.Now()}
 	var objs map[string]*unstructured.Unstructured
 	if folder.Config.Rollout != nil || prev.CandidateRevision != "" {
-		parents, objs = r.parents()
+		in.Parents, objs = r.parents()
 	} else {
 		// Without a rollout, only the count of parents is shown: no
 		// parent is decoded.
-		parents = make([]rollout.Parent, len(c.informer.GetStore().ListKeys()))
+		in.Count = len(c.informer.GetStore().ListKeys())
 	}
-	in := rollout.Input{Policy: folder.Config.Rollout, Revision: rev, State: prev, Controls: controls, Parents: parents, Now: c.m.opts.Clock.Now()}
 	if err := r.ensureStable(ctx, &in); err != nil {
 		return err
 	}

@@ -33,6 +33,9 @@ type Input struct {
 	Controls Controls
 	// Parents are every parent of the set's kind.
 	Parents []Parent
+	// Count is how many parents there are when Parents is nil (a set
+	// without a rollout, whose parents are only counted).
+	Count int
 	// Now is the time of the decision.
 	Now time.Time
 }
@@ -269,6 +272,9 @@ func (d *decider) finish() {
 		s.Phase = Progressing
 	}
 	s.Parents.Total = len(d.in.Parents)
+	if d.in.Parents == nil {
+		s.Parents.Total = d.in.Count
+	}
 	for _, p := range d.in.Parents {
 		if s.CandidateRevision == "" || !s.moves(Key(p.UID, p.Canary)) {
 			continue

@@ -8,12 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
 )
 
 var templateSetGVR = schema.GroupVersionResource{Group: "loom.dev", Version: "v1alpha1", Resource: "templatesets"}
@@ -450,5 +453,34 @@ func TestRolloutTemplateSetDeletedMidRollout(t *testing.T) {
 		if p != moved && (k.pool != "" || k.generation != 1) {
 			t.Errorf("%s moved after the TemplateSet was deleted: %+v", p, k)
 		}
+	}
+}
+
+// A TemplateSet's own status write does not wake its rollout: while 40
+// parents are created over 8 s, a set without a rollout writes its
+// TemplateSet a few times (made, first state, a count), not on every
+// decision that its previous write caused.
+func TestTemplateSetIsNotWrittenInALoop(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	root := copyTemplates(t)
+	name := "myresource." + ns
+	var updates atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, templateSetGVR, "", 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }).Informer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(any, any) { updates.Add(1) }})
+	go inf.Run(ctx.Done())
+	startLoom(t, root, ns, loomOptions{quiet: true})
+	waitRollout(t, name, "a stable revision", 60*time.Second, func(s rolloutState) bool { return s.stable != "" })
+	before := updates.Load()
+	for i := range 40 {
+		createParent(t, ns, fmt.Sprintf("apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: p-%d\nspec:\n  image: nginx:1.27\n", i))
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second)
+	if n := updates.Load() - before; n > 3 {
+		t.Errorf("the TemplateSet was written %d times while 40 parents were created; at most 3 (a count every 30s)", n)
 	}
 }
