@@ -132,6 +132,9 @@ func (m *Manager) reload(ctx context.Context) {
 		if old.Dir != s.Dir || old.Fingerprint() != s.Fingerprint() {
 			c.set.Store(s)
 			if c.rollouts != nil {
+				if s.Config.Rollout != nil && c.running.Load() {
+					c.rollouts.enable(c.ctx)
+				}
 				c.rollouts.wake() // a new revision: the rollout decides who renders it
 			}
 			m.metrics.reloads.WithLabelValues(s.Dir, "success").Inc()

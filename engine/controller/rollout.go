@@ -73,6 +73,8 @@ type rollouts struct {
 	last *unstructured.Unstructured
 	// pruned names the revisions the last prune kept.
 	pruned string
+	// on is set once the TemplateSet is watched and decisions run.
+	on atomic.Bool
 }
 
 func newRollouts(c *parentController) *rollouts {
@@ -131,15 +133,34 @@ func (c *parentController) setFor(parent *unstructured.Unstructured) (*render.Se
 // informer starts. Without the rollout CRDs, a set with a rollout policy
 // does not start (it is retried when CRDs change); a set without one runs
 // as if rollouts did not exist.
+//
+// A set without a rollout policy has no TemplateSet and costs nothing
+// here: rollouts start when a reload gives it a policy (enable).
 func (r *rollouts) check(ctx context.Context) error {
-	if err := r.watch(ctx); err != nil {
-		if r.c.set.Load().Config.Rollout != nil {
-			return err
-		}
-		klog.FromContext(ctx).V(1).Info("Rollouts off: TemplateSets cannot be read", "err", err.Error())
-		r.informer = nil
+	if r.c.set.Load().Config.Rollout == nil {
+		return nil
 	}
+	if err := r.watch(ctx); err != nil {
+		return err
+	}
+	r.on.Store(true)
 	return nil
+}
+
+// enable starts the rollouts of a running controller whose set gained a
+// rollout policy. Until its first decision, its parents wait (setFor).
+func (r *rollouts) enable(ctx context.Context) {
+	if !r.on.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		if err := r.watch(ctx); err != nil {
+			klog.FromContext(ctx).Error(err, "Rollouts cannot start; the set's parents wait", "templateSet", r.name)
+			r.on.Store(false)
+			return
+		}
+		r.start(ctx)
+	}()
 }
 
 // start makes the first decision once the parent cache has synced and
@@ -147,7 +168,7 @@ func (r *rollouts) check(ctx context.Context) error {
 // policy is reconciled before its revision is known (a reconcile without
 // the view waits for it), then keeps deciding in the background.
 func (r *rollouts) start(ctx context.Context) {
-	if r.informer == nil {
+	if !r.on.Load() {
 		return
 	}
 	if err := r.sync(ctx); err != nil {

@@ -457,14 +457,14 @@ func TestRolloutTemplateSetDeletedMidRollout(t *testing.T) {
 }
 
 // A TemplateSet's own status write does not wake its rollout: while 40
-// parents are created over 8 s, a set without a rollout writes its
+// parents are created over 8 s, a set with no rollout running writes its
 // TemplateSet a few times (made, first state, a count), not on every
 // decision that its previous write caused.
 func TestTemplateSetIsNotWrittenInALoop(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	root := copyTemplates(t)
-	name := "myresource." + ns
+	root, _ := rolloutSet(t, "rollout:\n  steps: [1, 100%]\n", "v1")
+	name := "app." + ns
 	var updates atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -483,4 +483,38 @@ func TestTemplateSetIsNotWrittenInALoop(t *testing.T) {
 	if n := updates.Load() - before; n > 3 {
 		t.Errorf("the TemplateSet was written %d times while 40 parents were created; at most 3 (a count every 30s)", n)
 	}
+}
+
+// A set without a rollout policy has no TemplateSet; an edit that adds one
+// starts its rollouts without a restart: the TemplateSet is made, and every
+// parent records the revision it renders.
+func TestRolloutPolicyAddedByAnEdit(t *testing.T) {
+	t.Parallel()
+	const n = 3
+	ns := newNamespace(t)
+	root, dir := rolloutSet(t, "", "v1")
+	startLoom(t, root, ns, loomOptions{quiet: true})
+	name := "app." + ns
+	fleet(t, ns, n)
+	eventually(t, 60*time.Second, "every parent Ready", func(ctx context.Context) error {
+		for i := range n {
+			p, err := get(ctx, myresGVR, ns, fmt.Sprintf("p-%d", i))
+			if err != nil {
+				return err
+			}
+			if st, _, msg := condition(p, "Ready"); st != "True" {
+				return fmt.Errorf("p-%d: Ready=%s (%s)", i, st, msg)
+			}
+		}
+		return nil
+	})
+	if _, err := get(context.Background(), templateSetGVR, "", name); !isNotFound(err) {
+		t.Fatalf("a set without a rollout policy has a TemplateSet: %v", err)
+	}
+	loomYAML := "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\nrollout:\n  steps: [1, 100%]\n"
+	if err := os.WriteFile(filepath.Join(dir, "loom.yaml"), []byte(loomYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first := waitRollout(t, name, "a TemplateSet after the edit", 60*time.Second, func(s rolloutState) bool { return s.stable != "" && s.phase == "Complete" })
+	waitFleet(t, ns, n, first.stable, "v1")
 }
