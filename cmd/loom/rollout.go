@@ -239,18 +239,13 @@ type templateSet struct {
 // templateSetOf reads a TemplateSet's status the way Loom writes it.
 func templateSetOf(obj *unstructured.Unstructured) (templateSet, error) {
 	ts := templateSet{Name: obj.GetName()}
-	if raw, ok := obj.Object["status"].(map[string]any); ok {
-		b, err := json.Marshal(raw)
-		if err == nil {
-			err = json.Unmarshal(b, &ts.State)
-		}
-		if err != nil {
-			return ts, fmt.Errorf("read status of templateset/%s: %w", obj.GetName(), err)
-		}
+	state, controls, err := rollout.FromObject(obj)
+	if err != nil {
+		return ts, err
 	}
+	ts.State, ts.Paused = state, controls.Paused
 	ts.Set, _, _ = unstructured.NestedString(obj.Object, "status", "set")
 	ts.ParentKind, _, _ = unstructured.NestedString(obj.Object, "status", "parentKind")
-	ts.Paused, _, _ = unstructured.NestedBool(obj.Object, "spec", "paused")
 	return ts, nil
 }
 

@@ -75,6 +75,9 @@ type rollouts struct {
 	pruned string
 	// on is set once the TemplateSet is watched and decisions run.
 	on atomic.Bool
+	// wrote is the resourceVersion of Loom's last write of the
+	// TemplateSet: its echo wakes no decision.
+	wrote atomic.Value
 }
 
 func newRollouts(c *parentController) *rollouts {
@@ -194,7 +197,7 @@ func (r *rollouts) watch(ctx context.Context) error {
 	_, _ = r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { r.wake() },
 		UpdateFunc: func(old, cur any) {
-			if specChanged(old, cur) {
+			if !r.ownWrite(old, cur) {
 				r.wake()
 			}
 		},
@@ -207,14 +210,16 @@ func (r *rollouts) watch(ctx context.Context) error {
 	return nil
 }
 
-// specChanged reports whether an update of a TemplateSet changed its spec
-// (its generation). Loom's own status writes do not: a decision that woke
-// on them would write the parents' counts again, in a loop, for as long as
-// parents come and go.
-func specChanged(old, cur any) bool {
+// ownWrite reports whether an update of the TemplateSet is the echo of
+// Loom's own status write. That echo wakes no decision: one that did would
+// write the parents' counts again, in a loop, for as long as parents come
+// and go. Any other change does: a spec edit, or a status someone else
+// changed or cleared, which the decision restores.
+func (r *rollouts) ownWrite(old, cur any) bool {
 	o, ok1 := old.(*unstructured.Unstructured)
 	n, ok2 := cur.(*unstructured.Unstructured)
-	return !ok1 || !ok2 || o.GetGeneration() != n.GetGeneration() || o.GetUID() != n.GetUID()
+	wrote, _ := r.wrote.Load().(string)
+	return ok1 && ok2 && o.GetUID() == n.GetUID() && n.GetResourceVersion() == wrote
 }
 
 // run decides again whenever something wakes it: the TemplateSet changed,
@@ -269,20 +274,22 @@ func (r *rollouts) sync(ctx context.Context) error {
 
 	// 1. Read the TemplateSet (create it the first time) and the state
 	//    and controls it holds.
-	ts, created, err := r.templateSet(ctx, folder)
+	ts, err := r.templateSet(ctx, folder)
 	if err != nil {
 		return err
 	}
-	prev, controls := rolloutStateOf(ts)
-	if created {
-		// Deleted while Loom ran (its revisions went with it): the new
-		// one carries on from the state in memory, and the revisions
-		// are kept again. Starting afresh would make the folder's
-		// candidate stable for every parent at once.
+	prev, controls, err := rollout.FromObject(ts)
+	if err != nil {
+		return err
+	}
+	if v := r.view.Load(); v != nil && prev.StableRevision == "" {
+		// The cluster lost the state while Loom ran: the TemplateSet was
+		// deleted (its revisions with it) or its status cleared. Carry
+		// on from the state in memory and keep the revisions again;
+		// starting afresh would make the folder's candidate stable for
+		// every parent at once.
+		prev = v.state
 		r.stored, r.pruned, r.last = map[string]bool{}, "", nil
-		if v := r.view.Load(); v != nil {
-			prev = v.state
-		}
 	}
 
 	// 2. Decide.
@@ -336,16 +343,15 @@ func (r *rollouts) sync(ctx context.Context) error {
 	return r.prune(ctx, d.State)
 }
 
-// templateSet returns this set's TemplateSet, and whether it had to be
-// created.
-func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstructured.Unstructured, bool, error) {
+// templateSet returns this set's TemplateSet, created if missing.
+func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstructured.Unstructured, error) {
 	if obj, ok, _ := r.informer.GetStore().GetByKey(r.name); ok {
 		cached := obj.(*unstructured.Unstructured)
 		if r.last != nil && r.last.GetUID() == cached.GetUID() &&
 			apply.ParseResourceVersion(cached.GetResourceVersion()) < apply.ParseResourceVersion(r.last.GetResourceVersion()) {
-			return r.last.DeepCopy(), false, nil
+			return r.last.DeepCopy(), nil
 		}
-		return cached.DeepCopy(), false, nil
+		return cached.DeepCopy(), nil
 	}
 	ts := &unstructured.Unstructured{}
 	ts.SetAPIVersion("loom.dev/v1alpha1")
@@ -355,29 +361,12 @@ func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstru
 	ts.SetAnnotations(map[string]string{"loom.dev/folder": folder.Dir})
 	created, err := r.c.m.client.Resource(templateSetGVR).Create(ctx, ts, metav1.CreateOptions{FieldManager: r.c.m.opts.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
-		got, err := r.c.m.client.Resource(templateSetGVR).Get(ctx, r.name, metav1.GetOptions{})
-		return got, false, err
+		return r.c.m.client.Resource(templateSetGVR).Get(ctx, r.name, metav1.GetOptions{})
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("create TemplateSet %s: %w", r.name, err)
+		return nil, fmt.Errorf("create TemplateSet %s: %w", r.name, err)
 	}
-	return created, true, nil
-}
-
-// rolloutStateOf reads a TemplateSet's state and controls.
-func rolloutStateOf(ts *unstructured.Unstructured) (rollout.State, rollout.Controls) {
-	var s rollout.State
-	if raw, ok := ts.Object["status"].(map[string]any); ok {
-		if b, err := json.Marshal(raw); err == nil {
-			_ = json.Unmarshal(b, &s)
-		}
-	}
-	var ctl rollout.Controls
-	ctl.Paused, _, _ = unstructured.NestedBool(ts.Object, "spec", "paused")
-	ctl.Resume, _, _ = unstructured.NestedString(ts.Object, "spec", "resume")
-	ctl.Promote, _, _ = unstructured.NestedString(ts.Object, "spec", "promote")
-	ctl.Abort, _, _ = unstructured.NestedString(ts.Object, "spec", "abort")
-	return s, ctl
+	return created, nil
 }
 
 // parents returns what Decide needs of every parent, and the parents by
@@ -555,6 +544,7 @@ func (r *rollouts) writeState(ctx context.Context, ts *unstructured.Unstructured
 		return fmt.Errorf("write the status of TemplateSet %s: %w", r.name, err)
 	}
 	r.last = written
+	r.wrote.Store(written.GetResourceVersion())
 	return nil
 }
 

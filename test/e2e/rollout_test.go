@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 )
@@ -421,14 +422,24 @@ func TestRolloutPauseFixResume(t *testing.T) {
 	}
 }
 
-// A TemplateSet deleted mid-rollout is made again with the rollout's
-// state: the candidate does not become stable for every parent at once.
+// A TemplateSet whose status is cleared, or which is deleted, mid-rollout
+// gets the rollout's state back: the candidate does not become stable for
+// every parent at once.
 func TestRolloutTemplateSetDeletedMidRollout(t *testing.T) {
 	t.Parallel()
 	const n = 6
 	ns, dir, name, first := startRollout(t, "rollout:\n  steps: [1, 100%]\n  readyTimeout: 10s\n  onFailure: pause\n", n)
 	setVersion(t, dir, "v2", "nowhere")
 	failed := waitRollout(t, name, "the rollout Failed", 90*time.Second, func(s rolloutState) bool { return s.phase == "Failed" })
+	// A status cleared by hand is restored the same way.
+	if _, err := dyn.Resource(templateSetGVR).Patch(context.Background(), name, types.MergePatchType,
+		[]byte(`{"status":null}`), metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	restored := waitRollout(t, name, "the status restored", 30*time.Second, func(s rolloutState) bool { return s.phase != "" })
+	if restored.stable != first.stable || restored.candidate != failed.candidate || restored.phase != "Failed" {
+		t.Fatalf("after the status was cleared: %+v; want stable %s, candidate %s, Failed", restored, first.stable, failed.candidate)
+	}
 	old, err := get(context.Background(), templateSetGVR, "", name)
 	if err != nil {
 		t.Fatal(err)
