@@ -333,7 +333,8 @@ func (r *rollouts) sync(ctx context.Context) error {
 	// 4. Publish the view, and reconcile the parents whose revision moved.
 	old := r.view.Swap(&rolloutView{state: d.State, sets: sets})
 	for _, p := range objs {
-		if old == nil || old.state.Target(string(p.GetUID()), isCanary(p)) != d.State.Target(string(p.GetUID()), isCanary(p)) {
+		k := rollout.Key(string(p.GetUID()), isCanary(p))
+		if old == nil || old.state.TargetOf(k) != d.State.TargetOf(k) {
 			c.queue.Add(cache.NewObjectName(p.GetNamespace(), p.GetName()))
 		}
 	}

@@ -64,7 +64,7 @@ type Decision struct {
 // Decide moves a rollout on by what its parents show and what the user
 // asked for. It is pure: the same input gives the same decision.
 func Decide(in Input) Decision {
-	d := &decider{in: in, s: in.State}
+	d := &decider{in: in, s: in.State, keys: keysOf(in.Parents)}
 	d.s.Parents = Counts{}
 	d.revision()
 	if d.s.CandidateRevision != "" {
@@ -85,6 +85,7 @@ func Decide(in Input) Decision {
 
 type decider struct {
 	in     Input
+	keys   []uint64 // each parent's Key, computed once per decision
 	s      State
 	events []Event
 	after  time.Duration
@@ -165,7 +166,7 @@ func (d *decider) step() {
 	var notReady *Parent
 	for i := range d.in.Parents {
 		par := &d.in.Parents[i]
-		if !s.moves(Key(par.UID, par.Canary)) {
+		if !s.moves(d.keys[i]) {
 			continue
 		}
 		onCandidate := par.Revision == s.CandidateRevision
@@ -221,7 +222,7 @@ func (d *decider) step() {
 // Count(i) parents, and is never lower than the last step's.
 func (d *decider) startStep(i int) {
 	s := &d.s
-	t := threshold(d.in.Parents, d.in.Policy.Count(i, len(d.in.Parents)))
+	t := threshold(d.keys, d.in.Policy.Count(i, len(d.in.Parents)))
 	if i == len(d.in.Policy.Steps)-1 {
 		t = ^uint64(0) // the last step moves every parent, including later ones
 	}
@@ -275,8 +276,8 @@ func (d *decider) finish() {
 	if d.in.Parents == nil {
 		s.Parents.Total = d.in.Count
 	}
-	for _, p := range d.in.Parents {
-		if s.CandidateRevision == "" || !s.moves(Key(p.UID, p.Canary)) {
+	for i, p := range d.in.Parents {
+		if s.CandidateRevision == "" || !s.moves(d.keys[i]) {
 			continue
 		}
 		s.Parents.Moved++

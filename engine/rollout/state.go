@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,8 +111,11 @@ func Key(uid string, canary bool) uint64 {
 }
 
 // Target is the revision parent's children render from under s.
-func (s *State) Target(uid string, canary bool) string {
-	if s.CandidateRevision == "" || !s.moves(Key(uid, canary)) {
+func (s *State) Target(uid string, canary bool) string { return s.TargetOf(Key(uid, canary)) }
+
+// TargetOf is Target for a parent whose Key is key.
+func (s *State) TargetOf(key uint64) string {
+	if s.CandidateRevision == "" || !s.moves(key) {
 		return s.StableRevision
 	}
 	return s.CandidateRevision
@@ -130,18 +133,25 @@ func (s *State) moves(key uint64) bool {
 	return key < t
 }
 
-// threshold is the lowest threshold that moves the first n of parents.
-func threshold(parents []Parent, n int) uint64 {
+// threshold is the lowest threshold that moves the first n of the parents
+// whose keys are keys.
+func threshold(keys []uint64, n int) uint64 {
 	if n <= 0 {
 		return 0
 	}
-	if n >= len(parents) {
+	if n >= len(keys) {
 		return math.MaxUint64
 	}
+	sorted := slices.Clone(keys)
+	slices.Sort(sorted)
+	return sorted[n-1] + 1
+}
+
+// keysOf is the Key of each parent, in order.
+func keysOf(parents []Parent) []uint64 {
 	keys := make([]uint64, len(parents))
 	for i, p := range parents {
 		keys[i] = Key(p.UID, p.Canary)
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-	return keys[n-1] + 1
+	return keys
 }
