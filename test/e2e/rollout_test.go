@@ -217,16 +217,16 @@ func waitFleet(t *testing.T, ns string, n int, rev, v string) {
 // version v1, creates n parents (those in canary labelled canary), and
 // waits until they are all Ready on the first revision. It returns the
 // namespace, the set's folder, the TemplateSet's name and its state.
-func startRollout(t *testing.T, policy string, n int, canary ...int) (string, string, string, rolloutState) {
+func startRollout(t *testing.T, policy string, n int, canary ...int) (*loom, string, string, string, rolloutState) {
 	t.Helper()
 	ns := newNamespace(t)
 	root, dir := rolloutSet(t, policy, "v1")
-	startLoom(t, root, ns, loomOptions{quiet: true})
+	l := startLoom(t, root, ns, loomOptions{quiet: true})
 	name := "app." + ns
 	fleet(t, ns, n, canary...)
 	first := waitRollout(t, name, "a stable revision", 60*time.Second, func(s rolloutState) bool { return s.stable != "" && s.phase == "Complete" })
 	waitFleet(t, ns, n, first.stable, "v1")
-	return ns, dir, name, first
+	return l, ns, dir, name, first
 }
 
 // A good edit reaches 20 parents in the policy's three steps, in order,
@@ -235,15 +235,18 @@ func startRollout(t *testing.T, policy string, n int, canary ...int) (string, st
 func TestRolloutGoodEditInSteps(t *testing.T) {
 	t.Parallel()
 	const n = 20
-	ns, dir, name, first := startRollout(t, "rollout:\n  steps: [1, 25%, 100%]\n  readyTimeout: 90s\n  soak: 3s\n", n, 7)
+	l, ns, dir, name, first := startRollout(t, "rollout:\n  steps: [1, 25%, 100%]\n  readyTimeout: 90s\n  soak: 3s\n", n, 7)
 
 	setVersion(t, dir, "v2", "")
 	allowed := map[int64]int{1: 1, 2: 5, 3: n}
 	var steps []int64
 	var order []string
 	seen := map[string]bool{}
+	gauge := map[float64]bool{} // loom_rollout_step values seen
+	setLabel := map[string]string{"set": name}
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
+		gauge[l.counter(t, "loom_rollout_step", setLabel)] = true
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		kids, err := childrenOf(ctx, ns)
 		if err != nil {
@@ -290,6 +293,14 @@ func TestRolloutGoodEditInSteps(t *testing.T) {
 	}
 	final, _ := readRollout(context.Background(), name)
 	waitFleet(t, ns, n, final.stable, "v2")
+	if !gauge[1] || !gauge[2] || !gauge[3] {
+		t.Errorf("loom_rollout_step showed %v; want steps 1, 2 and 3 among them", gauge)
+	}
+	stable := l.counter(t, "loom_rollout_parents", map[string]string{"set": name, "revision": "stable"})
+	candidate := l.counter(t, "loom_rollout_parents", map[string]string{"set": name, "revision": "candidate"})
+	if step := l.counter(t, "loom_rollout_step", setLabel); step != 0 || stable != n || candidate != 0 {
+		t.Errorf("after the rollout: loom_rollout_step %v, parents stable %v, candidate %v; want 0, %d, 0", step, stable, candidate, n)
+	}
 }
 
 // A bad edit (pods that ask for a node pool no node has, so the Deployment
@@ -299,7 +310,7 @@ func TestRolloutGoodEditInSteps(t *testing.T) {
 func TestRolloutBadEditRollsBack(t *testing.T) {
 	t.Parallel()
 	const n = 20
-	ns, dir, name, first := startRollout(t, "rollout:\n  steps: [1, 25%, 100%]\n  readyTimeout: 15s\n  onFailure: rollback\n", n)
+	_, ns, dir, name, first := startRollout(t, "rollout:\n  steps: [1, 25%, 100%]\n  readyTimeout: 15s\n  onFailure: rollback\n", n)
 
 	setVersion(t, dir, "v2", "nowhere")
 	var moved string
@@ -360,7 +371,7 @@ func TestRolloutBadEditRollsBack(t *testing.T) {
 func TestRolloutPauseFixResume(t *testing.T) {
 	t.Parallel()
 	const n = 10
-	ns, dir, name, _ := startRollout(t, "rollout:\n  steps: [1, 50%, 100%]\n  readyTimeout: 15s\n  onFailure: pause\n", n)
+	_, ns, dir, name, _ := startRollout(t, "rollout:\n  steps: [1, 50%, 100%]\n  readyTimeout: 15s\n  onFailure: pause\n", n)
 
 	setVersion(t, dir, "v2", "nowhere")
 	failed := waitRollout(t, name, "the rollout Failed", 90*time.Second, func(s rolloutState) bool { return s.phase == "Failed" })
@@ -428,7 +439,7 @@ func TestRolloutPauseFixResume(t *testing.T) {
 func TestRolloutTemplateSetDeletedMidRollout(t *testing.T) {
 	t.Parallel()
 	const n = 6
-	ns, dir, name, first := startRollout(t, "rollout:\n  steps: [1, 100%]\n  readyTimeout: 10s\n  onFailure: pause\n", n)
+	_, ns, dir, name, first := startRollout(t, "rollout:\n  steps: [1, 100%]\n  readyTimeout: 10s\n  onFailure: pause\n", n)
 	setVersion(t, dir, "v2", "nowhere")
 	failed := waitRollout(t, name, "the rollout Failed", 90*time.Second, func(s rolloutState) bool { return s.phase == "Failed" })
 	// A status cleared by hand is restored the same way.
