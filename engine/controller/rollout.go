@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,9 +77,12 @@ type rollouts struct {
 	pruned string
 	// on is set once the TemplateSet is watched and decisions run.
 	on atomic.Bool
-	// wrote is the resourceVersion of Loom's last write of the
-	// TemplateSet: its echo wakes no decision.
-	wrote atomic.Value
+	// wrote holds the resourceVersions of Loom's recent writes of the
+	// TemplateSet, whose echoes wake no decision. It keeps more than the
+	// last: on a loaded machine an echo can arrive after the next write.
+	wroteMu sync.Mutex
+	wrote   [8]string
+	wroteN  int
 }
 
 func newRollouts(c *parentController) *rollouts {
@@ -218,8 +223,20 @@ func (r *rollouts) watch(ctx context.Context) error {
 func (r *rollouts) ownWrite(old, cur any) bool {
 	o, ok1 := old.(*unstructured.Unstructured)
 	n, ok2 := cur.(*unstructured.Unstructured)
-	wrote, _ := r.wrote.Load().(string)
-	return ok1 && ok2 && o.GetUID() == n.GetUID() && n.GetResourceVersion() == wrote
+	if !ok1 || !ok2 || o.GetUID() != n.GetUID() || n.GetResourceVersion() == "" {
+		return false
+	}
+	r.wroteMu.Lock()
+	defer r.wroteMu.Unlock()
+	return slices.Contains(r.wrote[:], n.GetResourceVersion())
+}
+
+// remember notes resourceVersion rv as one of Loom's own writes.
+func (r *rollouts) remember(rv string) {
+	r.wroteMu.Lock()
+	defer r.wroteMu.Unlock()
+	r.wrote[r.wroteN%len(r.wrote)] = rv
+	r.wroteN++
 }
 
 // run decides again whenever something wakes it: the TemplateSet changed,
@@ -545,7 +562,7 @@ func (r *rollouts) writeState(ctx context.Context, ts *unstructured.Unstructured
 		return fmt.Errorf("write the status of TemplateSet %s: %w", r.name, err)
 	}
 	r.last = written
-	r.wrote.Store(written.GetResourceVersion())
+	r.remember(written.GetResourceVersion())
 	return nil
 }
 
