@@ -77,9 +77,9 @@ type rollouts struct {
 	pruned string
 	// on is set once the TemplateSet is watched and decisions run.
 	on atomic.Bool
-	// wrote holds the resourceVersions of Loom's recent writes of the
-	// TemplateSet, whose echoes wake no decision. It keeps more than the
-	// last: on a loaded machine an echo can arrive after the next write.
+	// wrote holds the statuses (as JSON) of Loom's recent writes of the
+	// TemplateSet, noted before each write is sent: a write's watch event
+	// can arrive before the write returns, or after the next write.
 	wroteMu sync.Mutex
 	wrote   [8]string
 	wroteN  int
@@ -216,26 +216,38 @@ func (r *rollouts) watch(ctx context.Context) error {
 }
 
 // ownWrite reports whether an update of the TemplateSet is the echo of
-// Loom's own status write. That echo wakes no decision: one that did would
-// write the parents' counts again, in a loop, for as long as parents come
-// and go. Any other change does: a spec edit, or a status someone else
-// changed or cleared, which the decision restores.
+// Loom's own status write: the same object and spec (generation), with a
+// status Loom recently wrote. That echo wakes no decision: one that did
+// would write the parents' counts again, in a loop, for as long as parents
+// come and go. Any other change does: a spec edit, or a status someone
+// else changed or cleared, which the decision restores.
+//
+// The echo is known by its content, not its resourceVersion, which Loom
+// learns only when the write returns, and the echo can come first.
 func (r *rollouts) ownWrite(old, cur any) bool {
 	o, ok1 := old.(*unstructured.Unstructured)
 	n, ok2 := cur.(*unstructured.Unstructured)
-	if !ok1 || !ok2 || o.GetUID() != n.GetUID() || n.GetResourceVersion() == "" {
+	if !ok1 || !ok2 || o.GetUID() != n.GetUID() || o.GetGeneration() != n.GetGeneration() {
+		return false
+	}
+	st, ok := n.Object["status"].(map[string]any)
+	if !ok {
+		return false
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
 		return false
 	}
 	r.wroteMu.Lock()
 	defer r.wroteMu.Unlock()
-	return slices.Contains(r.wrote[:], n.GetResourceVersion())
+	return slices.Contains(r.wrote[:], string(b))
 }
 
-// remember notes resourceVersion rv as one of Loom's own writes.
-func (r *rollouts) remember(rv string) {
+// remember notes status as one Loom is about to write.
+func (r *rollouts) remember(status string) {
 	r.wroteMu.Lock()
 	defer r.wroteMu.Unlock()
-	r.wrote[r.wroteN%len(r.wrote)] = rv
+	r.wrote[r.wroteN%len(r.wrote)] = status
 	r.wroteN++
 }
 
@@ -553,23 +565,21 @@ func (r *rollouts) writeState(ctx context.Context, ts *unstructured.Unstructured
 		_ = json.Unmarshal(b, &list)
 		st["conditions"] = list
 	}
-	if jsonEqual(old, st) {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if oldJSON, err := json.Marshal(old); err == nil && string(oldJSON) == string(b) {
 		return nil
 	}
+	r.remember(string(b))
 	ts.Object["status"] = st
 	written, err := r.c.m.client.Resource(templateSetGVR).UpdateStatus(ctx, ts, metav1.UpdateOptions{FieldManager: r.c.m.opts.FieldManager})
 	if err != nil {
 		return fmt.Errorf("write the status of TemplateSet %s: %w", r.name, err)
 	}
 	r.last = written
-	r.remember(written.GetResourceVersion())
 	return nil
-}
-
-func jsonEqual(a, b map[string]any) bool {
-	x, err1 := json.Marshal(a)
-	y, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 
 // prune deletes this set's TemplateRevisions that s does not name. It
