@@ -291,6 +291,9 @@ func (m *Manager) kindsChanged() {
 		if c.running.Load() {
 			c.enqueueUnserved()
 			c.retryStatus()
+			if c.rollouts != nil {
+				c.rollouts.retryNow() // the rollout CRDs may be served now
+			}
 			continue
 		}
 		select {

@@ -89,9 +89,7 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 		return fmt.Errorf("%w: %s: %w", errNotServed, c.gvk, err)
 	}
 	if c.rollouts != nil {
-		if err := c.rollouts.check(ctx); err != nil {
-			return err
-		}
+		c.rollouts.check(ctx)
 	}
 	c.gvr = gvr
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(

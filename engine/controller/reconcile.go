@@ -36,8 +36,15 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	}
 	set, revision := c.setFor(parent)
 	if set == nil {
-		// The set's rollout state is not loaded yet: which revision this
-		// parent renders is unknown, so it waits.
+		// The set's rollout state is not loaded: which revision this
+		// parent renders is unknown, so it renders nothing. When the
+		// state is unavailable, the parent says why; the first decision
+		// that succeeds reconciles every parent.
+		if err := c.rollouts.why(); err != nil {
+			logger.V(2).Info("The set's rollout state is unavailable", "err", err)
+			rev, _, _ := unstructured.NestedString(parent.Object, "status", "templateRevision")
+			return c.writeStatus(ctx, c.set.Load(), parent, status.Input{RolloutErr: err, Revision: rev})
+		}
 		logger.V(2).Info("Waiting for the set's rollout state")
 		c.queue.AddAfter(key, 2*time.Second)
 		return nil

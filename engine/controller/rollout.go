@@ -75,8 +75,16 @@ type rollouts struct {
 	last *unstructured.Unstructured
 	// pruned names the revisions the last prune kept.
 	pruned string
-	// on is set once the TemplateSet is watched and decisions run.
-	on atomic.Bool
+	// on is set once the TemplateSet is watched and decisions run;
+	// begun once the first attempt to start them was made.
+	on, begun atomic.Bool
+	// unavailable is why there is no rollout state to read yet: the
+	// rollout CRDs are missing, Loom may not read or write them, or the
+	// first decision failed. A parent then renders nothing and says so.
+	unavailable atomic.Pointer[string]
+	// retry is kicked when CRDs change, so that a start waiting for the
+	// rollout CRDs tries again at once.
+	retry chan struct{}
 	// wrote holds the statuses (as JSON) of Loom's recent writes of the
 	// TemplateSet, noted before each write is sent: a write's watch event
 	// can arrive before the write returns, or after the next write.
@@ -86,7 +94,8 @@ type rollouts struct {
 }
 
 func newRollouts(c *parentController) *rollouts {
-	return &rollouts{c: c, name: templateSetName(c.set.Load(), c.m.opts.Namespace), kick: make(chan struct{}, 1), stored: map[string]bool{}}
+	return &rollouts{c: c, name: templateSetName(c.set.Load(), c.m.opts.Namespace), kick: make(chan struct{}, 1),
+		retry: make(chan struct{}, 1), stored: map[string]bool{}}
 }
 
 var invalidName = regexp.MustCompile(`[^a-z0-9.-]+`)
@@ -138,35 +147,37 @@ func (c *parentController) setFor(parent *unstructured.Unstructured) (*render.Se
 }
 
 // check starts the informer of the set's TemplateSet, before the parent
-// informer starts. Without the rollout CRDs, a set with a rollout policy
-// does not start (it is retried when CRDs change); a set without one runs
-// as if rollouts did not exist.
+// informer starts. A set without a rollout policy has no TemplateSet and
+// costs nothing here: rollouts start when a reload gives it a policy
+// (enable).
 //
-// A set without a rollout policy has no TemplateSet and costs nothing
-// here: rollouts start when a reload gives it a policy (enable).
-func (r *rollouts) check(ctx context.Context) error {
-	if r.c.set.Load().Config.Rollout == nil {
-		return nil
+// When the TemplateSet cannot be watched (the rollout CRDs are missing,
+// or Loom's RBAC does not cover them), the controller starts anyway: its
+// parents say so in their conditions, and start keeps trying.
+func (r *rollouts) check(ctx context.Context) {
+	if r.c.set.Load().Config.Rollout == nil || !r.begun.CompareAndSwap(false, true) {
+		return
 	}
 	if err := r.watch(ctx); err != nil {
-		return err
+		r.setUnavailable(ctx, err)
+		return
 	}
 	r.on.Store(true)
-	return nil
 }
 
 // enable starts the rollouts of a running controller whose set gained a
 // rollout policy. Until its first decision, its parents wait (setFor).
 func (r *rollouts) enable(ctx context.Context) {
-	if !r.on.CompareAndSwap(false, true) {
+	if !r.begun.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {
 		if err := r.watch(ctx); err != nil {
-			klog.FromContext(ctx).Error(err, "Rollouts cannot start; the set's parents wait", "templateSet", r.name)
-			r.on.Store(false)
+			r.setUnavailable(ctx, err)
+			r.retryStart(ctx)
 			return
 		}
+		r.on.Store(true)
 		r.start(ctx)
 	}()
 }
@@ -174,15 +185,82 @@ func (r *rollouts) enable(ctx context.Context) {
 // start makes the first decision once the parent cache has synced and
 // before the workers start, so that no parent of a set with a rollout
 // policy is reconciled before its revision is known (a reconcile without
-// the view waits for it), then keeps deciding in the background.
+// the view waits for it), then keeps deciding in the background. Rollouts
+// that could not be watched are retried in the background.
 func (r *rollouts) start(ctx context.Context) {
 	if !r.on.Load() {
+		if r.begun.Load() {
+			go r.retryStart(ctx)
+		}
 		return
 	}
 	if err := r.sync(ctx); err != nil {
 		klog.FromContext(ctx).Error(err, "Rollout decision failed; retrying", "templateSet", r.name)
+	} else {
+		r.setUnavailable(ctx, nil)
 	}
 	go r.run(ctx)
+}
+
+// retryStart tries to watch the TemplateSet again when CRDs change, and
+// otherwise after a backoff of up to 30s (RBAC can be granted without any
+// CRD changing), then starts the decisions.
+func (r *rollouts) retryStart(ctx context.Context) {
+	backoff := time.Second
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.retry:
+		case <-time.After(backoff):
+			backoff = min(2*backoff, 30*time.Second)
+		}
+		if err := r.watch(ctx); err != nil {
+			r.setUnavailable(ctx, err)
+			continue
+		}
+		r.on.Store(true)
+		r.start(ctx)
+		return
+	}
+}
+
+// retryNow asks a start that waits for the rollout CRDs to try again.
+func (r *rollouts) retryNow() {
+	select {
+	case r.retry <- struct{}{}:
+	default:
+	}
+}
+
+// setUnavailable records why the set has no rollout state. A new reason is
+// logged, and reaches every parent's conditions (a reconcile reads it);
+// nil clears it once a decision succeeded.
+func (r *rollouts) setUnavailable(ctx context.Context, err error) {
+	if err == nil {
+		r.unavailable.Store(nil)
+		return
+	}
+	msg := err.Error()
+	if old := r.unavailable.Swap(&msg); old != nil && *old == msg {
+		return
+	}
+	klog.FromContext(ctx).Error(err, "Rollouts are unavailable; the set's parents render nothing until they start", "templateSet", r.name)
+	if c := r.c; c.running.Load() {
+		for _, k := range c.informer.GetStore().ListKeys() {
+			if name, err := cache.ParseObjectName(k); err == nil {
+				c.queue.Add(name)
+			}
+		}
+	}
+}
+
+// why returns why the set has no rollout state, or nil.
+func (r *rollouts) why() error {
+	if msg := r.unavailable.Load(); msg != nil {
+		return errors.New(*msg)
+	}
+	return nil
 }
 
 // watch starts the informer of this set's TemplateSet.
@@ -195,6 +273,9 @@ func (r *rollouts) watch(ctx context.Context) error {
 	// A Loom whose RBAC does not cover rollouts must not wait for an
 	// informer that can never sync.
 	if _, err := r.c.m.client.Resource(templateSetGVR).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + r.name, Limit: 1}); err != nil {
+		if apierrors.IsForbidden(err) {
+			return fmt.Errorf("Loom may not read TemplateSets (see deploy/rbac.yaml): %w", err)
+		}
 		return fmt.Errorf("list TemplateSet %s: %w", r.name, err)
 	}
 	r.informer = dynamicinformer.NewFilteredDynamicInformer(r.c.m.client, templateSetGVR, "", 0, cache.Indexers{},
@@ -261,8 +342,12 @@ func (r *rollouts) run(ctx context.Context) {
 		next := r.after
 		if err := r.sync(ctx); err != nil {
 			logger.Error(err, "Rollout decision failed; retrying", "in", backoff)
+			if r.view.Load() == nil {
+				r.setUnavailable(ctx, err)
+			}
 			next, backoff = backoff, min(2*backoff, time.Minute)
 		} else {
+			r.setUnavailable(ctx, nil)
 			backoff = time.Second
 			next = r.after
 			switch {

@@ -146,6 +146,8 @@ const ownedMsg = "Deployment.apps default/app is controlled by Widget w, not by 
 
 var renderErr = &render.Error{File: "deployment.yaml", Line: 12, Err: errors.New(`at <.Spec.image>: map has no entry for key "image"`)}
 
+var rolloutErr = errors.New(`list TemplateSet app: templatesets.loom.dev "app" is forbidden`)
+
 var allGood = map[string]cond{
 	TypeReady:       {"True", ReasonAllChildrenReady, "all 3 children are ready"},
 	TypeProgressing: {"False", ReasonComplete, "all 3 children are ready"},
@@ -189,6 +191,15 @@ func TestComputeConditions(t *testing.T) {
 			TypeReady:       {"False", ReasonRenderFailed, "cannot render children: " + renderErr.Error()},
 			TypeProgressing: {"False", ReasonRenderFailed, "nothing is rolled out while the templates fail to render"},
 			TypeDegraded:    {"True", ReasonRenderFailed, `deployment.yaml:12: at <.Spec.image>: map has no entry for key "image"`},
+		},
+		wantState: StateFailed,
+	}, {
+		name: "rollout state unavailable",
+		edit: func(t *testing.T, in *Input) { in.Rendered, in.Results, in.RolloutErr = nil, nil, rolloutErr },
+		wantConds: map[string]cond{
+			TypeReady:       {"False", ReasonRolloutUnavailable, "cannot tell which template revision to render: " + rolloutErr.Error()},
+			TypeProgressing: {"False", ReasonRolloutUnavailable, "nothing is rolled out while the set's rollout state is unavailable"},
+			TypeDegraded:    {"True", ReasonRolloutUnavailable, rolloutErr.Error()},
 		},
 		wantState: StateFailed,
 	}, {
@@ -391,11 +402,21 @@ func TestComputeChildren(t *testing.T) {
 
 // TestComputeRenderErrorKeepsChildren: nothing was applied, so the previous
 // children stay listed; a live object the caller supplies refreshes its entry.
+// The same holds when the set's rollout state is unavailable.
 func TestComputeRenderErrorKeepsChildren(t *testing.T) {
+	for _, name := range []string{"render error", "rollout unavailable"} {
+		t.Run(name, func(t *testing.T) { testKeepsChildren(t, name == "rollout unavailable") })
+	}
+}
+
+func testKeepsChildren(t *testing.T, rollout bool) {
 	in := baseInput(t)
 	previous := Compute(in)
 	in.Parent = withStatus(t, in.Parent, previous)
 	in.Rendered, in.Results, in.RenderErr = nil, nil, renderErr
+	if rollout {
+		in.RenderErr, in.RolloutErr = nil, rolloutErr
+	}
 	in.Live = liveOf(obj(t, liveDeploymentRolling))
 
 	got := Compute(in)

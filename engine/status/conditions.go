@@ -18,6 +18,9 @@ import (
 // holds ready-made messages, in the order the children render.
 type findings struct {
 	renderErr error
+	// rolloutErr says why nothing was rendered: the set's rollout state
+	// is unavailable.
+	rolloutErr error
 	// applyFailures name each failed apply or prune.
 	applyFailures []string
 	// childFailures name each counted child that kstatus calls Failed.
@@ -36,7 +39,7 @@ type findings struct {
 
 // gather sorts the children and results of one pass into findings.
 func gather(in Input, kids []child, templateProblems []string) findings {
-	f := findings{renderErr: in.RenderErr, templateProblems: templateProblems, cycles: in.Cycles}
+	f := findings{renderErr: in.RenderErr, rolloutErr: in.RolloutErr, templateProblems: templateProblems, cycles: in.Cycles}
 	for _, w := range in.Waits {
 		f.dependencies = append(f.dependencies, w.Message)
 	}
@@ -98,6 +101,8 @@ func applyMessage(r apply.Result) string {
 func (f findings) ready() metav1.Condition {
 	c := metav1.Condition{Type: TypeReady, Status: metav1.ConditionFalse}
 	switch {
+	case f.rolloutErr != nil:
+		c.Reason, c.Message = ReasonRolloutUnavailable, "cannot tell which template revision to render: "+f.rolloutErr.Error()
 	case f.renderErr != nil:
 		c.Reason, c.Message = ReasonRenderFailed, "cannot render children: "+f.renderErr.Error()
 	case len(f.applyFailures) > 0:
@@ -142,6 +147,8 @@ func (f findings) allReady() string {
 func (f findings) progressing() metav1.Condition {
 	c := metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionFalse}
 	switch {
+	case f.rolloutErr != nil:
+		c.Reason, c.Message = ReasonRolloutUnavailable, "nothing is rolled out while the set's rollout state is unavailable"
 	case f.renderErr != nil:
 		c.Reason, c.Message = ReasonRenderFailed, "nothing is rolled out while the templates fail to render"
 	case len(f.dependencies) > 0:
@@ -166,11 +173,16 @@ func (f findings) progressing() metav1.Condition {
 func (f findings) degraded() metav1.Condition {
 	c := metav1.Condition{Type: TypeDegraded, Status: metav1.ConditionTrue}
 	var msgs []string
+	if f.rolloutErr != nil {
+		msgs = append(msgs, f.rolloutErr.Error())
+	}
 	if f.renderErr != nil {
 		msgs = append(msgs, f.renderErr.Error())
 	}
 	msgs = concat(msgs, f.applyFailures, f.childFailures, f.cycles, f.templateProblems)
 	switch {
+	case f.rolloutErr != nil:
+		c.Reason = ReasonRolloutUnavailable
 	case f.renderErr != nil:
 		c.Reason = ReasonRenderFailed
 	case len(f.applyFailures) > 0:
@@ -193,7 +205,7 @@ func (f findings) degraded() metav1.Condition {
 // Degraded says what is wrong.
 func (f findings) state(ready metav1.Condition) string {
 	switch {
-	case f.renderErr != nil || len(f.applyFailures) > 0 || len(f.childFailures) > 0 || len(f.cycles) > 0:
+	case f.rolloutErr != nil || f.renderErr != nil || len(f.applyFailures) > 0 || len(f.childFailures) > 0 || len(f.cycles) > 0:
 		return StateFailed
 	case ready.Status == metav1.ConditionTrue:
 		return StateReady

@@ -31,9 +31,9 @@
 //     applied, not in the cache yet), Terminating or Unknown. It is False
 //     with reason Complete once everything is ready.
 //   - Degraded is True when anything failed. The reason is the most severe
-//     failure: RenderFailed, then ApplyFailed, then ChildFailed, then
-//     StatusTemplateFailed; the message is that failure's, with the count
-//     of the others.
+//     failure: RolloutUnavailable, then RenderFailed, then ApplyFailed,
+//     then ChildFailed, then StatusTemplateFailed; the message is that
+//     failure's, with the count of the others.
 //
 // status.state is Failed when rendering, applying or a child failed, Ready
 // when Ready is True, and Building otherwise.
@@ -60,4 +60,8 @@
 // Nothing was applied or pruned, so status.children keeps the parent's
 // previous list; an entry whose live object the caller supplies in
 // Input.Live is judged afresh, the others keep their last values.
+//
+// RolloutErr is the same with reason RolloutUnavailable: the set has a
+// rollout policy but its rollout state cannot be read, so which template
+// revision the parent renders is unknown and nothing was rendered.
 package status

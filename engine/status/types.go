@@ -56,6 +56,11 @@ const (
 	// ReasonDependencyCycle: children look each other up, so none of them
 	// can be created first (Degraded).
 	ReasonDependencyCycle = "DependencyCycle"
+	// ReasonRolloutUnavailable: the set has a rollout policy, but Loom
+	// cannot read or keep its rollout state (the rollout CRDs are missing,
+	// or its RBAC does not cover them), so it does not know which template
+	// revision the parent renders and renders none.
+	ReasonRolloutUnavailable = "RolloutUnavailable"
 )
 
 // Wait is a child, or a template file, that waits for another child.
@@ -91,6 +96,10 @@ type Input struct {
 	Rendered []*unstructured.Unstructured
 	// RenderErr is the render failure, if any (an *render.Error).
 	RenderErr error
+	// RolloutErr, when set, says why the parent was not rendered at all:
+	// its set's rollout state is unavailable. Like RenderErr, nothing was
+	// applied, and the children stay as last reported.
+	RolloutErr error
 	// Results are the apply results, one per rendered child, plus prunes.
 	Results apply.ChangeSet
 	// Live maps each rendered child to its live object (from the informer

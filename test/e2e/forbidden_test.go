@@ -36,6 +36,18 @@ func grant(t *testing.T, name, user string, rules ...rbacv1.PolicyRule) {
 
 var all = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 
+// baseRules are Loom's RBAC for MyResource parents with ConfigMap, Service
+// and Deployment children, without Secrets and without rollouts.
+var baseRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"example.loom.dev"}, Resources: []string{"myresources"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"example.loom.dev"}, Resources: []string{"myresources/status"}, Verbs: []string{"get", "patch", "update"}},
+	{APIGroups: []string{"example.loom.dev"}, Resources: []string{"myresources/finalizers"}, Verbs: []string{"update"}},
+	{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: all},
+	{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: all},
+	{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+}
+
 // A child kind Loom may not list (Secrets missing from its RBAC) degrades
 // the parents that render it, with the API server's reason, within
 // seconds; their other children are applied, other parents are not held
@@ -47,15 +59,7 @@ func TestChildKindLoomMayNotList(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	user := "loom-nolist-" + ns
-	grant(t, user, user,
-		rbacv1.PolicyRule{APIGroups: []string{"example.loom.dev"}, Resources: []string{"myresources"}, Verbs: []string{"get", "list", "watch"}},
-		rbacv1.PolicyRule{APIGroups: []string{"example.loom.dev"}, Resources: []string{"myresources/status"}, Verbs: []string{"get", "patch", "update"}},
-		rbacv1.PolicyRule{APIGroups: []string{"example.loom.dev"}, Resources: []string{"myresources/finalizers"}, Verbs: []string{"update"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: all},
-		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: all},
-		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-	)
+	grant(t, user, user, baseRules...)
 	start := time.Now()
 	startLoom(t, driftSetDir(t), ns, loomOptions{impersonate: user})
 	createParent(t, ns, `{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, metadata: {name: s}, spec: {image: x}}`)

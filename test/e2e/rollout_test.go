@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -539,4 +540,38 @@ func TestRolloutPolicyAddedByAnEdit(t *testing.T) {
 	}
 	first := waitRollout(t, name, "a TemplateSet after the edit", 60*time.Second, func(s rolloutState) bool { return s.stable != "" && s.phase == "Complete" })
 	waitFleet(t, ns, n, first.stable, "v1")
+}
+
+// A set with a rollout policy whose Loom may not read TemplateSets (RBAC
+// from before rollouts) renders nothing, since it cannot tell which
+// revision each parent renders: every parent says so in a
+// RolloutUnavailable condition and Event, and granting the permission
+// starts the rollout with no restart. On the old code the set's controller
+// never started, and its parents showed nothing at all.
+func TestRolloutWithoutRBAC(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	user := "loom-norollout-" + ns
+	grant(t, user, user, baseRules...)
+	root, _ := rolloutSet(t, "rollout:\n  steps: [1, 100%]\n", "v1")
+	startLoom(t, root, ns, loomOptions{impersonate: user, quiet: true})
+	fleet(t, ns, 2)
+	for _, name := range []string{"p-0", "p-1"} {
+		waitDegraded(t, myresGVR, ns, name, "RolloutUnavailable", "may not read TemplateSets", "forbidden")
+	}
+	waitEvent(t, ns, "p-0", "Warning", "RolloutUnavailable", "forbidden")
+	kids, err := childrenOf(context.Background(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kids) != 0 {
+		t.Errorf("children were rendered while the revision was unknown: %v", kids)
+	}
+
+	grant(t, user+"-rollouts", user,
+		rbacv1.PolicyRule{APIGroups: []string{"loom.dev"}, Resources: []string{"templatesets", "templaterevisions"}, Verbs: all},
+		rbacv1.PolicyRule{APIGroups: []string{"loom.dev"}, Resources: []string{"templatesets/status"}, Verbs: all})
+	first := waitRollout(t, "app."+ns, "a stable revision after the grant", 90*time.Second, func(s rolloutState) bool { return s.stable != "" })
+	waitFleet(t, ns, 2, first.stable, "v1")
+	waitEvent(t, ns, "p-0", "Normal", "Recovered", "RolloutUnavailable")
 }
