@@ -51,12 +51,23 @@ func Fingerprint(obj *unstructured.Unstructured, manager string) string {
 	if e == nil {
 		return ""
 	}
-	b, err := json.Marshal(e["fieldsV1"]) // sorted keys: the same set gives the same bytes
+	return fingerprint(asString(e["apiVersion"]), e["fieldsV1"])
+}
+
+// fingerprint digests an entry's apiVersion and its decoded fieldsV1.
+func fingerprint(apiVersion string, fields any) string {
+	b, err := json.Marshal(fields) // sorted keys: the same set gives the same bytes
 	if err != nil {
 		return ""
 	}
+	return fingerprintBytes(apiVersion, b)
+}
+
+// fingerprintBytes digests an entry's apiVersion and its fieldsV1 as
+// json.Marshal writes it decoded.
+func fingerprintBytes(apiVersion string, b []byte) string {
 	h := sha256.New()
-	h.Write([]byte(asString(e["apiVersion"])))
+	h.Write([]byte(apiVersion))
 	h.Write([]byte{0})
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])

@@ -1,0 +1,221 @@
+package apply
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// The packers of watch events (SlimJSON, StripJSON) split an object's JSON
+// with this scanner instead of decoding it: they keep most values as the
+// API server's bytes, and decode only the few fields Loom keeps typed.
+// Finding where a value ends needs no more than matching quotes and
+// brackets; a value's own syntax is checked when Object decodes it.
+
+var errJSONEnd = errors.New("unexpected end of JSON input")
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(d []byte, i int) int {
+	for i < len(d) && isSpace(d[i]) {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string that starts at d[i] ('"').
+func skipString(d []byte, i int) (int, error) {
+	for j := i + 1; j < len(d); j++ {
+		switch d[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, nil
+		}
+	}
+	return 0, errJSONEnd
+}
+
+// skipValue returns the index after the value that starts at d[i].
+func skipValue(d []byte, i int) (int, error) {
+	if i >= len(d) {
+		return 0, errJSONEnd
+	}
+	switch d[i] {
+	case '"':
+		return skipString(d, i)
+	case '{', '[':
+		depth := 0
+		for i < len(d) {
+			switch d[i] {
+			case '"':
+				j, err := skipString(d, i)
+				if err != nil {
+					return 0, err
+				}
+				i = j
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, nil
+				}
+			}
+			i++
+		}
+		return 0, errJSONEnd
+	case '}', ']', ',', ':':
+		return 0, fmt.Errorf("invalid character %q looking for a value", d[i])
+	}
+	j := i
+	for j < len(d) && !isSpace(d[j]) && d[j] != ',' && d[j] != '}' && d[j] != ']' && d[j] != ':' {
+		j++
+	}
+	return j, nil
+}
+
+// eachMember calls fn with each member of the JSON object d: its key,
+// unquoted, the key as the JSON has it (quoted), and its value's bytes.
+// ok is false when d is not an object (null, an array, a string...), with
+// no error and no call.
+func eachMember(d []byte, fn func(key, rawKey, val []byte) error) (ok bool, err error) {
+	i := skipSpace(d, 0)
+	if i >= len(d) || d[i] != '{' {
+		if _, err := skipValue(d, i); err != nil {
+			return false, err
+		}
+		return false, nil
+	}
+	i = skipSpace(d, i+1)
+	if i < len(d) && d[i] == '}' {
+		return true, nil
+	}
+	for {
+		if i >= len(d) || d[i] != '"' {
+			return false, errors.New("invalid JSON: expected an object key")
+		}
+		end, err := skipString(d, i)
+		if err != nil {
+			return false, err
+		}
+		rawKey := d[i:end]
+		key, err := unquote(rawKey)
+		if err != nil {
+			return false, err
+		}
+		i = skipSpace(d, end)
+		if i >= len(d) || d[i] != ':' {
+			return false, errors.New("invalid JSON: expected ':' after an object key")
+		}
+		i = skipSpace(d, i+1)
+		vend, err := skipValue(d, i)
+		if err != nil {
+			return false, err
+		}
+		if err := fn(key, rawKey, d[i:vend]); err != nil {
+			return false, err
+		}
+		i = skipSpace(d, vend)
+		if i >= len(d) {
+			return false, errJSONEnd
+		}
+		switch d[i] {
+		case ',':
+			i = skipSpace(d, i+1)
+		case '}':
+			return true, nil
+		default:
+			return false, fmt.Errorf("invalid character %q after an object member", d[i])
+		}
+	}
+}
+
+// eachElement calls fn with each element of the JSON array d; ok is false
+// when d is not an array.
+func eachElement(d []byte, fn func(val []byte) error) (ok bool, err error) {
+	i := skipSpace(d, 0)
+	if i >= len(d) || d[i] != '[' {
+		return false, nil
+	}
+	i = skipSpace(d, i+1)
+	if i < len(d) && d[i] == ']' {
+		return true, nil
+	}
+	for {
+		end, err := skipValue(d, i)
+		if err != nil {
+			return false, err
+		}
+		if err := fn(d[i:end]); err != nil {
+			return false, err
+		}
+		i = skipSpace(d, end)
+		if i >= len(d) {
+			return false, errJSONEnd
+		}
+		switch d[i] {
+		case ',':
+			i = skipSpace(d, i+1)
+		case ']':
+			return true, nil
+		default:
+			return false, fmt.Errorf("invalid character %q after an array element", d[i])
+		}
+	}
+}
+
+// unquote returns the bytes a JSON string literal holds: a slice of raw,
+// unless the string has escapes, which are decoded into new bytes.
+func unquote(raw []byte) ([]byte, error) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, fmt.Errorf("invalid JSON string %.20q", raw)
+	}
+	inner := raw[1 : len(raw)-1]
+	for _, c := range inner {
+		// An escape, or a byte that may start invalid UTF-8, which the
+		// decoder replaces with U+FFFD.
+		if c == '\\' || c >= utf8.RuneSelf && !utf8.Valid(inner) {
+			var s string
+			err := json.Unmarshal(raw, &s)
+			return []byte(s), err
+		}
+	}
+	return inner, nil
+}
+
+// jsonString returns the string raw holds, and whether raw is a string.
+func jsonString(raw []byte) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	s, err := unquote(raw)
+	return string(s), err == nil
+}
+
+// objectWriter writes a JSON object member by member, from values that are
+// JSON already.
+type objectWriter struct{ b []byte }
+
+func (w *objectWriter) member(rawKey, val []byte) {
+	if len(w.b) == 0 {
+		w.b = append(w.b, '{')
+	} else {
+		w.b = append(w.b, ',')
+	}
+	w.b = append(w.b, rawKey...)
+	w.b = append(w.b, ':')
+	w.b = append(w.b, val...)
+}
+
+func (w *objectWriter) empty() bool { return len(w.b) == 0 }
+
+// bytes returns the object, "{}" if it has no members.
+func (w *objectWriter) bytes() []byte {
+	if len(w.b) == 0 {
+		return []byte("{}")
+	}
+	return append(w.b, '}')
+}
