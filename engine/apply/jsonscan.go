@@ -219,3 +219,20 @@ func (w *objectWriter) bytes() []byte {
 	}
 	return append(w.b, '}')
 }
+
+// JSONKind returns the apiVersion and kind of an object's JSON, and
+// whether it has an items member (a list), reading only its top level.
+func JSONKind(data []byte) (apiVersion, kind string, hasItems bool, err error) {
+	_, err = eachMember(data, func(key, _, val []byte) error {
+		switch string(key) {
+		case "apiVersion":
+			apiVersion, _ = jsonString(val)
+		case "kind":
+			kind, _ = jsonString(val)
+		case "items":
+			hasItems = true
+		}
+		return nil
+	})
+	return apiVersion, kind, hasItems, err
+}

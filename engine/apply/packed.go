@@ -26,7 +26,9 @@ import (
 //
 // Its typed metadata (GetObjectMeta) is name, namespace, UID,
 // resourceVersion, generation and the controller ownerReference only, not
-// the other owners, labels or annotations: read those from Object.
+// the other owners, labels or annotations: read those from Object. An
+// object with neither name nor UID, a watch bookmark, has its annotations
+// too.
 type Packed struct {
 	name, namespace  string
 	uid              types.UID
@@ -212,6 +214,12 @@ func (p *Packed) GetObjectMeta() metav1.Object {
 		ResourceVersion: p.resourceVersion, Generation: p.generation}
 	if ref := p.Controller(); ref != nil {
 		m.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	if p.name == "" && p.uid == "" {
+		// A watch bookmark: a reflector reads its annotations.
+		if u, err := p.Object(); err == nil {
+			m.Annotations = u.GetAnnotations()
+		}
 	}
 	return m
 }

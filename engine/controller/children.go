@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,7 +37,11 @@ type ownerEvent struct {
 // object), started lazily the first time a template renders that kind, and
 // shared by every parent controller.
 type childWatcher struct {
-	client    dynamic.Interface
+	client dynamic.Interface
+	// packed, when set, lists and watches children packed from the API
+	// server's JSON; else the dynamic client's objects are packed by the
+	// informers' transform.
+	packed    *packedClient
 	namespace string
 	resync    time.Duration
 	manager   string
@@ -168,8 +171,13 @@ func (w *childWatcher) notifySynced(gr schema.GroupResource, ci *childInformer) 
 
 func (w *childWatcher) newInformer(gvr schema.GroupVersionResource) *childInformer {
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = childSelector }
-	inf := dynamicinformer.NewFilteredDynamicInformer(w.client, gvr, w.namespace, w.resync,
-		cache.Indexers{}, tweak).Informer()
+	var inf cache.SharedIndexInformer
+	if w.packed != nil {
+		inf = newPackedInformer(w.packed, gvr, w.namespace, w.resync, tweak)
+	} else {
+		inf = dynamicinformer.NewFilteredDynamicInformer(w.client, gvr, w.namespace, w.resync,
+			cache.Indexers{}, tweak).Informer()
+	}
 	ci := &childInformer{inf: inf}
 	_ = inf.SetTransform(w.slim)
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
@@ -286,16 +294,7 @@ func stripManagedFields(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	u.SetManagedFields(nil)
-	if md, ok := u.Object["metadata"].(map[string]any); ok {
-		if ann, ok := md["annotations"].(map[string]any); ok {
-			delete(ann, corev1.LastAppliedConfigAnnotation)
-			if len(ann) == 0 {
-				delete(md, "annotations")
-			}
-		}
-	}
-	return packOr(u), nil
+	return packOr(apply.Strip(u)), nil
 }
 
 // packOr packs u for a cache, or keeps u itself in the (never seen) case

@@ -60,16 +60,19 @@ type Options struct {
 // informers, the CRD watch that starts controllers whose kind appears
 // later, and the template watcher that reloads sets when files change.
 type Manager struct {
-	opts      Options
-	client    dynamic.Interface
-	mapper    *restmapper.DeferredDiscoveryRESTMapper
-	applier   *apply.Applier
-	children  *childWatcher
-	lookups   *lookupCache
-	meta      metadata.Interface
-	recorder  record.EventRecorder
-	metrics   *metrics
-	broadcast record.EventBroadcaster
+	opts   Options
+	client dynamic.Interface
+	// slim and strip list and watch children and parents, packed from the
+	// API server's JSON (packwatch.go).
+	slim, strip *packedClient
+	mapper      *restmapper.DeferredDiscoveryRESTMapper
+	applier     *apply.Applier
+	children    *childWatcher
+	lookups     *lookupCache
+	meta        metadata.Interface
+	recorder    record.EventRecorder
+	metrics     *metrics
+	broadcast   record.EventBroadcaster
 
 	mu          sync.Mutex
 	ctx         context.Context
@@ -101,9 +104,22 @@ func New(opts Options) (*Manager, error) {
 	if opts.ReconcileTimeout <= 0 {
 		opts.ReconcileTimeout = 30 * time.Second
 	}
-	client, err := dynamic.NewForConfig(opts.Config)
+	httpClient, err := rest.HTTPClientFor(opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("create HTTP client: %w", err)
+	}
+	client, err := dynamic.NewForConfigAndClient(opts.Config, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("create dynamic client: %w", err)
+	}
+	manager := opts.FieldManager
+	slim, err := newPackedClient(opts.Config, httpClient, func(b []byte) (*apply.Packed, error) { return apply.SlimJSON(b, manager) })
+	if err != nil {
+		return nil, err
+	}
+	strip, err := newPackedClient(opts.Config, httpClient, apply.StripJSON)
+	if err != nil {
+		return nil, err
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(opts.Config)
 	if err != nil {
@@ -121,7 +137,7 @@ func New(opts Options) (*Manager, error) {
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	m := &Manager{
-		opts: opts, client: client, mapper: mapper, meta: mc,
+		opts: opts, client: client, mapper: mapper, meta: mc, slim: slim, strip: strip,
 		applier:     apply.New(client, mapper, opts.FieldManager),
 		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "loom"}),
 		broadcast:   b,
@@ -149,6 +165,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	m.ctx = ctx
 	m.children = newChildWatcher(ctx, m.client, m.opts.Namespace, m.opts.ResyncPeriod, m.opts.FieldManager, m.route, m.childSynced)
+	m.children.packed = m.slim
 	m.lookups = newLookupCache(ctx, m.client, m.meta, m.mapper, m.children, m.opts.Namespace, m.opts.ResyncPeriod, m.enqueueParent)
 	for _, s := range sets {
 		// A second set for a kind is bad input, like a broken one: it is

@@ -95,8 +95,12 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: c.gvk.Kind})
-	c.informer = dynamicinformer.NewFilteredDynamicInformer(c.m.client, gvr, c.m.opts.Namespace,
-		c.m.opts.ResyncPeriod, cache.Indexers{}, nil).Informer()
+	if c.m.strip != nil {
+		c.informer = newPackedInformer(c.m.strip, gvr, c.m.opts.Namespace, c.m.opts.ResyncPeriod, nil)
+	} else {
+		c.informer = dynamicinformer.NewFilteredDynamicInformer(c.m.client, gvr, c.m.opts.Namespace,
+			c.m.opts.ResyncPeriod, cache.Indexers{}, nil).Informer()
+	}
 	_ = c.informer.SetTransform(stripManagedFields)
 	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
