@@ -236,3 +236,11 @@ func JSONKind(data []byte) (apiVersion, kind string, hasItems bool, err error) {
 	})
 	return apiVersion, kind, hasItems, err
 }
+
+// final returns the object in a slice of its own length: a cache keeps it
+// for the object's life, and the capacity that appending left would be
+// kept with it (up to as much again).
+func (w *objectWriter) final() []byte {
+	b := w.bytes()
+	return append(make([]byte, 0, len(b)), b...)
+}

@@ -116,7 +116,7 @@ func SlimJSON(data []byte, manager string) (*Packed, error) {
 			out.member([]byte(`"spec"`), keep.bytes())
 		}
 	}
-	p.raw = out.bytes()
+	p.raw = out.final()
 	return p, nil
 }
 
@@ -180,7 +180,7 @@ func StripJSON(data []byte) (*Packed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pack %s %s/%s: %w", p.kind, p.namespace, p.name, err)
 	}
-	p.raw = out.bytes()
+	p.raw = out.final()
 	return p, nil
 }
 

@@ -204,6 +204,9 @@ func TestPackJSONIsPackOfDecoded(t *testing.T) {
 				if d := cmp.Diff(want.Controller(), got.Controller()); d != "" {
 					t.Errorf("%s: controller differs:\n%s", mode.name, d)
 				}
+				if cap(got.raw) != len(got.raw) {
+					t.Errorf("%s: the packed JSON keeps %d bytes for %d: a cache would hold the spare capacity", mode.name, cap(got.raw), len(got.raw))
+				}
 				if got.GetAPIVersion() != want.GetAPIVersion() || got.GetKind() != want.GetKind() || got.owner.lifted != want.owner.lifted {
 					t.Errorf("%s: %s %s lifted=%v, want %s %s lifted=%v", mode.name, got.GetAPIVersion(), got.GetKind(),
 						got.owner.lifted, want.GetAPIVersion(), want.GetKind(), want.owner.lifted)
