@@ -244,3 +244,26 @@ func (w *objectWriter) final() []byte {
 	b := w.bytes()
 	return append(make([]byte, 0, len(b)), b...)
 }
+
+// WatchEventParts splits a watch event's JSON ({"type": ..., "object":
+// ...}) into its type and its object's JSON, a slice of data, without
+// decoding the object.
+func WatchEventParts(data []byte) (eventType string, object []byte, err error) {
+	isObj, err := eachMember(data, func(key, _, val []byte) error {
+		switch string(key) {
+		case "type":
+			s, ok := jsonString(val)
+			if !ok {
+				return fmt.Errorf("watch event type %.20q is not a string", val)
+			}
+			eventType = s
+		case "object":
+			object = val
+		}
+		return nil
+	})
+	if err == nil && !isObj {
+		err = fmt.Errorf("watch event %.20q is not a JSON object", data)
+	}
+	return eventType, object, err
+}

@@ -1,11 +1,16 @@
 package controller
 
 import (
+	"io"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+	restclientwatch "k8s.io/client-go/rest/watch"
 
 	"github.com/loom-operator/loom/engine/apply"
 )
@@ -82,4 +87,52 @@ func TestPackedDecoder(t *testing.T) {
 			t.Error("no error")
 		}
 	})
+}
+
+// A watch stream, framed and decoded by client-go's watch decoder with
+// Loom's event and object decoders, gives the events the API server sent.
+func TestPackedWatchStream(t *testing.T) {
+	stream := `{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","uid":"u1","resourceVersion":"5"},"data":{"k":"v"}}}
+{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","uid":"u1","resourceVersion":"6"},"data":{"k":"w"}}}
+{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"7","annotations":{"k8s.io/initial-events-end":"true"}}}}
+{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old","reason":"Expired","code":410}}
+{"type":"NOPE","object":{}}
+`
+	s := packedSerializer{pack: apply.StripJSON}
+	info := s.SupportedMediaTypes()[0]
+	frames := info.StreamSerializer.Framer.NewFrameReader(io.NopCloser(strings.NewReader(stream)))
+	d := restclientwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer), info.Serializer)
+	want := []struct {
+		typ watch.EventType
+		rv  string
+	}{{watch.Added, "5"}, {watch.Modified, "6"}, {watch.Bookmark, "7"}}
+	for _, w := range want {
+		typ, obj, err := d.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := obj.(*apply.Packed)
+		if typ != w.typ || !ok || p.GetResourceVersion() != w.rv {
+			t.Fatalf("got %s %T %v; want %s at %s", typ, obj, obj, w.typ, w.rv)
+		}
+		if typ == watch.Modified {
+			u, _ := p.Object()
+			if u.Object["data"].(map[string]any)["k"] != "w" {
+				t.Errorf("modified object: %v", u.Object)
+			}
+		}
+	}
+	typ, obj, err := d.Decode()
+	if st, ok := obj.(*metav1.Status); err != nil || typ != watch.Error || !ok || st.Code != 410 {
+		t.Fatalf("error event: %s %T %v, %v", typ, obj, obj, err)
+	}
+	if _, _, err := d.Decode(); err == nil || !strings.Contains(err.Error(), "NOPE") {
+		t.Fatalf("an unknown event type: %v", err)
+	}
+	if _, _, err := (watchEventDecoder{}).Decode([]byte(`{}`), nil, &metav1.Status{}); err == nil {
+		t.Error("decoded a watch event into a Status")
+	}
+	if _, _, err := (watchEventDecoder{}).Decode([]byte(`[1]`), nil, &metav1.WatchEvent{}); err == nil {
+		t.Error("decoded an array as a watch event")
+	}
 }
