@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -118,19 +119,27 @@ func eachMember(d []byte, fn func(key, rawKey, val []byte) error) (ok bool, err 
 		if err := fn(key, rawKey, d[i:vend]); err != nil {
 			return false, err
 		}
-		i = skipSpace(d, vend)
-		if i >= len(d) {
-			return false, errJSONEnd
-		}
-		switch d[i] {
-		case ',':
-			i = skipSpace(d, i+1)
-		case '}':
-			return true, nil
-		default:
-			return false, fmt.Errorf("invalid character %q after an object member", d[i])
+		var done bool
+		if i, done, err = next(d, vend, '}'); err != nil || done {
+			return done, err
 		}
 	}
+}
+
+// next reads what follows a member or element that ends at d[i]: a comma,
+// after which it returns the next one's start, or closing, which ends the
+// object or array (done).
+func next(d []byte, i int, closing byte) (int, bool, error) {
+	i = skipSpace(d, i)
+	switch {
+	case i >= len(d):
+		return 0, false, errJSONEnd
+	case d[i] == ',':
+		return skipSpace(d, i+1), false, nil
+	case d[i] == closing:
+		return i + 1, true, nil
+	}
+	return 0, false, fmt.Errorf("invalid character %q after a member or element", d[i])
 }
 
 // eachElement calls fn with each element of the JSON array d; ok is false
@@ -152,17 +161,9 @@ func eachElement(d []byte, fn func(val []byte) error) (ok bool, err error) {
 		if err := fn(d[i:end]); err != nil {
 			return false, err
 		}
-		i = skipSpace(d, end)
-		if i >= len(d) {
-			return false, errJSONEnd
-		}
-		switch d[i] {
-		case ',':
-			i = skipSpace(d, i+1)
-		case ']':
-			return true, nil
-		default:
-			return false, fmt.Errorf("invalid character %q after an array element", d[i])
+		var done bool
+		if i, done, err = next(d, end, ']'); err != nil || done {
+			return done, err
 		}
 	}
 }
@@ -220,29 +221,41 @@ func (w *objectWriter) bytes() []byte {
 	return append(w.b, '}')
 }
 
-// JSONKind returns the apiVersion and kind of an object's JSON, and
-// whether it has an items member (a list), reading only its top level.
-func JSONKind(data []byte) (apiVersion, kind string, hasItems bool, err error) {
-	_, err = eachMember(data, func(key, _, val []byte) error {
-		switch string(key) {
-		case "apiVersion":
-			apiVersion, _ = jsonString(val)
-		case "kind":
-			kind, _ = jsonString(val)
-		case "items":
-			hasItems = true
-		}
-		return nil
-	})
-	return apiVersion, kind, hasItems, err
-}
-
 // final returns the object in a slice of its own length: a cache keeps it
 // for the object's life, and the capacity that appending left would be
 // kept with it (up to as much again).
 func (w *objectWriter) final() []byte {
 	b := w.bytes()
 	return append(make([]byte, 0, len(b)), b...)
+}
+
+// JSONKind returns the apiVersion and kind of an object's JSON, and
+// whether it has an items member (a list). It reads the top level only,
+// and stops at the kind unless the kind names a list: the API server
+// writes kind and apiVersion first, so an object's members are not
+// scanned twice (the packer scans them next).
+func JSONKind(data []byte) (apiVersion, kind string, hasItems bool, err error) {
+	var sawVersion, sawKind bool
+	_, err = eachMember(data, func(key, _, val []byte) error {
+		switch string(key) {
+		case "apiVersion":
+			apiVersion, _ = jsonString(val)
+			sawVersion = true
+		case "kind":
+			kind, _ = jsonString(val)
+			sawKind = true
+		case "items":
+			hasItems = true
+		}
+		if sawVersion && sawKind && !strings.HasSuffix(kind, "List") {
+			return errDone
+		}
+		return nil
+	})
+	if errors.Is(err, errDone) {
+		err = nil
+	}
+	return apiVersion, kind, hasItems, err
 }
 
 // WatchEventParts splits a watch event's JSON ({"type": ..., "object":

@@ -367,3 +367,28 @@ func roundTrip(t *testing.T, m map[string]any) map[string]any {
 	}
 	return u.Object
 }
+
+// JSONKind reads an object's kind and stops, leaving the rest to the
+// packer; it reads a list to its items.
+func TestJSONKind(t *testing.T) {
+	tests := []struct {
+		in               string
+		apiVersion, kind string
+		items            bool
+	}{
+		// Cut short after the kind: an object is not scanned past it.
+		{`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":`, "v1", "ConfigMap", false},
+		{`{"kind":"Status","apiVersion":"v1","code":410}`, "v1", "Status", false},
+		{`{"kind":"ConfigMapList","apiVersion":"v1","metadata":{},"items":[]}`, "v1", "ConfigMapList", true},
+		{`{"items":[],"apiVersion":"v1","kind":"ConfigMapList"}`, "v1", "ConfigMapList", true},
+	}
+	for _, tt := range tests {
+		av, k, items, err := JSONKind([]byte(tt.in))
+		if err != nil || av != tt.apiVersion || k != tt.kind || items != tt.items {
+			t.Errorf("JSONKind(%s) = %q %q %v, %v; want %q %q %v", tt.in, av, k, items, err, tt.apiVersion, tt.kind, tt.items)
+		}
+	}
+	if _, _, _, err := JSONKind([]byte(`{"kind":"ConfigMapList","apiVersion":"v1","items":[`)); err == nil {
+		t.Error("a list cut short: no error")
+	}
+}
