@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // lastApplied is kubectl's copy of the last applied object
@@ -81,7 +82,7 @@ func SlimJSON(data []byte, manager string) (*Packed, error) {
 					}
 					return err
 				}
-				if !slimMeta[string(key)] {
+				if !slimMeta.Has(string(key)) {
 					return nil
 				}
 				kept++
@@ -104,7 +105,7 @@ func SlimJSON(data []byte, manager string) (*Packed, error) {
 	if spec != nil {
 		var keep objectWriter
 		_, err := eachMember(spec, func(key, rawKey, val []byte) error {
-			if slimSpecSet[string(key)] {
+			if slimSpecSet.Has(string(key)) {
 				keep.member(rawKey, val)
 			}
 			return nil
@@ -203,17 +204,12 @@ func (ks *keySet) see(key []byte) error {
 }
 
 var (
-	slimMeta    = setOf(slimMetadata)
-	slimSpecSet = setOf(slimSpec)
+	slimMeta    = sets.New(slimMetadata...)
+	slimSpecSet = sets.New(slimSpec...)
+	// typedMeta are the metadata fields Pack keeps typed: a packer reads
+	// them, and leaves every other field as JSON.
+	typedMeta = sets.New("name", "namespace", "uid", "resourceVersion", "generation", "ownerReferences")
 )
-
-func setOf(keys []string) map[string]bool {
-	m := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		m[k] = true
-	}
-	return m
-}
 
 // eachTop calls fn with each member of an object's JSON but apiVersion and
 // kind, which it lifts into p as Pack does (or writes to out when they are
@@ -260,7 +256,7 @@ type metaLifter struct {
 }
 
 func (l *metaLifter) member(key, rawKey, val []byte) error {
-	if typedMeta[string(key)] {
+	if typedMeta.Has(string(key)) {
 		if err := l.seen.see(key); err != nil {
 			return err
 		}
@@ -517,10 +513,4 @@ func packDecoded(data []byte, trim func(*unstructured.Unstructured) *unstructure
 		return nil, fmt.Errorf("decode object: %w", err)
 	}
 	return Pack(trim(u))
-}
-
-// typedMeta are the metadata fields Pack keeps typed: a packer reads
-// them, and leaves every other field as JSON.
-var typedMeta = map[string]bool{
-	"name": true, "namespace": true, "uid": true, "resourceVersion": true, "generation": true, "ownerReferences": true,
 }
