@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -37,14 +35,14 @@ type ownerEvent struct {
 // object), started lazily the first time a template renders that kind, and
 // shared by every parent controller.
 type childWatcher struct {
-	client dynamic.Interface
-	// packed, when set, lists and watches children packed from the API
-	// server's JSON; else the dynamic client's objects are packed by the
-	// informers' transform.
+	// packed lists and watches children, each packed from the API
+	// server's JSON as apply.SlimJSON keeps it: identity, owners, labels,
+	// Loom's annotations, a fingerprint of Loom's managedFields entry, the
+	// spec fields kstatus reads, and status. The rest of a child is what
+	// Loom applied, which it knows from its templates.
 	packed    *packedClient
 	namespace string
 	resync    time.Duration
-	manager   string
 	route     func(ownerEvent)
 	// synced is called when an informer syncs after a reconcile found it
 	// not synced, so that the parents that waited for it are retried.
@@ -93,10 +91,10 @@ func (e *NotWatchedError) Error() string {
 // Unwrap returns the list error.
 func (e *NotWatchedError) Unwrap() error { return e.Err }
 
-func newChildWatcher(ctx context.Context, client dynamic.Interface, namespace string, resync time.Duration, manager string,
+func newChildWatcher(ctx context.Context, packed *packedClient, namespace string, resync time.Duration,
 	route func(ownerEvent), synced func(schema.GroupResource)) *childWatcher {
 	return &childWatcher{
-		client: client, namespace: namespace, resync: resync, manager: manager, route: route, synced: synced, ctx: ctx,
+		packed: packed, namespace: namespace, resync: resync, route: route, synced: synced, ctx: ctx,
 		syncTimeout: 5 * time.Second, informers: map[schema.GroupResource]*childInformer{}, owners: newOwnerIndex(),
 	}
 }
@@ -171,15 +169,8 @@ func (w *childWatcher) notifySynced(gr schema.GroupResource, ci *childInformer) 
 
 func (w *childWatcher) newInformer(gvr schema.GroupVersionResource) *childInformer {
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = childSelector }
-	var inf cache.SharedIndexInformer
-	if w.packed != nil {
-		inf = newPackedInformer(w.packed, gvr, w.namespace, w.resync, tweak)
-	} else {
-		inf = dynamicinformer.NewFilteredDynamicInformer(w.client, gvr, w.namespace, w.resync,
-			cache.Indexers{}, tweak).Informer()
-	}
+	inf := newPackedInformer(w.packed, gvr, w.namespace, w.resync, tweak)
 	ci := &childInformer{inf: inf}
-	_ = inf.SetTransform(w.slim)
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if !inf.HasSynced() {
 			ci.mu.Lock()
@@ -273,33 +264,9 @@ func (w *childWatcher) get(gr schema.GroupResource, namespace, name string) *uns
 	return u
 }
 
-// slim keeps, of each child that enters the cache, only what Loom's
-// decisions read (apply.Slim): identity, owners, labels, Loom's
-// annotations, a fingerprint of Loom's managedFields entry, the spec
-// fields kstatus reads, and status; packed as JSON (apply.Packed). The
-// rest of a child is what Loom applied, which it knows from its templates.
-func (w *childWatcher) slim(obj any) (any, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return packOr(apply.Slim(u, w.manager)), nil
-	}
-	return obj, nil
-}
-
-// stripManagedFields drops managedFields, and kubectl's copy of the last
-// applied object, before parents enter a cache: Loom never reads them, and
-// together they are often more than half of an object's size. What is left
-// is packed as JSON (apply.Packed).
-func stripManagedFields(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil
-	}
-	return packOr(apply.Strip(u)), nil
-}
-
-// packOr packs u for a cache, or keeps u itself in the (never seen) case
-// that it cannot be encoded: an object dropped from a cache would be
-// missed, and readers accept both forms (unpack).
+// packOr packs u, or keeps u itself in the (never seen) case that it
+// cannot be encoded; readers accept both forms (unpack). Loom's informers
+// hold packed objects only, decoded so by their client (packwatch.go).
 func packOr(u *unstructured.Unstructured) any {
 	if p, ok := packed(u); ok {
 		return p
@@ -317,9 +284,8 @@ func packed(u *unstructured.Unstructured) (*apply.Packed, bool) {
 }
 
 // cachedID is what Loom reads of a cached object without decoding it or
-// building its ObjectMeta (meta.Accessor does, for a packed object). Both
-// forms a cache holds have it: *apply.Packed, and *unstructured.Unstructured
-// when packing failed.
+// building its ObjectMeta (meta.Accessor does, for a packed object): an
+// *apply.Packed, as Loom's informers hold, or an unstructured object.
 type cachedID interface {
 	GetUID() types.UID
 	GetResourceVersion() string
@@ -331,8 +297,8 @@ func idOf(obj any) (cachedID, bool) {
 	return id, ok
 }
 
-// unpack returns a cached object (packed, or unstructured if it could not
-// be packed) as an unstructured object the caller owns.
+// unpack returns a cached object (packed, as Loom's informers hold it,
+// or unstructured) as an unstructured object the caller owns.
 func unpack(obj any) (*unstructured.Unstructured, bool) {
 	switch o := obj.(type) {
 	case *apply.Packed:

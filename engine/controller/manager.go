@@ -112,12 +112,11 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create dynamic client: %w", err)
 	}
-	manager := opts.FieldManager
-	slim, err := newPackedClient(opts.Config, httpClient, func(b []byte) (*apply.Packed, error) { return apply.SlimJSON(b, manager) })
+	slim, err := newPackedClient(opts.Config, httpClient, childPack(opts.FieldManager))
 	if err != nil {
 		return nil, err
 	}
-	strip, err := newPackedClient(opts.Config, httpClient, apply.StripJSON)
+	strip, err := newPackedClient(opts.Config, httpClient, parentPack)
 	if err != nil {
 		return nil, err
 	}
@@ -164,8 +163,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	m.ctx = ctx
-	m.children = newChildWatcher(ctx, m.client, m.opts.Namespace, m.opts.ResyncPeriod, m.opts.FieldManager, m.route, m.childSynced)
-	m.children.packed = m.slim
+	m.children = newChildWatcher(ctx, m.slim, m.opts.Namespace, m.opts.ResyncPeriod, m.route, m.childSynced)
 	m.lookups = newLookupCache(ctx, m.client, m.meta, m.mapper, m.children, m.opts.Namespace, m.opts.ResyncPeriod, m.enqueueParent)
 	for _, s := range sets {
 		// A second set for a kind is bad input, like a broken one: it is

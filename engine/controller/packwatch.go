@@ -41,6 +41,15 @@ func init() {
 // packFunc packs one object's JSON.
 type packFunc func([]byte) (*apply.Packed, error)
 
+// childPack packs a child as Loom's child caches keep it (apply.SlimJSON).
+func childPack(manager string) packFunc {
+	return func(b []byte) (*apply.Packed, error) { return apply.SlimJSON(b, manager) }
+}
+
+// parentPack packs a parent as Loom's parent caches keep it: all but
+// managedFields and kubectl's last-applied copy (apply.StripJSON).
+var parentPack packFunc = apply.StripJSON
+
 // packedClient is a REST client whose responses decode into packed
 // objects, packed by pack.
 type packedClient struct {
@@ -113,7 +122,7 @@ func newPackedInformer(c *packedClient, gvr schema.GroupVersionResource, namespa
 }
 
 // packedSerializer decodes JSON responses into packed objects: an
-// object, a list of them (PackedList), or a Status. A watch event is split
+// object, a list of them (packedList), or a Status. A watch event is split
 // by watchEventDecoder, and its object decoded by packedDecoder. It
 // encodes nothing: Loom's packed clients only read.
 type packedSerializer struct{ pack packFunc }
@@ -143,8 +152,8 @@ func (packedSerializer) DecoderToVersion(d runtime.Decoder, _ runtime.GroupVersi
 // packedDecoder is packedSerializer's decoder of objects.
 type packedDecoder struct{ pack packFunc }
 
-// PackedList is a list response whose items are packed.
-type PackedList struct {
+// packedList is a list response whose items are packed.
+type packedList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata"`
 	Items           []*apply.Packed
@@ -152,7 +161,7 @@ type PackedList struct {
 
 // DeepCopyObject returns a copy that shares the items, which are never
 // modified.
-func (l *PackedList) DeepCopyObject() runtime.Object {
+func (l *packedList) DeepCopyObject() runtime.Object {
 	out := *l
 	out.Items = append([]*apply.Packed(nil), l.Items...)
 	return &out
@@ -183,7 +192,7 @@ func (d packedDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runt
 		if err := json.Unmarshal(data, &wire); err != nil {
 			return nil, nil, fmt.Errorf("decode %s: %w", kind, err)
 		}
-		list := &PackedList{TypeMeta: wire.TypeMeta, ListMeta: wire.Metadata, Items: make([]*apply.Packed, 0, len(wire.Items))}
+		list := &packedList{TypeMeta: wire.TypeMeta, ListMeta: wire.Metadata, Items: make([]*apply.Packed, 0, len(wire.Items))}
 		for _, raw := range wire.Items {
 			p, err := d.pack(raw)
 			if err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // The packed decoder turns each response the reflector reads into what it
-// expects: lists into PackedList, objects into *apply.Packed, the
+// expects: lists into packedList, objects into *apply.Packed, the
 // initial-events-end bookmark into an object whose annotations say so,
 // and error objects into *metav1.Status.
 func TestPackedDecoder(t *testing.T) {

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -95,13 +94,9 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: c.gvk.Kind})
-	if c.m.strip != nil {
-		c.informer = newPackedInformer(c.m.strip, gvr, c.m.opts.Namespace, c.m.opts.ResyncPeriod, nil)
-	} else {
-		c.informer = dynamicinformer.NewFilteredDynamicInformer(c.m.client, gvr, c.m.opts.Namespace,
-			c.m.opts.ResyncPeriod, cache.Indexers{}, nil).Informer()
-	}
-	_ = c.informer.SetTransform(stripManagedFields)
+	// Parents are cached packed from the API server's JSON without
+	// managedFields and kubectl's last-applied copy (apply.StripJSON).
+	c.informer = newPackedInformer(c.m.strip, gvr, c.m.opts.Namespace, c.m.opts.ResyncPeriod, nil)
 	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: c.onUpdate,

@@ -5,6 +5,8 @@ package controller
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -32,7 +35,8 @@ var (
 )
 
 // newFakeManager returns a Manager whose client is a fake that serves
-// Widgets, and whose CRD cache holds the Widget CRD. onMapping, if not nil,
+// Widgets, whose parent informers list and watch a server of no Widgets,
+// and whose CRD cache holds the Widget CRD. onMapping, if not nil,
 // is called before each lookup of a kind's resource.
 func newFakeManager(t *testing.T, onMapping func()) (*Manager, *record.FakeRecorder) {
 	t.Helper()
@@ -56,12 +60,43 @@ func newFakeManager(t *testing.T, onMapping func()) (*Manager, *record.FakeRecor
 	return &Manager{
 		opts:        Options{Workers: 1, ReconcileTimeout: time.Second},
 		client:      client,
+		strip:       newWidgetServer(t),
 		applier:     apply.New(client, mapper, ""),
 		recorder:    rec,
 		metrics:     newMetrics(nil),
 		crds:        crds,
 		controllers: map[schema.GroupKind]*parentController{},
 	}, rec
+}
+
+// newWidgetServer serves no Widgets to a packed client: a list, and a
+// watch that sends the bookmark ending the initial events (the reflector
+// lists that way first) and then stays open until the client leaves.
+func newWidgetServer(t *testing.T) *packedClient {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/apis/example.com/v1/widgets" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("watch") != "true" {
+			_, _ = w.Write([]byte(`{"kind":"WidgetList","apiVersion":"example.com/v1","metadata":{"resourceVersion":"1"},"items":[]}`))
+			return
+		}
+		if r.URL.Query().Get("sendInitialEvents") == "true" {
+			_, _ = w.Write([]byte(`{"type":"BOOKMARK","object":{"kind":"Widget","apiVersion":"example.com/v1",` +
+				`"metadata":{"resourceVersion":"1","annotations":{"k8s.io/initial-events-end":"true"}}}}` + "\n"))
+		}
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	c, err := newPackedClient(&rest.Config{Host: srv.URL}, srv.Client(), parentPack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func newWidgetController(m *Manager) *parentController {

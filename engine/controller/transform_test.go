@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,17 +33,16 @@ spec:
 status: {observedGeneration: 2, readyReplicas: 2}
 `
 
-// The informers' transforms pack what the cache keeps, drop what Loom
-// never reads, and are idempotent: a watch-list relist hands the store
-// objects that were transformed already.
-func TestCacheTransforms(t *testing.T) {
-	w := &childWatcher{manager: "loom"}
+// The informers' decoders pack what the cache keeps and drop what Loom
+// never reads, and decode the same JSON to the same object: a watch-list
+// relist hands the store objects decoded again from the server's JSON.
+func TestCachePacking(t *testing.T) {
 	tests := []struct {
-		name      string
-		transform func(any) (any, error)
-		check     func(t *testing.T, in, out *unstructured.Unstructured)
+		name  string
+		pack  packFunc
+		check func(t *testing.T, in, out *unstructured.Unstructured)
 	}{
-		{"child: slimmed, with the fingerprint of Loom's entry", w.slim, func(t *testing.T, in, out *unstructured.Unstructured) {
+		{"child: slimmed, with the fingerprint of Loom's entry", childPack("loom"), func(t *testing.T, in, out *unstructured.Unstructured) {
 			if got, want := apply.Fingerprint(out, "loom"), apply.Fingerprint(in, "loom"); got != want || got == "" {
 				t.Errorf("fingerprint %q, want %q", got, want)
 			}
@@ -53,7 +53,7 @@ func TestCacheTransforms(t *testing.T) {
 				t.Error("kept spec.template, which Loom knows from its templates")
 			}
 		}},
-		{"parent: everything but managedFields and kubectl's copy", stripManagedFields, func(t *testing.T, in, out *unstructured.Unstructured) {
+		{"parent: everything but managedFields and kubectl's copy", parentPack, func(t *testing.T, in, out *unstructured.Unstructured) {
 			if out.GetAnnotations()["team"] != "blue" || out.GetAnnotations()["loom.dev/applied"] != "abc" {
 				t.Errorf("annotations %v, want team and loom.dev/applied kept", out.GetAnnotations())
 			}
@@ -65,7 +65,12 @@ func TestCacheTransforms(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := u(t, cachedYAML)
-			got, err := tt.transform(in.DeepCopy())
+			data, err := in.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := packedDecoder{pack: tt.pack}
+			got, _, err := d.Decode(data, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,9 +78,9 @@ func TestCacheTransforms(t *testing.T) {
 			if !ok {
 				t.Fatalf("cached a %T, want *apply.Packed", got)
 			}
-			again, err := tt.transform(p)
-			if err != nil || again != any(p) {
-				t.Errorf("transforming the cached object again gave %T %p, %v; want it unchanged", again, again, err)
+			again, _, err := d.Decode(data, nil, nil)
+			if err != nil || !reflect.DeepEqual(again, got) {
+				t.Errorf("decoding the same JSON again gave %v, %v; want %v", again, err, got)
 			}
 			out, err := p.Object()
 			if err != nil {
