@@ -46,8 +46,11 @@ type parentController struct {
 
 	mu      sync.Mutex
 	written map[types.UID]writtenStatus
-	// noStatus holds the parents told that their CRD has no status
-	// subresource.
+	// noStatus holds the parents told, in one Warning Event, that their
+	// CRD has no status subresource: true while their status writes are
+	// skipped, false once a CRD change asked for one more try. The entry
+	// goes when a status write succeeds or the parent goes, so the Warning
+	// is said once however often other CRDs change.
 	noStatus map[types.UID]bool
 	// unserved holds the parents whose last reconcile met a child kind the
 	// cluster does not serve; they are retried when CRDs change.
@@ -287,15 +290,21 @@ func (c *parentController) enqueueUnserved() {
 	}
 }
 
-// retryStatus forgets which parents' CRD had no status subresource, and
-// reconciles them again: a CRD changed, and may have gained one.
+// retryStatus reconciles again the parents whose CRD had no status
+// subresource, and lets their next reconcile try the write: a CRD changed,
+// and may have gained one. They stay marked as told.
 func (c *parentController) retryStatus() {
 	if !c.running.Load() {
 		return
 	}
 	c.mu.Lock()
-	uids := c.noStatus
-	c.noStatus = map[types.UID]bool{}
+	uids := map[types.UID]bool{}
+	for uid, skip := range c.noStatus {
+		if skip {
+			uids[uid] = true
+			c.noStatus[uid] = false
+		}
+	}
 	c.mu.Unlock()
 	if len(uids) == 0 {
 		return

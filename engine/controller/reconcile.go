@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -330,9 +331,9 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 		return nil
 	}
 	c.mu.Lock()
-	noStatus := c.noStatus[parent.GetUID()]
+	skip := c.noStatus[parent.GetUID()]
 	c.mu.Unlock()
-	if noStatus {
+	if skip {
 		return nil // its CRD has no status subresource; retried when CRDs change
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
@@ -371,6 +372,7 @@ func (c *parentController) rememberWritten(parent *unstructured.Unstructured, rv
 	uid := parent.GetUID()
 	c.mu.Lock()
 	c.written[uid] = writtenStatus{rv: apply.ParseResourceVersion(rv), status: st}
+	delete(c.noStatus, uid) // it has a status subresource now
 	c.mu.Unlock()
 	if id, ok := c.parentID(cache.MetaObjectToName(parent)); ok && id.GetUID() == uid {
 		c.caughtUp(uid, id.GetResourceVersion())
@@ -397,6 +399,17 @@ func (c *parentController) previous(parent *unstructured.Unstructured) *unstruct
 	return p
 }
 
+// markNoStatus skips the parent's status writes until CRDs change, and
+// reports whether it is the first time it is found without a status
+// subresource, that is, whether to tell.
+func (c *parentController) markNoStatus(uid types.UID) (first bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, told := c.noStatus[uid]
+	c.noStatus[uid] = true
+	return !told
+}
+
 // noStatusSubresource handles a status write that found nothing. Usually
 // the parent was just deleted. If it still exists, its CRD has no status
 // subresource: that is said once per parent, in a Warning Event and the
@@ -406,11 +419,7 @@ func (c *parentController) noStatusSubresource(ctx context.Context, parent *unst
 	if _, err := c.m.client.Resource(c.gvr).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{}); err != nil {
 		return
 	}
-	c.mu.Lock()
-	warned := c.noStatus[parent.GetUID()]
-	c.noStatus[parent.GetUID()] = true
-	c.mu.Unlock()
-	if warned {
+	if !c.markNoStatus(parent.GetUID()) {
 		return
 	}
 	msg := fmt.Sprintf("cannot write status: %s has no status subresource (for a CRD, add `subresources: {status: {}}` to version %s). Children are still applied.",

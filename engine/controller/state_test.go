@@ -244,3 +244,51 @@ func TestWrittenStatusIsNotKeptWhenTheCacheIsAhead(t *testing.T) {
 		})
 	}
 }
+
+// A parent whose CRD has no status subresource is told once: a CRD change
+// lets its next reconcile try the write again, and finding no subresource
+// again does not tell it again. Only a successful write, or the parent
+// going, clears that.
+func TestNoStatusSubresourceIsToldOnce(t *testing.T) {
+	tests := []struct {
+		name string
+		// between happens after the first finding and a CRD change.
+		between   func(c *parentController, parent *unstructured.Unstructured)
+		wantFirst bool
+	}{
+		{"found again after a CRD change", func(*parentController, *unstructured.Unstructured) {}, false},
+		{"written after the CRD gained it, then lost again", func(c *parentController, parent *unstructured.Unstructured) {
+			c.rememberWritten(parent, "10", map[string]any{"state": "Ready"})
+		}, true},
+		{"the parent was deleted and recreated", func(c *parentController, parent *unstructured.Unstructured) {
+			c.forget(cache.MetaObjectToName(parent), parent.GetUID())
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := stateController(t)
+			c.running.Store(true)
+			parent := u(t, parentYAML)
+			if err := c.informer.GetIndexer().Add(packOr(parent)); err != nil {
+				t.Fatal(err)
+			}
+			if !c.markNoStatus(parent.GetUID()) {
+				t.Fatal("the first finding does not tell")
+			}
+			c.retryStatus()
+			if got := c.queue.Len(); got != 1 {
+				t.Errorf("a CRD change queued %d parents, want 1", got)
+			}
+			c.mu.Lock()
+			skip := c.noStatus[parent.GetUID()]
+			c.mu.Unlock()
+			if skip {
+				t.Error("after a CRD change the status write is still skipped")
+			}
+			tt.between(c, parent)
+			if got := c.markNoStatus(parent.GetUID()); got != tt.wantFirst {
+				t.Errorf("second finding tells = %v, want %v", got, tt.wantFirst)
+			}
+		})
+	}
+}

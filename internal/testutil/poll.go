@@ -16,6 +16,26 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 	Poll(t, 100*time.Millisecond, timeout, what, cond)
 }
 
+// Consistently checks cond every 100ms for d, and fails the test the
+// first time it does not hold: for what must not happen, such as a second
+// write or a repeated Event.
+func Consistently(t testing.TB, d time.Duration, what string, cond func(ctx context.Context) error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := cond(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: broken: %v", what, err)
+		}
+		if !time.Now().Before(deadline) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // Poll is Eventually with an interval of its own, for conditions that are
 // costly to check (a list of hundreds of objects).
 func Poll(t testing.TB, interval, timeout time.Duration, what string, cond func(ctx context.Context) error) {

@@ -285,6 +285,8 @@ func createParent(t *testing.T, namespace, manifest string) *unstructured.Unstru
 // after timeout.
 var eventually = testutil.Eventually
 
+var consistently = testutil.Consistently
+
 // get reads an object, or returns the error.
 func get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
 	return dyn.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
