@@ -264,16 +264,6 @@ func (w *childWatcher) get(gr schema.GroupResource, namespace, name string) *uns
 	return u
 }
 
-// packOr packs u, or keeps u itself in the (never seen) case that it
-// cannot be encoded; readers accept both forms (unpack). Loom's informers
-// hold packed objects only, decoded so by their client (packwatch.go).
-func packOr(u *unstructured.Unstructured) any {
-	if p, ok := packed(u); ok {
-		return p
-	}
-	return u
-}
-
 func packed(u *unstructured.Unstructured) (*apply.Packed, bool) {
 	p, err := apply.Pack(u)
 	if err != nil {

@@ -317,3 +317,12 @@ status: {conditions: [{type: Established, status: "True"}]}
 		t.Error("the slim CRD no longer answers what Loom asks of it")
 	}
 }
+
+// packOr packs u as Loom's informers hold it, or keeps u itself if it
+// cannot be encoded; readers accept both forms (unpack).
+func packOr(u *unstructured.Unstructured) any {
+	if p, ok := packed(u); ok {
+		return p
+	}
+	return u
+}

@@ -105,13 +105,6 @@ func (x *ownerIndex) children(uid types.UID) []any {
 	return out
 }
 
-// len is the number of owners with at least one cached child.
-func (x *ownerIndex) len() int {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return len(x.m)
-}
-
 // controllerUID returns the UID of a cached object's controller owner, or
 // "" when it has none.
 func controllerUID(obj any) types.UID {

@@ -98,3 +98,10 @@ metadata: {name: %s, namespace: ns, resourceVersion: %q}
 		})
 	}
 }
+
+// len is the number of owners with at least one cached child.
+func (x *ownerIndex) len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.m)
+}
