@@ -22,6 +22,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/depend"
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
 	"github.com/loom-operator/loom/internal/golden"
@@ -178,13 +179,13 @@ func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructur
 		fmt.Fprintln(d.out, h)
 	}
 	var counts [4]int // created, configured, unchanged, pruned
-	rendered := map[apply.Ref]bool{}
+	rendered := map[object.Ref]bool{}
 	kinds := map[schema.GroupVersionKind]bool{}
 	for ref := range plan.Held {
 		rendered[ref] = true // kept, not pruned
 	}
 	for _, child := range plan.Apply {
-		ref := apply.RefOf(child)
+		ref := object.RefOf(child)
 		rendered[ref] = true
 		kinds[child.GroupVersionKind()] = true
 		before, err := d.live(ctx, child.GroupVersionKind(), ref)
@@ -212,7 +213,7 @@ func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructur
 			return false, err
 		}
 		for _, obj := range pruned {
-			if _, err := d.print(apply.RefOf(obj), obj, nil); err != nil {
+			if _, err := d.print(object.RefOf(obj), obj, nil); err != nil {
 				return false, err
 			}
 			counts[3]++
@@ -230,7 +231,7 @@ func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructur
 }
 
 // live reads a child from the API server; nil when it does not exist.
-func (d *differ) live(ctx context.Context, gvk schema.GroupVersionKind, ref apply.Ref) (*unstructured.Unstructured, error) {
+func (d *differ) live(ctx context.Context, gvk schema.GroupVersionKind, ref object.Ref) (*unstructured.Unstructured, error) {
 	gvr, _, err := d.applier.Resource(gvk)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", ref, err)
@@ -248,7 +249,7 @@ func (d *differ) live(ctx context.Context, gvk schema.GroupVersionKind, ref appl
 // prunable lists the parent's children that no longer render, the way
 // Loom's prune finds them: the parent's ApplySet label and its UID as
 // controller, over the kinds rendered now and those the status lists.
-func (d *differ) prunable(ctx context.Context, parent *unstructured.Unstructured, kinds map[schema.GroupVersionKind]bool, rendered map[apply.Ref]bool) ([]*unstructured.Unstructured, error) {
+func (d *differ) prunable(ctx context.Context, parent *unstructured.Unstructured, kinds map[schema.GroupVersionKind]bool, rendered map[object.Ref]bool) ([]*unstructured.Unstructured, error) {
 	for _, k := range status.ChildKinds(parent) {
 		kinds[k] = true
 	}
@@ -270,19 +271,19 @@ func (d *differ) prunable(ctx context.Context, parent *unstructured.Unstructured
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
-			if rendered[apply.RefOf(obj)] || !render.IsChildOf(obj, parent) || obj.GetDeletionTimestamp() != nil {
+			if rendered[object.RefOf(obj)] || !render.IsChildOf(obj, parent) || obj.GetDeletionTimestamp() != nil {
 				continue
 			}
 			out = append(out, obj)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return apply.RefOf(out[i]).String() < apply.RefOf(out[j]).String() })
+	sort.Slice(out, func(i, j int) bool { return object.RefOf(out[i]).String() < object.RefOf(out[j]).String() })
 	return out, nil
 }
 
 // print writes the unified diff of a child, if there is one, and reports
 // whether there was.
-func (d *differ) print(ref apply.Ref, before, after *unstructured.Unstructured) (bool, error) {
+func (d *differ) print(ref object.Ref, before, after *unstructured.Unstructured) (bool, error) {
 	a, err := comparable(before)
 	if err != nil {
 		return false, err

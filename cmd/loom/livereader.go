@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -25,7 +25,7 @@ var _ render.Reader = (*liveReader)(nil)
 
 // Get returns the object, or nil when there is none.
 func (r *liveReader) Get(gvk schema.GroupVersionKind, namespace, name string) (map[string]any, error) {
-	obj, err := r.d.live(r.ctx, gvk, apply.Ref{GroupKind: gvk.GroupKind(), Namespace: namespace, Name: name})
+	obj, err := r.d.live(r.ctx, gvk, object.Ref{GroupKind: gvk.GroupKind(), Namespace: namespace, Name: name})
 	if err != nil || obj == nil {
 		return nil, err
 	}

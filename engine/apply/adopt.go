@@ -5,55 +5,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/loom-operator/loom/engine/object"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 )
-
-// AnnotationAdopt, set on an existing object to "<Kind>.<group>/<name>" of
-// a parent (such as "MyResource.example.loom.dev/web"; "<Kind>/<name>" for
-// a core kind), hands that object over to the parent: Loom adopts it when
-// the parent renders a child of the same kind, namespace and name. Like
-// Helm's meta.helm.sh/release-name, it is the explicit consent of someone
-// allowed to write the object.
-const AnnotationAdopt = "loom.dev/adopt"
-
-// labelPartOf is KEP-3659's ApplySet label, which render sets on every
-// child to its parent's ApplySet ID.
-const labelPartOf = "applyset.kubernetes.io/part-of"
-
-// AdoptValue is the AnnotationAdopt value that hands an object to the
-// parent that owner refers to.
-func AdoptValue(owner metav1.OwnerReference) string {
-	return groupKindOf(owner).String() + "/" + owner.Name
-}
-
-// groupKindOf is the group and kind an ownerReference names, whatever the
-// version.
-func groupKindOf(ref metav1.OwnerReference) schema.GroupKind {
-	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-	return schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
-}
-
-// NotAdoptedError means a child's name is taken by an object that exists
-// without being Loom's: no controller owns it, it does not carry the
-// parent's ApplySet label, and nobody annotated it for adoption. Loom does
-// not take it over, because whoever may create a parent could otherwise
-// seize (and, with the parent, delete) any object in its namespace.
-type NotAdoptedError struct {
-	Ref Ref
-	// Want is the parent that renders the child.
-	Want metav1.OwnerReference
-}
-
-// Error explains the refusal and the two ways out.
-func (e *NotAdoptedError) Error() string {
-	return fmt.Sprintf("%s already exists and is not managed by Loom; Loom does not take over an object it did not create: "+
-		"rename the child in the template, or hand the object over with the annotation %s=%s",
-		e.Ref, AnnotationAdopt, AdoptValue(e.Want))
-}
 
 // noSuchVersion is a resourceVersion no stored object has: with etcd, a
 // resourceVersion is the revision of the object's last write, and etcd's
@@ -79,7 +37,7 @@ func (a *Applier) create(ctx context.Context, gvr schema.GroupVersionResource, d
 	}
 	obj := withHash(desired, hash)
 	obj.SetResourceVersion(noSuchVersion)
-	ref := RefOf(desired)
+	ref := object.RefOf(desired)
 	resp, err := a.client.Resource(gvr).Namespace(ref.Namespace).Apply(ctx, ref.Name, obj,
 		metav1.ApplyOptions{FieldManager: a.manager, Force: true})
 	switch {
@@ -101,7 +59,7 @@ func (a *Applier) create(ctx context.Context, gvr schema.GroupVersionResource, d
 // allows the existing one. It costs one read, only for children Loom has
 // no record of.
 func (a *Applier) adoptable(ctx context.Context, gvr schema.GroupVersionResource, desired *unstructured.Unstructured) error {
-	ref := RefOf(desired)
+	ref := object.RefOf(desired)
 	cur, err := a.client.Resource(gvr).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -125,26 +83,26 @@ func adoption(cur, desired *unstructured.Unstructured) error {
 	if want == nil {
 		return nil
 	}
-	ref := RefOf(desired)
-	id := desired.GetLabels()[labelPartOf]
-	ownSet := id != "" && cur.GetLabels()[labelPartOf] == id
+	ref := object.RefOf(desired)
+	id := desired.GetLabels()[object.LabelPartOf]
+	ownSet := id != "" && cur.GetLabels()[object.LabelPartOf] == id
 	if owner := metav1.GetControllerOfNoCopy(cur); owner != nil {
 		if owner.UID == want.UID {
 			return nil
 		}
-		if ownSet && groupKindOf(*owner) == groupKindOf(*want) && owner.Name == want.Name {
+		if ownSet && object.GroupKindOf(*owner) == object.GroupKindOf(*want) && owner.Name == want.Name {
 			// Loom's child of an earlier parent of this name (deleted and
 			// created again), which the garbage collector has not removed
 			// yet: the apply replaces that ownerReference, which Loom set.
 			return nil
 		}
-		return &OwnedByAnotherError{Ref: ref, Owner: *owner, Want: *want}
+		return &object.OwnedByAnotherError{Ref: ref, Owner: *owner, Want: *want}
 	}
 	if ownSet {
 		return nil // Loom's child of this parent, e.g. orphaned when an earlier parent of that name was deleted
 	}
-	if cur.GetAnnotations()[AnnotationAdopt] == AdoptValue(*want) {
+	if cur.GetAnnotations()[object.AnnotationAdopt] == object.AdoptValue(*want) {
 		return nil
 	}
-	return &NotAdoptedError{Ref: ref, Want: *want}
+	return &object.NotAdoptedError{Ref: ref, Want: *want}
 }

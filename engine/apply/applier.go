@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unique"
 
+	"github.com/loom-operator/loom/engine/object"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,7 +88,7 @@ type scope struct {
 
 // keyOf returns the key of ref's record. The name is ref's own string: the
 // key of a record to store must be made by ownKey.
-func keyOf(ref Ref) recordKey {
+func keyOf(ref object.Ref) recordKey {
 	return recordKey{scope: unique.Make(scope{gk: ref.GroupKind, namespace: ref.Namespace}), name: ref.Name}
 }
 
@@ -95,7 +96,7 @@ func keyOf(ref Ref) recordKey {
 // rendered object's strings share the memory of the whole document they
 // were decoded from, and a record lives as long as its child: its key must
 // not keep that document alive.
-func ownKey(ref Ref) recordKey {
+func ownKey(ref object.Ref) recordKey {
 	k := keyOf(ref)
 	k.name = strings.Clone(k.name)
 	return k
@@ -128,34 +129,34 @@ func (a *Applier) Resource(gvk schema.GroupVersionKind) (schema.GroupVersionReso
 // Unchanged. Apply never writes over an object that is not the parent's
 // (see adoption): it checks the cached object, and, for a child the cache
 // does not hold and Loom has no record of, reads the name first.
-func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstructured) Result {
+func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstructured) object.Result {
 	desired = prepare(desired)
-	ref := RefOf(desired)
-	res := Result{Ref: ref, APIVersion: desired.GetAPIVersion()}
+	ref := object.RefOf(desired)
+	res := object.Result{Ref: ref, APIVersion: desired.GetAPIVersion()}
 	hash, err := Hash(desired)
 	if err != nil {
-		return res.failed(fmt.Errorf("hash %s: %w", ref, err))
+		return failed(res, fmt.Errorf("hash %s: %w", ref, err))
 	}
 	unchanged, known := a.check(ref, hash, live)
 	if unchanged {
-		res.Action, res.Object = Unchanged, live
+		res.Action, res.Object = object.Unchanged, live
 		return res
 	}
 	if live != nil {
 		// Carrying Loom's labels (so being cached) is not being this
 		// parent's child.
 		if err := adoption(live, desired); err != nil {
-			return res.failed(err)
+			return failed(res, err)
 		}
 	}
 	gvr, err := a.target(desired.GroupVersionKind(), ref.Namespace)
 	if err != nil {
-		return res.failed(fmt.Errorf("apply %s: %w", ref, err))
+		return failed(res, fmt.Errorf("apply %s: %w", ref, err))
 	}
 	var resp *unstructured.Unstructured
 	if live == nil && !known {
 		if resp, err = a.create(ctx, gvr, desired, hash); err != nil {
-			return res.failed(err)
+			return failed(res, err)
 		}
 	}
 	before := live
@@ -171,13 +172,13 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 		resp, err = a.client.Resource(gvr).Namespace(ref.Namespace).Apply(ctx, ref.Name, withHash(desired, hash),
 			metav1.ApplyOptions{FieldManager: a.manager, Force: true})
 		if err != nil {
-			return res.failed(a.applyError(ctx, gvr, desired, err))
+			return failed(res, a.applyError(ctx, gvr, desired, err))
 		}
 	}
 	a.remember(ref, newRecord(hash, resp.GetUID(), ParseResourceVersion(resp.GetResourceVersion()), Fingerprint(resp, a.manager)))
-	res.Action, res.Object = Configured, resp
+	res.Action, res.Object = object.Configured, resp
 	if live == nil {
-		res.Action = Created // as far as the cache knew
+		res.Action = object.Created // as far as the cache knew
 	}
 	if live != nil && live.GetUID() == resp.GetUID() && live.GetAnnotations()[AnnotationApplied] == hash {
 		// The same desired object as before: any field Loom took back had
@@ -186,7 +187,7 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 		case !isSlim(before):
 			res.Drift = regained(before, resp, a.manager)
 		case Fingerprint(before, a.manager) != Fingerprint(resp, a.manager):
-			res.Drift = []string{DriftUnrecorded} // no record since a restart: no read was made
+			res.Drift = []string{object.DriftUnrecorded} // no record since a restart: no read was made
 		}
 	}
 	return res
@@ -221,7 +222,7 @@ func (a *Applier) target(gvk schema.GroupVersionKind, namespace string) (schema.
 // With no record (after a restart) the child is applied once; the API
 // server treats an apply that changes nothing as a no-op and stores
 // nothing.
-func (a *Applier) check(ref Ref, hash string, live *unstructured.Unstructured) (unchanged, known bool) {
+func (a *Applier) check(ref object.Ref, hash string, live *unstructured.Unstructured) (unchanged, known bool) {
 	key := keyOf(ref)
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -249,7 +250,7 @@ func ParseResourceVersion(rv string) uint64 {
 	return n
 }
 
-func (a *Applier) remember(ref Ref, r record) {
+func (a *Applier) remember(ref object.Ref, r record) {
 	key := ownKey(ref)
 	a.mu.Lock()
 	a.applied[key] = r
@@ -259,7 +260,7 @@ func (a *Applier) remember(ref Ref, r record) {
 // IsOwnWrite reports whether resourceVersion rv of the object is the one
 // Loom's own last apply produced: the watch echo of that write, which the
 // reconcile that made it has already taken into account.
-func (a *Applier) IsOwnWrite(ref Ref, rv string) bool {
+func (a *Applier) IsOwnWrite(ref object.Ref, rv string) bool {
 	key := keyOf(ref)
 	a.mu.Lock()
 	rec, ok := a.applied[key]
@@ -268,7 +269,7 @@ func (a *Applier) IsOwnWrite(ref Ref, rv string) bool {
 }
 
 // Forget drops what Loom remembers of an object that is gone.
-func (a *Applier) Forget(ref Ref) {
+func (a *Applier) Forget(ref object.Ref) {
 	key := keyOf(ref)
 	a.mu.Lock()
 	delete(a.applied, key)
@@ -279,14 +280,14 @@ func (a *Applier) Forget(ref Ref) {
 // on the object's UID, so an object recreated under the same name by
 // someone else is never deleted by mistake. An object already gone counts
 // as pruned.
-func (a *Applier) Prune(ctx context.Context, objs []*unstructured.Unstructured) ChangeSet {
-	cs := make(ChangeSet, 0, len(objs))
+func (a *Applier) Prune(ctx context.Context, objs []*unstructured.Unstructured) object.ChangeSet {
+	cs := make(object.ChangeSet, 0, len(objs))
 	for _, o := range objs {
-		ref := RefOf(o)
-		res := Result{Ref: ref, APIVersion: o.GetAPIVersion()}
+		ref := object.RefOf(o)
+		res := object.Result{Ref: ref, APIVersion: o.GetAPIVersion()}
 		gvr, _, err := a.Resource(o.GroupVersionKind())
 		if err != nil {
-			cs = append(cs, res.failed(fmt.Errorf("prune %s: %w", ref, err)))
+			cs = append(cs, failed(res, fmt.Errorf("prune %s: %w", ref, err)))
 			continue
 		}
 		uid := o.GetUID()
@@ -296,41 +297,21 @@ func (a *Applier) Prune(ctx context.Context, objs []*unstructured.Unstructured) 
 			PropagationPolicy: &policy,
 		})
 		if err != nil && !apierrors.IsNotFound(err) {
-			cs = append(cs, res.failed(fmt.Errorf("prune %s: %w", ref, err)))
+			cs = append(cs, failed(res, fmt.Errorf("prune %s: %w", ref, err)))
 			continue
 		}
 		a.Forget(ref)
-		res.Action = Pruned
+		res.Action = object.Pruned
 		cs = append(cs, res)
 	}
 	return cs
 }
 
-func (r Result) failed(err error) Result {
-	r.Action, r.Err = Failed, err
+// failed returns r as a failure with err.
+func failed(r object.Result, err error) object.Result {
+	r.Action, r.Err = object.Failed, err
 	return r
 }
-
-// OwnedByAnotherError means a child's name is taken by an object that
-// another controller owns. Loom does not take it over.
-type OwnedByAnotherError struct {
-	Ref Ref
-	// Owner is the object's controller; Want is the parent that renders it.
-	Owner, Want metav1.OwnerReference
-	// Err is the API server's refusal, or nil when Loom saw the owner
-	// before sending anything.
-	Err error
-}
-
-// Error explains the conflict and what to do about it.
-func (e *OwnedByAnotherError) Error() string {
-	return fmt.Sprintf("%s is controlled by %s %s, not by %s %s; Loom does not take over another controller's object: "+
-		"rename the child in the template, or delete the object or its ownerReference",
-		e.Ref, e.Owner.Kind, e.Owner.Name, e.Want.Kind, e.Want.Name)
-}
-
-// Unwrap returns the API server's error, if any.
-func (e *OwnedByAnotherError) Unwrap() error { return e.Err }
 
 // conflict turns the API server's refusal of a second controller
 // ownerReference into an OwnedByAnotherError naming the object's owner. It
@@ -341,7 +322,7 @@ func (a *Applier) applyError(ctx context.Context, gvr schema.GroupVersionResourc
 	if c := a.conflict(ctx, gvr, desired, err); c != nil {
 		return c
 	}
-	return fmt.Errorf("apply %s: %w", RefOf(desired), err)
+	return fmt.Errorf("apply %s: %w", object.RefOf(desired), err)
 }
 
 func (a *Applier) conflict(ctx context.Context, gvr schema.GroupVersionResource, desired *unstructured.Unstructured, err error) error {
@@ -360,7 +341,7 @@ func (a *Applier) conflict(ctx context.Context, gvr schema.GroupVersionResource,
 	if owner == nil || owner.UID == want.UID {
 		return nil
 	}
-	return &OwnedByAnotherError{Ref: RefOf(desired), Owner: *owner, Want: *want, Err: err}
+	return &object.OwnedByAnotherError{Ref: object.RefOf(desired), Owner: *owner, Want: *want, Err: err}
 }
 
 // hasCause reports whether an API error names field among its causes.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/object"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -78,7 +79,7 @@ func TestCheck(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(form+"/"+tt.name, func(t *testing.T) {
 				a := New(nil, nil, "loom")
-				ref := RefOf(desired)
+				ref := object.RefOf(desired)
 				if tt.rec != nil {
 					a.applied[keyOf(ref)] = *tt.rec
 				}
@@ -100,7 +101,7 @@ func TestCheck(t *testing.T) {
 
 func TestIsOwnWrite(t *testing.T) {
 	a := New(nil, nil, "")
-	ref := Ref{Name: "web"}
+	ref := object.Ref{Name: "web"}
 	if a.IsOwnWrite(ref, "5") {
 		t.Fatal("nothing applied yet, but IsOwnWrite is true")
 	}
@@ -260,19 +261,19 @@ func TestAdoption(t *testing.T) {
 		owner   *metav1.OwnerReference
 		wantErr any
 	}{
-		{"hand-made, no marks: refused", `{metadata: {name: web, namespace: ns}}`, nil, &NotAdoptedError{}},
+		{"hand-made, no marks: refused", `{metadata: {name: web, namespace: ns}}`, nil, &object.NotAdoptedError{}},
 		{"annotated for this parent: adopted", `{metadata: {name: web, namespace: ns, annotations: {loom.dev/adopt: MyResource.example.loom.dev/web}}}`, nil, nil},
-		{"annotated for another parent: refused", `{metadata: {name: web, namespace: ns, annotations: {loom.dev/adopt: MyResource.example.loom.dev/other}}}`, nil, &NotAdoptedError{}},
+		{"annotated for another parent: refused", `{metadata: {name: web, namespace: ns, annotations: {loom.dev/adopt: MyResource.example.loom.dev/other}}}`, nil, &object.NotAdoptedError{}},
 		{"this parent's ApplySet label (an orphaned child): adopted", `{metadata: {name: web, namespace: ns, labels: {applyset.kubernetes.io/part-of: applyset-abc-v1}}}`, nil, nil},
-		{"another parent's ApplySet label: refused", `{metadata: {name: web, namespace: ns, labels: {applyset.kubernetes.io/part-of: applyset-xyz-v1}}}`, nil, &NotAdoptedError{}},
+		{"another parent's ApplySet label: refused", `{metadata: {name: web, namespace: ns, labels: {applyset.kubernetes.io/part-of: applyset-xyz-v1}}}`, nil, &object.NotAdoptedError{}},
 		{"controlled by this parent", `{metadata: {name: web, namespace: ns}}`, &want, nil},
-		{"controlled by another controller: refused even when annotated", `{metadata: {name: web, namespace: ns, annotations: {loom.dev/adopt: MyResource.example.loom.dev/web}}}`, &other, &OwnedByAnotherError{}},
+		{"controlled by another controller: refused even when annotated", `{metadata: {name: web, namespace: ns, annotations: {loom.dev/adopt: MyResource.example.loom.dev/web}}}`, &other, &object.OwnedByAnotherError{}},
 		// The parent was deleted and created again under its name; the
 		// garbage collector has not yet removed the old one's children.
 		{"controlled by an earlier parent of this name, with its ApplySet label: adopted",
 			`{metadata: {name: web, namespace: ns, labels: {applyset.kubernetes.io/part-of: applyset-abc-v1}}}`, &earlier, nil},
 		{"controlled by an earlier parent of this name, without its ApplySet label: refused",
-			`{metadata: {name: web, namespace: ns}}`, &earlier, &OwnedByAnotherError{}},
+			`{metadata: {name: web, namespace: ns}}`, &earlier, &object.OwnedByAnotherError{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -286,20 +287,20 @@ func TestAdoption(t *testing.T) {
 				if err != nil {
 					t.Errorf("adoption = %v, want nil", err)
 				}
-			case *NotAdoptedError:
-				var e *NotAdoptedError
+			case *object.NotAdoptedError:
+				var e *object.NotAdoptedError
 				if !errors.As(err, &e) {
-					t.Errorf("adoption = %v, want a NotAdoptedError", err)
+					t.Errorf("adoption = %v, want an object.NotAdoptedError", err)
 				}
-			case *OwnedByAnotherError:
-				var e *OwnedByAnotherError
+			case *object.OwnedByAnotherError:
+				var e *object.OwnedByAnotherError
 				if !errors.As(err, &e) || e.Owner.UID != tt.owner.UID {
-					t.Errorf("adoption = %v, want an OwnedByAnotherError naming %s", err, tt.owner.Name)
+					t.Errorf("adoption = %v, want an object.OwnedByAnotherError naming %s", err, tt.owner.Name)
 				}
 			}
 		})
 	}
-	msg := (&NotAdoptedError{Ref: RefOf(desired), Want: want}).Error()
+	msg := (&object.NotAdoptedError{Ref: object.RefOf(desired), Want: want}).Error()
 	if want := "loom.dev/adopt=MyResource.example.loom.dev/web"; !strings.Contains(msg, want) {
 		t.Errorf("message %q does not say how to hand the object over (%s)", msg, want)
 	}
@@ -327,10 +328,10 @@ func TestApplyRefusesACachedObjectThatIsNotThisParents(t *testing.T) {
 	}{
 		{"another parent's ApplySet label, no controller",
 			`{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns, uid: c1, resourceVersion: "3",
-  labels: {app.kubernetes.io/managed-by: loom, applyset.kubernetes.io/part-of: applyset-other-v1}}}`, nil, &NotAdoptedError{}},
+  labels: {app.kubernetes.io/managed-by: loom, applyset.kubernetes.io/part-of: applyset-other-v1}}}`, nil, &object.NotAdoptedError{}},
 		{"controlled by another parent",
 			`{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns, uid: c1, resourceVersion: "3",
-  labels: {app.kubernetes.io/managed-by: loom, applyset.kubernetes.io/part-of: applyset-other-v1}}}`, &other, &OwnedByAnotherError{}},
+  labels: {app.kubernetes.io/managed-by: loom, applyset.kubernetes.io/part-of: applyset-other-v1}}}`, &other, &object.OwnedByAnotherError{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -339,19 +340,19 @@ func TestApplyRefusesACachedObjectThatIsNotThisParents(t *testing.T) {
 				live.SetOwnerReferences([]metav1.OwnerReference{*tt.owner})
 			}
 			r := New(nil, nil, "loom").Apply(t.Context(), desired, live)
-			if r.Action != Failed {
+			if r.Action != object.Failed {
 				t.Fatalf("Apply = %s, want failed", r.Action)
 			}
 			switch tt.wantErr.(type) {
-			case *NotAdoptedError:
-				var e *NotAdoptedError
+			case *object.NotAdoptedError:
+				var e *object.NotAdoptedError
 				if !errors.As(r.Err, &e) {
-					t.Errorf("err = %v, want a NotAdoptedError", r.Err)
+					t.Errorf("err = %v, want an object.NotAdoptedError", r.Err)
 				}
-			case *OwnedByAnotherError:
-				var e *OwnedByAnotherError
+			case *object.OwnedByAnotherError:
+				var e *object.OwnedByAnotherError
 				if !errors.As(r.Err, &e) {
-					t.Errorf("err = %v, want an OwnedByAnotherError", r.Err)
+					t.Errorf("err = %v, want an object.OwnedByAnotherError", r.Err)
 				}
 			}
 		})

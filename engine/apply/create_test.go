@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/object"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,7 +51,7 @@ data: {a: "1"}
 	}{
 		{name: "name free: one request", children: 1, want: []string{"apply+rv"}, wantApply: true},
 		{name: "name taken by a hand-made object: refused, not written", existing: handMade, children: 1,
-			want: []string{"apply+rv", "get"}, wantErr: &NotAdoptedError{}},
+			want: []string{"apply+rv", "get"}, wantErr: &object.NotAdoptedError{}},
 		{name: "name taken by an object handed over: adopted", existing: consented, children: 1,
 			want: []string{"apply+rv", "get", "apply"}, wantApply: true},
 		{name: "a server that refuses a resourceVersion on create: read, then apply, from then on", createErr: refused, children: 2,
@@ -100,16 +101,16 @@ data: {a: "1"}
 				desired.SetName(fmt.Sprintf("web-%d", i))
 				r := a.Apply(t.Context(), desired, nil)
 				if tt.wantErr != nil {
-					var nae *NotAdoptedError
+					var nae *object.NotAdoptedError
 					if !errors.As(r.Err, &nae) {
-						t.Fatalf("err = %v, want a NotAdoptedError", r.Err)
+						t.Fatalf("err = %v, want an object.NotAdoptedError", r.Err)
 					}
 					continue
 				}
 				if r.Err != nil {
 					t.Fatal(r.Err)
 				}
-				if tt.wantApply && r.Action != Created {
+				if tt.wantApply && r.Action != object.Created {
 					t.Errorf("action = %s, want created", r.Action)
 				}
 				if r.Object.GetResourceVersion() != "41" {

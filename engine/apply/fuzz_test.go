@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/loom-operator/loom/engine/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
@@ -76,7 +77,7 @@ func FuzzDriftDecision(f *testing.F) {
 		before := withHash(objectOwning(t, live, "2026-02-02T00:00:00Z"), "h")
 
 		a := New(nil, nil, "loom")
-		ref := RefOf(after)
+		ref := object.RefOf(after)
 		a.remember(ref, newRecord("h", "u1", 7, Fingerprint(after, "loom")))
 		unchanged, known := a.check(ref, "h", before)
 		if !known {

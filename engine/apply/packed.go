@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"unique"
 
+	"github.com/loom-operator/loom/engine/object"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -173,8 +174,8 @@ func (p *Packed) GroupKind() schema.GroupKind {
 }
 
 // Ref returns the object's Ref.
-func (p *Packed) Ref() Ref {
-	return Ref{GroupKind: p.GroupKind(), Namespace: p.namespace, Name: p.name}
+func (p *Packed) Ref() object.Ref {
+	return object.Ref{GroupKind: p.GroupKind(), Namespace: p.namespace, Name: p.name}
 }
 
 // GetName returns the object's name.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/object"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -114,7 +115,7 @@ metadata: {name: "", namespace: "", generation: 0}
 			if p.ControllerUID() != wantUID {
 				t.Errorf("ControllerUID = %q, want %q", p.ControllerUID(), wantUID)
 			}
-			if got, want := p.Ref(), RefOf(in); got != want {
+			if got, want := p.Ref(), object.RefOf(in); got != want {
 				t.Errorf("Ref = %v, want %v", got, want)
 			}
 			if got := p.GetObjectKind().GroupVersionKind(); got != in.GroupVersionKind() {

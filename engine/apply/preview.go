@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/loom-operator/loom/engine/object"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -14,7 +15,7 @@ import (
 // run and nothing is written.
 func (a *Applier) DryRun(ctx context.Context, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	desired = prepare(desired)
-	ref := RefOf(desired)
+	ref := object.RefOf(desired)
 	hash, err := Hash(desired)
 	if err != nil {
 		return nil, fmt.Errorf("hash %s: %w", ref, err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/object"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,16 +42,16 @@ func TestApplyNamesDriftOfASlimChild(t *testing.T) {
 		wantDrift []string
 	}{
 		{"record of the last apply: one read names the fields", true, 1, []string{"spec.replicas"}},
-		{"no record (after a restart): no read", false, 0, []string{DriftUnrecorded}},
+		{"no record (after a restart): no read", false, 0, []string{object.DriftUnrecorded}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, gets := fakeApplier(drifted, repaired)
 			if tt.record {
-				a.remember(RefOf(desired), newRecord(hash, "u1", 5, Fingerprint(applied, "loom")))
+				a.remember(object.RefOf(desired), newRecord(hash, "u1", 5, Fingerprint(applied, "loom")))
 			}
 			r := a.Apply(t.Context(), desired, Slim(drifted.DeepCopy(), "loom"))
-			if r.Err != nil || r.Action != Configured {
+			if r.Err != nil || r.Action != object.Configured {
 				t.Fatalf("Apply = %s, %v; want configured", r.Action, r.Err)
 			}
 			if *gets != tt.wantGets {
@@ -121,7 +122,7 @@ func TestRecordDoesNotPinTheRenderedObject(t *testing.T) {
 			t.Fatal(r.Err)
 		}
 		again := uobj(t, desiredDeployment) // strings of its own, like the next render's
-		if r := a.Apply(t.Context(), again, nil); r.Action != Unchanged {
+		if r := a.Apply(t.Context(), again, nil); r.Action != object.Unchanged {
 			t.Fatalf("second apply: %s, want unchanged", r.Action)
 		}
 		checkKeys(t, a, again)

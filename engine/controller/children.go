@@ -15,12 +15,12 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/apply"
-	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/object"
 )
 
 // childSelector selects only Loom's children, so that informers on child
 // kinds cache nothing else.
-var childSelector = render.LabelManagedBy + "=" + render.ManagedByValue + "," + render.LabelPartOf
+var childSelector = object.LabelManagedBy + "=" + object.ManagedByValue + "," + object.LabelPartOf
 
 // ownerEvent is a change to a child, routed to the child's controller owner.
 type ownerEvent struct {

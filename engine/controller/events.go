@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
-	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/status"
 )
 
@@ -60,7 +60,7 @@ func (c *parentController) recordTransitions(parent, prev *unstructured.Unstruct
 // another writer had changed and this reconcile changed back. A writer that
 // keeps changing a field (an autoscaler on replicas, say) shows as repeated
 // Events, which the recorder aggregates.
-func (c *parentController) recordDrift(ctx context.Context, parent *unstructured.Unstructured, results apply.ChangeSet) {
+func (c *parentController) recordDrift(ctx context.Context, parent *unstructured.Unstructured, results object.ChangeSet) {
 	for _, r := range results {
 		if len(r.Drift) == 0 {
 			continue

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/object"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,8 +24,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	"sigs.k8s.io/yaml"
-
-	"github.com/loom-operator/loom/engine/apply"
 )
 
 func u(t *testing.T, y string) *unstructured.Unstructured {
@@ -275,11 +274,11 @@ func TestRecordTransitions(t *testing.T) {
 func TestRecordDriftNamesChildAndField(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
 	c := &parentController{m: &Manager{recorder: rec, metrics: newMetrics(nil)}, gvk: schema.GroupVersionKind{Kind: "MyResource"}}
-	ref := apply.Ref{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Namespace: "ns", Name: "web"}
-	c.recordDrift(klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig())), u(t, parentYAML), apply.ChangeSet{
-		{Ref: ref, Action: apply.Configured, Drift: []string{"spec.replicas"}},
-		{Ref: ref, Action: apply.Configured}, // a spec or template change
-		{Ref: ref, Action: apply.Unchanged},
+	ref := object.Ref{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Namespace: "ns", Name: "web"}
+	c.recordDrift(klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig())), u(t, parentYAML), object.ChangeSet{
+		{Ref: ref, Action: object.Configured, Drift: []string{"spec.replicas"}},
+		{Ref: ref, Action: object.Configured}, // a spec or template change
+		{Ref: ref, Action: object.Unchanged},
 	})
 	close(rec.Events)
 	var got []string

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -125,7 +125,7 @@ func newLookupCache(ctx context.Context, client dynamic.Interface, mc metadata.I
 // declares rules. fresh holds the children this reconcile applied, as the
 // API server answered: newer than any cache.
 func (lc *lookupCache) reader(ctx context.Context, p parentKey, rules []render.LookupRule) *lookupReader {
-	return &lookupReader{lc: lc, ctx: ctx, parent: p, rules: rules, fresh: map[apply.Ref]*unstructured.Unstructured{}}
+	return &lookupReader{lc: lc, ctx: ctx, parent: p, rules: rules, fresh: map[object.Ref]*unstructured.Unstructured{}}
 }
 
 // lookupReader is the render.Reader of one reconcile. It records what it
@@ -137,7 +137,7 @@ type lookupReader struct {
 	parent parentKey
 	rules  []render.LookupRule
 	read   []objectKey
-	fresh  map[apply.Ref]*unstructured.Unstructured
+	fresh  map[object.Ref]*unstructured.Unstructured
 	err    error
 }
 
@@ -152,7 +152,7 @@ func (r *lookupReader) Namespaced(gvk schema.GroupVersionKind) (bool, error) {
 
 // Get answers a lookup of one object.
 func (r *lookupReader) Get(gvk schema.GroupVersionKind, namespace, name string) (map[string]any, error) {
-	ref := apply.Ref{GroupKind: gvk.GroupKind(), Namespace: namespace, Name: name}
+	ref := object.Ref{GroupKind: gvk.GroupKind(), Namespace: namespace, Name: name}
 	gvr, err := r.resource(gvk)
 	if err != nil {
 		return nil, err

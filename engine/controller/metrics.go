@@ -3,9 +3,8 @@ package controller
 import (
 	"time"
 
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/loom-operator/loom/engine/apply"
 )
 
 // metrics are Loom's Prometheus metrics, registered on a registry the
@@ -68,7 +67,7 @@ func (m *metrics) observeReconcile(kind string, err error, d time.Duration) {
 	m.duration.WithLabelValues(kind).Observe(d.Seconds())
 }
 
-func (m *metrics) observeChanges(kind string, cs apply.ChangeSet) {
+func (m *metrics) observeChanges(kind string, cs object.ChangeSet) {
 	for _, r := range cs {
 		m.changes.WithLabelValues(kind, string(r.Action)).Inc()
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/depend"
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
 )
@@ -73,7 +74,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	all := results
 	for pass := 0; pass < maxRenderPasses && (len(plan.Held) > 0 || !plan.Complete) && results.Writes() > 0; pass++ {
 		for _, r := range results {
-			if (r.Action == apply.Created || r.Action == apply.Configured) && r.Object != nil {
+			if (r.Action == object.Created || r.Action == object.Configured) && r.Object != nil {
 				reader.fresh[r.Ref] = r.Object
 			}
 		}
@@ -96,7 +97,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	// 4. Prune this parent's children that no longer render. A child that
 	//    waits is rendered, so kept; while a failed file waits, its
 	//    children are unknown, and nothing is pruned.
-	var pruned apply.ChangeSet
+	var pruned object.ChangeSet
 	var pruneErr error
 	if plan.Complete {
 		pruned, pruneErr = c.prune(ctx, parent, out.Children, results)
@@ -138,7 +139,7 @@ func (c *parentController) render(set *render.Set, parent *unstructured.Unstruct
 
 // groupResource maps a child's kind to the resource its informer watches,
 // or the zero value when the kind is not served.
-func (c *parentController) groupResource(ref apply.Ref) schema.GroupResource {
+func (c *parentController) groupResource(ref object.Ref) schema.GroupResource {
 	m, err := c.m.mapper.RESTMapping(ref.GroupKind)
 	if err != nil {
 		return schema.GroupResource{}
@@ -151,14 +152,14 @@ func (c *parentController) groupResource(ref apply.Ref) schema.GroupResource {
 //
 // fresh holds children an earlier pass of this reconcile applied, as the
 // API server answered; they stand for the cache, which may lag behind.
-func (c *parentController) applyAll(ctx context.Context, rendered []*unstructured.Unstructured, fresh map[apply.Ref]*unstructured.Unstructured) (apply.ChangeSet, map[apply.Ref]*unstructured.Unstructured) {
-	results := make(apply.ChangeSet, 0, len(rendered))
-	live := make(map[apply.Ref]*unstructured.Unstructured, len(rendered))
+func (c *parentController) applyAll(ctx context.Context, rendered []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured) (object.ChangeSet, map[object.Ref]*unstructured.Unstructured) {
+	results := make(object.ChangeSet, 0, len(rendered))
+	live := make(map[object.Ref]*unstructured.Unstructured, len(rendered))
 	for _, child := range rendered {
-		ref := apply.RefOf(child)
+		ref := object.RefOf(child)
 		gr, err := c.watchChildKind(ctx, child.GroupVersionKind())
 		if err != nil {
-			results = append(results, apply.Result{Ref: ref, APIVersion: child.GetAPIVersion(), Action: apply.Failed,
+			results = append(results, object.Result{Ref: ref, APIVersion: child.GetAPIVersion(), Action: object.Failed,
 				Err: fmt.Errorf("apply %s: %w", ref, err)})
 			continue
 		}
@@ -202,7 +203,7 @@ func (c *parentController) watchGroupKind(ctx context.Context, gk schema.GroupKi
 // that is temporarily not served, or not readable, never causes its
 // children to be deleted. Children are matched by group, kind, namespace
 // and name: a child rendered at a new version is the same child.
-func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, results apply.ChangeSet) (apply.ChangeSet, error) {
+func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, results object.ChangeSet) (object.ChangeSet, error) {
 	if hasUnwatched(results) {
 		return nil, nil
 	}
@@ -213,13 +214,13 @@ func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstr
 			return nil, err
 		}
 	}
-	keep := make(map[apply.Ref]bool, len(rendered))
+	keep := make(map[object.Ref]bool, len(rendered))
 	for _, r := range rendered {
-		keep[apply.RefOf(r)] = true
+		keep[object.RefOf(r)] = true
 	}
 	var stale []*unstructured.Unstructured
 	for _, child := range c.m.children.owned(parent.GetUID()) {
-		if keep[apply.RefOf(child)] || !render.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil {
+		if keep[object.RefOf(child)] || !render.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil {
 			continue
 		}
 		stale = append(stale, child)
@@ -231,7 +232,7 @@ func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstr
 // hasUnwatched reports whether a child's kind is not served by the
 // cluster, or its cache could not be filled: the parent waits for a CRD
 // change or for that informer to sync.
-func hasUnwatched(results apply.ChangeSet) bool {
+func hasUnwatched(results object.ChangeSet) bool {
 	for _, r := range results {
 		var nw *NotWatchedError
 		if r.Err != nil && (meta.IsNoMatchError(r.Err) || errors.As(r.Err, &nw)) {
@@ -244,13 +245,13 @@ func hasUnwatched(results apply.ChangeSet) bool {
 // renderStatusExtra renders the set's status template, if it has one, over
 // the parent and its children: each child as Loom applied it, with its live
 // metadata and status (see childView).
-func (c *parentController) renderStatusExtra(set *render.Set, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[apply.Ref]*unstructured.Unstructured, reader *lookupReader) (map[string]any, error) {
+func (c *parentController) renderStatusExtra(set *render.Set, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured, reader *lookupReader) (map[string]any, error) {
 	if !set.HasStatus() {
 		return nil, nil
 	}
 	children := make([]*unstructured.Unstructured, 0, len(rendered))
 	for _, r := range rendered {
-		if l := live[apply.RefOf(r)]; l != nil {
+		if l := live[object.RefOf(r)]; l != nil {
 			children = append(children, childView(r, l))
 		}
 	}
@@ -292,7 +293,7 @@ func childView(rendered, live *unstructured.Unstructured) *unstructured.Unstruct
 }
 
 // retryableOf joins the failures of a change set that are worth retrying.
-func retryableOf(cs apply.ChangeSet) error {
+func retryableOf(cs object.ChangeSet) error {
 	var errs []error
 	for _, r := range cs {
 		errs = append(errs, retryable(r.Err))
@@ -309,8 +310,8 @@ func retryableOf(cs apply.ChangeSet) error {
 // spec or the template changes, or the periodic resync: Loom cannot watch
 // objects that do not carry its labels.
 func retryable(err error) error {
-	var owned *apply.OwnedByAnotherError
-	var notAdopted *apply.NotAdoptedError
+	var owned *object.OwnedByAnotherError
+	var notAdopted *object.NotAdoptedError
 	if err == nil || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || meta.IsNoMatchError(err) ||
 		errors.As(err, &owned) || errors.As(err, &notAdopted) {
 		return nil

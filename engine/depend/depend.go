@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
 )
@@ -19,7 +19,7 @@ type Plan struct {
 	Apply []*unstructured.Unstructured
 	// Held are the children not applied now, waiting or in a cycle; an
 	// existing object of theirs must not be pruned.
-	Held map[apply.Ref]bool
+	Held map[object.Ref]bool
 	// Waits say what waits for what, for the parent's status.
 	Waits []status.Wait
 	// Cycles name each dependency cycle, for the parent's status.
@@ -37,7 +37,7 @@ type Plan struct {
 // after a lookup. Readiness is judged by rules on the objects the lookups
 // returned.
 func Decide(out *render.Output, rules []render.ReadinessRule) Plan {
-	p := Plan{Held: map[apply.Ref]bool{}, Complete: true}
+	p := Plan{Held: map[object.Ref]bool{}, Complete: true}
 	index := make(map[key]int, len(out.Children))
 	for i, c := range out.Children {
 		index[keyOf(c.GroupVersionKind().GroupKind(), c.GetNamespace(), c.GetName())] = i
@@ -52,14 +52,14 @@ func Decide(out *render.Output, rules []render.ReadinessRule) Plan {
 	for _, scc := range cycles(deps) {
 		names := make([]string, len(scc))
 		for k, i := range scc {
-			p.Held[apply.RefOf(out.Children[i])] = true
+			p.Held[object.RefOf(out.Children[i])] = true
 			names[k] = describe(out.Children[i])
 		}
 		p.Cycles = append(p.Cycles, fmt.Sprintf("dependency cycle: %s look each other up, so none of them can be created first", strings.Join(names, ", ")))
 	}
 	// 3. Children that wait for one that is not ready.
 	for i, c := range out.Children {
-		ref := apply.RefOf(c)
+		ref := object.RefOf(c)
 		if p.Held[ref] {
 			continue
 		}

@@ -86,7 +86,7 @@ func TestDecodeYAMLErrors(t *testing.T) {
 // TestDecodeYAMLRoundTrip checks that what MarshalStream writes decodes to
 // the same objects, for values that YAML could mistake for other types.
 func TestDecodeYAMLRoundTrip(t *testing.T) {
-	obj := object(t, `apiVersion: v1
+	obj := fixture(t, `apiVersion: v1
 kind: ConfigMap
 metadata:
   name: x

@@ -221,7 +221,7 @@ func TestRenderWrongParent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := renderErr(t, s, object(t, tt.parent))
+			got := renderErr(t, s, fixture(t, tt.parent))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("error mismatch (-want +got):\n%s", diff)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kjson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
@@ -206,7 +207,7 @@ func checkChild(t *testing.T, parent, c *unstructured.Unstructured) {
 	}
 	gvk := parent.GroupVersionKind()
 	want := ApplySetID(parent.GetName(), parent.GetNamespace(), gvk.Kind, gvk.Group)
-	if got := c.GetLabels()[LabelPartOf]; got != want {
-		t.Errorf("%s: label %s = %q, want %q", id, LabelPartOf, got, want)
+	if got := c.GetLabels()[object.LabelPartOf]; got != want {
+		t.Errorf("%s: label %s = %q, want %q", id, object.LabelPartOf, got, want)
 	}
 }

@@ -39,8 +39,8 @@ func loadSet(t testing.TB, files map[string]string) *Set {
 	return s
 }
 
-// object decodes an inline YAML fixture into an unstructured object.
-func object(t testing.TB, doc string) *unstructured.Unstructured {
+// fixture decodes an inline YAML fixture into an unstructured object.
+func fixture(t testing.TB, doc string) *unstructured.Unstructured {
 	t.Helper()
 	obj, err := decodeYAML([]byte(doc))
 	if err != nil {
@@ -57,7 +57,7 @@ func app(t testing.TB, spec string) *unstructured.Unstructured {
 	if strings.TrimSpace(spec) != "" {
 		doc += "spec:\n" + spec
 	}
-	return object(t, doc)
+	return fixture(t, doc)
 }
 
 // mustRender renders parent with s and fails the test on error.

@@ -6,27 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/loom-operator/loom/engine/object"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-)
-
-// Labels and annotations that connect a parent to its children. Loom uses
-// the ApplySet convention of KEP-3659: the parent is the ApplySet parent,
-// and each child carries the part-of label with the parent's ApplySet ID.
-const (
-	// LabelPartOf is set on every child to its parent's ApplySet ID.
-	LabelPartOf = "applyset.kubernetes.io/part-of"
-	// LabelApplySetID is set on the parent to its ApplySet ID.
-	LabelApplySetID = "applyset.kubernetes.io/id"
-	// AnnotationTooling names the tool that manages the ApplySet.
-	AnnotationTooling = "applyset.kubernetes.io/tooling"
-	// AnnotationGroupKinds lists the group-kinds of the ApplySet's members.
-	AnnotationGroupKinds = "applyset.kubernetes.io/contains-group-kinds"
-	// LabelManagedBy is set on every child so that Loom's informers can
-	// select only Loom's children.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	// ManagedByValue is LabelManagedBy's value.
-	ManagedByValue = "loom"
 )
 
 // ApplySetID returns the KEP-3659 ApplySet ID of a parent:
@@ -40,7 +22,7 @@ func ApplySetID(name, namespace, kind, group string) string {
 // for parent (and, if another tool mislabels objects, a few more: check
 // each with IsChildOf).
 func ChildSelector(parent *unstructured.Unstructured) string {
-	return LabelPartOf + "=" + parentApplySetID(parent)
+	return object.LabelPartOf + "=" + parentApplySetID(parent)
 }
 
 // IsChildOf reports whether obj carries the marks Render injects into a
@@ -48,7 +30,7 @@ func ChildSelector(parent *unstructured.Unstructured) string {
 // UID) and the parent's ApplySet label. Prune deletes only such objects.
 func IsChildOf(obj, parent *unstructured.Unstructured) bool {
 	ref := metav1.GetControllerOfNoCopy(obj)
-	return ref != nil && ref.UID == parent.GetUID() && obj.GetLabels()[LabelPartOf] == parentApplySetID(parent)
+	return ref != nil && ref.UID == parent.GetUID() && obj.GetLabels()[object.LabelPartOf] == parentApplySetID(parent)
 }
 
 func parentApplySetID(p *unstructured.Unstructured) string {
@@ -127,7 +109,7 @@ func (o owner) setLabels(meta map[string]any) error {
 		labels = map[string]any{}
 		meta["labels"] = labels
 	}
-	for k, want := range map[string]string{LabelPartOf: o.applySetID, LabelManagedBy: ManagedByValue} {
+	for k, want := range map[string]string{object.LabelPartOf: o.applySetID, object.LabelManagedBy: object.ManagedByValue} {
 		if v, ok := labels[k]; ok && v != want {
 			return fmt.Errorf("label %s is reserved for Loom and must not be set by a template", k)
 		}

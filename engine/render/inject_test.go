@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -49,7 +50,7 @@ func TestInject(t *testing.T) {
 		"controller":         true,
 		"blockOwnerDeletion": true,
 	}
-	loomLabels := map[string]any{LabelPartOf: webAppSetID, LabelManagedBy: ManagedByValue}
+	loomLabels := map[string]any{object.LabelPartOf: webAppSetID, object.LabelManagedBy: object.ManagedByValue}
 	tests := []struct {
 		name     string
 		metadata string // the child's metadata, indented by two spaces
@@ -88,7 +89,7 @@ func TestInject(t *testing.T) {
 			if len(got) != 1 {
 				t.Fatalf("rendered %v, want one ConfigMap", names(got))
 			}
-			want := object(t, tt.want).Object
+			want := fixture(t, tt.want).Object
 			labels, _ := want["labels"].(map[string]any)
 			if labels == nil {
 				labels = map[string]any{}
@@ -110,7 +111,7 @@ func TestInject(t *testing.T) {
 // render) gets an ownerReference without one, rather than an empty one.
 func TestInjectNoUID(t *testing.T) {
 	s := loadSet(t, map[string]string{"cm.yaml": configMap("cm", "  a: b\n")})
-	parent := object(t, "apiVersion: example.com/v1\nkind: App\nmetadata:\n  name: web\n  namespace: default\n")
+	parent := fixture(t, "apiVersion: example.com/v1\nkind: App\nmetadata:\n  name: web\n  namespace: default\n")
 	got := mustRender(t, s, parent)
 	want := []any{map[string]any{
 		"apiVersion":         "example.com/v1",
@@ -128,7 +129,7 @@ func TestInjectNoUID(t *testing.T) {
 // cluster-scoped children, whose namespace stays empty.
 func TestInjectClusterScopedParent(t *testing.T) {
 	s := loadSet(t, map[string]string{"cr.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: reader\nrules: []\n"})
-	parent := object(t, "apiVersion: example.com/v1\nkind: App\nmetadata:\n  name: web\n  uid: uid-1\n")
+	parent := fixture(t, "apiVersion: example.com/v1\nkind: App\nmetadata:\n  name: web\n  uid: uid-1\n")
 	got := mustRender(t, s, parent)
 	if len(got) != 1 {
 		t.Fatalf("rendered %v, want one ClusterRole", names(got))
@@ -141,8 +142,8 @@ func TestInjectClusterScopedParent(t *testing.T) {
 		t.Errorf("ownerReferences = %+v, want one controller reference to App web", refs)
 	}
 	id := ApplySetID("web", "", "App", "example.com")
-	if got := got[0].GetLabels()[LabelPartOf]; got != id {
-		t.Errorf("label %s = %q, want %q", LabelPartOf, got, id)
+	if got := got[0].GetLabels()[object.LabelPartOf]; got != id {
+		t.Errorf("label %s = %q, want %q", object.LabelPartOf, got, id)
 	}
 }
 
@@ -243,7 +244,7 @@ func TestIsChildOf(t *testing.T) {
 	s := loadSet(t, map[string]string{"cm.yaml": configMap("cm", "  a: b\n")})
 	parent := app(t, "")
 	child := mustRender(t, s, parent)[0]
-	if sel := ChildSelector(parent); sel != LabelPartOf+"="+child.GetLabels()[LabelPartOf] {
+	if sel := ChildSelector(parent); sel != object.LabelPartOf+"="+child.GetLabels()[object.LabelPartOf] {
 		t.Errorf("ChildSelector = %q does not select the rendered child (labels %v)", sel, child.GetLabels())
 	}
 	other := parent.DeepCopy()
@@ -251,7 +252,7 @@ func TestIsChildOf(t *testing.T) {
 	renamed := parent.DeepCopy()
 	renamed.SetName("other")
 	relabelled := child.DeepCopy()
-	relabelled.SetLabels(map[string]string{LabelPartOf: "applyset-someone-else-v1"})
+	relabelled.SetLabels(map[string]string{object.LabelPartOf: "applyset-someone-else-v1"})
 	orphan := child.DeepCopy()
 	orphan.SetOwnerReferences(nil)
 	tests := []struct {

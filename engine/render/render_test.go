@@ -101,7 +101,7 @@ func TestRenderOrder(t *testing.T) {
 // TestRenderNoSpec checks what templates see of a parent without a spec.
 func TestRenderNoSpec(t *testing.T) {
 	s := loadSet(t, map[string]string{"cm.yaml": configMap("cm", "  has: {{ hasKey .Spec \"x\" | quote }}\n  name: {{ .Name }}\n  labels: {{ len .Labels | quote }}\n")})
-	parent := object(t, "apiVersion: example.com/v1\nkind: App\nmetadata:\n  name: web\n  namespace: default\n")
+	parent := fixture(t, "apiVersion: example.com/v1\nkind: App\nmetadata:\n  name: web\n  namespace: default\n")
 	got := mustRender(t, s, parent)
 	want := map[string]any{"has": "false", "name": "web", "labels": "0"}
 	if diff := cmp.Diff(want, got[0].Object["data"]); diff != "" {
@@ -191,7 +191,7 @@ func myResource(t testing.TB, name string, config int) *unstructured.Unstructure
 	case 1:
 		spec += "  config:\n    B: two\n    C: three\n"
 	}
-	return object(t, "apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: "+name+"\n  namespace: default\n  uid: uid-"+name+"\nspec:\n"+spec)
+	return fixture(t, "apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: "+name+"\n  namespace: default\n  uid: uid-"+name+"\nspec:\n"+spec)
 }
 
 func marshal(t testing.TB, objs []*unstructured.Unstructured) []byte {
@@ -319,8 +319,8 @@ func TestSplitDocuments(t *testing.T) {
 // TestStream checks MarshalStream's stable output and ReadParents.
 func TestStream(t *testing.T) {
 	objs := []*unstructured.Unstructured{
-		object(t, "kind: ConfigMap\napiVersion: v1\nmetadata: {name: a}\ndata: {z: \"1\", a: \"2\"}\n"),
-		object(t, "apiVersion: v1\nkind: Service\nmetadata: {name: b}\n"),
+		fixture(t, "kind: ConfigMap\napiVersion: v1\nmetadata: {name: a}\ndata: {z: \"1\", a: \"2\"}\n"),
+		fixture(t, "apiVersion: v1\nkind: Service\nmetadata: {name: b}\n"),
 	}
 	got, err := MarshalStream(objs)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
-	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -96,11 +96,11 @@ func Compute(in Input) map[string]any {
 // renderedChildren judges each rendered child against its live object and
 // its apply result, in the rendered order.
 func renderedChildren(in Input) []child {
-	results := make(map[apply.Ref]apply.Result, len(in.Results))
+	results := make(map[object.Ref]object.Result, len(in.Results))
 	for _, r := range in.Results {
 		results[r.Ref] = r
 	}
-	waits := make(map[apply.Ref]string, len(in.Waits))
+	waits := make(map[object.Ref]string, len(in.Waits))
 	for _, w := range in.Waits {
 		if w.Child != nil {
 			waits[*w.Child] = w.Message
@@ -108,7 +108,7 @@ func renderedChildren(in Input) []child {
 	}
 	kids := make([]child, 0, len(in.Rendered))
 	for _, obj := range in.Rendered {
-		ref := apply.RefOf(obj)
+		ref := object.RefOf(obj)
 		res, applied := results[ref]
 		live := in.Live[ref]
 		if live == nil && applied {
@@ -135,13 +135,13 @@ func renderedChildren(in Input) []child {
 // the list in the parent's status, since nothing was applied or pruned.
 // An entry whose live object the caller supplied is judged afresh; the
 // others keep what the last successful pass wrote.
-func previousChildren(parent *unstructured.Unstructured, live map[apply.Ref]*unstructured.Unstructured, rules []render.ReadinessRule) []child {
+func previousChildren(parent *unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured, rules []render.ReadinessRule) []child {
 	raw, _, _ := unstructured.NestedFieldNoCopy(parent.Object, "status", fieldChildren)
 	entries := decodeChildren(raw)
 	kids := make([]child, 0, len(entries))
 	for _, e := range entries {
 		c := child{apiVersion: e.APIVersion, kind: e.Kind, name: e.Name}
-		ref := apply.Ref{
+		ref := object.Ref{
 			GroupKind: schema.FromAPIVersionAndKind(e.APIVersion, e.Kind).GroupKind(),
 			Namespace: parent.GetNamespace(),
 			Name:      e.Name,
@@ -158,7 +158,7 @@ func previousChildren(parent *unstructured.Unstructured, live map[apply.Ref]*uns
 }
 
 // failed reports whether an apply result is a failure.
-func failed(r apply.Result) bool { return r.Action == apply.Failed || r.Err != nil }
+func failed(r object.Result) bool { return r.Action == object.Failed || r.Err != nil }
 
 // errText is err's text, or a placeholder for a failure without an error.
 func errText(err error) string {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -107,28 +107,28 @@ func baseInput(t testing.TB) Input {
 	return Input{
 		Parent:   obj(t, parentDoc),
 		Rendered: objs(t, renderedConfigMap, renderedDeployment, renderedService),
-		Results: apply.ChangeSet{
-			{Ref: ref("", "v1", "ConfigMap", "app-config"), Action: apply.Unchanged},
-			{Ref: ref("apps", "v1", "Deployment", "app"), Action: apply.Configured},
-			{Ref: ref("", "v1", "Service", "app"), Action: apply.Unchanged},
+		Results: object.ChangeSet{
+			{Ref: ref("", "v1", "ConfigMap", "app-config"), Action: object.Unchanged},
+			{Ref: ref("apps", "v1", "Deployment", "app"), Action: object.Configured},
+			{Ref: ref("", "v1", "Service", "app"), Action: object.Unchanged},
 		},
 		Live: liveOf(objs(t, renderedConfigMap, liveDeploymentReady, liveService)...),
 		Now:  now,
 	}
 }
 
-func ref(group, version, kind, name string) apply.Ref {
+func ref(group, version, kind, name string) object.Ref {
 	_ = version
-	return apply.Ref{GroupKind: schema.GroupKind{Group: group, Kind: kind}, Namespace: "default", Name: name}
+	return object.Ref{GroupKind: schema.GroupKind{Group: group, Kind: kind}, Namespace: "default", Name: name}
 }
 
 // failResult marks the result for r as failed with err.
 // The result names the version the child was rendered at, as the apply
 // stage's results do.
-func failResult(in *Input, r apply.Ref, err error) {
-	res := apply.Result{Ref: r, Action: apply.Failed, Err: err}
+func failResult(in *Input, r object.Ref, err error) {
+	res := object.Result{Ref: r, Action: object.Failed, Err: err}
 	for _, obj := range in.Rendered {
-		if apply.RefOf(obj) == r {
+		if object.RefOf(obj) == r {
 			res.APIVersion = obj.GetAPIVersion()
 		}
 	}
@@ -227,7 +227,7 @@ func TestComputeConditions(t *testing.T) {
 	}, {
 		name: "child name taken by another controller's object",
 		edit: func(t *testing.T, in *Input) {
-			failResult(in, deployRef, &apply.OwnedByAnotherError{Ref: deployRef,
+			failResult(in, deployRef, &object.OwnedByAnotherError{Ref: deployRef,
 				Owner: metav1.OwnerReference{Kind: "Widget", Name: "w"}, Want: metav1.OwnerReference{Kind: "MyResource", Name: "app"}})
 		},
 		wantConds: map[string]cond{
@@ -242,7 +242,7 @@ func TestComputeConditions(t *testing.T) {
 			w := obj(t, "{apiVersion: example.com/v1, kind: Widget, metadata: {name: app, namespace: default}}")
 			in.Rendered = append(in.Rendered, w)
 			noMatch := &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "example.com", Kind: "Widget"}, SearchedVersions: []string{"v1"}}
-			failResult(in, apply.RefOf(w), fmt.Errorf("get mapping: %w", noMatch))
+			failResult(in, object.RefOf(w), fmt.Errorf("get mapping: %w", noMatch))
 		},
 		wantConds: map[string]cond{
 			TypeReady: {"False", ReasonApplyFailed,

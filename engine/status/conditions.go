@@ -7,11 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loom-operator/loom/engine/object"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/loom-operator/loom/engine/apply"
 )
 
 // findings is what one pass learned, sorted by kind of problem. Each list
@@ -73,10 +72,10 @@ func gather(in Input, kids []child, templateProblems []string) findings {
 
 // applyMessage names the child and says why applying it failed. A kind the
 // API server does not serve is said in plain words: its CRD is missing.
-func applyMessage(r apply.Result) string {
+func applyMessage(r object.Result) string {
 	name := r.Ref.GroupKind.Kind + " " + r.Ref.Name
-	var owned *apply.OwnedByAnotherError
-	var notAdopted *apply.NotAdoptedError
+	var owned *object.OwnedByAnotherError
+	var notAdopted *object.NotAdoptedError
 	switch {
 	case meta.IsNoMatchError(r.Err):
 		return fmt.Sprintf("apply %s: kind %s (%s) is not served by the cluster; is its CRD installed?",

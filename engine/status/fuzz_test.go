@@ -20,7 +20,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -104,7 +104,7 @@ func checkChildKinds(t *testing.T, in Input, got map[string]any) {
 func fuzzInput(parentJSON, renderedJSON, liveJSON, rulesJSON, extraJSON []byte, errText string, actions uint64, flags uint16, now int64) Input {
 	in := Input{
 		Parent: &unstructured.Unstructured{Object: jsonObject(parentJSON)},
-		Live:   map[apply.Ref]*unstructured.Unstructured{},
+		Live:   map[object.Ref]*unstructured.Unstructured{},
 		// A clock between 1970 and 9999, which RFC 3339 can write.
 		Now: time.Unix(int64(uint64(now)%253402300800), int64(uint64(now)%1e9)),
 	}
@@ -122,14 +122,14 @@ func fuzzInput(parentJSON, renderedJSON, liveJSON, rulesJSON, extraJSON []byte, 
 		in.RenderErr = &render.Error{File: "deployment.yaml", Line: 12, Err: errors.New(errText)}
 		for _, l := range lives {
 			u := &unstructured.Unstructured{Object: l}
-			in.Live[apply.RefOf(u)] = u
+			in.Live[object.RefOf(u)] = u
 		}
 		return in
 	}
 	for i, m := range jsonObjects(renderedJSON) {
 		child := &unstructured.Unstructured{Object: m}
 		in.Rendered = append(in.Rendered, child)
-		ref := apply.RefOf(child)
+		ref := object.RefOf(child)
 		var liveObj *unstructured.Unstructured
 		if i < len(lives) {
 			liveObj = &unstructured.Unstructured{Object: lives[i]}
@@ -140,9 +140,9 @@ func fuzzInput(parentJSON, renderedJSON, liveJSON, rulesJSON, extraJSON []byte, 
 				liveObj.SetName(child.GetName())
 			}
 		}
-		res := apply.Result{Ref: ref, Action: []apply.Action{apply.Created, apply.Configured, apply.Unchanged, apply.Failed}[actions>>(2*(i%32))&3]}
+		res := object.Result{Ref: ref, Action: []object.Action{object.Created, object.Configured, object.Unchanged, object.Failed}[actions>>(2*(i%32))&3]}
 		switch {
-		case res.Action == apply.Failed:
+		case res.Action == object.Failed:
 			res.Err = fuzzApplyErr(child, errText, flags)
 		case liveObj != nil && flags&fuzzLiveFromResult != 0:
 			res.Object = liveObj
@@ -150,28 +150,28 @@ func fuzzInput(parentJSON, renderedJSON, liveJSON, rulesJSON, extraJSON []byte, 
 		}
 		in.Results = append(in.Results, res)
 		if liveObj != nil {
-			in.Live[apply.RefOf(liveObj)] = liveObj
+			in.Live[object.RefOf(liveObj)] = liveObj
 		}
 	}
 	if flags&fuzzPruneFailed != 0 {
 		gone := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": errText},
 		}}
-		in.Results = append(in.Results, apply.Result{Ref: apply.RefOf(gone), Action: apply.Failed,
-			Err: fmt.Errorf("prune %s: %w", apply.RefOf(gone), errors.New(errText))})
+		in.Results = append(in.Results, object.Result{Ref: object.RefOf(gone), Action: object.Failed,
+			Err: fmt.Errorf("prune %s: %w", object.RefOf(gone), errors.New(errText))})
 	}
 	return in
 }
 
 // fuzzApplyErr is the apply error of child that flags choose.
 func fuzzApplyErr(child *unstructured.Unstructured, text string, flags uint16) error {
-	ref := apply.RefOf(child)
+	ref := object.RefOf(child)
 	switch {
 	case flags&fuzzErrNoMatch != 0:
 		gvk := child.GroupVersionKind()
 		return fmt.Errorf("get mapping: %w", &meta.NoKindMatchError{GroupKind: gvk.GroupKind(), SearchedVersions: []string{gvk.Version}})
 	case flags&fuzzErrOwned != 0:
-		return &apply.OwnedByAnotherError{Ref: ref, Owner: metav1.OwnerReference{Kind: "Widget", Name: text},
+		return &object.OwnedByAnotherError{Ref: ref, Owner: metav1.OwnerReference{Kind: "Widget", Name: text},
 			Want: metav1.OwnerReference{Kind: "MyResource", Name: "app"}, Err: errors.New(text)}
 	case flags&fuzzErrWrapped != 0:
 		return fmt.Errorf("apply %s: %w", ref, errors.New(text))
@@ -362,7 +362,7 @@ func checkState(t *testing.T, in Input, state any, c map[string]metav1.Condition
 }
 
 // resultFailed is failed, written out again so the check does not trust it.
-func resultFailed(r apply.Result) bool { return r.Action == apply.Failed || r.Err != nil }
+func resultFailed(r object.Result) bool { return r.Action == object.Failed || r.Err != nil }
 
 // checkChildren checks each status.children entry, and that the rendered
 // children are listed in the order they rendered.

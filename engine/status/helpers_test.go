@@ -5,10 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loom-operator/loom/engine/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
-
-	"github.com/loom-operator/loom/engine/apply"
 )
 
 // obj turns an inline YAML fixture into an unstructured object, decoded the
@@ -37,10 +36,10 @@ func objs(t testing.TB, docs ...string) []*unstructured.Unstructured {
 }
 
 // liveOf indexes live objects by Ref, as the controller does.
-func liveOf(live ...*unstructured.Unstructured) map[apply.Ref]*unstructured.Unstructured {
-	m := make(map[apply.Ref]*unstructured.Unstructured, len(live))
+func liveOf(live ...*unstructured.Unstructured) map[object.Ref]*unstructured.Unstructured {
+	m := make(map[object.Ref]*unstructured.Unstructured, len(live))
 	for _, o := range live {
-		m[apply.RefOf(o)] = o
+		m[object.RefOf(o)] = o
 	}
 	return m
 }

@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -67,7 +67,7 @@ const (
 type Wait struct {
 	// Child is the waiting child; nil for a template file that failed
 	// while it waits (its children are not known).
-	Child *apply.Ref
+	Child *object.Ref
 	// Message names the waiting child and the child it waits for.
 	Message string
 }
@@ -101,10 +101,10 @@ type Input struct {
 	// applied, and the children stay as last reported.
 	RolloutErr error
 	// Results are the apply results, one per rendered child, plus prunes.
-	Results apply.ChangeSet
+	Results object.ChangeSet
 	// Live maps each rendered child to its live object (from the informer
 	// cache, or the apply response); a missing entry means not found.
-	Live map[apply.Ref]*unstructured.Unstructured
+	Live map[object.Ref]*unstructured.Unstructured
 	// Rules are the set's readiness overrides from loom.yaml.
 	Rules []render.ReadinessRule
 	// Extra holds fields the set's status template rendered, merged into

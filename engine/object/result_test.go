@@ -1,0 +1,44 @@
+package object
+
+import (
+	"errors"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestRefString(t *testing.T) {
+	tests := []struct {
+		name string
+		ref  Ref
+		want string
+	}{
+		{"namespaced, grouped", Ref{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Namespace: "default", Name: "web"}, "Deployment.apps default/web"},
+		{"core", Ref{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, Namespace: "ns", Name: "cfg"}, "ConfigMap ns/cfg"},
+		{"cluster-scoped", Ref{GroupKind: schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}, Name: "r"}, "ClusterRole.rbac.authorization.k8s.io r"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.ref.String(); got != tt.want {
+				t.Errorf("String() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestChangeSet(t *testing.T) {
+	boom := errors.New("boom")
+	cs := ChangeSet{
+		{Action: Created}, {Action: Configured}, {Action: Unchanged}, {Action: Pruned},
+		{Action: Failed, Err: boom}, {Action: Failed, Err: errors.New("second")},
+	}
+	if got := cs.Writes(); got != 3 {
+		t.Errorf("Writes() = %d, want 3 (created, configured, pruned)", got)
+	}
+	if got := cs.Err(); got != boom {
+		t.Errorf("Err() = %v, want the first failure %v", got, boom)
+	}
+	if got := (ChangeSet{{Action: Unchanged}}).Err(); got != nil {
+		t.Errorf("Err() of a change set without failures = %v, want nil", got)
+	}
+}
