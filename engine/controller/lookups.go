@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/object"
-	"github.com/loom-operator/loom/engine/render"
 )
 
 // lookupCache answers templates' lookups from the cluster, and re-reconciles
@@ -124,7 +124,7 @@ func newLookupCache(ctx context.Context, client dynamic.Interface, mc metadata.I
 // reader returns the render.Reader of one reconcile of parent p, whose set
 // declares rules. fresh holds the children this reconcile applied, as the
 // API server answered: newer than any cache.
-func (lc *lookupCache) reader(ctx context.Context, p parentKey, rules []render.LookupRule) *lookupReader {
+func (lc *lookupCache) reader(ctx context.Context, p parentKey, rules []config.LookupRule) *lookupReader {
 	return &lookupReader{lc: lc, ctx: ctx, parent: p, rules: rules, fresh: map[object.Ref]*unstructured.Unstructured{}}
 }
 
@@ -135,7 +135,7 @@ type lookupReader struct {
 	lc     *lookupCache
 	ctx    context.Context
 	parent parentKey
-	rules  []render.LookupRule
+	rules  []config.LookupRule
 	read   []objectKey
 	fresh  map[object.Ref]*unstructured.Unstructured
 	err    error
@@ -264,7 +264,7 @@ func (r *lookupReader) watch(key objectKey) {
 func (r *lookupReader) done() { r.lc.replace(r.parent, r.read) }
 
 // declared reports whether rules declare gk.
-func declared(rules []render.LookupRule, gk schema.GroupKind) bool {
+func declared(rules []config.LookupRule, gk schema.GroupKind) bool {
 	for _, rl := range rules {
 		if gv, err := schema.ParseGroupVersion(rl.APIVersion); err == nil && gv.Group == gk.Group && rl.Kind == gk.Kind {
 			return true

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
@@ -36,7 +37,7 @@ type Plan struct {
 // that wait, finds dependency cycles, and judges the files that failed
 // after a lookup. Readiness is judged by rules on the objects the lookups
 // returned.
-func Decide(out *render.Output, rules []render.ReadinessRule) Plan {
+func Decide(out *render.Output, rules []config.ReadinessRule) Plan {
 	p := Plan{Held: map[object.Ref]bool{}, Complete: true}
 	index := make(map[key]int, len(out.Children))
 	for i, c := range out.Children {
@@ -101,7 +102,7 @@ func keyOf(gk schema.GroupKind, namespace, name string) key { return key{gk, nam
 
 // dependencies are the rendered children that reads looked up, other than
 // self, each judged on the object the lookup returned.
-func dependencies(reads []render.Read, index map[key]int, self int, rules []render.ReadinessRule) []dep {
+func dependencies(reads []render.Read, index map[key]int, self int, rules []config.ReadinessRule) []dep {
 	var out []dep
 	for _, rd := range reads {
 		if rd.Name == "" {

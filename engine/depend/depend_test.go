@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -130,7 +131,7 @@ func TestDecide(t *testing.T) {
 		children []*unstructured.Unstructured
 		reads    func(t *testing.T) [][]render.Read // parallel to children
 		deferred func(t *testing.T) []render.Deferred
-		rules    []render.ReadinessRule
+		rules    []config.ReadinessRule
 		want     decision
 	}{
 		{
@@ -296,7 +297,7 @@ func TestDecide(t *testing.T) {
 			reads: func(t *testing.T) [][]render.Read {
 				return [][]render.Read{{read(t, "Deployment", "web", deploymentAvailable)}, nil}
 			},
-			rules: []render.ReadinessRule{{Kind: "Deployment", Condition: "Synced"}},
+			rules: []config.ReadinessRule{{Kind: "Deployment", Condition: "Synced"}},
 			want: decision{
 				Apply:    []string{"Deployment web"},
 				Held:     []string{"ConfigMap default/web-config"},
@@ -323,7 +324,7 @@ func TestDecide(t *testing.T) {
 			reads: func(t *testing.T) [][]render.Read {
 				return [][]render.Read{{read(t, "Database", "db", databaseAvailable)}, nil}
 			},
-			rules: []render.ReadinessRule{{Kind: "Database", Condition: "Available"}},
+			rules: []config.ReadinessRule{{Kind: "Database", Condition: "Available"}},
 			want:  decision{Apply: []string{"ConfigMap db-config", "Database db"}, Complete: true},
 		},
 	}

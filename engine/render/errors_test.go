@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/config"
 )
 
 // TestRenderErrors checks that each way a render can fail gives an *Error
@@ -241,12 +242,12 @@ func TestLoadErrors(t *testing.T) {
 		{"parse error", map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name\n"}, "a.yaml:4: unclosed action", true},
 		{"parse error in a partial", map[string]string{"_h.tpl": "{{ define \"x\" }}\n{{ if }}\n{{ end }}", "a.yaml": "a: b\n"}, "_h.tpl:2: missing value for if", true},
 		{"unknown function", map[string]string{"a.yaml": "a: {{ nosuch 1 }}\n"}, `a.yaml:1: function "nosuch" not defined`, true},
-		{"no loom.yaml", map[string]string{ConfigFile: "", "a.yaml": "a: b\n"}, "loom.yaml: parent.apiVersion and parent.kind are required", true},
-		{"missing parent kind", map[string]string{ConfigFile: "parent:\n  apiVersion: example.com/v1\n", "a.yaml": "a: b\n"}, "loom.yaml: parent.apiVersion and parent.kind are required", true},
-		{"bad parent apiVersion", map[string]string{ConfigFile: "parent:\n  apiVersion: a/b/c\n  kind: App\n", "a.yaml": "a: b\n"}, "loom.yaml: parent.apiVersion: unexpected GroupVersion string: a/b/c", true},
-		{"unknown field", map[string]string{ConfigFile: testConfig + "parnet: {}\n", "a.yaml": "a: b\n"}, `loom.yaml: invalid set config: `, false},
-		{"readiness rule without kind", map[string]string{ConfigFile: testConfig + "readiness:\n- condition: Ready\n", "a.yaml": "a: b\n"}, "loom.yaml: readiness[0].kind is required", true},
-		{"readiness rule without condition", map[string]string{ConfigFile: testConfig + "readiness:\n- kind: Job\n", "a.yaml": "a: b\n"}, "loom.yaml: readiness[0] needs condition or ignore", true},
+		{"no loom.yaml", map[string]string{config.File: "", "a.yaml": "a: b\n"}, "loom.yaml: parent.apiVersion and parent.kind are required", true},
+		{"missing parent kind", map[string]string{config.File: "parent:\n  apiVersion: example.com/v1\n", "a.yaml": "a: b\n"}, "loom.yaml: parent.apiVersion and parent.kind are required", true},
+		{"bad parent apiVersion", map[string]string{config.File: "parent:\n  apiVersion: a/b/c\n  kind: App\n", "a.yaml": "a: b\n"}, "loom.yaml: parent.apiVersion: unexpected GroupVersion string: a/b/c", true},
+		{"unknown field", map[string]string{config.File: testConfig + "parnet: {}\n", "a.yaml": "a: b\n"}, `loom.yaml: invalid set config: `, false},
+		{"readiness rule without kind", map[string]string{config.File: testConfig + "readiness:\n- condition: Ready\n", "a.yaml": "a: b\n"}, "loom.yaml: readiness[0].kind is required", true},
+		{"readiness rule without condition", map[string]string{config.File: testConfig + "readiness:\n- kind: Job\n", "a.yaml": "a: b\n"}, "loom.yaml: readiness[0] needs condition or ignore", true},
 		{"no templates", map[string]string{"_h.tpl": `{{ define "x" }}{{ end }}`, "notes.txt": "hi"}, ".: template set has no *.yaml templates", true},
 		{"partial with text", map[string]string{"_h.tpl": "{{ define \"x\" }}{{ end }}\nkind: Oops\n", "a.yaml": "a: b\n"}, "_h.tpl:1: a partial may only hold define blocks, but it renders text outside them", true},
 	}
@@ -270,12 +271,12 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 	t.Run("unknown field names the field", func(t *testing.T) {
-		_, err := LoadFS(fsOf(map[string]string{ConfigFile: testConfig + "parnet: {}\n", "a.yaml": "a: b\n"}), "testset")
+		_, err := LoadFS(fsOf(map[string]string{config.File: testConfig + "parnet: {}\n", "a.yaml": "a: b\n"}), "testset")
 		wantContains(t, err.Error(), `unknown field "parnet"`)
 	})
 	t.Run("missing loom.yaml", func(t *testing.T) {
 		fsys := fsOf(map[string]string{"a.yaml": "a: b\n"})
-		delete(fsys, ConfigFile)
+		delete(fsys, config.File)
 		_, err := LoadFS(fsys, "testset")
 		if err == nil {
 			t.Fatal("LoadFS succeeded, want an error")

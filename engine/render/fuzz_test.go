@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kjson "k8s.io/apimachinery/pkg/util/json"
@@ -147,7 +148,7 @@ func FuzzRender(f *testing.F) {
 	f.Add("a.b", "image: nginx\n")
 	f.Add("", "image: nginx\n")
 
-	files := append(set.Files(), ConfigFile, "_helpers.tpl")
+	files := append(set.Files(), config.File, "_helpers.tpl")
 	f.Fuzz(func(t *testing.T, name, spec string) {
 		parent := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "example.loom.dev/v1alpha1",

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/loom-operator/loom/engine/config"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -23,8 +24,8 @@ func fsOf(files map[string]string) fstest.MapFS {
 	for name, text := range files {
 		fsys[name] = &fstest.MapFile{Data: []byte(text)}
 	}
-	if _, ok := files[ConfigFile]; !ok {
-		fsys[ConfigFile] = &fstest.MapFile{Data: []byte(testConfig)}
+	if _, ok := files[config.File]; !ok {
+		fsys[config.File] = &fstest.MapFile{Data: []byte(testConfig)}
 	}
 	return fsys
 }

@@ -4,10 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
+	"github.com/loom-operator/loom/engine/config"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Reader answers the lookups of templates. Render never reads the cluster
@@ -24,18 +23,6 @@ type Reader interface {
 	List(gvk schema.GroupVersionKind, namespace string) ([]map[string]any, error)
 	// Namespaced reports whether the kind is namespaced.
 	Namespaced(gvk schema.GroupVersionKind) (bool, error)
-}
-
-// LookupRule declares a kind that templates may look up besides the
-// parent's own children (see Config.Lookups).
-type LookupRule struct {
-	// APIVersion is the kind's group/version, e.g. v1.
-	APIVersion string `json:"apiVersion"`
-	// Kind is the kind, e.g. ConfigMap.
-	Kind string `json:"kind"`
-	// Namespaces are readable besides the parent's own namespace. Lookups
-	// in any other namespace are refused.
-	Namespaces []string `json:"namespaces,omitempty"`
 }
 
 // Read is one lookup a render made.
@@ -79,7 +66,7 @@ var ErrLookupRefused = errors.New("lookup refused")
 // lookupState is what the lookup function of one render knows.
 type lookupState struct {
 	reader    Reader
-	rules     []LookupRule
+	rules     []config.LookupRule
 	namespace string // the parent's
 	parentUID string
 	reads     []Read
@@ -117,7 +104,7 @@ func (r *renderer) lookup(apiVersion, kind, namespace, name string) (map[string]
 	}
 	if st.refuse[read.key()] {
 		return nil, fmt.Errorf("%w: %s %s/%s: kind %s is not declared in %s lookups, and %s is not a child this parent renders",
-			ErrLookupRefused, kind, read.Namespace, name, gvk.GroupKind(), ConfigFile, name)
+			ErrLookupRefused, kind, read.Namespace, name, gvk.GroupKind(), config.File, name)
 	}
 	if st.reader == nil {
 		st.reads = append(st.reads, read)
@@ -158,11 +145,11 @@ func (r *renderer) lookup(apiVersion, kind, namespace, name string) (map[string]
 // boundary: a namespaced lookup stays in the parent's namespace or the
 // namespaces declared for its kind. It fills in read.Namespace for a
 // cluster-scoped kind ("").
-func (st *lookupState) allowed(read *Read, rule *LookupRule) error {
+func (st *lookupState) allowed(read *Read, rule *config.LookupRule) error {
 	gvk := read.GVK
 	if read.Own && read.Name == "" {
 		return fmt.Errorf("%w: list of %s: kind %s is not declared in %s lookups (only a parent's own children, by name, need no declaration)",
-			ErrLookupRefused, gvk.Kind, gvk.GroupKind(), ConfigFile)
+			ErrLookupRefused, gvk.Kind, gvk.GroupKind(), config.File)
 	}
 	// With no reader to ask, Kubernetes' built-in kinds are all whose
 	// scope is known.
@@ -175,7 +162,7 @@ func (st *lookupState) allowed(read *Read, rule *LookupRule) error {
 	}
 	if !namespaced {
 		if read.Own {
-			return fmt.Errorf("%w: %s %s is cluster-scoped, and not declared in %s lookups", ErrLookupRefused, gvk.Kind, read.Name, ConfigFile)
+			return fmt.Errorf("%w: %s %s is cluster-scoped, and not declared in %s lookups", ErrLookupRefused, gvk.Kind, read.Name, config.File)
 		}
 		read.Namespace = ""
 		return nil
@@ -183,18 +170,18 @@ func (st *lookupState) allowed(read *Read, rule *LookupRule) error {
 	switch {
 	case read.Namespace == "": // before the parent's: a cluster-scoped parent has none
 		return fmt.Errorf("%w: %s across all namespaces: a lookup reads the parent's namespace %q or a namespace declared for %s in %s",
-			ErrLookupRefused, gvk.Kind, st.namespace, gvk.GroupKind(), ConfigFile)
+			ErrLookupRefused, gvk.Kind, st.namespace, gvk.GroupKind(), config.File)
 	case read.Namespace == st.namespace:
 		return nil
 	case rule != nil && slices.Contains(rule.Namespaces, read.Namespace):
 		return nil
 	}
 	return fmt.Errorf("%w: %s %s/%s: namespace %q is neither the parent's (%q) nor declared for %s in %s lookups",
-		ErrLookupRefused, gvk.Kind, read.Namespace, read.Name, read.Namespace, st.namespace, gvk.GroupKind(), ConfigFile)
+		ErrLookupRefused, gvk.Kind, read.Namespace, read.Name, read.Namespace, st.namespace, gvk.GroupKind(), config.File)
 }
 
 // rule returns the declaration of gk, or nil.
-func (st *lookupState) rule(gk schema.GroupKind) *LookupRule {
+func (st *lookupState) rule(gk schema.GroupKind) *config.LookupRule {
 	for i := range st.rules {
 		r := &st.rules[i]
 		gv, err := schema.ParseGroupVersion(r.APIVersion)
@@ -225,22 +212,4 @@ func controlledBy(obj map[string]any, uid string) bool {
 		}
 	}
 	return false
-}
-
-// validateLookups checks loom.yaml's lookups.
-func validateLookups(rules []LookupRule) error {
-	for i, r := range rules {
-		if r.APIVersion == "" || r.Kind == "" {
-			return fmt.Errorf("lookups[%d]: apiVersion and kind are required", i)
-		}
-		if _, err := schema.ParseGroupVersion(r.APIVersion); err != nil {
-			return fmt.Errorf("lookups[%d].apiVersion: %w", i, err)
-		}
-		for _, ns := range r.Namespaces {
-			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-				return fmt.Errorf("lookups[%d].namespaces: %q: %s", i, ns, strings.Join(errs, "; "))
-			}
-		}
-	}
-	return nil
 }

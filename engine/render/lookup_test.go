@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/config"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -206,7 +207,7 @@ func TestLookup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := loadSet(t, map[string]string{ConfigFile: lookupConfig, "out.yaml": outFile(tt.expr), "web.yaml": lookupChildren})
+			s := loadSet(t, map[string]string{config.File: lookupConfig, "out.yaml": outFile(tt.expr), "web.yaml": lookupChildren})
 			var reader Reader
 			if !tt.noReader {
 				reader = lookupReader(t)
@@ -261,7 +262,7 @@ func summary(rd Read) string {
 // the file was writing when it was made.
 func TestLookupReadsByDocument(t *testing.T) {
 	s := loadSet(t, map[string]string{
-		ConfigFile: lookupConfig,
+		config.File: lookupConfig,
 		"cms.yaml": `{{- $top := lookup "v1" "ConfigMap" .Namespace "settings" }}
 apiVersion: v1
 kind: ConfigMap
@@ -349,7 +350,7 @@ metadata:
 // A template that changes what it looked up changes neither the reader's
 // object, nor the object recorded in the read, nor a later lookup's.
 func TestLookupResultIsACopy(t *testing.T) {
-	s := loadSet(t, map[string]string{ConfigFile: lookupConfig, "out.yaml": `
+	s := loadSet(t, map[string]string{config.File: lookupConfig, "out.yaml": `
 {{- $cm := lookup "v1" "ConfigMap" .Namespace "settings" }}
 {{- $_ := set $cm.data "color" "red" }}
 {{- $again := lookup "v1" "ConfigMap" .Namespace "settings" }}
@@ -459,7 +460,7 @@ data:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.files[ConfigFile] = lookupConfig
+			tt.files[config.File] = lookupConfig
 			s := loadSet(t, tt.files)
 			objs, err := ReadParents(strings.NewReader(tt.live))
 			if err != nil {
@@ -507,7 +508,7 @@ data:
 }
 
 func TestLookupInStatusTemplate(t *testing.T) {
-	config := lookupConfig + "status: status.yaml\n"
+	cfg := lookupConfig + "status: status.yaml\n"
 	children, err := ReadParents(strings.NewReader(lookupChildren))
 	if err != nil {
 		t.Fatal(err)
@@ -544,7 +545,7 @@ func TestLookupInStatusTemplate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := loadSet(t, map[string]string{ConfigFile: config, "web.yaml": lookupChildren, "status.yaml": tt.status})
+			s := loadSet(t, map[string]string{config.File: cfg, "web.yaml": lookupChildren, "status.yaml": tt.status})
 			got, reads, err := s.RenderStatusWith(app(t, ""), children, lookupReader(t))
 			if tt.wantErr != nil {
 				if err == nil {
@@ -582,13 +583,13 @@ func TestLookupConfig(t *testing.T) {
 	tests := []struct {
 		name    string
 		lookups string
-		want    []LookupRule
+		want    []config.LookupRule
 		wantErr string
 	}{
 		{
 			name:    "valid",
 			lookups: "- apiVersion: v1\n  kind: ConfigMap\n  namespaces: [shared, kube-public]\n- apiVersion: cert-manager.io/v1\n  kind: ClusterIssuer\n",
-			want: []LookupRule{
+			want: []config.LookupRule{
 				{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{"shared", "kube-public"}},
 				{APIVersion: "cert-manager.io/v1", Kind: "ClusterIssuer"},
 			},
@@ -602,12 +603,12 @@ func TestLookupConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := LoadFS(fsOf(map[string]string{ConfigFile: testConfig + "lookups:\n" + tt.lookups, "a.yaml": configMap("a", "  k: v\n")}), "testset")
+			s, err := LoadFS(fsOf(map[string]string{config.File: testConfig + "lookups:\n" + tt.lookups, "a.yaml": configMap("a", "  k: v\n")}), "testset")
 			if tt.wantErr != "" {
 				if err == nil {
 					t.Fatalf("LoadFS succeeded with lookups %+v, want an error", s.Config.Lookups)
 				}
-				wantPrefix(t, err.Error(), ConfigFile+": ")
+				wantPrefix(t, err.Error(), config.File+": ")
 				wantContains(t, err.Error(), tt.wantErr)
 				return
 			}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"text/template"
 
+	"github.com/loom-operator/loom/engine/config"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -80,7 +81,7 @@ type Deferred struct {
 // Every error is an *Error naming the template file and line.
 func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Output, error) {
 	if gvk := parent.GroupVersionKind(); gvk != s.gvk {
-		return nil, &Error{File: ConfigFile, Err: fmt.Errorf("parent is %s, but this set renders %s", gvk, s.gvk)}
+		return nil, &Error{File: config.File, Err: fmt.Errorf("parent is %s, but this set renders %s", gvk, s.gvk)}
 	}
 	owner := newOwner(parent)
 	data := templateData(parent.DeepCopy().Object)

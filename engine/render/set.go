@@ -14,61 +14,12 @@ import (
 	"testing/fstest"
 	"text/template"
 
+	"github.com/loom-operator/loom/engine/config"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
-
-	"github.com/loom-operator/loom/engine/rollout"
 )
-
-// ConfigFile is the name of the file that makes a folder a template set.
-const ConfigFile = "loom.yaml"
 
 // TestsDir is the folder inside a set that holds golden-file test cases.
 const TestsDir = "tests"
-
-// Config is the content of a set's loom.yaml.
-type Config struct {
-	// Parent names the kind whose objects this set renders children for.
-	Parent ParentRef `json:"parent"`
-	// Readiness overrides how the status stage judges a child's readiness.
-	Readiness []ReadinessRule `json:"readiness,omitempty"`
-	// Status names a template file, inside the set, that renders extra
-	// fields for the parent's status. It is not rendered as children.
-	Status string `json:"status,omitempty"`
-	// Lookups declare the kinds templates may look up besides the
-	// parent's own children, and the namespaces they may read besides the
-	// parent's.
-	Lookups []LookupRule `json:"lookups,omitempty"`
-	// Rollout, when set, moves a new revision of the set to its parents
-	// in health-gated steps instead of all at once.
-	Rollout *rollout.Policy `json:"rollout,omitempty"`
-}
-
-// ParentRef names the parent kind.
-type ParentRef struct {
-	// APIVersion is group/version, e.g. example.loom.dev/v1alpha1.
-	APIVersion string `json:"apiVersion"`
-	// Kind is the parent's kind, e.g. MyResource.
-	Kind string `json:"kind"`
-}
-
-// ReadinessRule overrides the readiness of the children it matches.
-type ReadinessRule struct {
-	// Kind matches the child's kind; required.
-	Kind string `json:"kind"`
-	// APIVersion, when set, matches the child's apiVersion.
-	APIVersion string `json:"apiVersion,omitempty"`
-	// Name, when set, matches the child's name exactly.
-	Name string `json:"name,omitempty"`
-	// Condition names a condition type that must be True for the child to
-	// be ready (e.g. Complete for a Job, Available for a custom kind).
-	Condition string `json:"condition,omitempty"`
-	// FailedCondition names a condition type that, when True, marks the
-	// child Failed (e.g. Failed for a Job).
-	FailedCondition string `json:"failedCondition,omitempty"`
-	// Ignore, when true, leaves the child out of the parent's readiness.
-	Ignore bool `json:"ignore,omitempty"`
-}
 
 // Set is a parsed template set. It is immutable after Load and safe for
 // concurrent use.
@@ -78,7 +29,7 @@ type Set struct {
 	// Dir is the folder the set was loaded from.
 	Dir string
 	// Config is the parsed loom.yaml.
-	Config Config
+	Config config.Config
 
 	gvk     schema.GroupVersionKind
 	root    *template.Template
@@ -137,22 +88,15 @@ func Load(dir string) (*Set, error) {
 // LoadFS is Load over a file system; dir is used only to name the set.
 func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	s := &Set{Name: filepath.Base(dir), Dir: dir, sources: map[string][]byte{}}
-	raw, err := fs.ReadFile(fsys, ConfigFile)
+	raw, err := fs.ReadFile(fsys, config.File)
 	if err != nil {
-		return nil, &Error{File: ConfigFile, Err: err}
+		return nil, &Error{File: config.File, Err: err}
 	}
-	if err := yaml.UnmarshalStrict(raw, &s.Config); err != nil {
-		return nil, &Error{File: ConfigFile, Err: fmt.Errorf("invalid set config: %w", err)}
+	if s.Config, err = config.Parse(raw); err != nil {
+		return nil, &Error{File: config.File, Err: err}
 	}
-	if s.gvk, err = s.Config.parentGVK(); err != nil {
-		return nil, &Error{File: ConfigFile, Err: err}
-	}
-	if s.Config.Rollout != nil {
-		if err := s.Config.Rollout.Validate(); err != nil {
-			return nil, &Error{File: ConfigFile, Err: err}
-		}
-	}
-	s.sources[ConfigFile] = raw
+	s.gvk = s.Config.ParentGVK()
+	s.sources[config.File] = raw
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return nil, &Error{File: ".", Err: err}
@@ -160,7 +104,7 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	var partials []string
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || name == ConfigFile || strings.HasPrefix(name, ".") {
+		if e.IsDir() || name == config.File || strings.HasPrefix(name, ".") {
 			continue
 		}
 		switch {
@@ -178,7 +122,7 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	}
 	if s.Config.Status != "" {
 		if s.sources[s.Config.Status], err = fs.ReadFile(fsys, s.Config.Status); err != nil {
-			return nil, &Error{File: ConfigFile, Err: fmt.Errorf("status template: %w", err)}
+			return nil, &Error{File: config.File, Err: fmt.Errorf("status template: %w", err)}
 		}
 	}
 	if len(s.files) == 0 {
@@ -195,28 +139,6 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	}
 	s.pool.init(s.root)
 	return s, nil
-}
-
-func (c Config) parentGVK() (schema.GroupVersionKind, error) {
-	if c.Parent.APIVersion == "" || c.Parent.Kind == "" {
-		return schema.GroupVersionKind{}, errors.New("parent.apiVersion and parent.kind are required")
-	}
-	gv, err := schema.ParseGroupVersion(c.Parent.APIVersion)
-	if err != nil {
-		return schema.GroupVersionKind{}, fmt.Errorf("parent.apiVersion: %w", err)
-	}
-	for i, r := range c.Readiness {
-		if r.Kind == "" {
-			return schema.GroupVersionKind{}, fmt.Errorf("readiness[%d].kind is required", i)
-		}
-		if !r.Ignore && r.Condition == "" {
-			return schema.GroupVersionKind{}, fmt.Errorf("readiness[%d] needs condition or ignore", i)
-		}
-	}
-	if err := validateLookups(c.Lookups); err != nil {
-		return schema.GroupVersionKind{}, err
-	}
-	return gv.WithKind(c.Parent.Kind), nil
 }
 
 // parse builds one template tree holding every file, so that include and
@@ -274,7 +196,7 @@ func LoadAll(root string) ([]*Set, error) {
 		if d.IsDir() && p != root && (d.Name() == TestsDir || strings.HasPrefix(d.Name(), ".")) {
 			return filepath.SkipDir
 		}
-		if !d.IsDir() && d.Name() == ConfigFile {
+		if !d.IsDir() && d.Name() == config.File {
 			dirs = append(dirs, filepath.Dir(p))
 		}
 		return nil
@@ -283,7 +205,7 @@ func LoadAll(root string) ([]*Set, error) {
 		return nil, err
 	}
 	if len(dirs) == 0 {
-		return nil, fmt.Errorf("%w (folders with %s) under %s", ErrNoSets, ConfigFile, root)
+		return nil, fmt.Errorf("%w (folders with %s) under %s", ErrNoSets, config.File, root)
 	}
 	sets := make([]*Set, 0, len(dirs))
 	var errs []error

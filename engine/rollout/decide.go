@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/loom-operator/loom/engine/config"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -24,7 +25,7 @@ type Controls struct {
 // Input is everything Decide reads.
 type Input struct {
 	// Policy is the set's rollout block; nil rolls out all at once.
-	Policy *Policy
+	Policy *config.Policy
 	// Revision is the revision the set's folder holds now.
 	Revision string
 	// State is the rollout as last written.
@@ -183,11 +184,11 @@ func (d *decider) step() {
 	now := d.in.Now
 	if notReady != nil {
 		s.StepReadyAt = nil
-		left := p.readyTimeout() - now.Sub(s.StepStartedAt.Time)
+		left := p.ReadyTimeoutOrDefault() - now.Sub(s.StepStartedAt.Time)
 		if left <= 0 {
-			msg := fmt.Sprintf("was not Ready within %s", p.readyTimeout())
+			msg := fmt.Sprintf("was not Ready within %s", p.ReadyTimeoutOrDefault())
 			if notReady.Revision != s.CandidateRevision {
-				msg = fmt.Sprintf("was not reconciled with the candidate within %s", p.readyTimeout())
+				msg = fmt.Sprintf("was not reconciled with the candidate within %s", p.ReadyTimeoutOrDefault())
 			}
 			if notReady.Message != "" {
 				msg += ": " + notReady.Message
@@ -202,9 +203,9 @@ func (d *decider) step() {
 	if s.StepReadyAt == nil {
 		s.StepReadyAt = d.now()
 	}
-	if left := p.soak() - now.Sub(s.StepReadyAt.Time); left > 0 {
+	if left := p.SoakOrZero() - now.Sub(s.StepReadyAt.Time); left > 0 {
 		d.wake(left)
-		s.Message = fmt.Sprintf("step %d of %d: Ready, soaking until %s", s.Step, s.Steps, s.StepReadyAt.Add(p.soak()).UTC().Format(time.RFC3339))
+		s.Message = fmt.Sprintf("step %d of %d: Ready, soaking until %s", s.Step, s.Steps, s.StepReadyAt.Add(p.SoakOrZero()).UTC().Format(time.RFC3339))
 		return
 	}
 	if s.Step >= len(p.Steps) {
@@ -239,7 +240,7 @@ func (d *decider) startStep(i int) {
 func (d *decider) fail(p *Parent, why string) {
 	s := &d.s
 	msg := fmt.Sprintf("step %d of %d of %s failed: %s %s", s.Step, s.Steps, s.CandidateRevision, p.Name, why)
-	if d.in.Policy.onFailure() == Pause {
+	if d.in.Policy.OnFailureOrDefault() == config.Pause {
 		d.event(true, "RolloutFailed", "%s; paused (resume, promote or abort)", msg)
 		s.Halted, s.FailedParent, s.Message, s.Phase = true, p.Name, msg, Failed
 		return

@@ -3,10 +3,9 @@ package status
 import (
 	"fmt"
 
+	"github.com/loom-operator/loom/engine/config"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
-
-	"github.com/loom-operator/loom/engine/render"
 )
 
 // The kstatus statuses, as the strings status.children[].status holds.
@@ -38,7 +37,7 @@ const ignoredPrefix = "ignored: "
 // deleted is Terminating, whatever the rules say. When several rules match,
 // the most specific wins (Name before APIVersion before Kind alone), then
 // the first. ChildStatus reads nothing but its arguments.
-func ChildStatus(obj *unstructured.Unstructured, rules []render.ReadinessRule) ChildState {
+func ChildStatus(obj *unstructured.Unstructured, rules []config.ReadinessRule) ChildState {
 	if obj == nil {
 		return stateOf("", "", "", nil, rules)
 	}
@@ -48,7 +47,7 @@ func ChildStatus(obj *unstructured.Unstructured, rules []render.ReadinessRule) C
 // stateOf judges a child named by apiVersion, kind and name, whose live
 // object may be nil. Rules match on the name, so that a child that is not
 // found yet can still be ignored.
-func stateOf(apiVersion, kind, name string, obj *unstructured.Unstructured, rules []render.ReadinessRule) ChildState {
+func stateOf(apiVersion, kind, name string, obj *unstructured.Unstructured, rules []config.ReadinessRule) ChildState {
 	rule := matchRule(apiVersion, kind, name, rules)
 	var st ChildState
 	if obj == nil {
@@ -65,7 +64,7 @@ func stateOf(apiVersion, kind, name string, obj *unstructured.Unstructured, rule
 }
 
 // evaluate judges a live object under rule, which may be nil.
-func evaluate(obj *unstructured.Unstructured, rule *render.ReadinessRule) ChildState {
+func evaluate(obj *unstructured.Unstructured, rule *config.ReadinessRule) ChildState {
 	if obj.GetDeletionTimestamp() != nil {
 		return ChildState{Status: statusTerminating, Message: "being deleted"}
 	}
@@ -123,8 +122,8 @@ func byCondition(obj *unstructured.Unstructured, condType string) ChildState {
 }
 
 // matchRule returns the most specific rule matching the child, or nil.
-func matchRule(apiVersion, kind, name string, rules []render.ReadinessRule) *render.ReadinessRule {
-	var best *render.ReadinessRule
+func matchRule(apiVersion, kind, name string, rules []config.ReadinessRule) *config.ReadinessRule {
+	var best *config.ReadinessRule
 	bestScore := -1
 	for i := range rules {
 		r := &rules[i]

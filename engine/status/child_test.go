@@ -4,8 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/config"
 )
 
 const deploymentAvailable = `
@@ -92,15 +91,15 @@ status:
   - {type: Failed, status: "True", reason: BackoffLimitExceeded, message: Job has reached the specified backoff limit}
 `
 
-var jobRule = []render.ReadinessRule{{Kind: "Job", Condition: "Complete", FailedCondition: "Failed"}}
+var jobRule = []config.ReadinessRule{{Kind: "Job", Condition: "Complete", FailedCondition: "Failed"}}
 
-var availableRule = []render.ReadinessRule{{Kind: "Database", APIVersion: "db.example.com/v1", Condition: "Available"}}
+var availableRule = []config.ReadinessRule{{Kind: "Database", APIVersion: "db.example.com/v1", Condition: "Available"}}
 
 func TestChildStatus(t *testing.T) {
 	tests := []struct {
 		name  string
 		obj   string // empty: no live object
-		rules []render.ReadinessRule
+		rules []config.ReadinessRule
 		want  ChildState
 	}{{
 		name: "deployment available",
@@ -194,12 +193,12 @@ status:
 	}, {
 		name:  "ignored by a rule: judged, but marked",
 		obj:   deploymentRolling,
-		rules: []render.ReadinessRule{{Kind: "Deployment", Ignore: true}},
+		rules: []config.ReadinessRule{{Kind: "Deployment", Ignore: true}},
 		want:  ChildState{Status: "InProgress", Message: "ignored: Updated: 1/3", Ignored: true},
 	}, {
 		name: "most specific rule wins: the name rule over the kind rule",
 		obj:  deploymentRolling,
-		rules: []render.ReadinessRule{
+		rules: []config.ReadinessRule{
 			{Kind: "Deployment", Ignore: true},
 			{Kind: "Deployment", Name: "web", Condition: "Available"},
 		},
@@ -207,7 +206,7 @@ status:
 	}, {
 		name:  "a rule for another apiVersion does not match",
 		obj:   deploymentRolling,
-		rules: []render.ReadinessRule{{Kind: "Deployment", APIVersion: "apps/v2", Ignore: true}},
+		rules: []config.ReadinessRule{{Kind: "Deployment", APIVersion: "apps/v2", Ignore: true}},
 		want:  ChildState{Status: "InProgress", Message: "Updated: 1/3"},
 	}, {
 		name: "condition rule on a custom kind: Available True",

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/object"
-	"github.com/loom-operator/loom/engine/render"
 )
 
 // Lengths that keep the status readable in kubectl and far below the
@@ -135,7 +135,7 @@ func renderedChildren(in Input) []child {
 // the list in the parent's status, since nothing was applied or pruned.
 // An entry whose live object the caller supplied is judged afresh; the
 // others keep what the last successful pass wrote.
-func previousChildren(parent *unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured, rules []render.ReadinessRule) []child {
+func previousChildren(parent *unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured, rules []config.ReadinessRule) []child {
 	raw, _, _ := unstructured.NestedFieldNoCopy(parent.Object, "status", fieldChildren)
 	entries := decodeChildren(raw)
 	kids := make([]child, 0, len(entries))

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 )
@@ -292,7 +293,7 @@ func TestComputeConditions(t *testing.T) {
 		name: "ignored child rolling out does not hold Ready back",
 		edit: func(t *testing.T, in *Input) {
 			in.Live[deployRef] = obj(t, liveDeploymentRolling)
-			in.Rules = []render.ReadinessRule{{Kind: "Deployment", Ignore: true}}
+			in.Rules = []config.ReadinessRule{{Kind: "Deployment", Ignore: true}}
 		},
 		wantConds: map[string]cond{
 			TypeReady:       {"True", ReasonAllChildrenReady, "all 2 children are ready (1 more ignored)"},
@@ -303,7 +304,7 @@ func TestComputeConditions(t *testing.T) {
 	}, {
 		name: "ignored child that failed to apply still counts",
 		edit: func(t *testing.T, in *Input) {
-			in.Rules = []render.ReadinessRule{{Kind: "Deployment", Ignore: true}}
+			in.Rules = []config.ReadinessRule{{Kind: "Deployment", Ignore: true}}
 			failResult(in, deployRef, errors.New("conflict"))
 		},
 		wantConds: map[string]cond{
@@ -379,7 +380,7 @@ func TestComputeFullStatus(t *testing.T) {
 func TestComputeChildren(t *testing.T) {
 	in := baseInput(t)
 	deployRef := ref("apps", "v1", "Deployment", "app")
-	in.Rules = []render.ReadinessRule{{Kind: "ConfigMap", Ignore: true}}
+	in.Rules = []config.ReadinessRule{{Kind: "ConfigMap", Ignore: true}}
 	delete(in.Live, deployRef)
 	failResult(&in, ref("", "v1", "Service", "app"), errors.New("conflict with "+strings.Repeat("x", 400)))
 	got := Compute(in)["children"]

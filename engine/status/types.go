@@ -5,8 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/object"
-	"github.com/loom-operator/loom/engine/render"
 )
 
 // Condition types Loom sets on every parent.
@@ -106,7 +106,7 @@ type Input struct {
 	// cache, or the apply response); a missing entry means not found.
 	Live map[object.Ref]*unstructured.Unstructured
 	// Rules are the set's readiness overrides from loom.yaml.
-	Rules []render.ReadinessRule
+	Rules []config.ReadinessRule
 	// Extra holds fields the set's status template rendered, merged into
 	// the status; ExtraErr is that template's failure, if any.
 	Extra    map[string]any

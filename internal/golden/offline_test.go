@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -17,7 +18,7 @@ import (
 // beside it: the controller applies the ConfigMap only once the
 // Deployment is Available.
 var waitingSet = map[string]string{
-	render.ConfigFile: "parent:\n  apiVersion: example.com/v1\n  kind: App\n",
+	config.File: "parent:\n  apiVersion: example.com/v1\n  kind: App\n",
 	"deployment.yaml": `apiVersion: apps/v1
 kind: Deployment
 metadata:

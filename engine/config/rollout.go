@@ -1,4 +1,4 @@
-package rollout
+package config
 
 import (
 	"errors"
@@ -116,24 +116,24 @@ func (p *Policy) Count(i, total int) int {
 	return min(n, total)
 }
 
-// readyTimeout is the policy's readyTimeout or the default.
-func (p *Policy) readyTimeout() time.Duration {
+// ReadyTimeoutOrDefault is the policy's readyTimeout or the default.
+func (p *Policy) ReadyTimeoutOrDefault() time.Duration {
 	if p.ReadyTimeout == nil {
 		return DefaultReadyTimeout
 	}
 	return p.ReadyTimeout.Duration
 }
 
-// soak is the policy's soak, 0 when unset.
-func (p *Policy) soak() time.Duration {
+// SoakOrZero is the policy's soak, 0 when unset.
+func (p *Policy) SoakOrZero() time.Duration {
 	if p.Soak == nil {
 		return 0
 	}
 	return p.Soak.Duration
 }
 
-// onFailure is the policy's onFailure or the default.
-func (p *Policy) onFailure() OnFailure {
+// OnFailureOrDefault is the policy's onFailure or the default.
+func (p *Policy) OnFailureOrDefault() OnFailure {
 	if p.OnFailure == "" {
 		return Rollback
 	}

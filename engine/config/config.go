@@ -1,0 +1,135 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+)
+
+// File is the name of the file that makes a folder a template set.
+const File = "loom.yaml"
+
+// Parse decodes loom.yaml strictly (an unknown field is an error) and
+// validates it.
+func Parse(raw []byte) (Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(raw, &c); err != nil {
+		return Config{}, fmt.Errorf("invalid set config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// ParentGVK is the parent's kind, as loom.yaml names it. It is valid only
+// for a Config that Validate accepts.
+func (c *Config) ParentGVK() schema.GroupVersionKind {
+	gv, _ := schema.ParseGroupVersion(c.Parent.APIVersion)
+	return gv.WithKind(c.Parent.Kind)
+}
+
+// Config is the content of a set's loom.yaml.
+type Config struct {
+	// Parent names the kind whose objects this set renders children for.
+	Parent ParentRef `json:"parent"`
+	// Readiness overrides how the status stage judges a child's readiness.
+	Readiness []ReadinessRule `json:"readiness,omitempty"`
+	// Status names a template file, inside the set, that renders extra
+	// fields for the parent's status. It is not rendered as children.
+	Status string `json:"status,omitempty"`
+	// Lookups declare the kinds templates may look up besides the
+	// parent's own children, and the namespaces they may read besides the
+	// parent's.
+	Lookups []LookupRule `json:"lookups,omitempty"`
+	// Rollout, when set, moves a new revision of the set to its parents
+	// in health-gated steps instead of all at once.
+	Rollout *Policy `json:"rollout,omitempty"`
+}
+
+// ParentRef names the parent kind.
+type ParentRef struct {
+	// APIVersion is group/version, e.g. example.loom.dev/v1alpha1.
+	APIVersion string `json:"apiVersion"`
+	// Kind is the parent's kind, e.g. MyResource.
+	Kind string `json:"kind"`
+}
+
+// ReadinessRule overrides the readiness of the children it matches.
+type ReadinessRule struct {
+	// Kind matches the child's kind; required.
+	Kind string `json:"kind"`
+	// APIVersion, when set, matches the child's apiVersion.
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Name, when set, matches the child's name exactly.
+	Name string `json:"name,omitempty"`
+	// Condition names a condition type that must be True for the child to
+	// be ready (e.g. Complete for a Job, Available for a custom kind).
+	Condition string `json:"condition,omitempty"`
+	// FailedCondition names a condition type that, when True, marks the
+	// child Failed (e.g. Failed for a Job).
+	FailedCondition string `json:"failedCondition,omitempty"`
+	// Ignore, when true, leaves the child out of the parent's readiness.
+	Ignore bool `json:"ignore,omitempty"`
+}
+
+// LookupRule declares a kind that templates may look up besides the
+// parent's own children (see Config.Lookups).
+type LookupRule struct {
+	// APIVersion is the kind's group/version, e.g. v1.
+	APIVersion string `json:"apiVersion"`
+	// Kind is the kind, e.g. ConfigMap.
+	Kind string `json:"kind"`
+	// Namespaces are readable besides the parent's own namespace. Lookups
+	// in any other namespace are refused.
+	Namespaces []string `json:"namespaces,omitempty"`
+}
+
+// Validate reports the first thing wrong with c, naming the field.
+func (c *Config) Validate() error {
+	if c.Parent.APIVersion == "" || c.Parent.Kind == "" {
+		return errors.New("parent.apiVersion and parent.kind are required")
+	}
+	if _, err := schema.ParseGroupVersion(c.Parent.APIVersion); err != nil {
+		return fmt.Errorf("parent.apiVersion: %w", err)
+	}
+	for i, r := range c.Readiness {
+		if r.Kind == "" {
+			return fmt.Errorf("readiness[%d].kind is required", i)
+		}
+		if !r.Ignore && r.Condition == "" {
+			return fmt.Errorf("readiness[%d] needs condition or ignore", i)
+		}
+	}
+	if err := validateLookups(c.Lookups); err != nil {
+		return err
+	}
+	if c.Rollout != nil {
+		if err := c.Rollout.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateLookups checks loom.yaml's lookups.
+func validateLookups(rules []LookupRule) error {
+	for i, r := range rules {
+		if r.APIVersion == "" || r.Kind == "" {
+			return fmt.Errorf("lookups[%d]: apiVersion and kind are required", i)
+		}
+		if _, err := schema.ParseGroupVersion(r.APIVersion); err != nil {
+			return fmt.Errorf("lookups[%d].apiVersion: %w", i, err)
+		}
+		for _, ns := range r.Namespaces {
+			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+				return fmt.Errorf("lookups[%d].namespaces: %q: %s", i, ns, strings.Join(errs, "; "))
+			}
+		}
+	}
+	return nil
+}

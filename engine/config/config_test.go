@@ -1,0 +1,49 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestParse(t *testing.T) {
+	const parent = "parent: {apiVersion: example.loom.dev/v1alpha1, kind: MyResource}\n"
+	tests := []struct {
+		name, src, err string
+	}{
+		{name: "parent only", src: parent},
+		{name: "everything", src: parent + `readiness: [{kind: Job, condition: Complete, failedCondition: Failed}, {kind: ConfigMap, ignore: true}]
+status: status.yaml
+lookups: [{apiVersion: v1, kind: Secret, namespaces: [shared]}]
+rollout: {steps: [1, 100%]}
+`},
+		{name: "no parent", src: "status: s.yaml\n", err: "parent.apiVersion and parent.kind are required"},
+		{name: "bad parent apiVersion", src: "parent: {apiVersion: a/b/c, kind: X}\n", err: "parent.apiVersion"},
+		{name: "unknown field", src: parent + "templates: x\n", err: `invalid set config: error unmarshaling JSON: while decoding JSON: json: unknown field "templates"`},
+		{name: "readiness without kind", src: parent + "readiness: [{condition: Ready}]\n", err: "readiness[0].kind is required"},
+		{name: "readiness without condition", src: parent + "readiness: [{kind: Job}]\n", err: "readiness[0] needs condition or ignore"},
+		{name: "lookup without kind", src: parent + "lookups: [{apiVersion: v1}]\n", err: "lookups[0]: apiVersion and kind are required"},
+		{name: "lookup bad namespace", src: parent + "lookups: [{apiVersion: v1, kind: Secret, namespaces: [Bad_NS]}]\n", err: `lookups[0].namespaces: "Bad_NS"`},
+		{name: "bad rollout", src: parent + "rollout: {steps: [1, 50%]}\n", err: `rollout.steps: the last step must be "100%"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.src))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("Parse() = %v, want an error containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse() = %v, want nil", err)
+			}
+			want := schema.GroupVersionKind{Group: "example.loom.dev", Version: "v1alpha1", Kind: "MyResource"}
+			if diff := cmp.Diff(want, c.ParentGVK()); diff != "" {
+				t.Errorf("ParentGVK (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
