@@ -175,16 +175,28 @@ func unquote(raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("invalid JSON string %.20q", raw)
 	}
 	inner := raw[1 : len(raw)-1]
+	ascii := true
 	for _, c := range inner {
-		// An escape, or a byte that may start invalid UTF-8, which the
-		// decoder replaces with U+FFFD.
-		if c == '\\' || c >= utf8.RuneSelf && !utf8.Valid(inner) {
-			var s string
-			err := json.Unmarshal(raw, &s)
-			return []byte(s), err
+		if c == '\\' {
+			return unquoteSlow(raw)
 		}
+		ascii = ascii && c < utf8.RuneSelf
+	}
+	// Invalid UTF-8, which the decoder replaces with U+FFFD. The whole
+	// string is checked once, after the scan: checking it at each
+	// non-ASCII byte made a long non-ASCII string quadratic.
+	if !ascii && !utf8.Valid(inner) {
+		return unquoteSlow(raw)
 	}
 	return inner, nil
+}
+
+// unquoteSlow decodes a JSON string literal with encoding/json, for the
+// strings that unquote cannot return as a slice of raw.
+func unquoteSlow(raw []byte) ([]byte, error) {
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return []byte(s), err
 }
 
 // jsonString returns the string raw holds, and whether raw is a string.
