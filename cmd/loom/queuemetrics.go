@@ -5,7 +5,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// The workqueue metrics (one queue per parent kind, labelled name=<Kind>)
+// The workqueue metrics (one queue per parent kind, labelled name=<Kind>.<group>)
 // are reported on Loom's registry under the names controller-runtime and
 // the Kubernetes components use, so that dashboards and alerts on queue
 // depth and latency work as they are.

@@ -94,9 +94,7 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 		c.rollouts.check(ctx)
 	}
 	c.gvr = gvr
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: c.gvk.Kind})
+	c.queue = newParentQueue(c.gvk, nil)
 	// Parents are cached packed from the API server's JSON without
 	// managedFields and kubectl's last-applied copy (apply.StripJSON).
 	c.informer = newPackedInformer(c.m.strip, gvr, c.m.opts.Namespace, c.m.opts.ResyncPeriod, nil)
@@ -416,4 +414,15 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// newParentQueue returns the work queue of a parent kind's controller,
+// reporting its metrics to provider (client-go's global provider if nil)
+// under the name Kind.group ("MyResource.example.loom.dev"; a core kind
+// is its Kind alone), so that same-named kinds of two groups, which have
+// a queue each, do not share their metrics.
+func newParentQueue(gvk schema.GroupVersionKind, provider workqueue.MetricsProvider) workqueue.TypedRateLimitingInterface[cache.ObjectName] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: gvk.GroupKind().String(), MetricsProvider: provider})
 }

@@ -180,12 +180,12 @@ loom_reconcile_duration_seconds_count{kind="MyResource"} 113
 go_memstats_heap_inuse_bytes 1.4155776e+07
 `
 	const queue = `# TYPE workqueue_adds_total counter
-workqueue_adds_total{name="MyResource"} 140
+workqueue_adds_total{name="MyResource.example.loom.dev"} 140
 workqueue_adds_total{name="other"} 7
 # TYPE workqueue_queue_duration_seconds histogram
-workqueue_queue_duration_seconds_bucket{name="MyResource",le="+Inf"} 140
-workqueue_queue_duration_seconds_sum{name="MyResource"} 2.5
-workqueue_queue_duration_seconds_count{name="MyResource"} 140
+workqueue_queue_duration_seconds_bucket{name="MyResource.example.loom.dev",le="+Inf"} 140
+workqueue_queue_duration_seconds_sum{name="MyResource.example.loom.dev"} 2.5
+workqueue_queue_duration_seconds_count{name="MyResource.example.loom.dev"} 140
 `
 	loom := loomStats{Reconciles: 113, StatusWrites: 104, ReconcileSeconds: 67.5,
 		Changes: map[string]float64{"created": 150, "unchanged": 189}}

@@ -99,8 +99,8 @@ type loomStats struct {
 	Queue     queueStats
 }
 
-// queueName is the workqueue of the MyResource controller.
-const queueName = "MyResource"
+// queueName is the workqueue of the MyResource controller: Kind.group.
+const queueName = "MyResource.example.loom.dev"
 
 // loomStatsFrom reads Loom's counters from its metrics: the loom_* ones,
 // the Go runtime's heap in use, and client-go's workqueue_* ones when they
