@@ -40,9 +40,9 @@ func TestQueueNamesTellGroupsApart(t *testing.T) {
 // noopProvider makes metrics that record nothing.
 type noopProvider struct{}
 
-func (noopProvider) NewDepthMetric(string) workqueue.GaugeMetric { return noop{} }
-func (noopProvider) NewAddsMetric(string) workqueue.CounterMetric { return noop{} }
-func (noopProvider) NewLatencyMetric(string) workqueue.HistogramMetric { return noop{} }
+func (noopProvider) NewDepthMetric(string) workqueue.GaugeMetric            { return noop{} }
+func (noopProvider) NewAddsMetric(string) workqueue.CounterMetric           { return noop{} }
+func (noopProvider) NewLatencyMetric(string) workqueue.HistogramMetric      { return noop{} }
 func (noopProvider) NewWorkDurationMetric(string) workqueue.HistogramMetric { return noop{} }
 func (noopProvider) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric {
 	return noop{}
