@@ -20,10 +20,9 @@ import (
 // decoded again (Object) only when a reconcile reads it.
 //
 // An unstructured object keeps every field as a map entry with boxed
-// values; a child slimmed by Slim still takes about 4 KiB that way, and its
-// JSON a fifth of that. A reconcile reads one parent and its few children,
-// so decoding them on demand costs microseconds, while the cache holds
-// every object of the fleet all the time.
+// values, several times the size of its JSON. A reconcile reads one parent
+// and its few children, so decoding them on demand is cheap, while the
+// cache holds every object of the fleet all the time.
 //
 // Its typed metadata (GetObjectMeta) is name, namespace, UID,
 // resourceVersion, generation and the controller ownerReference only, not

@@ -63,8 +63,11 @@ func newPackedClient(cfg *rest.Config, h *http.Client, pack packFunc) (*packedCl
 	c.ContentType = "application/json"
 	c.AcceptContentTypes = "application/json"
 	c.NegotiatedSerializer = packedSerializer{pack: pack}
+	// Every request names its whole path with AbsPath (resourcePath),
+	// which client-go joins to the host's own path only: the client has
+	// no group-version and no API path of its own.
 	c.GroupVersion = nil
-	c.APIPath = "/if-you-see-this-search-for-the-break"
+	c.APIPath = ""
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}

@@ -168,12 +168,11 @@ func validUTF8(s string) string {
 
 // defaultCacheBytes bounds each template file's decode cache by the bytes
 // of the documents it keeps; their decoded form takes many times as much
-// (a heap profile of 3 000 parents showed 13.5 MiB held by the shipped
-// set's three caches at 256 KiB each, about 17x). 64 KiB holds the
-// documents of ~55 parents for the shipped Deployment: enough for the
-// reconciles a child event or a status write triggers soon after a
-// render. Past that the cache starts over, and renders take the cold path
-// (a decode of some tens of microseconds).
+// (measure it with a heap profile of make bench before raising it). 64 KiB
+// holds the documents of a few dozen parents for the shipped Deployment:
+// enough for the reconciles a child event or a status write triggers soon
+// after a render. Past that the cache starts over, and renders take the
+// cold path.
 const defaultCacheBytes = 64 << 10
 
 // decodeCache remembers decoded and validated documents by their exact
