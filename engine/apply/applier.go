@@ -11,6 +11,7 @@ import (
 	"unique"
 
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/pack"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -160,7 +161,7 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 		}
 	}
 	before := live
-	if known && live != nil && isSlim(live) && live.GetAnnotations()[AnnotationApplied] == hash {
+	if known && live != nil && pack.IsSlim(live) && live.GetAnnotations()[AnnotationApplied] == hash {
 		// A repair: another writer changed fields Loom sets. The cache
 		// keeps only a fingerprint of Loom's fields, so read them, once,
 		// to name the fields taken back. A failed read names none.
@@ -175,7 +176,7 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 			return failed(res, a.applyError(ctx, gvr, desired, err))
 		}
 	}
-	a.remember(ref, newRecord(hash, resp.GetUID(), ParseResourceVersion(resp.GetResourceVersion()), Fingerprint(resp, a.manager)))
+	a.remember(ref, newRecord(hash, resp.GetUID(), ParseResourceVersion(resp.GetResourceVersion()), pack.Fingerprint(resp, a.manager)))
 	res.Action, res.Object = object.Configured, resp
 	if live == nil {
 		res.Action = object.Created // as far as the cache knew
@@ -184,9 +185,9 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 		// The same desired object as before: any field Loom took back had
 		// been changed or removed by another writer.
 		switch {
-		case !isSlim(before):
+		case !pack.IsSlim(before):
 			res.Drift = regained(before, resp, a.manager)
-		case Fingerprint(before, a.manager) != Fingerprint(resp, a.manager):
+		case pack.Fingerprint(before, a.manager) != pack.Fingerprint(resp, a.manager):
 			res.Drift = []string{object.DriftUnrecorded} // no record since a restart: no read was made
 		}
 	}
@@ -238,7 +239,7 @@ func (a *Applier) check(ref object.Ref, hash string, live *unstructured.Unstruct
 		return true, true
 	}
 	return digestOf(string(live.GetUID())) == rec.uid && live.GetDeletionTimestamp() == nil &&
-		live.GetAnnotations()[AnnotationApplied] == hash && digestOf(Fingerprint(live, a.manager)) == rec.fields, true
+		live.GetAnnotations()[AnnotationApplied] == hash && digestOf(pack.Fingerprint(live, a.manager)) == rec.fields, true
 }
 
 // ParseResourceVersion reads a resourceVersion as a number, to tell whether

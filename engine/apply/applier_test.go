@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/pack"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -25,7 +26,7 @@ func TestCheck(t *testing.T) {
 	applied := withEntry(t, withHash(desired, hash), "loom", loomFields)
 	applied.SetUID("u1")
 	applied.SetResourceVersion("5")
-	fp := Fingerprint(applied, "loom")
+	fp := pack.Fingerprint(applied, "loom")
 	rec := newRecord(hash, "u1", 5, fp)
 	old := newRecord("old", "u1", 5, fp)
 	live := func(rv string, edit func(u *unstructured.Unstructured)) *unstructured.Unstructured {
@@ -85,7 +86,7 @@ func TestCheck(t *testing.T) {
 				}
 				live := tt.live
 				if live != nil && form == "slim" {
-					live = Slim(live.DeepCopy(), "loom")
+					live = pack.Slim(live.DeepCopy(), "loom")
 				}
 				unchanged, known := a.check(ref, hash, live)
 				if unchanged != tt.wantUnchanged || known != tt.wantKnown {
@@ -126,31 +127,6 @@ func TestIsOwnWrite(t *testing.T) {
 	}
 }
 
-func TestFingerprint(t *testing.T) {
-	base := uobj(t, desiredDeployment)
-	fp := func(fields string) string { return Fingerprint(withEntry(t, base, "loom", fields), "loom") }
-	if fp("") != "" {
-		t.Error("no entry should give an empty fingerprint")
-	}
-	if fp(loomFields) != fp(loomFields) {
-		t.Error("equal entries gave different fingerprints")
-	}
-	// The timestamp and other managers' entries do not count.
-	moved := withEntry(t, base, "loom", loomFields)
-	entries := moved.Object["metadata"].(map[string]any)["managedFields"].([]any)
-	entries[1].(map[string]any)["time"] = "2027-01-01T00:00:00Z"
-	entries[0].(map[string]any)["fieldsV1"] = obj(t, `{f:status: {f:observedGeneration: {}}}`)
-	if Fingerprint(moved, "loom") != fp(loomFields) {
-		t.Error("the fingerprint depends on the time or on another manager's entry")
-	}
-	if fp(`{f:spec: {f:replicas: {}}}`) == fp(`{f:spec: {f:paused: {}}}`) {
-		t.Error("different field sets gave one fingerprint")
-	}
-	if Fingerprint(withEntry(t, base, "other", loomFields), "loom") != "" {
-		t.Error("another manager's apply entry was taken for Loom's")
-	}
-}
-
 func TestRegained(t *testing.T) {
 	base := uobj(t, desiredDeployment)
 	tests := []struct {
@@ -173,74 +149,6 @@ func TestRegained(t *testing.T) {
 				t.Errorf("regained (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// Slim keeps what Loom's decisions read, and nothing of what Loom applied
-// that it knows from its templates.
-func TestSlim(t *testing.T) {
-	full := withEntry(t, uobj(t, `
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: ns
-  uid: u1
-  resourceVersion: "7"
-  generation: 3
-  creationTimestamp: "2026-01-01T00:00:00Z"
-  deletionTimestamp: "2026-01-02T00:00:00Z"
-  labels: {app: web, applyset.kubernetes.io/part-of: applyset-x-v1}
-  annotations:
-    loom.dev/applied: abc
-    loom.dev/adopt: MyResource.example.loom.dev/web
-    kubectl.kubernetes.io/last-applied-configuration: '{"a huge": "copy"}'
-    deployment.kubernetes.io/revision: "2"
-  ownerReferences: [{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: p1, controller: true}]
-  finalizers: [x]
-spec:
-  replicas: 2
-  progressDeadlineSeconds: 600
-  strategy: {type: RollingUpdate}
-  selector: {matchLabels: {app: web}}
-  template: {spec: {containers: [{name: app, image: nginx}]}}
-status:
-  observedGeneration: 3
-  conditions: [{type: Available, status: "True"}]
-`), "loom", loomFields)
-	want := uobj(t, `
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: ns
-  uid: u1
-  resourceVersion: "7"
-  generation: 3
-  deletionTimestamp: "2026-01-02T00:00:00Z"
-  labels: {app: web, applyset.kubernetes.io/part-of: applyset-x-v1}
-  annotations: {loom.dev/applied: abc, loom.dev/adopt: MyResource.example.loom.dev/web}
-  ownerReferences: [{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: p1, controller: true}]
-spec: {replicas: 2, progressDeadlineSeconds: 600}
-status:
-  observedGeneration: 3
-  conditions: [{type: Available, status: "True"}]
-`)
-	want.Object[fieldsKey] = Fingerprint(full, "loom")
-	got := Slim(full.DeepCopy(), "loom")
-	if diff := cmp.Diff(want.Object, got.Object); diff != "" {
-		t.Errorf("Slim (-want +got):\n%s", diff)
-	}
-	if Fingerprint(got, "loom") == "" || Fingerprint(got, "loom") != Fingerprint(full, "loom") {
-		t.Errorf("fingerprint of the slim object %q, of the whole one %q", Fingerprint(got, "loom"), Fingerprint(full, "loom"))
-	}
-	if again := Slim(got, "loom"); !cmp.Equal(again.Object, got.Object) {
-		t.Errorf("Slim of a slim object changed it: %v", again.Object)
-	}
-	// No entry of Loom's: the fingerprint is empty, and stays so.
-	none := Slim(withEntry(t, uobj(t, desiredDeployment), "loom", ""), "loom")
-	if fp, ok := none.Object[fieldsKey]; !ok || fp != "" || Fingerprint(none, "loom") != "" {
-		t.Errorf("no entry: fingerprint %v (kept %v)", fp, ok)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/pack"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
@@ -78,7 +79,7 @@ func FuzzDriftDecision(f *testing.F) {
 
 		a := New(nil, nil, "loom")
 		ref := object.RefOf(after)
-		a.remember(ref, newRecord("h", "u1", 7, Fingerprint(after, "loom")))
+		a.remember(ref, newRecord("h", "u1", 7, pack.Fingerprint(after, "loom")))
 		unchanged, known := a.check(ref, "h", before)
 		if !known {
 			t.Fatal("a recorded child is not known")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/pack"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,9 +49,9 @@ func TestApplyNamesDriftOfASlimChild(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a, gets := fakeApplier(drifted, repaired)
 			if tt.record {
-				a.remember(object.RefOf(desired), newRecord(hash, "u1", 5, Fingerprint(applied, "loom")))
+				a.remember(object.RefOf(desired), newRecord(hash, "u1", 5, pack.Fingerprint(applied, "loom")))
 			}
-			r := a.Apply(t.Context(), desired, Slim(drifted.DeepCopy(), "loom"))
+			r := a.Apply(t.Context(), desired, pack.Slim(drifted.DeepCopy(), "loom"))
 			if r.Err != nil || r.Action != object.Configured {
 				t.Fatalf("Apply = %s, %v; want configured", r.Action, r.Err)
 			}
@@ -64,7 +65,7 @@ func TestApplyNamesDriftOfASlimChild(t *testing.T) {
 	}
 	// An apply that changed nothing Loom owns is no drift, and reads nothing.
 	a, _ := fakeApplier(applied, applied)
-	if r := a.Apply(t.Context(), desired, Slim(applied.DeepCopy(), "loom")); r.Err != nil || len(r.Drift) != 0 {
+	if r := a.Apply(t.Context(), desired, pack.Slim(applied.DeepCopy(), "loom")); r.Err != nil || len(r.Drift) != 0 {
 		t.Errorf("restart re-apply of an unchanged child: %v, drift %v", r.Err, r.Drift)
 	}
 }

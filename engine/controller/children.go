@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/pack"
 )
 
 // childSelector selects only Loom's children, so that informers on child
@@ -26,7 +26,7 @@ var childSelector = object.LabelManagedBy + "=" + object.ManagedByValue + "," + 
 type ownerEvent struct {
 	ref       metav1.OwnerReference
 	namespace string
-	child     *apply.Packed
+	child     *pack.Packed
 	deleted   bool
 }
 
@@ -36,7 +36,7 @@ type ownerEvent struct {
 // shared by every parent controller.
 type childWatcher struct {
 	// packed lists and watches children, each packed from the API
-	// server's JSON as apply.SlimJSON keeps it: identity, owners, labels,
+	// server's JSON as pack.SlimJSON keeps it: identity, owners, labels,
 	// Loom's annotations, a fingerprint of Loom's managedFields entry, the
 	// spec fields kstatus reads, and status. The rest of a child is what
 	// Loom applied, which it knows from its templates.
@@ -214,7 +214,7 @@ func (w *childWatcher) handle(obj any, deleted bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	p, ok := obj.(*apply.Packed)
+	p, ok := obj.(*pack.Packed)
 	if !ok {
 		u, isU := obj.(*unstructured.Unstructured)
 		if !isU {
@@ -264,8 +264,8 @@ func (w *childWatcher) get(gr schema.GroupResource, namespace, name string) *uns
 	return u
 }
 
-func packed(u *unstructured.Unstructured) (*apply.Packed, bool) {
-	p, err := apply.Pack(u)
+func packed(u *unstructured.Unstructured) (*pack.Packed, bool) {
+	p, err := pack.Pack(u)
 	if err != nil {
 		utilruntime.HandleError(err)
 		return nil, false
@@ -275,7 +275,7 @@ func packed(u *unstructured.Unstructured) (*apply.Packed, bool) {
 
 // cachedID is what Loom reads of a cached object without decoding it or
 // building its ObjectMeta (meta.Accessor does, for a packed object): an
-// *apply.Packed, as Loom's informers hold, or an unstructured object.
+// *pack.Packed, as Loom's informers hold, or an unstructured object.
 type cachedID interface {
 	GetUID() types.UID
 	GetResourceVersion() string
@@ -291,7 +291,7 @@ func idOf(obj any) (cachedID, bool) {
 // or unstructured) as an unstructured object the caller owns.
 func unpack(obj any) (*unstructured.Unstructured, bool) {
 	switch o := obj.(type) {
-	case *apply.Packed:
+	case *pack.Packed:
 		u, err := o.Object()
 		if err != nil {
 			utilruntime.HandleError(err)

@@ -3,12 +3,11 @@ package controller
 import (
 	"sync"
 
+	"github.com/loom-operator/loom/engine/pack"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/loom-operator/loom/engine/apply"
 )
 
 // ownerIndex maps the UID of a controller owner to its cached children,
@@ -111,7 +110,7 @@ func controllerUID(obj any) types.UID {
 	switch o := obj.(type) {
 	case nil:
 		return ""
-	case *apply.Packed:
+	case *pack.Packed:
 		return o.ControllerUID()
 	}
 	m, err := meta.Accessor(obj)

@@ -6,12 +6,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/pack"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/loom-operator/loom/engine/apply"
 )
 
 func TestOwnerIndex(t *testing.T) {
@@ -29,7 +28,7 @@ metadata: {name: %s, namespace: ns, resourceVersion: %q}
 		return o
 	}
 	pack := func(o *unstructured.Unstructured) any {
-		p, err := apply.Pack(o)
+		p, err := pack.Pack(o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loom-operator/loom/engine/pack"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,12 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/loom-operator/loom/engine/apply"
 )
 
 // A packed client lists and watches a resource with the objects packed
-// straight from the API server's JSON (apply.SlimJSON, apply.StripJSON),
+// straight from the API server's JSON (pack.SlimJSON, pack.StripJSON),
 // for Loom's informers. The dynamic client decodes every object of a
 // list and every watch event into unstructured maps first, which an
 // informer's transform then packs: at 1 000 parents that decoding was a
@@ -39,16 +38,16 @@ func init() {
 }
 
 // packFunc packs one object's JSON.
-type packFunc func([]byte) (*apply.Packed, error)
+type packFunc func([]byte) (*pack.Packed, error)
 
-// childPack packs a child as Loom's child caches keep it (apply.SlimJSON).
+// childPack packs a child as Loom's child caches keep it (pack.SlimJSON).
 func childPack(manager string) packFunc {
-	return func(b []byte) (*apply.Packed, error) { return apply.SlimJSON(b, manager) }
+	return func(b []byte) (*pack.Packed, error) { return pack.SlimJSON(b, manager) }
 }
 
 // parentPack packs a parent as Loom's parent caches keep it: all but
-// managedFields and kubectl's last-applied copy (apply.StripJSON).
-var parentPack packFunc = apply.StripJSON
+// managedFields and kubectl's last-applied copy (pack.StripJSON).
+var parentPack packFunc = pack.StripJSON
 
 // packedClient is a REST client whose responses decode into packed
 // objects, packed by pack.
@@ -113,10 +112,10 @@ func resourcePath(gvr schema.GroupVersionResource, namespace string) []string {
 }
 
 // newPackedInformer returns an informer of gvr whose cache holds
-// *apply.Packed objects.
+// *pack.Packed objects.
 func newPackedInformer(c *packedClient, gvr schema.GroupVersionResource, namespace string, resync time.Duration,
 	tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformerWithOptions(c.listWatch(gvr, namespace, tweak), &apply.Packed{},
+	return cache.NewSharedIndexInformerWithOptions(c.listWatch(gvr, namespace, tweak), &pack.Packed{},
 		cache.SharedIndexInformerOptions{
 			ResyncPeriod: resync, Indexers: cache.Indexers{},
 			// As the dynamic informer's: client-go's logs name the resource.
@@ -159,20 +158,20 @@ type packedDecoder struct{ pack packFunc }
 type packedList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata"`
-	Items           []*apply.Packed
+	Items           []*pack.Packed
 }
 
 // DeepCopyObject returns a copy that shares the items, which are never
 // modified.
 func (l *packedList) DeepCopyObject() runtime.Object {
 	out := *l
-	out.Items = append([]*apply.Packed(nil), l.Items...)
+	out.Items = append([]*pack.Packed(nil), l.Items...)
 	return &out
 }
 
 // Decode decodes data, an object's, a list's or a Status's JSON.
 func (d packedDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	apiVersion, kind, hasItems, err := apply.JSONKind(data)
+	apiVersion, kind, hasItems, err := pack.JSONKind(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("decode %.40q: %w", data, err)
 	}
@@ -195,7 +194,7 @@ func (d packedDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runt
 		if err := json.Unmarshal(data, &wire); err != nil {
 			return nil, nil, fmt.Errorf("decode %s: %w", kind, err)
 		}
-		list := &packedList{TypeMeta: wire.TypeMeta, ListMeta: wire.Metadata, Items: make([]*apply.Packed, 0, len(wire.Items))}
+		list := &packedList{TypeMeta: wire.TypeMeta, ListMeta: wire.Metadata, Items: make([]*pack.Packed, 0, len(wire.Items))}
 		for _, raw := range wire.Items {
 			p, err := d.pack(raw)
 			if err != nil {
@@ -212,7 +211,7 @@ func (d packedDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runt
 	if p.GetName() == "" && p.GetUID() == "" {
 		// A watch bookmark: its annotations, which a slimmed object
 		// drops, say whether it ends the initial events.
-		if p, err = apply.StripJSON(data); err != nil {
+		if p, err = pack.StripJSON(data); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -242,7 +241,7 @@ func (watchEventDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into ru
 	if !ok {
 		return nil, nil, fmt.Errorf("a watch stream decodes into *v1.WatchEvent, not %T", into)
 	}
-	typ, obj, err := apply.WatchEventParts(data)
+	typ, obj, err := pack.WatchEventParts(data)
 	if err != nil {
 		return nil, nil, err
 	}

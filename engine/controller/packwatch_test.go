@@ -5,22 +5,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loom-operator/loom/engine/pack"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 	restclientwatch "k8s.io/client-go/rest/watch"
-
-	"github.com/loom-operator/loom/engine/apply"
 )
 
 // The packed decoder turns each response the reflector reads into what it
-// expects: lists into packedList, objects into *apply.Packed, the
+// expects: lists into packedList, objects into *pack.Packed, the
 // initial-events-end bookmark into an object whose annotations say so,
 // and error objects into *metav1.Status.
 func TestPackedDecoder(t *testing.T) {
-	d := packedDecoder{pack: func(b []byte) (*apply.Packed, error) { return apply.SlimJSON(b, "loom") }}
+	d := packedDecoder{pack: func(b []byte) (*pack.Packed, error) { return pack.SlimJSON(b, "loom") }}
 	child := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","uid":"u1","resourceVersion":"5",` +
 		`"annotations":{"other":"x"},"ownerReferences":[{"apiVersion":"example.com/v1","kind":"MyResource","name":"p","uid":"p1","controller":true,"blockOwnerDeletion":true}]},"data":{"a":"1"}}`
 
@@ -29,7 +28,7 @@ func TestPackedDecoder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, ok := obj.(*apply.Packed)
+		p, ok := obj.(*pack.Packed)
 		if !ok || p.GetName() != "a" || p.ControllerUID() != "p1" || *gvk != (schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}) {
 			t.Fatalf("got %T %v, %v", obj, obj, gvk)
 		}
@@ -51,7 +50,7 @@ func TestPackedDecoder(t *testing.T) {
 		if err != nil || len(items) != 2 {
 			t.Fatalf("items: %v, %v", items, err)
 		}
-		if p, ok := items[1].(*apply.Packed); !ok || p.GetResourceVersion() != "5" {
+		if p, ok := items[1].(*pack.Packed); !ok || p.GetResourceVersion() != "5" {
 			t.Errorf("item: %T %v", items[1], items[1])
 		}
 	})
@@ -98,7 +97,7 @@ func TestPackedWatchStream(t *testing.T) {
 {"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old","reason":"Expired","code":410}}
 {"type":"NOPE","object":{}}
 `
-	s := packedSerializer{pack: apply.StripJSON}
+	s := packedSerializer{pack: pack.StripJSON}
 	info := s.SupportedMediaTypes()[0]
 	frames := info.StreamSerializer.Framer.NewFrameReader(io.NopCloser(strings.NewReader(stream)))
 	d := restclientwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer), info.Serializer)
@@ -111,7 +110,7 @@ func TestPackedWatchStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, ok := obj.(*apply.Packed)
+		p, ok := obj.(*pack.Packed)
 		if typ != w.typ || !ok || p.GetResourceVersion() != w.rv {
 			t.Fatalf("got %s %T %v; want %s at %s", typ, obj, obj, w.typ, w.rv)
 		}

@@ -96,7 +96,7 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	c.gvr = gvr
 	c.queue = newParentQueue(c.gvk, nil)
 	// Parents are cached packed from the API server's JSON without
-	// managedFields and kubectl's last-applied copy (apply.StripJSON).
+	// managedFields and kubectl's last-applied copy (pack.StripJSON).
 	c.informer = newPackedInformer(c.m.strip, gvr, c.m.opts.Namespace, c.m.opts.ResyncPeriod, nil)
 	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,

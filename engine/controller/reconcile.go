@@ -19,6 +19,7 @@ import (
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/depend"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
 )
@@ -262,10 +263,10 @@ func (c *parentController) renderStatusExtra(set *render.Set, parent *unstructur
 // childView is what the status template sees of one child: the rendered
 // object (the fields Loom applied, which hold their values while Loom's
 // apply stands), with the live object's metadata and status. The cache
-// keeps no more of a live child than that (apply.Slim); fields the API
+// keeps no more of a live child than that (pack.Slim); fields the API
 // server fills in spec, such as a Service's clusterIP, are not there.
 func childView(rendered, live *unstructured.Unstructured) *unstructured.Unstructured {
-	live = apply.Slim(live, "") // the same view whether the object came from the cache or an apply
+	live = pack.Slim(live, "") // the same view whether the object came from the cache or an apply
 	out := make(map[string]any, len(rendered.Object)+1)
 	for k, v := range rendered.Object {
 		out[k] = v

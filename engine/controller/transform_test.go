@@ -4,9 +4,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/loom-operator/loom/engine/pack"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/loom-operator/loom/engine/apply"
 )
 
 const cachedYAML = `
@@ -43,7 +42,7 @@ func TestCachePacking(t *testing.T) {
 		check func(t *testing.T, in, out *unstructured.Unstructured)
 	}{
 		{"child: slimmed, with the fingerprint of Loom's entry", childPack("loom"), func(t *testing.T, in, out *unstructured.Unstructured) {
-			if got, want := apply.Fingerprint(out, "loom"), apply.Fingerprint(in, "loom"); got != want || got == "" {
+			if got, want := pack.Fingerprint(out, "loom"), pack.Fingerprint(in, "loom"); got != want || got == "" {
 				t.Errorf("fingerprint %q, want %q", got, want)
 			}
 			if _, ok := out.GetAnnotations()["team"]; ok {
@@ -74,9 +73,9 @@ func TestCachePacking(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, ok := got.(*apply.Packed)
+			p, ok := got.(*pack.Packed)
 			if !ok {
-				t.Fatalf("cached a %T, want *apply.Packed", got)
+				t.Fatalf("cached a %T, want *pack.Packed", got)
 			}
 			again, _, err := d.Decode(data, nil, nil)
 			if err != nil || !reflect.DeepEqual(again, got) {

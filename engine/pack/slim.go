@@ -1,4 +1,4 @@
-package apply
+package pack
 
 import (
 	"strings"
@@ -91,9 +91,9 @@ func Slim(obj *unstructured.Unstructured, manager string) *unstructured.Unstruct
 	return &unstructured.Unstructured{Object: out}
 }
 
-// isSlim reports whether obj is a slimmed object, which carries the
+// IsSlim reports whether obj is a slimmed object, which carries the
 // fingerprint of Loom's managedFields entry but not the entry.
-func isSlim(obj *unstructured.Unstructured) bool {
+func IsSlim(obj *unstructured.Unstructured) bool {
 	_, ok := obj.Object[fieldsKey]
 	return ok
 }

@@ -1,4 +1,4 @@
-package apply
+package pack
 
 import (
 	"encoding/json"

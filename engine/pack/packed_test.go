@@ -1,4 +1,4 @@
-package apply
+package pack
 
 import (
 	"bytes"
@@ -162,7 +162,7 @@ func TestPackOfASlimChild(t *testing.T) {
 	if diff := cmp.Diff(slim.Object, got.Object); diff != "" {
 		t.Errorf("decoded (-slim +got):\n%s", diff)
 	}
-	if Fingerprint(got, "loom") != Fingerprint(whole, "loom") || !isSlim(got) {
+	if Fingerprint(got, "loom") != Fingerprint(whole, "loom") || !IsSlim(got) {
 		t.Error("the decoded child lost the fingerprint of Loom's fields")
 	}
 	if p.GroupKind() != (schema.GroupKind{Group: "apps", Kind: "Deployment"}) {

@@ -1,4 +1,4 @@
-package apply
+package pack
 
 import (
 	"bytes"
@@ -407,7 +407,7 @@ func jsonBool(raw []byte) (bool, bool) {
 }
 
 // fingerprintJSON is Fingerprint for the JSON of an object's managedFields:
-// it finds manager's entry as ownEntry does, and decodes only its fields.
+// it finds manager's entry as OwnEntry does, and decodes only its fields.
 func fingerprintJSON(raw []byte, manager string) string {
 	fp := ""
 	_, _ = eachElement(raw, func(er []byte) error {
