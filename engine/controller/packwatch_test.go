@@ -135,3 +135,38 @@ func TestPackedWatchStream(t *testing.T) {
 		t.Error("decoded an array as a watch event")
 	}
 }
+
+// TestPackedWatchStreamRefusesAMalformedFrame pins the invariant the
+// packers' scanner relies on: it checks a value's structure only as far as
+// it reads it (a literal or a number is skipped to its delimiter, not
+// parsed), so it must be handed well-formed JSON. On a watch, client-go's
+// JSON framer hands over one frame at a time and decodes each as a
+// json.RawMessage, which refuses malformed JSON before the packer sees it:
+// a malformed event ends the watch with an error (the reflector then
+// lists and watches again); it never becomes a cached object.
+func TestPackedWatchStreamRefusesAMalformedFrame(t *testing.T) {
+	const good = `{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","uid":"u1","resourceVersion":"5"}}}` + "\n"
+	tests := map[string]string{
+		"a literal cut short":     `{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","uid":"u1","resourceVersion":"6"},"immutable":tru}}`,
+		"a trailing comma":        `{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","uid":"u1","resourceVersion":"6"},}}`,
+		"a number that is not":    `{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","uid":"u1","resourceVersion":"6","generation":1-2}}}`,
+		"a frame cut short":       `{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"`,
+		"an unescaped newline":    "{\"type\":\"MODIFIED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\nb\"}}}",
+		"garbage between members": `{"type":"MODIFIED" x,"object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}}`,
+	}
+	for name, bad := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := packedSerializer{pack: pack.StripJSON}
+			info := s.SupportedMediaTypes()[0]
+			frames := info.StreamSerializer.Framer.NewFrameReader(io.NopCloser(strings.NewReader(good + bad + "\n" + good)))
+			d := restclientwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer), info.Serializer)
+			if typ, _, err := d.Decode(); err != nil || typ != watch.Added {
+				t.Fatalf("the good event before: %s, %v", typ, err)
+			}
+			typ, obj, err := d.Decode()
+			if err == nil {
+				t.Fatalf("a malformed event decoded as %s %#v; want an error", typ, obj)
+			}
+		})
+	}
+}

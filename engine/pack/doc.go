@@ -22,10 +22,14 @@
 // entry of a field manager, which is how the apply stage tells, exactly,
 // whether another writer took a field from Loom.
 //
-// The scanner trusts the framing of its input: client-go's watch decoder
-// hands it one complete JSON value per event, so it validates structure
-// only as far as it reads; a malformed frame is refused with an error,
-// never read past its end.
+// The scanner checks a value's structure only as far as it reads it:
+// literals and numbers are skipped to their delimiter, not parsed, so it
+// accepts some malformed JSON (it never reads past its input's end, and
+// FuzzPackJSON holds it to never panicking). It relies on being handed
+// well-formed JSON: on a watch, client-go's JSON framer decodes each frame
+// as a json.RawMessage, which refuses malformed JSON before a packer sees
+// it (TestPackedWatchStreamRefusesAMalformedFrame, in the controller, pins
+// this); a list's body is the API server's own encoding.
 //
 // The package imports no client and no other stage but object.
 package pack
