@@ -216,13 +216,7 @@ func (w *childWatcher) handle(obj any, deleted bool) {
 	}
 	p, ok := obj.(*pack.Packed)
 	if !ok {
-		u, isU := obj.(*unstructured.Unstructured)
-		if !isU {
-			return
-		}
-		if p, ok = packed(u); !ok {
-			return
-		}
+		return
 	}
 	ref := p.Controller()
 	if ref == nil {
@@ -264,42 +258,24 @@ func (w *childWatcher) get(gr schema.GroupResource, namespace, name string) *uns
 	return u
 }
 
-func packed(u *unstructured.Unstructured) (*pack.Packed, bool) {
-	p, err := pack.Pack(u)
+// idOf returns a cached object as Loom's informers hold it, packed, to
+// read its UID and resourceVersion without decoding it.
+func idOf(obj any) (*pack.Packed, bool) {
+	p, ok := obj.(*pack.Packed)
+	return p, ok
+}
+
+// unpack returns a cached object (packed, as Loom's informers hold it) as
+// an unstructured object the caller owns.
+func unpack(obj any) (*unstructured.Unstructured, bool) {
+	p, ok := obj.(*pack.Packed)
+	if !ok {
+		return nil, false
+	}
+	u, err := p.Object()
 	if err != nil {
 		utilruntime.HandleError(err)
 		return nil, false
 	}
-	return p, true
-}
-
-// cachedID is what Loom reads of a cached object without decoding it or
-// building its ObjectMeta (meta.Accessor does, for a packed object): an
-// *pack.Packed, as Loom's informers hold, or an unstructured object.
-type cachedID interface {
-	GetUID() types.UID
-	GetResourceVersion() string
-}
-
-// idOf returns a cached object's cachedID.
-func idOf(obj any) (cachedID, bool) {
-	id, ok := obj.(cachedID)
-	return id, ok
-}
-
-// unpack returns a cached object (packed, as Loom's informers hold it,
-// or unstructured) as an unstructured object the caller owns.
-func unpack(obj any) (*unstructured.Unstructured, bool) {
-	switch o := obj.(type) {
-	case *pack.Packed:
-		u, err := o.Object()
-		if err != nil {
-			utilruntime.HandleError(err)
-			return nil, false
-		}
-		return u, true
-	case *unstructured.Unstructured:
-		return o.DeepCopy(), true
-	}
-	return nil, false
+	return u, true
 }

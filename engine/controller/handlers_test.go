@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/pack"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,7 +45,7 @@ func u(t *testing.T, y string) *unstructured.Unstructured {
 func newTestController(q workqueue.TypedRateLimitingInterface[cache.ObjectName]) *parentController {
 	return &parentController{
 		queue:    q,
-		informer: cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{}),
+		informer: cache.NewSharedIndexInformer(&cache.ListWatch{}, &pack.Packed{}, 0, cache.Indexers{}),
 		written:  map[types.UID]writtenStatus{},
 		noStatus: map[types.UID]bool{},
 		unserved: map[cache.ObjectName]bool{},
@@ -126,7 +127,7 @@ func TestOnUpdateEnqueuesOnlyWhatRenderReads(t *testing.T) {
 			old := u(t, tt.parent)
 			cur := old.DeepCopy()
 			tt.change(cur)
-			c.onUpdate(old, cur)
+			c.onUpdate(packParent(t, old), packParent(t, cur))
 			if got := q.Len() == 1; got != tt.want {
 				t.Errorf("enqueued = %v, want %v", got, tt.want)
 			}
@@ -160,12 +161,13 @@ metadata:
 		deleted bool
 		want    []string
 	}{
-		{"controller owner", func(t *testing.T) any { return u(t, owned) }, false, []string{"ns/web u1 deleted=false"}},
+		{"controller owner", func(t *testing.T) any { return packChild(t, u(t, owned)) }, false, []string{"ns/web u1 deleted=false"}},
 		{"tombstone of a deleted child", func(t *testing.T) any {
-			return cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: u(t, owned)}
+			return cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: packChild(t, u(t, owned))}
 		}, true, []string{"ns/web u1 deleted=true"}},
-		{"owner but not controller", func(t *testing.T) any { return u(t, unowned) }, false, nil},
+		{"owner but not controller", func(t *testing.T) any { return packChild(t, u(t, unowned)) }, false, nil},
 		{"not an object", func(t *testing.T) any { return "junk" }, false, nil},
+		{"not packed", func(t *testing.T) any { return u(t, owned) }, false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -317,11 +319,28 @@ status: {conditions: [{type: Established, status: "True"}]}
 	}
 }
 
-// packOr packs u as Loom's informers hold it, or keeps u itself if it
-// cannot be encoded; readers accept both forms (unpack).
-func packOr(u *unstructured.Unstructured) any {
-	if p, ok := packed(u); ok {
-		return p
+// packParent packs u as Loom's parent informers hold it: from its JSON,
+// by the packer the packed client decodes parents with.
+func packParent(t testing.TB, u *unstructured.Unstructured) *pack.Packed {
+	t.Helper()
+	return packJSON(t, u, parentPack)
+}
+
+// packChild packs u as Loom's child informers hold it.
+func packChild(t testing.TB, u *unstructured.Unstructured) *pack.Packed {
+	t.Helper()
+	return packJSON(t, u, childPack("loom"))
+}
+
+func packJSON(t testing.TB, u *unstructured.Unstructured, pf packFunc) *pack.Packed {
+	t.Helper()
+	b, err := u.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return u
+	p, err := pf(b)
+	if err != nil {
+		t.Fatalf("pack %s: %v", b, err)
+	}
+	return p
 }

@@ -4,8 +4,6 @@ import (
 	"sync"
 
 	"github.com/loom-operator/loom/engine/pack"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
@@ -107,18 +105,8 @@ func (x *ownerIndex) children(uid types.UID) []any {
 // controllerUID returns the UID of a cached object's controller owner, or
 // "" when it has none.
 func controllerUID(obj any) types.UID {
-	switch o := obj.(type) {
-	case nil:
-		return ""
-	case *pack.Packed:
-		return o.ControllerUID()
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return ""
-	}
-	if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
-		return ref.UID
+	if p, ok := obj.(*pack.Packed); ok {
+		return p.ControllerUID()
 	}
 	return ""
 }

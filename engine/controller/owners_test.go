@@ -64,8 +64,6 @@ metadata: {name: %s, namespace: ns, resourceVersion: %q}
 		{"same name, two kinds: two children", []step{{cms, nil, a1}, {deploys, nil, pack(child("a", "p1", "5"))},
 			{cms, a1, nil}},
 			map[string][]string{"p1": {"a@5"}}},
-		{"an object that could not be packed", []step{{cms, nil, child("a", "p1", "1")}},
-			map[string][]string{"p1": {"a@1"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

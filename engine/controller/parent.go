@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -387,7 +388,7 @@ func (c *parentController) parentGet(key cache.ObjectName) (*unstructured.Unstru
 
 // parentID returns the UID and resourceVersion of the cached parent,
 // without decoding it.
-func (c *parentController) parentID(key cache.ObjectName) (cachedID, bool) {
+func (c *parentController) parentID(key cache.ObjectName) (*pack.Packed, bool) {
 	obj, exists, err := c.informer.GetIndexer().GetByKey(key.String())
 	if err != nil || !exists {
 		return nil, false

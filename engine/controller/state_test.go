@@ -64,28 +64,28 @@ func TestPerParentStateIsDroppedWithTheParent(t *testing.T) {
 		enqueue []string
 	}{
 		{"deleted", func(t *testing.T, c *parentController, web *unstructured.Unstructured) {
-			c.onDelete(web)
+			c.onDelete(packParent(t, web))
 		}, parentState{}, nil},
 		{"deleted while the watch was down (tombstone)", func(t *testing.T, c *parentController, web *unstructured.Unstructured) {
-			c.onDelete(cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: web})
+			c.onDelete(cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: packParent(t, web)})
 		}, parentState{}, nil},
 		{"recreated under the same name while the watch was down", func(t *testing.T, c *parentController, web *unstructured.Unstructured) {
 			cur := web.DeepCopy()
 			cur.SetUID("u2")
 			cur.SetResourceVersion("5")
-			c.onUpdate(web, cur)
+			c.onUpdate(packParent(t, web), packParent(t, cur))
 		}, parentState{}, []string{"ns/web"}},
 		{"updated: kept", func(t *testing.T, c *parentController, web *unstructured.Unstructured) {
 			cur := web.DeepCopy()
 			cur.SetResourceVersion("5")
 			cur.SetGeneration(2)
-			c.onUpdate(web, cur)
+			c.onUpdate(packParent(t, web), packParent(t, cur))
 		}, parentState{Written: []types.UID{"u1"}, NoStatus: []types.UID{"u1"}, Unserved: []string{"ns/web"}}, []string{"ns/web"}},
 		{"another parent deleted: kept", func(t *testing.T, c *parentController, web *unstructured.Unstructured) {
 			other := web.DeepCopy()
 			other.SetName("other")
 			other.SetUID("u9")
-			c.onDelete(other)
+			c.onDelete(packParent(t, other))
 		}, parentState{Written: []types.UID{"u1"}, NoStatus: []types.UID{"u1"}, Unserved: []string{"ns/web"}}, nil},
 	}
 	for _, tt := range tests {
@@ -136,7 +136,7 @@ func TestStateRecordedByAReconcileOfADeletedParentIsDropped(t *testing.T) {
 			web := u(t, parentYAML)
 			remember(c, web) // by the reconcile, after the delete event
 			if cur := tt.cached(web); cur != nil {
-				if err := c.informer.GetIndexer().Add(packOr(cur)); err != nil {
+				if err := c.informer.GetIndexer().Add(packParent(t, cur)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -179,16 +179,14 @@ func TestWrittenStatusIsDroppedOnceTheCacheCatchesUp(t *testing.T) {
 // that copy would be kept for every parent.
 func TestWrittenStatusIsDroppedWhenTheWatchCatchesUp(t *testing.T) {
 	tests := []struct {
-		name      string
-		eventRV   string
-		uid       types.UID
-		wantKept  bool
-		cacheForm func(*unstructured.Unstructured) any
+		name     string
+		eventRV  string
+		uid      types.UID
+		wantKept bool
 	}{
-		{"the echo of the write", "10", "u1", false, packOr},
-		{"a newer update", "11", "u1", false, packOr},
-		{"an update older than the write", "9", "u1", true, packOr},
-		{"unpacked cache form", "10", "u1", false, func(u *unstructured.Unstructured) any { return u }},
+		{"the echo of the write", "10", "u1", false},
+		{"a newer update", "11", "u1", false},
+		{"an update older than the write", "9", "u1", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,7 +199,7 @@ func TestWrittenStatusIsDroppedWhenTheWatchCatchesUp(t *testing.T) {
 			cur.SetUID(tt.uid)
 			cur.SetResourceVersion(tt.eventRV)
 			cur.Object["status"] = map[string]any{"state": "Ready"} // status only: no reconcile
-			c.onUpdate(tt.cacheForm(old), tt.cacheForm(cur))
+			c.onUpdate(packParent(t, old), packParent(t, cur))
 			if _, kept := c.written["u1"]; kept != tt.wantKept {
 				t.Errorf("written status kept = %v, want %v", kept, tt.wantKept)
 			}
@@ -234,7 +232,7 @@ func TestWrittenStatusIsNotKeptWhenTheCacheIsAhead(t *testing.T) {
 			cached := parent.DeepCopy()
 			cached.SetResourceVersion(tt.cachedRV)
 			cached.SetUID(tt.cachedID)
-			if err := c.informer.GetIndexer().Add(packOr(cached)); err != nil {
+			if err := c.informer.GetIndexer().Add(packParent(t, cached)); err != nil {
 				t.Fatal(err)
 			}
 			c.rememberWritten(parent, "10", map[string]any{"state": "Ready"})
@@ -269,7 +267,7 @@ func TestNoStatusSubresourceIsToldOnce(t *testing.T) {
 			c := stateController(t)
 			c.running.Store(true)
 			parent := u(t, parentYAML)
-			if err := c.informer.GetIndexer().Add(packOr(parent)); err != nil {
+			if err := c.informer.GetIndexer().Add(packParent(t, parent)); err != nil {
 				t.Fatal(err)
 			}
 			if !c.markNoStatus(parent.GetUID()) {
