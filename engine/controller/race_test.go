@@ -7,6 +7,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
@@ -170,7 +171,8 @@ func TestReplacementStartsAfterThePreviousControllerDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())))
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(2)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	defer cancel()
 	m.ctx, m.dirs, m.retired = ctx, map[string]schema.GroupKind{}, map[schema.GroupKind]*parentController{}
 	gk := widgetGVK.GroupKind()
@@ -199,8 +201,17 @@ func TestReplacementStartsAfterThePreviousControllerDrains(t *testing.T) {
 	m.retireLocked(gk)
 	m.mu.Unlock()
 	cur := add()
-	// A replacement that does not wait starts at once; give it the time to.
-	time.Sleep(200 * time.Millisecond)
+	// The replacement says it waits just before it blocks; one that does
+	// not wait never says so, and would have started (startedEarly).
+	const waiting = "Waiting for the previous controller of this kind to drain"
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(logger.GetSink().(ktesting.Underlier).GetBuffer().String(), waiting), nil
+	}); err != nil {
+		t.Fatalf("the replacement never logged %q: %v", waiting, err)
+	}
+	if cur.running.Load() {
+		t.Fatal("the replacement runs while the previous controller has a reconcile in flight")
+	}
 	inFlight.Store(false)
 	old.workers.Done()
 	waitRunning(cur)
