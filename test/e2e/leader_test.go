@@ -49,7 +49,25 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	b := startLoomProcess(t, ns, elect...)
 	createParent(t, ns, fullParent)
 	waitReplicas(t, ns, "web", 2)
-	time.Sleep(3 * time.Second) // b retries every 2 s
+	// b tries to acquire the Lease as soon as it says it will; once a has
+	// renewed the Lease after that, b's try has failed against a's hold.
+	eventually(t, 30*time.Second, "the second replica tries to acquire the Lease", func(context.Context) error {
+		if !strings.Contains(b.Output(), "Attempting to acquire leader lease") {
+			return errNotYet
+		}
+		return nil
+	})
+	tried := metav1.NowMicro()
+	eventually(t, 30*time.Second, "the leader renews its Lease after the second replica tried", func(ctx context.Context) error {
+		l, err := kube.CoordinationV1().Leases(ns).Get(ctx, "loom-e2e", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if l.Spec.RenewTime == nil || !l.Spec.RenewTime.After(tried.Time) {
+			return errNotYet
+		}
+		return nil
+	})
 	if b.leading() {
 		t.Fatalf("both replicas reconcile:\n--- a:\n%s\n--- b:\n%s", a.Output(), b.Output())
 	}
