@@ -2,17 +2,11 @@ package pack
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
 	"strconv"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
@@ -43,69 +37,93 @@ func Strip(obj *unstructured.Unstructured) *unstructured.Unstructured {
 // with it; decoding each event into maps was the largest part of Loom's
 // CPU. A value's syntax is checked when Object decodes it.
 func SlimJSON(data []byte, manager string) (*Packed, error) {
+	return packJSON(data, slimPolicy(manager))
+}
+
+// StripJSON packs the JSON of an object as Pack(Strip(obj)) would, reading
+// only its metadata.
+func StripJSON(data []byte) (*Packed, error) { return packJSON(data, &stripPolicy) }
+
+// policy is what a JSON packer keeps of an object; packJSON is the one walk
+// that applies it. Slim's and Strip's policies are the two in use.
+type policy struct {
+	// top reports whether a top-level member is kept whole; metadata is
+	// packed apart, and so is spec when spec is set.
+	top func(key []byte) bool
+	// spec, when not nil, names the only spec fields kept.
+	spec sets.Set[string]
+	// meta reports whether a metadata field is kept (managedFields and
+	// annotations apart).
+	meta func(key []byte) bool
+	// annotation reports whether an annotation is kept.
+	annotation func(key []byte) bool
+	// asSent keeps metadata or annotations that are not JSON objects as
+	// they were sent; otherwise they are dropped.
+	asSent bool
+	// fingerprint replaces managedFields with the Fingerprint of
+	// manager's entry (under fieldsKey); otherwise they are dropped.
+	fingerprint bool
+	manager     string
+	// decoded does the same to a decoded object, for the objects the walk
+	// leaves to the unstructured path (a key it reads given twice).
+	decoded func(*unstructured.Unstructured) *unstructured.Unstructured
+}
+
+// stripPolicy keeps all of an object but its managedFields and kubectl's
+// last-applied copy, as Strip does.
+var stripPolicy = policy{
+	top:        func([]byte) bool { return true },
+	meta:       func([]byte) bool { return true },
+	annotation: func(key []byte) bool { return string(key) != lastApplied },
+	asSent:     true,
+	decoded:    Strip,
+}
+
+// slimPolicy keeps what Slim keeps of an object: the status, the spec
+// fields kstatus reads, the metadata in slimMetadata, Loom's loom.dev/
+// annotations and the fingerprint of manager's managedFields entry.
+func slimPolicy(manager string) *policy {
+	return &policy{
+		top:         func(key []byte) bool { return string(key) == "status" },
+		spec:        slimSpecSet,
+		meta:        func(key []byte) bool { return slimMeta.Has(string(key)) },
+		annotation:  func(key []byte) bool { return bytes.HasPrefix(key, []byte("loom.dev/")) },
+		fingerprint: true,
+		manager:     manager,
+		decoded:     func(u *unstructured.Unstructured) *unstructured.Unstructured { return Slim(u, manager) },
+	}
+}
+
+// packJSON packs the JSON of an object as Pack(pol.decoded(obj)) would.
+func packJSON(data []byte, pol *policy) (*Packed, error) {
 	p := &Packed{}
 	var out objectWriter
-	fp := ""
 	var spec []byte
+	fp := ""
 	_, err := eachTop(data, p, &out, func(key, rawKey, val []byte) error {
-		switch string(key) {
-		case "status":
-			out.member(rawKey, val)
-		case "spec":
+		switch {
+		case string(key) == "metadata":
+			return pol.metadata(p, &out, rawKey, val, &fp)
+		case string(key) == "spec" && pol.spec != nil:
 			spec = val
-		case "metadata":
-			var m objectWriter
-			l := metaLifter{p: p, w: &m}
-			kept := 0
-			isObj, err := eachMember(val, func(key, rawKey, val []byte) error {
-				switch string(key) {
-				case "managedFields", "annotations":
-					if err := l.seen.see(key); err != nil {
-						return err
-					}
-				}
-				switch string(key) {
-				case "managedFields":
-					fp = fingerprintJSON(val, manager)
-					return nil
-				case "annotations":
-					var ann objectWriter
-					_, err := eachMember(val, func(key, rawKey, val []byte) error {
-						if bytes.HasPrefix(key, []byte("loom.dev/")) {
-							ann.member(rawKey, val)
-						}
-						return nil
-					})
-					if !ann.empty() {
-						kept++
-						m.member(rawKey, ann.bytes())
-					}
-					return err
-				}
-				if !slimMeta.Has(string(key)) {
-					return nil
-				}
-				kept++
-				return l.member(key, rawKey, val)
-			})
-			if err != nil || !isObj {
-				return err
-			}
-			return l.close(rawKey, &out, kept)
+		case pol.top(key):
+			out.member(rawKey, val)
 		}
 		return nil
 	})
 	if errors.Is(err, errDuplicate) {
-		return packDecoded(data, func(u *unstructured.Unstructured) *unstructured.Unstructured { return Slim(u, manager) })
+		return packDecoded(data, pol.decoded)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pack %s %s/%s: %w", p.kind, p.namespace, p.name, err)
 	}
-	out.member([]byte(`"`+fieldsKey+`"`), []byte(strconv.Quote(fp)))
+	if pol.fingerprint {
+		out.member([]byte(`"`+fieldsKey+`"`), []byte(strconv.Quote(fp)))
+	}
 	if spec != nil {
 		var keep objectWriter
 		_, err := eachMember(spec, func(key, rawKey, val []byte) error {
-			if slimSpecSet.Has(string(key)) {
+			if pol.spec.Has(string(key)) {
 				keep.member(rawKey, val)
 			}
 			return nil
@@ -121,68 +139,71 @@ func SlimJSON(data []byte, manager string) (*Packed, error) {
 	return p, nil
 }
 
-// StripJSON packs the JSON of an object as Pack(Strip(obj)) would, reading
-// only its metadata.
-func StripJSON(data []byte) (*Packed, error) {
-	p := &Packed{}
-	var out objectWriter
-	_, err := eachTop(data, p, &out, func(key, rawKey, val []byte) error {
-		if string(key) != "metadata" {
-			out.member(rawKey, val)
+// metadata packs an object's metadata into p (the typed fields) and out
+// (the rest that pol keeps); fp receives the fingerprint of managedFields.
+func (pol *policy) metadata(p *Packed, out *objectWriter, rawKey, val []byte, fp *string) error {
+	var m objectWriter
+	l := metaLifter{p: p, w: &m}
+	kept := 0
+	isObj, err := eachMember(val, func(key, rawKey, val []byte) error {
+		switch string(key) {
+		case "managedFields":
+			if err := l.seen.see(key); err != nil {
+				return err
+			}
+			if pol.fingerprint {
+				*fp = fingerprintJSON(val, pol.manager)
+			}
 			return nil
-		}
-		var m objectWriter
-		l := metaLifter{p: p, w: &m}
-		kept := 0
-		isObj, err := eachMember(val, func(key, rawKey, val []byte) error {
-			switch string(key) {
-			case "managedFields":
-				return nil
-			case "annotations":
-				if err := l.seen.see(key); err != nil {
-					return err
-				}
-				var ann objectWriter
-				isObj, err := eachMember(val, func(key, rawKey, val []byte) error {
-					if string(key) != lastApplied {
-						ann.member(rawKey, val)
-					}
-					return nil
-				})
-				if err != nil {
-					return err
-				}
-				switch {
-				case !isObj:
-					m.member(rawKey, val)
-				case !ann.empty():
-					m.member(rawKey, ann.bytes())
-				default:
-					return nil
-				}
-				kept++
-				return nil
+		case "annotations":
+			if err := l.seen.see(key); err != nil {
+				return err
+			}
+			ann, keep, err := pol.annotations(val)
+			if err != nil || !keep {
+				return err
 			}
 			kept++
-			return l.member(key, rawKey, val)
-		})
-		if err != nil {
-			return err
-		}
-		if !isObj {
-			out.member(rawKey, val)
+			m.member(rawKey, ann)
 			return nil
 		}
-		return l.close(rawKey, &out, kept)
+		if !pol.meta(key) {
+			return nil
+		}
+		kept++
+		return l.member(key, rawKey, val)
 	})
-	if errors.Is(err, errDuplicate) {
-		return packDecoded(data, Strip)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("pack %s %s/%s: %w", p.kind, p.namespace, p.name, err)
+		return err
 	}
-	p.raw = out.final()
-	return p, nil
+	if !isObj {
+		if pol.asSent {
+			out.member(rawKey, val)
+		}
+		return nil
+	}
+	return l.close(rawKey, out, kept)
+}
+
+// annotations returns the JSON of the annotations pol keeps of val, and
+// whether to keep any: none when no annotation is kept.
+func (pol *policy) annotations(val []byte) ([]byte, bool, error) {
+	var ann objectWriter
+	isObj, err := eachMember(val, func(key, rawKey, val []byte) error {
+		if pol.annotation(key) {
+			ann.member(rawKey, val)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, false, err
+	case !isObj:
+		return val, pol.asSent, nil
+	case ann.empty():
+		return nil, false, nil
+	}
+	return ann.bytes(), true, nil
 }
 
 // errDuplicate is a key that Loom reads given twice in one object: the
@@ -243,267 +264,6 @@ func eachTop(data []byte, p *Packed, out *objectWriter, fn func(key, rawKey, val
 		err = fmt.Errorf("not a JSON object: %.20q", data)
 	}
 	return isObj, err
-}
-
-// metaLifter lifts the metadata fields Packed keeps typed out of an
-// object's metadata, as Pack does, and writes the others.
-type metaLifter struct {
-	p *Packed
-	w *objectWriter
-	// owners is the ownerReferences' JSON, decided on by close.
-	owners, ownersKey []byte
-	seen              keySet
-}
-
-func (l *metaLifter) member(key, rawKey, val []byte) error {
-	if typedMeta.Has(string(key)) {
-		if err := l.seen.see(key); err != nil {
-			return err
-		}
-	}
-	var dst *string
-	switch string(key) {
-	case "name":
-		dst = &l.p.name
-	case "namespace":
-		dst = &l.p.namespace
-	case "uid":
-		dst = (*string)(&l.p.uid)
-	case "resourceVersion":
-		dst = &l.p.resourceVersion
-	case "generation":
-		// As utiljson decodes it: an int64 if the number parses as one.
-		if g, err := strconv.ParseInt(string(val), 10, 64); err == nil && g != 0 {
-			l.p.generation = g
-			return nil
-		}
-	case "ownerReferences":
-		l.owners, l.ownersKey = val, rawKey
-		return nil
-	}
-	if dst != nil {
-		if s, ok := jsonString(val); ok && s != "" {
-			*dst = s
-			return nil
-		}
-	}
-	l.w.member(rawKey, val)
-	return nil
-}
-
-// close decides on the ownerReferences and writes the metadata to out:
-// left out when every one of its kept fields was lifted, as Pack does.
-func (l *metaLifter) close(rawKey []byte, out *objectWriter, kept int) error {
-	if l.owners != nil {
-		owner, lifted, ok := ownersFast(l.owners)
-		if !ok {
-			var err error
-			if owner, lifted, err = ownersDecoded(l.owners); err != nil {
-				return err
-			}
-		}
-		l.p.owner = owner
-		l.p.owner.lifted = lifted
-		if !lifted {
-			l.w.member(l.ownersKey, l.owners)
-		}
-	}
-	if l.w.empty() && kept != 0 {
-		return nil
-	}
-	out.member(rawKey, l.w.bytes())
-	return nil
-}
-
-// ownersDecoded finds the controller in the JSON of ownerReferences, and
-// whether it is the only reference as the API server writes it (then Pack
-// lifts it out of the JSON), the way Pack does: decoded.
-func ownersDecoded(raw []byte) (owner packedOwner, lifted bool, err error) {
-	var refs any
-	if err := utiljson.Unmarshal(raw, &refs); err != nil {
-		return owner, false, fmt.Errorf("decode metadata.ownerReferences: %w", err)
-	}
-	md := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"ownerReferences": refs}}}
-	if ref := metav1.GetControllerOfNoCopy(md); ref != nil {
-		owner = packedOwner{apiVersion: intern(ref.APIVersion), kind: intern(ref.Kind), name: ref.Name, uid: ref.UID,
-			blockOwnerDeletion: ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion}
-	}
-	list, ok := refs.([]any)
-	return owner, ok && len(list) == 1 && owner.uid != types.UID("") && reflect.DeepEqual(list[0], owner.object()), nil
-}
-
-// ownersFast is ownersDecoded for the ownerReferences the API server
-// writes: objects with OwnerReference's string and boolean fields only,
-// every string field set. ok is false for anything else, which
-// ownersDecoded then reads.
-func ownersFast(raw []byte) (owner packedOwner, lifted, ok bool) {
-	n := 0
-	found := false
-	plain := false // the controller has controller: true and no blockOwnerDeletion: false
-	isArr, err := eachElement(raw, func(el []byte) error {
-		n++
-		var ref packedOwner
-		var controller, bod, hasBOD bool
-		fields := 0
-		isObj, err := eachMember(el, func(key, _, val []byte) error {
-			var dst *string
-			switch string(key) {
-			case "apiVersion":
-				dst = &ref.apiVersion
-			case "kind":
-				dst = &ref.kind
-			case "name":
-				dst = &ref.name
-			case "uid":
-				dst = (*string)(&ref.uid)
-			case "controller", "blockOwnerDeletion":
-				b, isBool := jsonBool(val)
-				if !isBool {
-					return errDone
-				}
-				if string(key) == "controller" {
-					controller = b
-				} else {
-					bod, hasBOD = b, true
-				}
-				return nil
-			default:
-				return errDone
-			}
-			s, isStr := jsonString(val)
-			if !isStr {
-				return errDone
-			}
-			*dst = s
-			fields++
-			return nil
-		})
-		if err != nil || !isObj || fields != 4 {
-			return errDone
-		}
-		if controller && !found {
-			found = true
-			owner = packedOwner{apiVersion: intern(ref.apiVersion), kind: intern(ref.kind), name: ref.name, uid: ref.uid,
-				blockOwnerDeletion: bod}
-			plain = !(hasBOD && !bod)
-		}
-		return nil
-	})
-	if err != nil || !isArr {
-		return packedOwner{}, false, false
-	}
-	return owner, n == 1 && found && plain && owner.uid != "", true
-}
-
-// jsonBool returns the boolean raw holds, and whether raw is one.
-func jsonBool(raw []byte) (bool, bool) {
-	switch string(raw) {
-	case "true":
-		return true, true
-	case "false":
-		return false, true
-	}
-	return false, false
-}
-
-// fingerprintJSON is Fingerprint for the JSON of an object's managedFields:
-// it finds manager's entry as OwnEntry does, and decodes only its fields.
-func fingerprintJSON(raw []byte, manager string) string {
-	fp := ""
-	_, _ = eachElement(raw, func(er []byte) error {
-		var isManager, isApply, isSub bool
-		var apiVersion string
-		var fields []byte
-		isObj, err := eachMember(er, func(key, _, val []byte) error {
-			s, _ := jsonString(val)
-			switch string(key) {
-			case "manager":
-				isManager = val[0] == '"' && s == manager
-			case "operation":
-				isApply = val[0] == '"' && s == "Apply"
-			case "subresource":
-				isSub = s != ""
-			case "apiVersion":
-				apiVersion = s
-			case "fieldsV1":
-				fields = val
-			}
-			return nil
-		})
-		if err != nil || !isObj || !isManager || !isApply || isSub {
-			return nil
-		}
-		if canon, ok := canonicalFields(fields, nil); ok {
-			fp = fingerprintBytes(apiVersion, canon)
-			return errDone
-		}
-		var v any
-		if fields != nil {
-			if err := json.Unmarshal(fields, &v); err != nil {
-				return errDone
-			}
-		}
-		fp = fingerprint(apiVersion, v)
-		return errDone
-	})
-	return fp
-}
-
-// errDone stops a scan that found what it looked for.
-var errDone = errors.New("done")
-
-// canonicalFields appends to buf the JSON that json.Marshal writes for
-// raw decoded, for a fieldsV1 tree: objects only, down to the empty ones
-// at its leaves. Keys are sorted and written as json.Marshal writes
-// strings. ok is false for anything else (a value of another type, a key
-// twice), which the caller then decodes and marshals.
-func canonicalFields(raw []byte, buf []byte) ([]byte, bool) {
-	type member struct{ key, rawKey, val []byte }
-	var members []member
-	isObj, err := eachMember(raw, func(key, rawKey, val []byte) error {
-		members = append(members, member{key, rawKey, val})
-		return nil
-	})
-	if err != nil || !isObj {
-		return nil, false
-	}
-	slices.SortFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
-	buf = append(buf, '{')
-	for i, m := range members {
-		if i > 0 {
-			if bytes.Equal(members[i-1].key, m.key) {
-				return nil, false
-			}
-			buf = append(buf, ',')
-		}
-		if marshalsAsIs(m.rawKey) {
-			buf = append(buf, m.rawKey...)
-		} else {
-			k, err := json.Marshal(string(m.key))
-			if err != nil {
-				return nil, false
-			}
-			buf = append(buf, k...)
-		}
-		buf = append(buf, ':')
-		var ok bool
-		if buf, ok = canonicalFields(m.val, buf); !ok {
-			return nil, false
-		}
-	}
-	return append(buf, '}'), true
-}
-
-// marshalsAsIs reports whether json.Marshal writes the string that the
-// JSON string literal raw holds as raw itself: printable ASCII with no
-// escapes and none of the characters it escapes for HTML.
-func marshalsAsIs(raw []byte) bool {
-	for _, c := range raw[1 : len(raw)-1] {
-		if c < 0x20 || c >= 0x80 || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
 }
 
 // packDecoded packs data the unstructured way: decoded, then trimmed.
