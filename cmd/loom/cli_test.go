@@ -118,6 +118,36 @@ func TestRenderErrorNamesFileAndLine(t *testing.T) {
 	}
 }
 
+// TestRenderAndTestRefuseRandomFuncs checks that loom render and loom test
+// refuse a set that calls a function whose value differs on every render,
+// as Loom's controller does, naming the file and line. randInt 0 1 is
+// always 0, so the old code rendered the same children and passed.
+func TestRenderAndTestRefuseRandomFuncs(t *testing.T) {
+	dir := copySet(t)
+	path := filepath.Join(dir, "service.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	random := strings.Replace(string(b), "{{ .Spec.port | default 8080 }}", "{{ add (.Spec.port | default 8080) (randInt 0 1) }}", 1)
+	if random == string(b) {
+		t.Fatal("service.yaml no longer holds the line this test edits")
+	}
+	if err := os.WriteFile(path, []byte(random), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const want = "service.yaml:12: template uses randInt, whose value differs on every render"
+	for _, args := range [][]string{
+		{"render", "-t", dir, "-f", filepath.Join(repoRoot, "examples", "myresource.yaml")},
+		{"test", dir},
+	} {
+		out, err := execute(t, "", args...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("loom %s: err = %v, want one holding %q; output:\n%s", args[0], err, want, out)
+		}
+	}
+}
+
 func TestGoldenCommand(t *testing.T) {
 	dir := copySet(t)
 	out, err := execute(t, "", "test", filepath.Dir(dir))

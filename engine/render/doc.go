@@ -23,6 +23,14 @@
 // decoding, which still decides, and words the error, for anything else.
 // Fuzz tests hold each fast path to the result of its slow one.
 //
+// Rendering is hermetic: the same set and parent give the same objects.
+// Sprig's functions that read the environment or the network are removed,
+// and those whose value differs on every render (the clock, random values,
+// salts, keys and certificates; refusedFuncs in hermetic.go) make Load
+// refuse the set, naming the file and line of the first call. The
+// controller re-renders a parent on every child event, so a child that
+// changed with each render would be rewritten in a loop.
+//
 // Every error is an *Error that names the template file, the line, and the
 // document index, so that it can be fixed without reading Loom's source.
 package render

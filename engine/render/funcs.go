@@ -67,13 +67,15 @@ func (l *limitedBuilder) Write(p []byte) (int, error) {
 // network. Rendering must depend on nothing but the parent and the set.
 var removedFuncs = []string{"env", "expandenv", "getHostByName"}
 
-// baseFuncs is sprig's map, less removedFuncs, plus the stateless functions
-// Loom adds. It is built once and never mutated.
+// baseFuncs is sprig's map, less removedFuncs, made hermetic (refusedFuncs
+// fail; see hermetic), plus the stateless functions Loom adds. It is built
+// once and never mutated.
 var baseFuncs = func() template.FuncMap {
 	m := sprig.TxtFuncMap()
 	for _, name := range removedFuncs {
 		delete(m, name)
 	}
+	hermetic(m)
 	m["toYaml"] = toYAML
 	m["fromYaml"] = fromYAML
 	m["fromYamlArray"] = fromYAMLArray

@@ -155,6 +155,9 @@ func (s *Set) parse(partials []string) error {
 			return fromTemplateError(name, err)
 		}
 	}
+	if err := checkRefused(s.root, s.sources); err != nil {
+		return err
+	}
 	for _, name := range partials {
 		var buf bytes.Buffer
 		if err := s.root.ExecuteTemplate(&buf, name, nil); err == nil && len(bytes.TrimSpace(buf.Bytes())) > 0 {

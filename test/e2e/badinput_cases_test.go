@@ -192,6 +192,8 @@ func setCases() []badCase {
 			"loom.yaml", "status template", "nothere.yaml"),
 		broken("a template that does not parse", "bad.yaml", "apiVersion: v1\n{{ if }}\n", "{{ if }}", "missing value for if"),
 		broken("a template that calls an unknown function", "bad.yaml", "a: {{ nosuchfunc 1 }}\n", "nosuchfunc", `function "nosuchfunc" not defined`),
+		broken("a template that calls now", "bad.yaml", "a: b\nc: {{ now | date \"2006\" }}\n", "{{ now",
+			"template uses now, whose value differs on every render", "in a loop"),
 		broken("an action left open", "bad.yaml", "a: b\nc: {{ .Name\n", "{{ .Name", "unclosed action"),
 		{name: "a second set that never loads", brokenSet: map[string]string{"loom.yaml": "parent: [unclosed\n", "a.yaml": "a: b\n"}},
 		broken("a partial that renders text", "_bad.tpl", "stray text\n", "", "_bad.tpl:1", "a partial may only hold define blocks"),
