@@ -17,7 +17,6 @@ import (
 	memlimit "github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
@@ -105,8 +104,12 @@ func run(ctx context.Context, o runOptions) error {
 	if err != nil {
 		return err
 	}
+	// leading is set while this replica holds the leader-election Lease;
+	// until then it is a standby, which the probes say is fine.
+	var leading atomic.Bool
+	standby := func() bool { return o.leaderElect && !leading.Load() }
 	if o.metricsAddr != "" {
-		srv, err := serveMetrics(o.metricsAddr, reg)
+		srv, err := serveMetrics(o.metricsAddr, reg, mgr, standby)
 		if err != nil {
 			return err
 		}
@@ -125,7 +128,7 @@ func run(ctx context.Context, o runOptions) error {
 	if !o.leaderElect {
 		return mgr.Run(ctx)
 	}
-	return runAsLeader(ctx, cfg, o, mgr.Run)
+	return runAsLeader(ctx, cfg, o, &leading, mgr.Run)
 }
 
 // memoryLimitRatio is the share of the container's memory limit that the Go
@@ -164,8 +167,9 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 // runAsLeader runs fn while this process holds the leader-election Lease.
 // On SIGTERM, fn drains first and the Lease is released after, so the next
 // leader never runs beside this one. Losing the Lease ends the process at
-// once, for the same reason.
-func runAsLeader(ctx context.Context, cfg *rest.Config, o runOptions, fn func(context.Context) error) error {
+// once, for the same reason. leading is set when this process starts to
+// lead.
+func runAsLeader(ctx context.Context, cfg *rest.Config, o runOptions, leading *atomic.Bool, fn func(context.Context) error) error {
 	id, err := os.Hostname()
 	if err != nil {
 		return err
@@ -181,7 +185,6 @@ func runAsLeader(ctx context.Context, cfg *rest.Config, o runOptions, fn func(co
 	// the Lease) when fn returns, or at once if this process never led.
 	electCtx, endElection := context.WithCancel(context.WithoutCancel(ctx))
 	defer endElection()
-	var leading atomic.Bool
 	stopWaiting := context.AfterFunc(ctx, func() {
 		if !leading.Load() {
 			endElection()
@@ -214,14 +217,10 @@ func runAsLeader(ctx context.Context, cfg *rest.Config, o runOptions, fn func(co
 	return runErr
 }
 
-// serveMetrics serves Prometheus metrics and health probes.
-func serveMetrics(addr string, reg *prometheus.Registry) (*http.Server, error) {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
-	mux.HandleFunc("/healthz", ok)
-	mux.HandleFunc("/readyz", ok)
-	return serve("metrics", addr, mux)
+// serveMetrics serves Prometheus metrics and the health probes of p
+// (see metricsMux).
+func serveMetrics(addr string, reg *prometheus.Registry, p prober, standby func() bool) (*http.Server, error) {
+	return serve("metrics", addr, metricsMux(reg, p, standby))
 }
 
 // servePprof serves Go's profiles (heap, CPU, goroutines) on addr.

@@ -27,4 +27,10 @@
 // parent's status and waits for the spec or the template to change; a
 // transient API error is retried with backoff; a child kind the cluster
 // does not serve waits for CRDs to change.
+//
+// Health (health.go) is read from the same state: Ready once the sets are
+// loaded, the CRD cache has synced and every controller whose parent kind
+// is served runs; Live unless a controller has parents queued and its
+// workers have neither taken nor finished a reconcile for twice the
+// reconcile timeout.
 package controller

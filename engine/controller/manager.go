@@ -243,6 +243,7 @@ func (m *Manager) runController(c *parentController, prev *parentController) {
 		if err == nil {
 			break
 		}
+		c.startErr.Store(&startResult{err})
 		if c.ctx.Err() != nil {
 			return // removed or replaced before it could start
 		}

@@ -36,6 +36,11 @@ type parentController struct {
 	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	running  atomic.Bool
 	workers  sync.WaitGroup
+	// progress is when the workers last took or finished a reconcile,
+	// for Manager.Live; startErr is why the last start failed, for
+	// Manager.Ready (nil before the first attempt ends).
+	progress progress
+	startErr atomic.Pointer[startResult]
 	// kick wakes a controller that waits for its kind to be served.
 	kick chan struct{}
 	// done is closed when the controller has stopped for good and its
@@ -115,6 +120,7 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	// Readers of gvr, informer, queue and logger that run outside the
 	// workers check running first, which orders their reads after these
 	// writes.
+	c.progress.mark(c.m.opts.Clock.Now())
 	c.running.Store(true)
 	if c.rollouts != nil {
 		c.rollouts.start(ctx)
@@ -352,6 +358,8 @@ func (c *parentController) processNextItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	c.progress.mark(c.m.opts.Clock.Now())
+	defer func() { c.progress.mark(c.m.opts.Clock.Now()) }()
 	if ctx.Err() != nil {
 		// Shutting down: finish what is in flight, start nothing new. The
 		// next Loom lists every parent and reconciles it.

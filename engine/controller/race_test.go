@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/clock"
 
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/render"
@@ -59,7 +60,7 @@ func newFakeManager(t *testing.T, onMapping func()) (*Manager, *record.FakeRecor
 	}
 	rec := record.NewFakeRecorder(1000)
 	return &Manager{
-		opts:        Options{Workers: 1, ReconcileTimeout: time.Second},
+		opts:        Options{Workers: 1, ReconcileTimeout: time.Second, Clock: clock.RealClock{}},
 		client:      client,
 		strip:       newWidgetServer(t),
 		applier:     apply.New(client, mapper, ""),
