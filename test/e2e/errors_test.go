@@ -203,13 +203,15 @@ spec:
 
 // A request the API server never answers holds one worker only until the
 // reconcile timeout: with a single worker, another parent still converges,
-// and the stuck parent converges once the server answers again.
+// and the stuck parent converges once the server answers again. Loom stays
+// live throughout: the timeout frees the worker, so it is not wedged (see
+// TestWedgedWorkerFailsLiveness for one that is).
 func TestHungRequestDoesNotBlockOtherParents(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	var hanging atomic.Bool
 	hanging.Store(true)
-	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{
+	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{
 		workers:          1,
 		reconcileTimeout: 2 * time.Second,
 		hang: func(r *http.Request) bool {
@@ -219,7 +221,25 @@ func TestHungRequestDoesNotBlockOtherParents(t *testing.T) {
 	createParent(t, ns, minimalParent)
 	time.Sleep(500 * time.Millisecond) // hello's reconcile is now stuck in its Service apply
 	createParent(t, ns, fullParent)
-	waitCondition(t, ns, "web", "Ready", "True")
+	// web becomes Ready only after hello's reconcile timed out, so this
+	// checks liveness for at least one whole hang.
+	var liveErr error
+	eventually(t, 60*time.Second, "web is Ready", func(ctx context.Context) error {
+		if err := l.mgr.Live(time.Now()); err != nil && liveErr == nil {
+			liveErr = err
+		}
+		p, err := get(ctx, myresGVR, ns, "web")
+		if err != nil {
+			return err
+		}
+		if st, reason, msg := condition(p, "Ready"); st != "True" {
+			return fmt.Errorf("Ready=%q (%s: %s)", st, reason, msg)
+		}
+		return nil
+	})
+	if liveErr != nil {
+		t.Errorf("Live() = %v while a request hung, want nil: the reconcile timeout frees the worker", liveErr)
+	}
 	if p, err := get(context.Background(), myresGVR, ns, "hello"); err != nil {
 		t.Fatal(err)
 	} else if st, _, _ := condition(p, "Ready"); st == "True" {

@@ -47,10 +47,12 @@ func applyCRD(ctx context.Context, raw []byte) error { return testutil.ApplyCRD(
 // loom is one in-process Loom controller under test.
 type loom struct {
 	templates string
-	registry  *prometheus.Registry
-	writes    *writeCounter
-	cancel    context.CancelFunc
-	done      chan error
+	// mgr is the Manager, for its health (Ready, Live).
+	mgr      *controller.Manager
+	registry *prometheus.Registry
+	writes   *writeCounter
+	cancel   context.CancelFunc
+	done     chan error
 	// logs returns what Loom logged so far, with loomOptions.bufferLogs.
 	logs func() string
 }
@@ -109,6 +111,7 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	l.cancel = cancel
+	l.mgr = mgr
 	go func() { l.done <- mgr.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
