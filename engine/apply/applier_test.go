@@ -8,22 +8,20 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
+	"github.com/loom-operator/loom/internal/fixture"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-const loomFields = `{f:metadata: {f:annotations: {f:loom.dev/applied: {}}, f:labels: {f:app: {}}},
-  f:spec: {f:replicas: {}, f:template: {f:spec: {f:containers: {'k:{"name":"app"}': {.: {}, f:image: {}, f:name: {}}}}}}}`
-
 // check decides, without a request, whether a child needs a write. The
 // decision reads Loom's managedFields entry, never the values.
 func TestCheck(t *testing.T) {
-	desired := uobj(t, desiredDeployment)
+	desired := fixture.Object(t, fixture.Deployment)
 	hash, err := Hash(desired)
 	if err != nil {
 		t.Fatal(err)
 	}
-	applied := withEntry(t, withHash(desired, hash), "loom", loomFields)
+	applied := fixture.WithEntry(t, withHash(desired, hash), "loom", fixture.LoomFields)
 	applied.SetUID("u1")
 	applied.SetResourceVersion("5")
 	fp := pack.Fingerprint(applied, "loom")
@@ -38,7 +36,7 @@ func TestCheck(t *testing.T) {
 		return u
 	}
 	loses := func(fields string) func(u *unstructured.Unstructured) {
-		return func(u *unstructured.Unstructured) { *u = *withEntry(t, u, "loom", fields) }
+		return func(u *unstructured.Unstructured) { *u = *fixture.WithEntry(t, u, "loom", fields) }
 	}
 	tests := []struct {
 		name          string
@@ -128,12 +126,12 @@ func TestIsOwnWrite(t *testing.T) {
 }
 
 func TestRegained(t *testing.T) {
-	base := uobj(t, desiredDeployment)
+	base := fixture.Object(t, fixture.Deployment)
 	tests := []struct {
 		name, before string
 		want         []string
 	}{
-		{"nothing lost", loomFields, nil},
+		{"nothing lost", fixture.LoomFields, nil},
 		{"replicas taken by a scaler", `{f:metadata: {f:annotations: {f:loom.dev/applied: {}}, f:labels: {f:app: {}}},
   f:spec: {f:template: {f:spec: {f:containers: {'k:{"name":"app"}': {.: {}, f:image: {}, f:name: {}}}}}}}`, []string{"spec.replicas"}},
 		{"label removed by an update", `{f:metadata: {f:annotations: {f:loom.dev/applied: {}}},
@@ -144,7 +142,7 @@ func TestRegained(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := regained(withEntry(t, base, "loom", tt.before), withEntry(t, base, "loom", loomFields), "loom")
+			got := regained(fixture.WithEntry(t, base, "loom", tt.before), fixture.WithEntry(t, base, "loom", fixture.LoomFields), "loom")
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("regained (-want +got):\n%s", diff)
 			}
@@ -155,8 +153,8 @@ func TestRegained(t *testing.T) {
 // adoption decides whether Loom may apply over an object it finds in the
 // place of a child it has no record of.
 func TestAdoption(t *testing.T) {
-	want := metav1.OwnerReference{APIVersion: "example.loom.dev/v1alpha1", Kind: "MyResource", Name: "web", UID: "p1", Controller: ptr(true)}
-	desired := uobj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns,
+	want := metav1.OwnerReference{APIVersion: "example.loom.dev/v1alpha1", Kind: "MyResource", Name: "web", UID: "p1", Controller: fixture.Ptr(true)}
+	desired := fixture.Object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns,
   labels: {applyset.kubernetes.io/part-of: applyset-abc-v1}}}`)
 	desired.SetOwnerReferences([]metav1.OwnerReference{want})
 	other := want
@@ -185,7 +183,7 @@ func TestAdoption(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cur := uobj(t, tt.cur)
+			cur := fixture.Object(t, tt.cur)
 			if tt.owner != nil {
 				cur.SetOwnerReferences([]metav1.OwnerReference{*tt.owner})
 			}
@@ -214,16 +212,14 @@ func TestAdoption(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // An object in the cache (it carries Loom's labels) is not therefore this
 // parent's: one with another parent's ApplySet label, or with its labels
 // copied by hand, and no controller, is refused without a request, like an
 // object the cache does not hold. The Applier here has no client: any
 // request would panic.
 func TestApplyRefusesACachedObjectThatIsNotThisParents(t *testing.T) {
-	want := metav1.OwnerReference{APIVersion: "example.loom.dev/v1alpha1", Kind: "MyResource", Name: "web", UID: "p1", Controller: ptr(true)}
-	desired := uobj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns,
+	want := metav1.OwnerReference{APIVersion: "example.loom.dev/v1alpha1", Kind: "MyResource", Name: "web", UID: "p1", Controller: fixture.Ptr(true)}
+	desired := fixture.Object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns,
   labels: {app.kubernetes.io/managed-by: loom, applyset.kubernetes.io/part-of: applyset-web-v1}}, data: {a: b}}`)
 	desired.SetOwnerReferences([]metav1.OwnerReference{want})
 	other := want
@@ -243,7 +239,7 @@ func TestApplyRefusesACachedObjectThatIsNotThisParents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			live := uobj(t, tt.live)
+			live := fixture.Object(t, tt.live)
 			if tt.owner != nil {
 				live.SetOwnerReferences([]metav1.OwnerReference{*tt.owner})
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/internal/fixture"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -61,7 +62,7 @@ data: {a: "1"}
 		t.Run(tt.name, func(t *testing.T) {
 			var existing *unstructured.Unstructured
 			if tt.existing != "" {
-				existing = uobj(t, tt.existing)
+				existing = fixture.Object(t, tt.existing)
 			}
 			gr := schema.GroupResource{Resource: "configmaps"}
 			var got []string
@@ -97,7 +98,7 @@ data: {a: "1"}
 			mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 			a := New(client, mapper, "loom")
 			for i := range tt.children {
-				desired := uobj(t, child)
+				desired := fixture.Object(t, child)
 				desired.SetName(fmt.Sprintf("web-%d", i))
 				r := a.Apply(t.Context(), desired, nil)
 				if tt.wantErr != nil {

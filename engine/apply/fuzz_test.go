@@ -6,6 +6,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
+	"github.com/loom-operator/loom/internal/fixture"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
@@ -42,7 +43,7 @@ func fuzzSet(b []byte) *fieldpath.Set {
 // objectOwning returns a Deployment whose managedFields give manager "loom"
 // the fields in s (none when s is nil), beside other managers' entries.
 func objectOwning(t *testing.T, s *fieldpath.Set, time string) *unstructured.Unstructured {
-	u := uobj(t, desiredDeployment)
+	u := fixture.Object(t, fixture.Deployment)
 	entries := []any{map[string]any{"manager": "kubectl-edit", "operation": "Update", "apiVersion": "apps/v1",
 		"fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:spec": map[string]any{"f:paused": map[string]any{}}}}}
 	if s != nil && !s.Empty() {

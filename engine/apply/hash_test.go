@@ -3,28 +3,13 @@ package apply
 import (
 	"testing"
 
+	"github.com/loom-operator/loom/internal/fixture"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-const desiredDeployment = `
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: ns
-  labels: {app: web}
-spec:
-  replicas: 2
-  template:
-    spec:
-      containers:
-      - name: app
-        image: nginx
-`
-
 func TestHashIsStableAndSensitive(t *testing.T) {
-	a := uobj(t, desiredDeployment)
-	b := uobj(t, desiredDeployment)
+	a := fixture.Object(t, fixture.Deployment)
+	b := fixture.Object(t, fixture.Deployment)
 	ha, err := Hash(a)
 	if err != nil {
 		t.Fatal(err)
@@ -67,10 +52,10 @@ func TestPrepareSecretStringData(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := uobj(t, tt.in)
+			in := fixture.Object(t, tt.in)
 			orig := in.DeepCopy()
 			got := prepare(in)
-			want := uobj(t, tt.want)
+			want := fixture.Object(t, tt.want)
 			if !equalObjects(got, want) {
 				t.Errorf("prepare = %v, want %v", got.Object, want.Object)
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
+	"github.com/loom-operator/loom/internal/fixture"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,16 +22,16 @@ import (
 // fingerprint of Loom's fields. The first apply after a restart (no
 // record) reads nothing and cannot name them.
 func TestApplyNamesDriftOfASlimChild(t *testing.T) {
-	desired := uobj(t, desiredDeployment)
+	desired := fixture.Object(t, fixture.Deployment)
 	hash, err := Hash(desired)
 	if err != nil {
 		t.Fatal(err)
 	}
-	applied := withEntry(t, withHash(desired, hash), "loom", loomFields)
+	applied := fixture.WithEntry(t, withHash(desired, hash), "loom", fixture.LoomFields)
 	applied.SetUID("u1")
 	applied.SetResourceVersion("5")
 	// Another writer took spec.replicas: Loom's entry lost it.
-	drifted := withEntry(t, applied, "loom",
+	drifted := fixture.WithEntry(t, applied, "loom",
 		`{f:metadata: {f:annotations: {f:loom.dev/applied: {}}, f:labels: {f:app: {}}}, f:spec: {f:template: {f:spec: {f:containers: {'k:{"name":"app"}': {.: {}, f:image: {}, f:name: {}}}}}}}`)
 	drifted.SetResourceVersion("6")
 	repaired := applied.DeepCopy()
@@ -92,8 +93,8 @@ func fakeApplier(get, patched *unstructured.Unstructured) (*Applier, *int) {
 // the child lives must not keep that document alive: at 10 000 parents,
 // records that did held 19.5 MiB of rendered documents.
 func TestRecordDoesNotPinTheRenderedObject(t *testing.T) {
-	desired := uobj(t, desiredDeployment)
-	applied := withEntry(t, desired, "loom", loomFields)
+	desired := fixture.Object(t, fixture.Deployment)
+	applied := fixture.WithEntry(t, desired, "loom", fixture.LoomFields)
 	applied.SetUID("u1")
 	applied.SetResourceVersion("5")
 	shares := func(a, b string) bool { return len(a) > 0 && unsafe.StringData(a) == unsafe.StringData(b) }
@@ -122,7 +123,7 @@ func TestRecordDoesNotPinTheRenderedObject(t *testing.T) {
 		if r := a.Apply(t.Context(), desired, nil); r.Err != nil {
 			t.Fatal(r.Err)
 		}
-		again := uobj(t, desiredDeployment) // strings of its own, like the next render's
+		again := fixture.Object(t, fixture.Deployment) // strings of its own, like the next render's
 		if r := a.Apply(t.Context(), again, nil); r.Action != object.Unchanged {
 			t.Fatalf("second apply: %s, want unchanged", r.Action)
 		}

@@ -4,29 +4,30 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/internal/fixture"
 )
 
 func TestFingerprint(t *testing.T) {
-	base := uobj(t, deployment)
-	fp := func(fields string) string { return Fingerprint(withEntry(t, base, "loom", fields), "loom") }
+	base := fixture.Object(t, fixture.Deployment)
+	fp := func(fields string) string { return Fingerprint(fixture.WithEntry(t, base, "loom", fields), "loom") }
 	if fp("") != "" {
 		t.Error("no entry should give an empty fingerprint")
 	}
-	if fp(loomFields) != fp(loomFields) {
+	if fp(fixture.LoomFields) != fp(fixture.LoomFields) {
 		t.Error("equal entries gave different fingerprints")
 	}
 	// The timestamp and other managers' entries do not count.
-	moved := withEntry(t, base, "loom", loomFields)
+	moved := fixture.WithEntry(t, base, "loom", fixture.LoomFields)
 	entries := moved.Object["metadata"].(map[string]any)["managedFields"].([]any)
 	entries[1].(map[string]any)["time"] = "2027-01-01T00:00:00Z"
-	entries[0].(map[string]any)["fieldsV1"] = obj(t, `{f:status: {f:observedGeneration: {}}}`)
-	if Fingerprint(moved, "loom") != fp(loomFields) {
+	entries[0].(map[string]any)["fieldsV1"] = fixture.Map(t, `{f:status: {f:observedGeneration: {}}}`)
+	if Fingerprint(moved, "loom") != fp(fixture.LoomFields) {
 		t.Error("the fingerprint depends on the time or on another manager's entry")
 	}
 	if fp(`{f:spec: {f:replicas: {}}}`) == fp(`{f:spec: {f:paused: {}}}`) {
 		t.Error("different field sets gave one fingerprint")
 	}
-	if Fingerprint(withEntry(t, base, "other", loomFields), "loom") != "" {
+	if Fingerprint(fixture.WithEntry(t, base, "other", fixture.LoomFields), "loom") != "" {
 		t.Error("another manager's apply entry was taken for Loom's")
 	}
 }
@@ -34,7 +35,7 @@ func TestFingerprint(t *testing.T) {
 // Slim keeps what Loom's decisions read, and nothing of what Loom applied
 // that it knows from its templates.
 func TestSlim(t *testing.T) {
-	full := withEntry(t, uobj(t, `
+	full := fixture.WithEntry(t, fixture.Object(t, `
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -62,8 +63,8 @@ spec:
 status:
   observedGeneration: 3
   conditions: [{type: Available, status: "True"}]
-`), "loom", loomFields)
-	want := uobj(t, `
+`), "loom", fixture.LoomFields)
+	want := fixture.Object(t, `
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -93,7 +94,7 @@ status:
 		t.Errorf("Slim of a slim object changed it: %v", again.Object)
 	}
 	// No entry of Loom's: the fingerprint is empty, and stays so.
-	none := Slim(withEntry(t, uobj(t, deployment), "loom", ""), "loom")
+	none := Slim(fixture.WithEntry(t, fixture.Object(t, fixture.Deployment), "loom", ""), "loom")
 	if fp, ok := none.Object[fieldsKey]; !ok || fp != "" || Fingerprint(none, "loom") != "" {
 		t.Errorf("no entry: fingerprint %v (kept %v)", fp, ok)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/internal/fixture"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -47,7 +48,7 @@ func TestPack(t *testing.T) {
 	}{
 		{"child with two owners", packedChild,
 			&metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "MyResource", Name: "web", UID: "p1",
-				Controller: ptr(true), BlockOwnerDeletion: ptr(true)}, false},
+				Controller: fixture.Ptr(true), BlockOwnerDeletion: fixture.Ptr(true)}, false},
 		{"cluster-scoped, no owner", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a, uid: u2, resourceVersion: \"1\"}\n", nil, false},
 		{"just the controller, as the API server writes it", `apiVersion: v1
 kind: ConfigMap
@@ -58,13 +59,13 @@ metadata:
   resourceVersion: "7"
   ownerReferences: [{apiVersion: example.com/v1, kind: MyResource, name: web, uid: p1, controller: true, blockOwnerDeletion: true}]
 data: {a: "1"}
-`, &metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "MyResource", Name: "web", UID: "p1", Controller: ptr(true), BlockOwnerDeletion: ptr(true)}, true},
+`, &metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "MyResource", Name: "web", UID: "p1", Controller: fixture.Ptr(true), BlockOwnerDeletion: fixture.Ptr(true)}, true},
 		{"controller with blockOwnerDeletion false", `apiVersion: v1
 kind: ConfigMap
 metadata:
   name: c
   ownerReferences: [{apiVersion: example.com/v1, kind: MyResource, name: web, uid: p1, controller: true, blockOwnerDeletion: false}]
-`, &metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "MyResource", Name: "web", UID: "p1", Controller: ptr(true)}, false},
+`, &metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "MyResource", Name: "web", UID: "p1", Controller: fixture.Ptr(true)}, false},
 		{"one owner, not a controller", `apiVersion: v1
 kind: ConfigMap
 metadata: {name: c, ownerReferences: [{apiVersion: v1, kind: Pod, name: p, uid: p2}]}
@@ -78,7 +79,7 @@ metadata: {name: "", namespace: "", generation: 0}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := decoded(t, uobj(t, tt.obj))
+			in := decoded(t, fixture.Object(t, tt.obj))
 			p, err := Pack(in)
 			if err != nil {
 				t.Fatal(err)
@@ -149,7 +150,7 @@ metadata: {name: "", namespace: "", generation: 0}
 // slimmed object, fingerprint included, so apply's decisions read it as
 // before.
 func TestPackOfASlimChild(t *testing.T) {
-	whole := decoded(t, withEntry(t, uobj(t, packedChild), "loom", loomFields))
+	whole := decoded(t, fixture.WithEntry(t, fixture.Object(t, packedChild), "loom", fixture.LoomFields))
 	slim := Slim(whole.DeepCopy(), "loom")
 	p, err := Pack(slim)
 	if err != nil {
