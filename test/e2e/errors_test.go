@@ -209,17 +209,26 @@ spec:
 func TestHungRequestDoesNotBlockOtherParents(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	var hanging atomic.Bool
+	var hanging, held atomic.Bool
 	hanging.Store(true)
 	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{
 		workers:          1,
 		reconcileTimeout: 2 * time.Second,
 		hang: func(r *http.Request) bool {
-			return hanging.Load() && r.Method == http.MethodPatch && strings.HasSuffix(r.URL.Path, "/services/hello")
+			h := hanging.Load() && r.Method == http.MethodPatch && strings.HasSuffix(r.URL.Path, "/services/hello")
+			if h {
+				held.Store(true)
+			}
+			return h
 		},
 	})
 	createParent(t, ns, minimalParent)
-	time.Sleep(500 * time.Millisecond) // hello's reconcile is now stuck in its Service apply
+	eventually(t, 30*time.Second, "hello's reconcile is stuck in its Service apply", func(context.Context) error {
+		if !held.Load() {
+			return errNotYet
+		}
+		return nil
+	})
 	createParent(t, ns, fullParent)
 	// web becomes Ready only after hello's reconcile timed out, so this
 	// checks liveness for at least one whole hang.
