@@ -1,0 +1,108 @@
+package controller
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+)
+
+// parentKey names a parent across kinds.
+type parentKey struct {
+	gk  schema.GroupKind
+	key cache.ObjectName
+}
+
+// objectKey names an object read, or with name "" a namespace listed.
+type objectKey struct {
+	gr              schema.GroupResource
+	namespace, name string
+}
+
+// lookupIndex is the reverse index of templates' lookups: from each object
+// read (or namespace listed) to the parents that read it, and from each
+// parent to what it read. It does no I/O and takes no lock; lookupCache
+// guards it.
+type lookupIndex struct {
+	readers map[objectKey]map[parentKey]struct{}
+	// reads are each parent's keys in readers: usually one or two, so a
+	// slice, not a map per parent.
+	reads map[parentKey][]objectKey
+}
+
+func newLookupIndex() lookupIndex {
+	return lookupIndex{readers: map[objectKey]map[parentKey]struct{}{}, reads: map[parentKey][]objectKey{}}
+}
+
+// watch records that parent p reads key.
+func (ix *lookupIndex) watch(p parentKey, key objectKey) {
+	ps := ix.readers[key]
+	if ps == nil {
+		ps = map[parentKey]struct{}{}
+		ix.readers[key] = ps
+	}
+	ps[p] = struct{}{}
+	if rs := ix.reads[p]; !slices.Contains(rs, key) {
+		ix.reads[p] = append(rs, key)
+	}
+}
+
+// replace makes read everything parent p reads: keys it read before but
+// not this time stop being watched for it. It returns the keys that no
+// parent reads any more.
+func (ix *lookupIndex) replace(p parentKey, read []objectKey) []objectKey {
+	var unread []objectKey
+	for _, key := range ix.reads[p] {
+		if !slices.Contains(read, key) && ix.unwatch(p, key) {
+			unread = append(unread, key)
+		}
+	}
+	if len(read) == 0 {
+		delete(ix.reads, p)
+		return unread
+	}
+	ix.reads[p] = read
+	return unread
+}
+
+// forget drops everything parent p read, and returns the keys that no
+// parent reads any more.
+func (ix *lookupIndex) forget(p parentKey) []objectKey {
+	var unread []objectKey
+	for _, key := range ix.reads[p] {
+		if ix.unwatch(p, key) {
+			unread = append(unread, key)
+		}
+	}
+	delete(ix.reads, p)
+	return unread
+}
+
+// unwatch drops p from key's readers, and key once no parent reads it,
+// which it reports.
+func (ix *lookupIndex) unwatch(p parentKey, key objectKey) bool {
+	ps := ix.readers[key]
+	delete(ps, p)
+	if len(ps) == 0 {
+		delete(ix.readers, key)
+		return true
+	}
+	return false
+}
+
+// watched reports whether any parent reads key.
+func (ix *lookupIndex) watched(key objectKey) bool {
+	_, ok := ix.readers[key]
+	return ok
+}
+
+// readersOf returns the parents that read any of keys.
+func (ix *lookupIndex) readersOf(keys ...objectKey) []parentKey {
+	var out []parentKey
+	for _, key := range keys {
+		for p := range ix.readers[key] {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,181 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// informerKey names one metadata informer: a resource, the namespace it
+// is limited to ("" for all, or a cluster-scoped kind), and the one name
+// it selects ("" for every object).
+type informerKey struct {
+	gr              schema.GroupResource
+	namespace, name string
+}
+
+// maxNamedInformers bounds the informers of single names per resource;
+// past it, the kind's informer serves further names.
+const maxNamedInformers = 32
+
+// metaInformer is one metadata-only informer.
+type metaInformer struct {
+	inf cache.SharedIndexInformer
+	mu  sync.Mutex
+	err error // the last list error before the first sync
+}
+
+// informerPool runs the metadata-only informers of looked-up kinds: one
+// per name while few names of a kind are read, one of the whole kind past
+// maxNamedInformers. Each change an informer sees is passed to changed.
+type informerPool struct {
+	meta      metadata.Interface
+	namespace string // Loom's own scope; "" for all
+	resync    time.Duration
+	// changed is called for every change an informer sees.
+	changed func(gr schema.GroupResource, namespace, name string)
+	// syncTimeout bounds a reconcile's wait for a new informer's list.
+	syncTimeout time.Duration
+
+	mu        sync.Mutex
+	ctx       context.Context
+	informers map[informerKey]*metaInformer
+	// named counts the informers of single names, per resource.
+	named map[schema.GroupResource]int
+}
+
+func newInformerPool(ctx context.Context, mc metadata.Interface, namespace string, resync time.Duration,
+	changed func(schema.GroupResource, string, string)) *informerPool {
+	return &informerPool{
+		meta: mc, namespace: namespace, resync: resync, changed: changed, syncTimeout: 5 * time.Second, ctx: ctx,
+		informers: map[informerKey]*metaInformer{}, named: map[schema.GroupResource]int{},
+	}
+}
+
+// acquire returns the synced metadata informer that covers name (every
+// object for "") in namespace for gvr, starting it if needed: the name's
+// own informer, or the kind's. It fails at once while its list fails
+// (say, forbidden by RBAC), and after a short wait for its first list.
+func (ip *informerPool) acquire(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*metaInformer, error) {
+	kind := informerKey{gr: gvr.GroupResource()}
+	if ip.namespace != "" && namespace != "" {
+		kind.namespace = namespace // Loom is limited to namespaces: watch each one read
+	}
+	ip.mu.Lock()
+	ik := pickInformer(kind, name, func(k informerKey) bool { _, ok := ip.informers[k]; return ok }, ip.named[kind.gr])
+	mi, ok := ip.informers[ik]
+	if !ok {
+		if ik.name != "" {
+			ip.named[ik.gr]++
+		}
+		mi = ip.newInformer(gvr, ik)
+		ip.informers[ik] = mi
+		go mi.inf.Run(ip.ctx.Done())
+		klog.FromContext(ctx).V(2).Info("Watching looked-up kind", "resource", gvr.String(), "namespace", ik.namespace, "name", ik.name)
+	}
+	ip.mu.Unlock()
+	if mi.inf.HasSynced() {
+		return mi, nil
+	}
+	if err := mi.listErr(); err != nil {
+		return nil, &NotWatchedError{Resource: ik.gr, Err: err}
+	}
+	wctx, cancel := context.WithTimeout(ctx, ip.syncTimeout)
+	defer cancel()
+	if cache.WaitForCacheSync(wctx.Done(), mi.inf.HasSynced) {
+		return mi, nil
+	}
+	if err := mi.listErr(); err != nil {
+		return nil, &NotWatchedError{Resource: ik.gr, Err: err}
+	}
+	return nil, &NotWatchedError{Resource: ik.gr, Err: fmt.Errorf("its first list did not finish within %s", ip.syncTimeout)}
+}
+
+// pickInformer decides which informer serves a lookup of name ("" for a
+// list) under kind, the key of the kind's informer: the name's own when it
+// runs, else the kind's when it runs, else a new one of the name's own
+// while fewer than maxNamedInformers run for the resource (named of
+// them), else the kind's.
+func pickInformer(kind informerKey, name string, running func(informerKey) bool, named int) informerKey {
+	own := kind
+	own.name = name
+	switch {
+	case name == "", running(own):
+		return own
+	case running(kind):
+		return kind
+	case named < maxNamedInformers:
+		return own
+	}
+	return kind
+}
+
+func (mi *metaInformer) listErr() error {
+	mi.mu.Lock()
+	defer mi.mu.Unlock()
+	return mi.err
+}
+
+func (ip *informerPool) newInformer(gvr schema.GroupVersionResource, ik informerKey) *metaInformer {
+	var tweak metadatainformer.TweakListOptionsFunc
+	if ik.name != "" {
+		tweak = func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", ik.name).String()
+		}
+	}
+	inf := metadatainformer.NewFilteredMetadataInformer(ip.meta, gvr, ik.namespace, ip.resync, cache.Indexers{}, tweak).Informer()
+	mi := &metaInformer{inf: inf}
+	_ = inf.SetTransform(slimMetadata)
+	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if !inf.HasSynced() {
+			mi.mu.Lock()
+			mi.err = err
+			mi.mu.Unlock()
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
+	gr := ik.gr
+	notify := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+			ip.changed(gr, m.Namespace, m.Name)
+		}
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: notify,
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*metav1.PartialObjectMetadata)
+			c, ok2 := cur.(*metav1.PartialObjectMetadata)
+			if ok1 && ok2 && o.ResourceVersion == c.ResourceVersion {
+				return // a resync
+			}
+			notify(cur)
+		},
+		DeleteFunc: notify,
+	})
+	return mi
+}
+
+// slimMetadata keeps, of each object a lookup informer caches, only its
+// name, namespace, UID and resourceVersion: whether it exists, and whether
+// the copy read last is still current.
+func slimMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+	}}, nil
+}
