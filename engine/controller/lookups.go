@@ -143,3 +143,28 @@ func (lc *lookupCache) changed(gr schema.GroupResource, namespace, name string) 
 		lc.enqueue(p)
 	}
 }
+
+// lookupStats are the sizes of what the lookup cache holds.
+type lookupStats struct {
+	// informers are the metadata informers running.
+	informers int
+	// watched are the objects and namespaces some parent reads.
+	watched int
+	// cached are the objects whose JSON is kept.
+	cached int
+}
+
+// stats returns the sizes of what lc holds; zero for a Manager that never
+// ran.
+func (lc *lookupCache) stats() lookupStats {
+	if lc == nil {
+		return lookupStats{}
+	}
+	lc.mu.Lock()
+	s := lookupStats{watched: len(lc.index.readers), cached: len(lc.content)}
+	lc.mu.Unlock()
+	lc.pool.mu.Lock()
+	s.informers = len(lc.pool.informers)
+	lc.pool.mu.Unlock()
+	return s
+}

@@ -145,6 +145,12 @@ func New(opts Options) (*Manager, error) {
 		retired:     map[schema.GroupKind]*parentController{},
 		dirs:        map[string]schema.GroupKind{},
 	}
+	registerLookupGauges(opts.Registry, func() lookupStats {
+		m.mu.Lock()
+		lc := m.lookups
+		m.mu.Unlock()
+		return lc.stats()
+	})
 	return m, nil
 }
 

@@ -58,6 +58,25 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
+// registerLookupGauges registers, on reg (nil for none), gauges of what
+// the lookup cache holds, read from stats when scraped.
+func registerLookupGauges(reg prometheus.Registerer, stats func() lookupStats) {
+	if reg == nil {
+		return
+	}
+	gauge := func(name, help string, f func(lookupStats) int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return float64(f(stats())) })
+	}
+	reg.MustRegister(
+		gauge("loom_lookup_informers", "Metadata informers running for templates' lookups.",
+			func(s lookupStats) int { return s.informers }),
+		gauge("loom_lookup_watched_objects", "Objects (and namespaces listed) that templates' lookups read, each watched for the parents that read it.",
+			func(s lookupStats) int { return s.watched }),
+		gauge("loom_lookup_cached_objects", "Looked-up objects whose JSON Loom keeps.",
+			func(s lookupStats) int { return s.cached }),
+	)
+}
+
 func (m *metrics) observeReconcile(kind string, err error, d time.Duration) {
 	result := "success"
 	if err != nil {
