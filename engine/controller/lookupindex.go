@@ -78,6 +78,18 @@ func (ix *lookupIndex) forget(p parentKey) []objectKey {
 	return unread
 }
 
+// forgetKind drops everything the parents of kind gk read, and returns
+// the keys that no parent reads any more.
+func (ix *lookupIndex) forgetKind(gk schema.GroupKind) []objectKey {
+	var unread []objectKey
+	for p := range ix.reads {
+		if p.gk == gk {
+			unread = append(unread, ix.forget(p)...)
+		}
+	}
+	return unread
+}
+
 // unwatch drops p from key's readers, and key once no parent reads it,
 // which it reports.
 func (ix *lookupIndex) unwatch(p parentKey, key objectKey) bool {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"sort"
 	"testing"
 
@@ -45,6 +46,7 @@ func TestLookupIndex(t *testing.T) {
 	cms := schema.GroupResource{Resource: "configmaps"}
 	web := parentKey{gk: widgets, key: cache.ObjectName{Namespace: "ns", Name: "web"}}
 	api := parentKey{gk: widgets, key: cache.ObjectName{Namespace: "ns", Name: "api"}}
+	gadget := parentKey{gk: schema.GroupKind{Group: "example.com", Kind: "Gadget"}, key: cache.ObjectName{Namespace: "ns", Name: "web"}}
 	platform := objectKey{gr: cms, namespace: "ns", name: "platform"}
 	db := objectKey{gr: cms, namespace: "ns", name: "db"}
 	list := objectKey{gr: cms, namespace: "ns"}
@@ -62,6 +64,7 @@ func TestLookupIndex(t *testing.T) {
 		return func(ix *lookupIndex) []objectKey { return ix.replace(p, keys) }
 	}
 	forget := func(p parentKey) op { return func(ix *lookupIndex) []objectKey { return ix.forget(p) } }
+	forgetKind := func(gk schema.GroupKind) op { return func(ix *lookupIndex) []objectKey { return ix.forgetKind(gk) } }
 	empty := indexState{Readers: map[string][]string{}, Reads: map[string][]string{}}
 	tests := []struct {
 		name string
@@ -102,6 +105,12 @@ func TestLookupIndex(t *testing.T) {
 				Readers: map[string][]string{platform.String(): {api.String()}},
 				Reads:   map[string][]string{api.String(): {platform.String()}},
 			}},
+		{name: "a kind's parents are forgotten together, another kind's stay",
+			ops: []op{watch(web, platform), watch(api, db), watch(gadget, platform), forgetKind(widgets)},
+			want: indexState{
+				Readers: map[string][]string{platform.String(): {gadget.String()}},
+				Reads:   map[string][]string{gadget.String(): {platform.String()}},
+			}, unread: []objectKey{db}},
 		{name: "the last reader going drops the key", ops: []op{watch(web, platform), watch(api, platform), replace(web), forget(api)},
 			want: empty, unread: []objectKey{platform}},
 	}
@@ -161,7 +170,7 @@ func TestLookupContentGoesWithItsLastReader(t *testing.T) {
 	web := parentKey{gk: widgets, key: cache.ObjectName{Namespace: "ns", Name: "web"}}
 	api := parentKey{gk: widgets, key: cache.ObjectName{Namespace: "ns", Name: "api"}}
 	secret := objectKey{gr: schema.GroupResource{Resource: "secrets"}, namespace: "ns", name: "db"}
-	lc := &lookupCache{index: newLookupIndex(), content: map[objectKey]content{}}
+	lc := &lookupCache{index: newLookupIndex(), content: map[objectKey]content{}, pool: newInformerPool(context.Background(), nil, "", 0, nil)}
 	lc.watch(web, secret)
 	lc.watch(api, secret)
 	lc.content[secret] = content{rv: "1", json: []byte(`{"data":{"password":"c2VjcmV0"}}`)}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,14 +30,17 @@ const maxNamedInformers = 32
 
 // metaInformer is one metadata-only informer.
 type metaInformer struct {
-	inf cache.SharedIndexInformer
-	mu  sync.Mutex
-	err error // the last list error before the first sync
+	inf  cache.SharedIndexInformer
+	stop context.CancelFunc
+	mu   sync.Mutex
+	err  error // the last list error before the first sync
 }
 
 // informerPool runs the metadata-only informers of looked-up kinds: one
 // per name while few names of a kind are read, one of the whole kind past
 // maxNamedInformers. Each change an informer sees is passed to changed.
+// An informer is acquired for each key read through it, and stopped once
+// every one of them is released.
 type informerPool struct {
 	meta      metadata.Interface
 	namespace string // Loom's own scope; "" for all
@@ -51,6 +55,10 @@ type informerPool struct {
 	informers map[informerKey]*metaInformer
 	// named counts the informers of single names, per resource.
 	named map[schema.GroupResource]int
+	// users are, per informer, the keys read through it.
+	users map[informerKey]map[objectKey]struct{}
+	// servedBy are, per key read, the informers it was read through.
+	servedBy map[objectKey][]informerKey
 }
 
 func newInformerPool(ctx context.Context, mc metadata.Interface, namespace string, resync time.Duration,
@@ -58,6 +66,7 @@ func newInformerPool(ctx context.Context, mc metadata.Interface, namespace strin
 	return &informerPool{
 		meta: mc, namespace: namespace, resync: resync, changed: changed, syncTimeout: 5 * time.Second, ctx: ctx,
 		informers: map[informerKey]*metaInformer{}, named: map[schema.GroupResource]int{},
+		users: map[informerKey]map[objectKey]struct{}{}, servedBy: map[objectKey][]informerKey{},
 	}
 }
 
@@ -65,6 +74,7 @@ func newInformerPool(ctx context.Context, mc metadata.Interface, namespace strin
 // object for "") in namespace for gvr, starting it if needed: the name's
 // own informer, or the kind's. It fails at once while its list fails
 // (say, forbidden by RBAC), and after a short wait for its first list.
+// The informer is held for the key read (namespace, name) until release.
 func (ip *informerPool) acquire(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*metaInformer, error) {
 	kind := informerKey{gr: gvr.GroupResource()}
 	if ip.namespace != "" && namespace != "" {
@@ -79,9 +89,12 @@ func (ip *informerPool) acquire(ctx context.Context, gvr schema.GroupVersionReso
 		}
 		mi = ip.newInformer(gvr, ik)
 		ip.informers[ik] = mi
-		go mi.inf.Run(ip.ctx.Done())
+		ictx, stop := context.WithCancel(ip.ctx)
+		mi.stop = stop
+		go mi.inf.Run(ictx.Done())
 		klog.FromContext(ctx).V(2).Info("Watching looked-up kind", "resource", gvr.String(), "namespace", ik.namespace, "name", ik.name)
 	}
+	ip.holdLocked(ik, objectKey{gr: ik.gr, namespace: namespace, name: name})
 	ip.mu.Unlock()
 	if mi.inf.HasSynced() {
 		return mi, nil
@@ -98,6 +111,53 @@ func (ip *informerPool) acquire(ctx context.Context, gvr schema.GroupVersionReso
 		return nil, &NotWatchedError{Resource: ik.gr, Err: err}
 	}
 	return nil, &NotWatchedError{Resource: ik.gr, Err: fmt.Errorf("its first list did not finish within %s", ip.syncTimeout)}
+}
+
+// holdLocked records that key is read through the informer ik.
+func (ip *informerPool) holdLocked(ik informerKey, key objectKey) {
+	us := ip.users[ik]
+	if us == nil {
+		us = map[objectKey]struct{}{}
+		ip.users[ik] = us
+	}
+	us[key] = struct{}{}
+	if !slices.Contains(ip.servedBy[key], ik) {
+		ip.servedBy[key] = append(ip.servedBy[key], ik)
+	}
+}
+
+// release lets go of keys, which no parent reads any more: an informer
+// through which nothing else is read is stopped, and its objects dropped.
+func (ip *informerPool) release(ctx context.Context, keys []objectKey) {
+	if len(keys) == 0 {
+		return
+	}
+	ip.mu.Lock()
+	defer ip.mu.Unlock()
+	for _, key := range keys {
+		for _, ik := range ip.servedBy[key] {
+			delete(ip.users[ik], key)
+			if len(ip.users[ik]) == 0 {
+				ip.stopLocked(ctx, ik)
+			}
+		}
+		delete(ip.servedBy, key)
+	}
+}
+
+// stopLocked stops the informer ik and forgets it.
+func (ip *informerPool) stopLocked(ctx context.Context, ik informerKey) {
+	mi, ok := ip.informers[ik]
+	if !ok {
+		return
+	}
+	mi.stop()
+	delete(ip.informers, ik)
+	delete(ip.users, ik)
+	if ik.name != "" {
+		ip.named[ik.gr]--
+	}
+	klog.FromContext(ctx).V(2).Info("Stopped watching looked-up kind", "resource", ik.gr.String(), "namespace", ik.namespace, "name", ik.name)
 }
 
 // pickInformer decides which informer serves a lookup of name ("" for a

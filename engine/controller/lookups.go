@@ -35,8 +35,10 @@ import (
 // The index from each object read (or each namespace listed) to the
 // parents that read it is updated as the reads happen, before the GET, so
 // that a change made while a reconcile runs re-enqueues it. What a
-// reconcile no longer read is dropped when it ends, and everything of a
-// parent when the parent goes.
+// reconcile no longer read is dropped when it ends, everything of a
+// parent when the parent goes, and everything of a kind's parents when its
+// set goes. An object no parent reads any more loses its content, and an
+// informer through which nothing is read any more is stopped.
 type lookupCache struct {
 	client   dynamic.Interface
 	mapper   meta.RESTMapper
@@ -114,6 +116,17 @@ func (lc *lookupCache) replace(p parentKey, read []objectKey) {
 	lc.dropLocked(lc.index.replace(p, read))
 }
 
+// forgetKind drops everything the parents of kind gk read: its set is
+// gone.
+func (lc *lookupCache) forgetKind(gk schema.GroupKind) {
+	if lc == nil { // a Manager that never ran
+		return
+	}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.dropLocked(lc.index.forgetKind(gk))
+}
+
 // forget drops everything parent p read.
 func (lc *lookupCache) forget(p parentKey) {
 	if lc == nil { // a Manager that never ran
@@ -124,11 +137,13 @@ func (lc *lookupCache) forget(p parentKey) {
 	lc.dropLocked(lc.index.forget(p))
 }
 
-// dropLocked drops the content of keys no parent reads any more.
+// dropLocked drops the content of keys no parent reads any more, and
+// releases the informers they were read through.
 func (lc *lookupCache) dropLocked(unread []objectKey) {
 	for _, key := range unread {
 		delete(lc.content, key)
 	}
+	lc.pool.release(lc.pool.ctx, unread)
 }
 
 // changed is called for every change a lookup informer sees: the parents

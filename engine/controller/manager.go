@@ -236,7 +236,11 @@ func (m *Manager) runController(c *parentController, prev *parentController) {
 		if gk := c.gvk.GroupKind(); m.retired[gk] == c {
 			delete(m.retired, gk) // nothing waits for it any more: let it go
 		}
+		lookups := m.lookups
 		m.mu.Unlock()
+		// What its parents read goes with it; a controller that replaces it
+		// starts after this, and reads again as it reconciles each parent.
+		lookups.forgetKind(c.gvk.GroupKind())
 		close(c.done)
 	}()
 	logger := klog.FromContext(m.ctx).WithValues("kind", c.gvk.Kind)
