@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
@@ -28,9 +29,17 @@ type informerKey struct {
 // past it, the kind's informer serves further names.
 const maxNamedInformers = 32
 
+// demoteBelow is the lower bound of names read through a kind's informer
+// (with the names' own informers of the resource, and no list): under
+// it, the names get informers of their own again and the kind's stops.
+const demoteBelow = maxNamedInformers / 2
+
 // metaInformer is one metadata-only informer.
 type metaInformer struct {
-	inf  cache.SharedIndexInformer
+	inf cache.SharedIndexInformer
+	gvr schema.GroupVersionResource
+	// ctx is done once the informer is stopped, by stop.
+	ctx  context.Context
 	stop context.CancelFunc
 	mu   sync.Mutex
 	err  error // the last list error before the first sync
@@ -76,24 +85,9 @@ func newInformerPool(ctx context.Context, mc metadata.Interface, namespace strin
 // (say, forbidden by RBAC), and after a short wait for its first list.
 // The informer is held for the key read (namespace, name) until release.
 func (ip *informerPool) acquire(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*metaInformer, error) {
-	kind := informerKey{gr: gvr.GroupResource()}
-	if ip.namespace != "" && namespace != "" {
-		kind.namespace = namespace // Loom is limited to namespaces: watch each one read
-	}
 	ip.mu.Lock()
-	ik := pickInformer(kind, name, func(k informerKey) bool { _, ok := ip.informers[k]; return ok }, ip.named[kind.gr])
-	mi, ok := ip.informers[ik]
-	if !ok {
-		if ik.name != "" {
-			ip.named[ik.gr]++
-		}
-		mi = ip.newInformer(gvr, ik)
-		ip.informers[ik] = mi
-		ictx, stop := context.WithCancel(ip.ctx)
-		mi.stop = stop
-		go mi.inf.Run(ictx.Done())
-		klog.FromContext(ctx).V(2).Info("Watching looked-up kind", "resource", gvr.String(), "namespace", ik.namespace, "name", ik.name)
-	}
+	ik := ip.pickLocked(gvr, namespace, name)
+	mi := ip.startLocked(ctx, gvr, ik)
 	ip.holdLocked(ik, objectKey{gr: ik.gr, namespace: namespace, name: name})
 	ip.mu.Unlock()
 	if mi.inf.HasSynced() {
@@ -113,6 +107,32 @@ func (ip *informerPool) acquire(ctx context.Context, gvr schema.GroupVersionReso
 	return nil, &NotWatchedError{Resource: ik.gr, Err: fmt.Errorf("its first list did not finish within %s", ip.syncTimeout)}
 }
 
+// pickLocked returns the key of the informer that serves a lookup of name
+// ("" for a list) in namespace.
+func (ip *informerPool) pickLocked(gvr schema.GroupVersionResource, namespace, name string) informerKey {
+	kind := informerKey{gr: gvr.GroupResource()}
+	if ip.namespace != "" && namespace != "" {
+		kind.namespace = namespace // Loom is limited to namespaces: watch each one read
+	}
+	return pickInformer(kind, name, func(k informerKey) bool { _, ok := ip.informers[k]; return ok }, ip.named[kind.gr])
+}
+
+// startLocked returns the informer ik, started if it does not run.
+func (ip *informerPool) startLocked(ctx context.Context, gvr schema.GroupVersionResource, ik informerKey) *metaInformer {
+	if mi, ok := ip.informers[ik]; ok {
+		return mi
+	}
+	if ik.name != "" {
+		ip.named[ik.gr]++
+	}
+	mi := ip.newInformer(gvr, ik)
+	ip.informers[ik] = mi
+	mi.ctx, mi.stop = context.WithCancel(ip.ctx)
+	go mi.inf.Run(mi.ctx.Done())
+	klog.FromContext(ctx).V(2).Info("Watching looked-up kind", "resource", gvr.String(), "namespace", ik.namespace, "name", ik.name)
+	return mi
+}
+
 // holdLocked records that key is read through the informer ik.
 func (ip *informerPool) holdLocked(ik informerKey, key objectKey) {
 	us := ip.users[ik]
@@ -128,12 +148,15 @@ func (ip *informerPool) holdLocked(ik informerKey, key objectKey) {
 
 // release lets go of keys, which no parent reads any more: an informer
 // through which nothing else is read is stopped, and its objects dropped.
+// A kind's informer through which fewer than demoteBelow names are read
+// then hands them to informers of their own (demote).
 func (ip *informerPool) release(ctx context.Context, keys []objectKey) {
 	if len(keys) == 0 {
 		return
 	}
 	ip.mu.Lock()
 	defer ip.mu.Unlock()
+	released := map[schema.GroupResource]bool{}
 	for _, key := range keys {
 		for _, ik := range ip.servedBy[key] {
 			delete(ip.users[ik], key)
@@ -142,7 +165,53 @@ func (ip *informerPool) release(ctx context.Context, keys []objectKey) {
 			}
 		}
 		delete(ip.servedBy, key)
+		released[key.gr] = true
 	}
+	for ik := range ip.informers {
+		if ik.name == "" && released[ik.gr] && ip.demotableLocked(ik) {
+			ip.demoteLocked(ctx, ik)
+		}
+	}
+}
+
+// demotableLocked reports whether the kind's informer ik serves no list,
+// and fewer than demoteBelow names are read of its resource.
+func (ip *informerPool) demotableLocked(ik informerKey) bool {
+	for key := range ip.users[ik] {
+		if key.name == "" {
+			return false
+		}
+	}
+	return ip.named[ik.gr]+len(ip.users[ik]) < demoteBelow
+}
+
+// demoteLocked moves the names read through the kind's informer ik to
+// informers of their own, and stops ik once they have listed, so that no
+// change goes unseen in between.
+func (ip *informerPool) demoteLocked(ctx context.Context, ik informerKey) {
+	kind := ip.informers[ik]
+	delete(ip.informers, ik) // from now on, names get informers of their own
+	var own []*metaInformer
+	for key := range ip.users[ik] {
+		nk := ik
+		nk.name = key.name
+		own = append(own, ip.startLocked(ctx, kind.gvr, nk))
+		ip.holdLocked(nk, key)
+		ip.servedBy[key] = slices.DeleteFunc(ip.servedBy[key], func(k informerKey) bool { return k == ik })
+	}
+	delete(ip.users, ik)
+	klog.FromContext(ctx).V(2).Info("Watching looked-up names one by one again", "resource", ik.gr.String(), "namespace", ik.namespace, "names", len(own))
+	go func() {
+		_ = wait.PollUntilContextCancel(kind.ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+			for _, mi := range own {
+				if !mi.inf.HasSynced() && mi.ctx.Err() == nil { // listing, and not released meanwhile
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		kind.stop()
+	}()
 }
 
 // stopLocked stops the informer ik and forgets it.
@@ -193,7 +262,7 @@ func (ip *informerPool) newInformer(gvr schema.GroupVersionResource, ik informer
 		}
 	}
 	inf := metadatainformer.NewFilteredMetadataInformer(ip.meta, gvr, ik.namespace, ip.resync, cache.Indexers{}, tweak).Informer()
-	mi := &metaInformer{inf: inf}
+	mi := &metaInformer{inf: inf, gvr: gvr}
 	_ = inf.SetTransform(slimMetadata)
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if !inf.HasSynced() {

@@ -38,8 +38,9 @@ func waitHeld(t *testing.T, l *loom, what string, want lookupHeld) {
 
 // Parents that each look up a Secret of their own ("{{ .Name }}-db") make
 // Loom watch each name, then the whole kind once 32 names are read; when
-// the parents are deleted, every one of those informers stops and the
-// Secrets' JSON is dropped. A set removed takes its parents' lookups with
+// fewer than 16 parents remain, each name gets its own informer again and
+// the kind's stops; when the parents are deleted, every informer stops and
+// the Secrets' JSON is dropped. A set removed takes its parents' lookups with
 // it the same way.
 func TestLookupInformersAreReleased(t *testing.T) {
 	t.Parallel()
@@ -75,8 +76,8 @@ data:
 			return nil
 		})
 	}
-	deleteAll := func(prefix string, n int) {
-		for i := range n {
+	deleteAll := func(prefix string, from, to int) {
+		for i := from; i < to; i++ {
 			if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), fmt.Sprintf("%s%d", prefix, i), metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +87,10 @@ data:
 	create("p", parents)
 	// 32 informers of one name each, and the kind's, which serves the rest.
 	waitHeld(t, l, "the parents' lookups are held", lookupHeld{informers: 33, watched: parents, cached: parents})
-	deleteAll("p", parents)
+	// Under 16 names, each gets its informer back, and the kind's stops.
+	deleteAll("p", 0, parents-11)
+	waitHeld(t, l, "11 parents' lookups are held, each by an informer of its own", lookupHeld{informers: 11, watched: 11, cached: 11})
+	deleteAll("p", parents-11, parents)
 	waitHeld(t, l, "nothing is held once the parents are deleted", lookupHeld{})
 
 	create("q", 3)
