@@ -37,8 +37,10 @@ import (
 // that a change made while a reconcile runs re-enqueues it. What a
 // reconcile no longer read is dropped when it ends, everything of a
 // parent when the parent goes, and everything of a kind's parents when its
-// set goes. An object no parent reads any more loses its content, and an
-// informer through which nothing is read any more is stopped.
+// set goes. An object no parent reads any more loses its content, an
+// informer through which nothing is read any more is stopped, and the
+// kind's, once fewer than demoteBelow names are read through it, hands
+// them back to informers of their own (informerPool.release).
 type lookupCache struct {
 	client   dynamic.Interface
 	mapper   meta.RESTMapper
