@@ -2,12 +2,14 @@ package controller
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -15,14 +17,23 @@ import (
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// watchCRDs refreshes discovery whenever a CRD is added, changes its
-// served versions or becomes established, or is deleted. Events are
-// coalesced: a burst of CRD changes causes one refresh.
+// discoveryBackoff spaces the refreshes of discovery while a kind is
+// awaited: from 100ms, doubling, to at most 30s between two.
+func discoveryBackoff() wait.Backoff {
+	return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 30 * time.Second}
+}
+
+// watchCRDs refreshes discovery once the CRD informer has synced (a CRD
+// established before its list raised no event), whenever a CRD is added,
+// changes its served versions or becomes established, or is deleted, and
+// then again with backoff while a controller or a parent waits for a kind
+// the cluster does not serve (see rediscover). Events are coalesced: a
+// burst of CRD changes causes one refresh.
 func (m *Manager) watchCRDs(ctx context.Context) {
-	kick := make(chan struct{}, 1)
+	changed := make(chan struct{}, 1)
 	notify := func() {
 		select {
-		case kick <- struct{}{}:
+		case changed <- struct{}{}:
 		default:
 		}
 	}
@@ -31,7 +42,7 @@ func (m *Manager) watchCRDs(ctx context.Context) {
 	var synced atomic.Bool
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) {
-			if synced.Load() {
+			if synced.Load() { // the refresh after the sync covers the list
 				notify()
 			}
 		},
@@ -50,16 +61,74 @@ func (m *Manager) watchCRDs(ctx context.Context) {
 	m.mu.Lock()
 	m.crds = inf.GetStore()
 	m.mu.Unlock()
+	m.rediscover(ctx, changed)
+}
+
+// rediscover refreshes discovery now, on each signal of changed, and
+// with backoff while awaitsKind: the API server that answers discovery can
+// publish a kind after its CRD's event reached Loom (there may be several
+// API servers), and nothing else would tell Loom. A CRD change starts the
+// backoff afresh and is followed by one more refresh after its first step
+// even if nothing waits, so that a parent that tried its status write too
+// early (see retryStatus) tries again. A controller or parent that starts
+// to wait signals m.awaited, which starts the backoff if it is not
+// running; it stops once nothing waits.
+func (m *Manager) rediscover(ctx context.Context, changed <-chan struct{}) {
+	logger := klog.FromContext(ctx)
+	backoff := discoveryBackoff()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var retry <-chan time.Time // nil while no refresh is due
+	refresh, settle := true, false
 	for {
+		if refresh {
+			logger.V(2).Info("Refreshing discovery")
+			m.kindsChanged()
+		}
+		switch {
+		case retry != nil: // already due
+		case settle || m.awaitsKind():
+			timer.Reset(backoff.Step())
+			retry = timer.C
+		default:
+			backoff = discoveryBackoff()
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-kick:
-			// Let the API server publish the new kind in discovery.
-			time.Sleep(200 * time.Millisecond)
-			klog.FromContext(ctx).V(2).Info("CRDs changed; refreshing discovery")
-			m.kindsChanged()
+		case <-changed:
+			timer.Stop() // no stale tick follows (Go 1.23 timers)
+			backoff, retry = discoveryBackoff(), nil
+			refresh, settle = true, true
+		case <-m.awaited:
+			refresh = false
+		case <-retry:
+			retry = nil
+			refresh, settle = true, false
 		}
+	}
+}
+
+// awaitsKind reports whether a controller waits for its parent kind to be
+// served, or a parent for a child kind.
+func (m *Manager) awaitsKind() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.controllers {
+		if c.awaitsKind() {
+			return true
+		}
+	}
+	return false
+}
+
+// kindAwaited tells rediscover that a controller or a parent started to
+// wait for a kind that is not served.
+func (m *Manager) kindAwaited() {
+	select {
+	case m.awaited <- struct{}{}:
+	default:
 	}
 }
 

@@ -84,6 +84,9 @@ type Manager struct {
 	runs sync.WaitGroup
 	dirs map[string]schema.GroupKind // set folder → parent kind
 	crds cache.Store                 // CRDs, once synced
+	// awaited is signalled when a controller or a parent starts to wait
+	// for a kind that is not served (see rediscover).
+	awaited chan struct{}
 }
 
 // New builds a Manager. It loads no templates and contacts no server until
@@ -144,6 +147,7 @@ func New(opts Options) (*Manager, error) {
 		controllers: map[schema.GroupKind]*parentController{},
 		retired:     map[schema.GroupKind]*parentController{},
 		dirs:        map[string]schema.GroupKind{},
+		awaited:     make(chan struct{}, 1),
 	}
 	registerLookupGauges(opts.Registry, func() lookupStats {
 		m.mu.Lock()
@@ -226,8 +230,8 @@ func (m *Manager) retireLocked(gk schema.GroupKind) {
 // runController runs c until its context is done. It first waits for
 // prev, the controller c replaces (nil for none), to finish its in-flight
 // reconciles, so that two controllers never reconcile one parent at once.
-// It starts c once its parent kind is served, trying again each time CRDs
-// change. Once cancelled, it drains c's in-flight reconciles and closes
+// It starts c once its parent kind is served, trying again each time
+// discovery is refreshed (see rediscover). Once cancelled, it drains c's in-flight reconciles and closes
 // c.done.
 func (m *Manager) runController(c *parentController, prev *parentController) {
 	defer m.runs.Done()
@@ -262,8 +266,11 @@ func (m *Manager) runController(c *parentController, prev *parentController) {
 		} else {
 			logger.Error(err, "Could not start controller; retrying when CRDs change")
 		}
+		c.awaiting.Store(true)
+		m.kindAwaited()
 		select {
 		case <-c.kick:
+			c.awaiting.Store(false)
 		case <-c.ctx.Done():
 			return
 		}
@@ -304,7 +311,8 @@ func (m *Manager) enqueueParent(p parentKey) {
 	}
 }
 
-// kindsChanged is called when CRDs change: discovery is refreshed, pending
+// kindsChanged is called when CRDs change, and again while a kind is
+// awaited (see rediscover): discovery is refreshed, pending
 // controllers are started, and running ones re-reconcile the parents that
 // wait for a child kind (it may be served now) or whose CRD had no status
 // subresource (it may have one now). Other parents are left

@@ -43,6 +43,8 @@ type parentController struct {
 	startErr atomic.Pointer[startResult]
 	// kick wakes a controller that waits for its kind to be served.
 	kick chan struct{}
+	// awaiting is set while the controller waits for its kind.
+	awaiting atomic.Bool
 	// done is closed when the controller has stopped for good and its
 	// in-flight reconciles have finished.
 	done   chan struct{}
@@ -59,7 +61,8 @@ type parentController struct {
 	// is said once however often other CRDs change.
 	noStatus map[types.UID]bool
 	// unserved holds the parents whose last reconcile met a child kind the
-	// cluster does not serve; they are retried when CRDs change.
+	// cluster does not serve; they are retried each time discovery is
+	// refreshed, which happens with backoff while any is held here.
 	unserved map[cache.ObjectName]bool
 	// rollouts drives the set's rollout; nil in unit tests without a
 	// Manager.
@@ -321,15 +324,32 @@ func (c *parentController) retryStatus() {
 	}
 }
 
-// setUnserved records whether a parent waits for a child kind's CRD.
+// setUnserved records whether a parent waits for a child kind's CRD. The
+// first parent to wait has the Manager refresh discovery with backoff
+// until the kind is served.
 func (c *parentController) setUnserved(key cache.ObjectName, waiting bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	first := waiting && len(c.unserved) == 0
 	if waiting {
 		c.unserved[key] = true
 	} else {
 		delete(c.unserved, key)
 	}
+	c.mu.Unlock()
+	if first && c.m != nil {
+		c.m.kindAwaited()
+	}
+}
+
+// awaitsKind reports whether the controller waits for its parent kind to be
+// served, or one of its parents for a child kind.
+func (c *parentController) awaitsKind() bool {
+	if c.awaiting.Load() {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.unserved) > 0
 }
 
 // onChild enqueues the parent a child event belongs to, after checking
