@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,7 +17,9 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/restmapper"
 	kubetesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
@@ -104,15 +107,21 @@ func runWidgetController(t *testing.T, m *Manager, disco *gatedDiscovery) *paren
 	return c
 }
 
-func createWidgetCRD(t *testing.T, ctx context.Context, client *dynamicfake.FakeDynamicClient) {
-	t.Helper()
+// widgetCRD returns the Widget kind's CRD, Established or not.
+func widgetCRD(established bool) *unstructured.Unstructured {
 	crd := &unstructured.Unstructured{}
 	crd.SetAPIVersion("apiextensions.k8s.io/v1")
 	crd.SetKind("CustomResourceDefinition")
 	crd.SetName("widgets.example.com")
 	crd.SetGeneration(1)
-	_ = unstructured.SetNestedSlice(crd.Object, []any{map[string]any{"type": "Established", "status": "True"}}, "status", "conditions")
-	if _, err := client.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+	status := map[bool]string{true: "True", false: "False"}[established]
+	_ = unstructured.SetNestedSlice(crd.Object, []any{map[string]any{"type": "Established", "status": status}}, "status", "conditions")
+	return crd
+}
+
+func createWidgetCRD(t *testing.T, ctx context.Context, client *dynamicfake.FakeDynamicClient, established bool) {
+	t.Helper()
+	if _, err := client.Resource(crdGVR).Create(ctx, widgetCRD(established), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -127,38 +136,118 @@ func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
 	}
 }
 
-// The controller of a kind that is not served starts once it is, whatever
-// the order in which its controller asks discovery, the CRD informer lists
-// and watches, and the API server publishes the kind in discovery. Each
-// case ends with nothing more happening in the cluster: only Loom's own
-// retries can make it converge.
+// runWidgetParent runs a controller whose parent default/p waits for a
+// child kind, Widget, and whose worker looks that kind up as a reconcile
+// does, until the parent waits for it.
+func runWidgetParent(t *testing.T, m *Manager) *parentController {
+	t.Helper()
+	c := newWidgetController(m)
+	c.queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
+	t.Cleanup(c.queue.ShutDown)
+	c.running.Store(true)
+	m.mu.Lock()
+	m.controllers[widgetGVK.GroupKind()] = c
+	m.mu.Unlock()
+	go func() { // a worker whose reconcile looks up the child kind
+		for {
+			key, shutdown := c.queue.Get()
+			if shutdown {
+				return
+			}
+			_, err := m.mapper.RESTMapping(widgetGVK.GroupKind())
+			c.setUnserved(key, meta.IsNoMatchError(err))
+			c.queue.Done(key)
+		}
+	}()
+	c.queue.Add(cache.NewObjectName("default", "p"))
+	waitFor(t, m.ctx, "the parent to wait for its child kind", c.awaitsKind)
+	return c
+}
+
+// published flips disco to serve Widgets once discovery has been asked
+// twice more after the CRD event: the refresh the event causes and one
+// more both miss the kind.
+func published(t *testing.T, m *Manager, client *dynamicfake.FakeDynamicClient, disco *gatedDiscovery) {
+	asked := disco.asked.Load()
+	createWidgetCRD(t, m.ctx, client, true)
+	waitFor(t, m.ctx, "discovery to be asked twice after the CRD event", func() bool { return disco.asked.Load() > asked+1 })
+	disco.served.Store(true)
+}
+
+// refreshedOnSync starts the CRD watch and waits until it has refreshed
+// discovery after its sync, with nothing waiting for a kind.
+func refreshedOnSync(t *testing.T, m *Manager, disco *gatedDiscovery) {
+	if _, err := m.mapper.RESTMapping(widgetGVK.GroupKind()); !meta.IsNoMatchError(err) {
+		t.Fatalf("RESTMapping(Widget) = %v, want NoMatch", err)
+	}
+	go m.watchCRDs(m.ctx)
+	waitFor(t, m.ctx, "discovery to be refreshed after the CRD informer's sync", func() bool {
+		asked := disco.asked.Load()
+		_, _ = m.mapper.RESTMapping(widgetGVK.GroupKind())
+		return disco.asked.Load() > asked
+	})
+}
+
+func waitForCRDSync(t *testing.T, m *Manager) {
+	waitFor(t, m.ctx, "the CRD informer to sync", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.crds != nil
+	})
+}
+
+// Loom sees a kind that was not served once it is, whatever the order in
+// which a controller asks discovery for it, the CRD informer lists and
+// watches, and the API server publishes the kind in discovery. Each case
+// ends with nothing more happening in the cluster: only Loom's own
+// refreshes can make it converge.
 func TestDiscoveryConvergesWhateverTheOrder(t *testing.T) {
-	for name, order := range map[string]func(t *testing.T, m *Manager, client *dynamicfake.FakeDynamicClient, disco *gatedDiscovery) *parentController{
+	for name, order := range map[string]func(t *testing.T, m *Manager, client *dynamicfake.FakeDynamicClient, disco *gatedDiscovery) (converged func() bool){
 		// The CRD is established after the controller asked discovery, and
 		// before the CRD informer lists: its Add comes before the sync.
-		"established before the CRD list": func(t *testing.T, m *Manager, client *dynamicfake.FakeDynamicClient, disco *gatedDiscovery) *parentController {
+		"established before the CRD list": func(t *testing.T, m *Manager, client *dynamicfake.FakeDynamicClient, disco *gatedDiscovery) func() bool {
 			c := runWidgetController(t, m, disco)
 			disco.served.Store(true)
-			createWidgetCRD(t, m.ctx, client)
+			createWidgetCRD(t, m.ctx, client, true)
 			go m.watchCRDs(m.ctx)
-			return c
+			return c.running.Load
 		},
 		// The CRD's event arrives before the API server that Loom's
 		// discovery asks publishes the kind (several API servers, or a slow
-		// one): the refresh the event causes still misses the kind.
-		"published after the CRD event": func(t *testing.T, m *Manager, client *dynamicfake.FakeDynamicClient, disco *gatedDiscovery) *parentController {
+		// one): the refreshes after the event still miss the kind.
+		"published after the CRD event": func(t *testing.T, m *Manager, client *dynamicfake.FakeDynamicClient, disco *gatedDiscovery) func() bool {
 			go m.watchCRDs(m.ctx)
-			waitFor(t, m.ctx, "the CRD informer to sync", func() bool {
-				m.mu.Lock()
-				defer m.mu.Unlock()
-				return m.crds != nil
-			})
+			waitForCRDSync(t, m)
 			c := runWidgetController(t, m, disco)
-			asked := disco.asked.Load()
-			createWidgetCRD(t, m.ctx, client)
-			waitFor(t, m.ctx, "discovery to be asked again after the CRD event", func() bool { return disco.asked.Load() > asked })
+			published(t, m, client, disco)
+			return c.running.Load
+		},
+		// A running controller's parent met a child kind that is not
+		// served (NoMatch); the same order as above.
+		"child kind published after the CRD event": func(t *testing.T, m *Manager, client *dynamicfake.FakeDynamicClient, disco *gatedDiscovery) func() bool {
+			go m.watchCRDs(m.ctx)
+			waitForCRDSync(t, m)
+			c := runWidgetParent(t, m)
+			published(t, m, client, disco)
+			return func() bool { return !c.awaitsKind() }
+		},
+		// The CRD was listed, but discovery did not serve its kind yet
+		// when the CRD informer synced and discovery was refreshed; then a
+		// set for the kind is added, and discovery publishes the kind.
+		"set added after the last refresh": func(t *testing.T, m *Manager, client *dynamicfake.FakeDynamicClient, disco *gatedDiscovery) func() bool {
+			createWidgetCRD(t, m.ctx, client, true)
+			refreshedOnSync(t, m, disco)
+			c := runWidgetController(t, m, disco)
 			disco.served.Store(true)
-			return c
+			return c.running.Load
+		},
+		// The same, with a parent that meets the kind as a child kind.
+		"parent waits after the last refresh": func(t *testing.T, m *Manager, client *dynamicfake.FakeDynamicClient, disco *gatedDiscovery) func() bool {
+			createWidgetCRD(t, m.ctx, client, true)
+			refreshedOnSync(t, m, disco)
+			c := runWidgetParent(t, m)
+			disco.served.Store(true)
+			return func() bool { return !c.awaitsKind() }
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -167,8 +256,83 @@ func TestDiscoveryConvergesWhateverTheOrder(t *testing.T) {
 			m, client := newDiscoveryManager(t, ctx, disco)
 			defer m.runs.Wait()
 			defer cancel()
-			c := order(t, m, client, disco)
-			waitFor(t, ctx, "the Widget controller to start", c.running.Load)
+			converged := order(t, m, client, disco)
+			waitFor(t, ctx, "Loom to see the Widget kind", converged)
+		})
+	}
+}
+
+// A CRD added, established or deleted, or established before the CRD
+// informer listed, refreshes discovery even when nothing waits for a kind
+// (so no backoff retry would): the next lookup of the kind sees the change.
+func TestCRDEventsRefreshDiscovery(t *testing.T) {
+	for name, tc := range map[string]struct {
+		before, after func(t *testing.T, ctx context.Context, client *dynamicfake.FakeDynamicClient)
+		served        bool // after
+		// early: the change happens before the CRD informer lists.
+		early bool
+	}{
+		"established before the CRD list": {
+			after: func(t *testing.T, ctx context.Context, client *dynamicfake.FakeDynamicClient) {
+				createWidgetCRD(t, ctx, client, true)
+			},
+			served: true,
+			early:  true,
+		},
+		"added": {
+			after: func(t *testing.T, ctx context.Context, client *dynamicfake.FakeDynamicClient) {
+				createWidgetCRD(t, ctx, client, true)
+			},
+			served: true,
+		},
+		"established": {
+			before: func(t *testing.T, ctx context.Context, client *dynamicfake.FakeDynamicClient) {
+				createWidgetCRD(t, ctx, client, false)
+			},
+			after: func(t *testing.T, ctx context.Context, client *dynamicfake.FakeDynamicClient) {
+				if _, err := client.Resource(crdGVR).Update(ctx, widgetCRD(true), metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			served: true,
+		},
+		"deleted": {
+			before: func(t *testing.T, ctx context.Context, client *dynamicfake.FakeDynamicClient) {
+				createWidgetCRD(t, ctx, client, true)
+			},
+			after: func(t *testing.T, ctx context.Context, client *dynamicfake.FakeDynamicClient) {
+				if err := client.Resource(crdGVR).Delete(ctx, widgetCRD(true).GetName(), metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())))
+			defer cancel()
+			disco := &gatedDiscovery{FakeDiscovery: &fakediscovery.FakeDiscovery{Fake: &kubetesting.Fake{}}}
+			disco.served.Store(!tc.served)
+			m, client := newDiscoveryManager(t, ctx, disco)
+			if tc.before != nil {
+				tc.before(t, ctx, client)
+			}
+			if !tc.early {
+				go m.watchCRDs(ctx)
+				waitForCRDSync(t, m)
+			}
+			// Discovery is cached as it is before the event.
+			if _, err := m.mapper.RESTMapping(widgetGVK.GroupKind()); (err == nil) != !tc.served {
+				t.Fatalf("before the event, RESTMapping(Widget) = %v, want served %v", err, !tc.served)
+			}
+			disco.served.Store(tc.served)
+			tc.after(t, ctx, client)
+			if tc.early {
+				go m.watchCRDs(ctx)
+			}
+			waitFor(t, ctx, "discovery to see the change", func() bool {
+				_, err := m.mapper.RESTMapping(widgetGVK.GroupKind())
+				return (err == nil) == tc.served
+			})
 		})
 	}
 }
