@@ -97,27 +97,13 @@ func TestMissingCRDs(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	group := fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
-	dir := t.TempDir()
-	set := filepath.Join(dir, "widget")
-	writeFiles(t, set, map[string]string{
-		"loom.yaml": "parent:\n  apiVersion: " + group + "/v1\n  kind: Widget\n",
-		"configmap.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Name }}-cm
-data:
-  size: {{ .Spec.size | default "small" | quote }}
-`,
-		"gadget.yaml": `apiVersion: ` + group + `/v1
-kind: Gadget
-metadata:
-  name: {{ .Name }}-gadget
-spec:
-  color: blue
-`,
+	l := startLoom(t, gadgetWidgetSet(t, group), ns, loomOptions{bufferLogs: true})
+	eventually(t, 30*time.Second, "Loom waits for the Widget CRD", func(context.Context) error {
+		if !strings.Contains(l.logs(), "Parent kind is not served yet; waiting for its CRD") {
+			return errNotYet
+		}
+		return nil
 	})
-	startLoom(t, dir, ns, loomOptions{})
-	time.Sleep(time.Second) // Loom is up, waiting for the Widget CRD
 
 	installTestCRD(t, group, "Widget", "widgets")
 	widgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
@@ -127,6 +113,7 @@ spec:
 		return err
 	})
 	waitDegraded(t, widgets, ns, "w1", "ApplyFailed", "Gadget", "not served")
+	waitEvent(t, ns, "w1", "Warning", "ApplyFailed", "Gadget", "not served")
 	installTestCRD(t, group, "Gadget", "gadgets")
 	gadgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
 	eventually(t, 30*time.Second, "the Gadget is applied once its CRD exists", func(ctx context.Context) error {
@@ -167,6 +154,19 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 // status subresource, and deletes it when the test ends.
 func installTestCRD(t *testing.T, group, kind, plural string, versions ...string) {
 	t.Helper()
+	if err := applyCRD(context.Background(), testCRD(group, kind, plural, versions...)); err != nil {
+		t.Fatalf("install CRD %s.%s: %v", plural, group, err)
+	}
+	t.Cleanup(func() { deleteTestCRD(group, plural) })
+}
+
+func deleteTestCRD(group, plural string) {
+	_ = dyn.Resource(crdGVR).Delete(context.Background(), plural+"."+group, metav1.DeleteOptions{})
+}
+
+// testCRD is a namespaced kind's CRD, served at versions (v1 if none)
+// with an open schema and a status subresource.
+func testCRD(group, kind, plural string, versions ...string) []byte {
 	if len(versions) == 0 {
 		versions = []string{"v1"}
 	}
@@ -193,12 +193,7 @@ spec:
   names: {kind: %[2]s, plural: %[3]s, singular: %[4]s, listKind: %[2]sList}
   versions:
 %[5]s`, group, kind, plural, strings.ToLower(kind), vs.String())
-	if err := applyCRD(context.Background(), []byte(crd)); err != nil {
-		t.Fatalf("install CRD %s.%s: %v", plural, group, err)
-	}
-	t.Cleanup(func() {
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), plural+"."+group, metav1.DeleteOptions{})
-	})
+	return []byte(crd)
 }
 
 // A request the API server never answers holds one worker only until the
