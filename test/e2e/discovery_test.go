@@ -3,13 +3,16 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,6 +148,95 @@ func TestCRDEstablishedBeforeLoomListsCRDs(t *testing.T) {
 	createObject(t, widgets, ns, `{"apiVersion":"`+group+`/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":"large"}}`)
 	eventually(t, 30*time.Second, "the Widget controller starts and applies the ConfigMap", func(ctx context.Context) error {
 		_, err := get(ctx, configMapGVR, ns, "w1-cm")
+		return err
+	})
+	waitConditionGVR(t, widgets, ns, "w1", "Degraded", "False")
+}
+
+// staleDiscovery answers Loom's discovery requests (GET /api and /apis)
+// from the last answer it let through while stale is set, the way an API
+// server that has not yet seen a new CRD answers. It counts the stale
+// answers to GET /apis: one per refresh of discovery.
+type staleDiscovery struct {
+	next  http.RoundTripper
+	stale atomic.Bool
+	told  atomic.Int32
+	mu    sync.Mutex
+	last  map[string]recorded // by path and Accept
+}
+
+type recorded struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (d *staleDiscovery) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet || (r.URL.Path != "/api" && r.URL.Path != "/apis") {
+		return d.next.RoundTrip(r)
+	}
+	key := r.URL.Path + " " + r.Header.Get("Accept")
+	d.mu.Lock()
+	rec, ok := d.last[key]
+	d.mu.Unlock()
+	if ok && d.stale.Load() {
+		if r.URL.Path == "/apis" {
+			d.told.Add(1)
+		}
+		return &http.Response{StatusCode: rec.status, Header: rec.header.Clone(), Request: r,
+			Body: io.NopCloser(bytes.NewReader(rec.body)), ContentLength: int64(len(rec.body))}, nil
+	}
+	resp, err := d.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	d.mu.Lock()
+	d.last[key] = recorded{status: resp.StatusCode, header: resp.Header.Clone(), body: body}
+	d.mu.Unlock()
+	return resp, nil
+}
+
+// A parent whose child kind is not served waits for it, its condition and
+// a Warning Event naming the kind, and converges once the kind is served,
+// even when the API server that answers Loom's discovery publishes the
+// kind later than the CRD's event reaches Loom (the test answers discovery
+// from before the CRD until Loom has refreshed it three times after the CRD
+// was established: more than the CRD's own events cause).
+func TestChildKindPublishedAfterItsCRDEvent(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	group := fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
+	installTestCRD(t, group, "Widget", "widgets")
+	disco := &staleDiscovery{last: map[string]recorded{}}
+	startLoom(t, gadgetWidgetSet(t, group), ns, loomOptions{transport: func(rt http.RoundTripper) http.RoundTripper {
+		disco.next = rt
+		return disco
+	}})
+	widgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
+	createObject(t, widgets, ns, `{"apiVersion":"`+group+`/v1","kind":"Widget","metadata":{"name":"w1"}}`)
+	waitDegraded(t, widgets, ns, "w1", "ApplyFailed", "Gadget", "not served")
+	waitEvent(t, ns, "w1", "Warning", "ApplyFailed", "Gadget", "not served")
+
+	disco.stale.Store(true)
+	installTestCRD(t, group, "Gadget", "gadgets")
+	told := disco.told.Load()
+	eventually(t, 30*time.Second, "Loom refreshes discovery three times after the Gadget CRD is established", func(context.Context) error {
+		if disco.told.Load() < told+3 {
+			return errNotYet
+		}
+		return nil
+	})
+	disco.stale.Store(false)
+
+	gadgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
+	eventually(t, 30*time.Second, "the Gadget is applied once its kind is served", func(ctx context.Context) error {
+		_, err := get(ctx, gadgets, ns, "w1-gadget")
 		return err
 	})
 	waitConditionGVR(t, widgets, ns, "w1", "Degraded", "False")
