@@ -18,7 +18,7 @@ import (
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // discoveryBackoff spaces the refreshes of discovery while a kind is
-// awaited: from 100ms, doubling, to at most 30s between two.
+// awaited: from 100ms, doubling, to 30s (plus up to 10% jitter).
 func discoveryBackoff() wait.Backoff {
 	return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 30 * time.Second}
 }
