@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/config"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,8 +23,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
-
-	"github.com/loom-operator/loom/engine/render"
 )
 
 var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
@@ -63,7 +62,7 @@ func newFakeLookups(t *testing.T, ctx context.Context, names ...string) *lookupC
 // named, in namespace ns, through the reader reconciles use.
 func readAs(t *testing.T, ctx context.Context, lc *lookupCache, parent cache.ObjectName, names ...string) {
 	t.Helper()
-	r := lc.reader(ctx, parentKey{gk: widgetGVK.GroupKind(), key: parent}, []render.LookupRule{{APIVersion: "v1", Kind: "ConfigMap"}})
+	r := lc.reader(ctx, parentKey{gk: widgetGVK.GroupKind(), key: parent}, []config.LookupRule{{APIVersion: "v1", Kind: "ConfigMap"}})
 	defer r.done()
 	for _, n := range names {
 		obj, err := r.Get(configMapGVK, "ns", n)
