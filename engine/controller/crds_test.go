@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/clock"
 
 	"github.com/loom-operator/loom/engine/apply"
 )
@@ -76,7 +77,7 @@ func newDiscoveryManager(t *testing.T, ctx context.Context, disco *gatedDiscover
 	})
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	return &Manager{
-		opts:        Options{Workers: 1, ReconcileTimeout: time.Second},
+		opts:        Options{Workers: 1, ReconcileTimeout: time.Second, Clock: clock.RealClock{}},
 		ctx:         ctx,
 		client:      client,
 		strip:       newWidgetServer(t),
