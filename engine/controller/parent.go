@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/render"
 )
@@ -69,11 +68,23 @@ type parentController struct {
 	rollouts *rollouts
 }
 
-// writtenStatus is the status Loom last wrote to a parent, and the
-// resourceVersion the write produced. Until the cache catches up with that
-// write, the reconcile compares against it instead of the stale cache.
+// writtenStatus is the status Loom last wrote to a parent, kept while the
+// cache is behind that write: the reconcile compares against it instead
+// of the stale cache.
+//
+// resourceVersions are opaque (after an etcd restore they even go
+// backwards), so whether the cache is behind is never read from their
+// order: the cache is behind while it holds the version the write was
+// based on (pre), the parent as the reconcile that wrote read it. A cache
+// moves forward through a parent's versions, so any other version it holds
+// or delivers is the write's or a later one, or the world as an etcd
+// restore left it; in every case it is the parent as it is. One case costs
+// more than it needs to: another writer's change to the parent that lands
+// between Loom's read and its status write, seen by a reconcile before
+// the write's echo, drops the copy early, and that reconcile applies the
+// status again (a no-op on the server).
 type writtenStatus struct {
-	rv     uint64
+	pre    string
 	status map[string]any
 }
 
@@ -172,14 +183,14 @@ func (c *parentController) onUpdate(old, cur any) {
 }
 
 // caughtUp drops the status Loom wrote to the parent with uid once the
-// cache holds resourceVersion rv of it, which is that write or newer. A
-// status write triggers no reconcile (onUpdate ignores it), so this, and
+// cache holds resourceVersion rv of it, if rv is not the version the write
+// was based on (see writtenStatus). A status write triggers no reconcile (onUpdate ignores it), so this, and
 // not the next reconcile (previous), is what keeps Loom from holding a
 // copy of every parent's status at steady state.
 func (c *parentController) caughtUp(uid types.UID, rv string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if w, ok := c.written[uid]; ok && apply.ParseResourceVersion(rv) >= w.rv {
+	if w, ok := c.written[uid]; ok && rv != w.pre {
 		delete(c.written, uid)
 	}
 }

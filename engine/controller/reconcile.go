@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/depend"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
@@ -364,16 +363,24 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 	return nil
 }
 
-// rememberWritten keeps the status Loom wrote to parent, which the write
-// gave resourceVersion rv, until the cache catches up with it (caughtUp,
-// from the parent's update event). The event may have come first, before
-// the write's response: then the cache is checked here. The copy is
-// stored before the cache is read, so that an event either finds it or is
-// already in the cache.
+// rememberWritten keeps the status Loom wrote to parent (the object the
+// write was based on), which the write gave resourceVersion rv, until the
+// cache catches up with it (caughtUp, from the parent's update event). The
+// event may have come first, before the write's response: then the cache
+// is checked here. The copy is stored before the cache is read, so that an
+// event either finds it or is already in the cache. A write that changed
+// nothing (rv is the version it was based on) leaves no copy: the cache
+// holds that status already.
 func (c *parentController) rememberWritten(parent *unstructured.Unstructured, rv string, st map[string]any) {
 	uid := parent.GetUID()
 	c.mu.Lock()
-	c.written[uid] = writtenStatus{rv: apply.ParseResourceVersion(rv), status: st}
+	if rv == parent.GetResourceVersion() {
+		delete(c.written, uid)
+		delete(c.noStatus, uid)
+		c.mu.Unlock()
+		return
+	}
+	c.written[uid] = writtenStatus{pre: parent.GetResourceVersion(), status: st}
 	delete(c.noStatus, uid) // it has a status subresource now
 	c.mu.Unlock()
 	if id, ok := c.parentID(cache.MetaObjectToName(parent)); ok && id.GetUID() == uid {
@@ -382,12 +389,13 @@ func (c *parentController) rememberWritten(parent *unstructured.Unstructured, rv
 }
 
 // previous returns the parent with the newest status Loom knows of: the
-// cached one, or the one Loom wrote if the cache has not caught up yet.
+// cached one, or the one Loom wrote if the cache still holds the version
+// that write was based on (see writtenStatus).
 // Once the cache has caught up, Loom's copy of the status is dropped.
 func (c *parentController) previous(parent *unstructured.Unstructured) *unstructured.Unstructured {
 	c.mu.Lock()
 	w, ok := c.written[parent.GetUID()]
-	caughtUp := ok && apply.ParseResourceVersion(parent.GetResourceVersion()) >= w.rv
+	caughtUp := ok && parent.GetResourceVersion() != w.pre
 	if caughtUp {
 		// The cache holds what Loom wrote, or newer: keep no copy of it.
 		delete(c.written, parent.GetUID())

@@ -49,8 +49,9 @@ func stateController(t *testing.T) *parentController {
 func remember(c *parentController, parent *unstructured.Unstructured) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	// A write newer than the events of these tests: the cache has not caught up.
-	c.written[parent.GetUID()] = writtenStatus{rv: 100, status: map[string]any{"state": "Ready"}}
+	// A write based on the parent at resourceVersion 5, the version the
+	// update events of these tests bring: the cache has not caught up.
+	c.written[parent.GetUID()] = writtenStatus{pre: "5", status: map[string]any{"state": "Ready"}}
 	c.noStatus[parent.GetUID()] = true
 	c.unserved[cache.MetaObjectToName(parent)] = true
 }
@@ -155,9 +156,9 @@ func TestWrittenStatusIsDroppedOnceTheCacheCatchesUp(t *testing.T) {
 	c := &parentController{written: map[types.UID]writtenStatus{}}
 	parent := u(t, parentYAML)
 	parent.SetUID("u1")
-	c.written["u1"] = writtenStatus{rv: 10, status: map[string]any{"state": "Ready"}}
+	c.written["u1"] = writtenStatus{pre: "9", status: map[string]any{"state": "Ready"}}
 
-	parent.SetResourceVersion("9") // the cache lags behind Loom's write
+	parent.SetResourceVersion("9") // the cache lags behind Loom's write, based on 9
 	if got := c.previous(parent); got.Object["status"].(map[string]any)["state"] != "Ready" {
 		t.Fatalf("previous with a lagging cache = %v, want the status Loom wrote", got.Object["status"])
 	}
@@ -186,15 +187,15 @@ func TestWrittenStatusIsDroppedWhenTheWatchCatchesUp(t *testing.T) {
 	}{
 		{"the echo of the write", "10", "u1", false},
 		{"a newer update", "11", "u1", false},
-		{"an update older than the write", "9", "u1", true},
+		{"a late delivery of the version the write was based on", "9", "u1", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := stateController(t)
 			old := u(t, parentYAML)
 			old.SetResourceVersion("8")
-			c.written["u1"] = writtenStatus{rv: 10, status: map[string]any{"state": "Ready"}}
-			c.written["u9"] = writtenStatus{rv: 5, status: map[string]any{"state": "Ready"}} // another parent's
+			c.written["u1"] = writtenStatus{pre: "9", status: map[string]any{"state": "Ready"}}
+			c.written["u9"] = writtenStatus{pre: "4", status: map[string]any{"state": "Ready"}} // another parent's
 			cur := old.DeepCopy()
 			cur.SetUID(tt.uid)
 			cur.SetResourceVersion(tt.eventRV)
@@ -222,7 +223,7 @@ func TestWrittenStatusIsNotKeptWhenTheCacheIsAhead(t *testing.T) {
 	}{
 		{"cache already holds the write", "10", "u1", false},
 		{"cache holds a newer update", "12", "u1", false},
-		{"cache behind the write", "9", "u1", true},
+		{"cache behind the write (at the version it was based on)", "1", "u1", true},
 		{"cache holds another object of that name", "10", "u2", true},
 	}
 	for _, tt := range tests {
@@ -286,6 +287,47 @@ func TestNoStatusSubresourceIsToldOnce(t *testing.T) {
 			tt.between(c, parent)
 			if got := c.markNoStatus(parent.GetUID()); got != tt.wantFirst {
 				t.Errorf("second finding tells = %v, want %v", got, tt.wantFirst)
+			}
+		})
+	}
+}
+
+// resourceVersions are opaque, and after an etcd restore they go
+// backwards: a parent that comes back at a version below the one Loom's
+// status write produced is the parent as it is now, not a cache that lags
+// behind the write. Loom must compare against it (and drop its copy), not
+// against a status the restored world does not hold.
+func TestWrittenStatusAfterResourceVersionsWentBack(t *testing.T) {
+	tests := []struct {
+		name string
+		// deliver is how the restored parent reaches the controller.
+		deliver func(c *parentController, old, restored *unstructured.Unstructured) *unstructured.Unstructured
+	}{
+		{"its watch event", func(c *parentController, old, restored *unstructured.Unstructured) *unstructured.Unstructured {
+			c.onUpdate(packParent(t, old), packParent(t, restored))
+			return nil
+		}},
+		{"the next reconcile", func(c *parentController, old, restored *unstructured.Unstructured) *unstructured.Unstructured {
+			return c.previous(restored)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := stateController(t)
+			parent := u(t, parentYAML)
+			parent.SetResourceVersion("990")
+			c.rememberWritten(parent, "1000", map[string]any{"state": "Ready"})
+			if _, kept := c.written[parent.GetUID()]; !kept {
+				t.Fatal("the written status is not kept while the cache is behind the write")
+			}
+			restored := parent.DeepCopy()
+			restored.SetResourceVersion("500")
+			restored.Object["status"] = map[string]any{"state": "Progressing"}
+			if got := tt.deliver(c, parent, restored); got != nil && got != restored {
+				t.Errorf("previous = %v, want the restored parent", got.Object["status"])
+			}
+			if _, kept := c.written[parent.GetUID()]; kept {
+				t.Error("the written status is kept after the parent came back at another version")
 			}
 		})
 	}
