@@ -23,7 +23,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/rollout"
 )
@@ -73,6 +72,15 @@ type rollouts struct {
 	// not have caught up with that write when the next decision reads,
 	// and a decision from an older state could move parents back.
 	last *unstructured.Unstructured
+	// behind holds the TemplateSet's resourceVersions that the cache can
+	// hold while it has not caught up with last: the one the first of
+	// Loom's writes since the cache was read was based on, and each write
+	// but the last. Every status write names the version it is based on
+	// (a conflict otherwise), so no other writer's version comes between
+	// them, and any other version the cache holds is last or newer, or
+	// the world as an etcd restore left it. resourceVersions are opaque:
+	// their order is never read.
+	behind []string
 	// pruned names the revisions the last prune kept.
 	pruned string
 	// on is set once the TemplateSet is watched and decisions run;
@@ -403,7 +411,7 @@ func (r *rollouts) sync(ctx context.Context) error {
 		// starting afresh would make the folder's candidate stable for
 		// every parent at once.
 		prev = v.state
-		r.stored, r.pruned, r.last = map[string]bool{}, "", nil
+		r.stored, r.pruned, r.last, r.behind = map[string]bool{}, "", nil, nil
 	}
 
 	// 2. Decide.
@@ -458,16 +466,19 @@ func (r *rollouts) sync(ctx context.Context) error {
 	return r.prune(ctx, d.State)
 }
 
-// templateSet returns this set's TemplateSet, created if missing.
+// templateSet returns this set's TemplateSet, created if missing: Loom's
+// last write of it while the cache has not caught up with that write (see
+// behind), the cached one otherwise.
 func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstructured.Unstructured, error) {
 	if obj, ok, _ := r.informer.GetStore().GetByKey(r.name); ok {
 		cached := obj.(*unstructured.Unstructured)
-		if r.last != nil && r.last.GetUID() == cached.GetUID() &&
-			apply.ParseResourceVersion(cached.GetResourceVersion()) < apply.ParseResourceVersion(r.last.GetResourceVersion()) {
+		if r.last != nil && r.last.GetUID() == cached.GetUID() && slices.Contains(r.behind, cached.GetResourceVersion()) {
 			return r.last.DeepCopy(), nil
 		}
+		r.last, r.behind = nil, nil
 		return cached.DeepCopy(), nil
 	}
+	r.last, r.behind = nil, nil
 	ts := &unstructured.Unstructured{}
 	ts.SetAPIVersion("loom.dev/v1alpha1")
 	ts.SetKind("TemplateSet")
@@ -661,9 +672,12 @@ func (r *rollouts) writeState(ctx context.Context, ts *unstructured.Unstructured
 	ts.Object["status"] = st
 	written, err := r.c.m.client.Resource(templateSetGVR).UpdateStatus(ctx, ts, metav1.UpdateOptions{FieldManager: r.c.m.opts.FieldManager})
 	if err != nil {
+		if apierrors.IsConflict(err) {
+			r.last, r.behind = nil, nil // the next decision reads the cache
+		}
 		return fmt.Errorf("write the status of TemplateSet %s: %w", r.name, err)
 	}
-	r.last = written
+	r.last, r.behind = written, append(r.behind, ts.GetResourceVersion())
 	return nil
 }
 

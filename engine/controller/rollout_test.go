@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/loom-operator/loom/engine/render"
 )
@@ -64,6 +65,55 @@ func TestOwnWriteKnowsEveryEchoInFlight(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := r.ownWrite(tt.old, tt.cur); got != tt.want {
 				t.Errorf("ownWrite = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// resourceVersions are opaque, and after an etcd restore they go
+// backwards: a TemplateSet that the cache holds at a version below the one
+// Loom's last status write produced is the TemplateSet as it is now, not a
+// cache that lags behind the write. Deciding from Loom's copy instead
+// writes with a resourceVersion the server no longer has, and conflicts
+// until the numbers pass it again. Loom's copy is used only while the
+// cache holds a version its writes since were based on.
+func TestTemplateSetAfterResourceVersionsWentBack(t *testing.T) {
+	ts := func(rv string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "loom.dev/v1alpha1", "kind": "TemplateSet",
+			"metadata": map[string]any{"name": "web", "uid": "a", "resourceVersion": rv},
+		}}
+	}
+	tests := []struct {
+		name     string
+		behind   []string // the versions Loom's writes were based on
+		cached   string
+		wantRV   string
+		wantLast bool // Loom's copy is still kept
+	}{
+		{"restored below Loom's write", nil, "500", "500", false},
+		{"restored to the version Loom's writes started from, after the cache delivered them", nil, "7", "7", false},
+		{"cache at the version Loom's first write was based on", []string{"7", "8"}, "7", "1000", true},
+		{"cache at an earlier write of Loom's", []string{"7", "8"}, "8", "1000", true},
+		{"cache holds Loom's last write", []string{"7", "8"}, "1000", "1000", false},
+		{"restored to another version", []string{"7", "8"}, "500", "500", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
+			if err := inf.GetStore().Add(ts(tt.cached)); err != nil {
+				t.Fatal(err)
+			}
+			r := &rollouts{name: "web", informer: inf, last: ts("1000"), behind: tt.behind}
+			got, err := r.templateSet(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.GetResourceVersion() != tt.wantRV {
+				t.Errorf("templateSet = the TemplateSet at resourceVersion %s, want %s", got.GetResourceVersion(), tt.wantRV)
+			}
+			if (r.last != nil) != tt.wantLast {
+				t.Errorf("Loom's copy kept = %v, want %v", r.last != nil, tt.wantLast)
 			}
 		})
 	}
