@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"unique"
@@ -43,20 +42,40 @@ type Applier struct {
 // resourceVersion, and the fingerprint of the fields Loom owns in it. One
 // is kept per child for as long as Loom runs, so it is small and holds no
 // pointer: strings are kept as digests, compared for equality only.
+//
+// resourceVersions are opaque (after an etcd restore they even go
+// backwards), so a record never asks whether one is older than another.
+// It tells whether the cache is behind Loom's write from what the cache
+// delivers instead: the cache is behind from the write until its watch
+// delivers a version of the object other than pre, the one it held when
+// Loom wrote (see Observe). A watch delivers an object's versions in the
+// order they were written, so the first one after pre is Loom's write or
+// a later one, or, if another writer came in between, one that leads to
+// it; in every case the cache no longer holds the object Loom read.
 type record struct {
 	hash   digest
 	uid    digest
 	fields digest
-	rv     uint64
+	rv     digest
+	// pre is the resourceVersion the cache held when Loom wrote, zero
+	// when it held no object.
+	pre digest
+	// behind is set from the write until the cache delivers a version
+	// other than pre.
+	behind bool
 	// stale is set when a reconcile went on with a cached object older
 	// than this write: the watch echo of the write must then reach the
 	// controller, which has not seen the object as it is.
 	stale bool
 }
 
-// newRecord returns the record of an apply.
-func newRecord(hash string, uid types.UID, rv uint64, fields string) record {
-	return record{hash: digestOf(hash), uid: digestOf(string(uid)), fields: digestOf(fields), rv: rv}
+// newRecord returns the record of an apply that gave the object
+// resourceVersion rv, over the version pre the cache held ("" when none).
+// An apply that changed nothing leaves the version, and the cache, as they
+// were.
+func newRecord(hash string, uid types.UID, rv, pre, fields string) record {
+	return record{hash: digestOf(hash), uid: digestOf(string(uid)), fields: digestOf(fields),
+		rv: digestOf(rv), pre: digestOf(pre), behind: rv != pre}
 }
 
 // digest stands for a string a record compares with: the first 128 bits of
@@ -176,7 +195,7 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 			return failed(res, a.applyError(ctx, gvr, desired, err))
 		}
 	}
-	a.remember(ref, newRecord(hash, resp.GetUID(), ParseResourceVersion(resp.GetResourceVersion()), pack.Fingerprint(resp, a.manager)))
+	a.remember(ref, newRecord(hash, resp.GetUID(), resp.GetResourceVersion(), resourceVersionOf(live), pack.Fingerprint(resp, a.manager)))
 	res.Action, res.Object = object.Configured, resp
 	if live == nil {
 		res.Action = object.Created // as far as the cache knew
@@ -212,7 +231,8 @@ func (a *Applier) target(gvk schema.GroupVersionKind, namespace string) (schema.
 // and exists unless someone deleted it, which the caller's watch reports).
 // The child needs no write when:
 //   - the cache has not yet caught up with Loom's own apply of this very
-//     desired object (live is missing or older than that write); or
+//     desired object (it still holds what it held when Loom wrote, and
+//     has delivered nothing else since; see record); or
 //   - live is the object Loom applied it to (same UID), it still carries
 //     the hash of this desired object, and Loom owns exactly the fields
 //     its apply left it owning (same fingerprint of its managedFields
@@ -231,24 +251,23 @@ func (a *Applier) check(ref object.Ref, hash string, live *unstructured.Unstruct
 	if !ok || rec.hash != digestOf(hash) {
 		return false, ok
 	}
-	if live == nil || ParseResourceVersion(live.GetResourceVersion()) < rec.rv {
+	if rec.behind && digestOf(resourceVersionOf(live)) == rec.pre {
 		rec.stale = true
 		// A map assignment stores the key it is given, even over an
 		// equal one: the record keeps a name of its own.
 		a.applied[ownKey(ref)] = rec
 		return true, true
 	}
-	return digestOf(string(live.GetUID())) == rec.uid && live.GetDeletionTimestamp() == nil &&
+	return live != nil && digestOf(string(live.GetUID())) == rec.uid && live.GetDeletionTimestamp() == nil &&
 		live.GetAnnotations()[AnnotationApplied] == hash && digestOf(pack.Fingerprint(live, a.manager)) == rec.fields, true
 }
 
-// ParseResourceVersion reads a resourceVersion as a number, to tell whether
-// a cached object is older than a write. Kubernetes calls them opaque, but
-// etcd-backed ones are revisions; an unparsable one reads as 0, which makes
-// the cached object count as current.
-func ParseResourceVersion(rv string) uint64 {
-	n, _ := strconv.ParseUint(rv, 10, 64)
-	return n
+// resourceVersionOf returns obj's resourceVersion, "" for no object.
+func resourceVersionOf(obj *unstructured.Unstructured) string {
+	if obj == nil {
+		return ""
+	}
+	return obj.GetResourceVersion()
 }
 
 func (a *Applier) remember(ref object.Ref, r record) {
@@ -258,15 +277,27 @@ func (a *Applier) remember(ref object.Ref, r record) {
 	a.mu.Unlock()
 }
 
-// IsOwnWrite reports whether resourceVersion rv of the object is the one
-// Loom's own last apply produced: the watch echo of that write, which the
-// reconcile that made it has already taken into account.
-func (a *Applier) IsOwnWrite(ref object.Ref, rv string) bool {
+// Observe tells the Applier that the cache delivered resourceVersion rv
+// of the object (an add or an update), which ends the time the cache is
+// behind Loom's last write (see record) unless rv is the version the cache
+// held before it. It reports whether rv is the one Loom's own last apply
+// produced: the watch echo of that write, which the reconcile that made it
+// has already taken into account (unless a reconcile went on with the
+// older object since).
+func (a *Applier) Observe(ref object.Ref, rv string) (ownWrite bool) {
 	key := keyOf(ref)
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	rec, ok := a.applied[key]
-	a.mu.Unlock()
-	return ok && !rec.stale && rec.rv != 0 && rec.rv == ParseResourceVersion(rv)
+	if !ok {
+		return false
+	}
+	d := digestOf(rv)
+	if rec.behind && d != rec.pre {
+		rec.behind = false
+		a.applied[ownKey(ref)] = rec
+	}
+	return !rec.stale && rv != "" && rec.rv == d
 }
 
 // Forget drops what Loom remembers of an object that is gone.

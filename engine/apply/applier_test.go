@@ -25,8 +25,13 @@ func TestCheck(t *testing.T) {
 	applied.SetUID("u1")
 	applied.SetResourceVersion("5")
 	fp := pack.Fingerprint(applied, "loom")
-	rec := newRecord(hash, "u1", 5, fp)
-	old := newRecord("old", "u1", 5, fp)
+	// Loom applied at resourceVersion 5 over 4 (rec), or created the
+	// child at 5 (created); seen is rec once the watch delivered 5.
+	rec := newRecord(hash, "u1", "5", "4", fp)
+	created := newRecord(hash, "u1", "5", "", fp)
+	seen := rec
+	seen.behind = false
+	old := newRecord("old", "u1", "5", "4", fp)
 	live := func(rv string, edit func(u *unstructured.Unstructured)) *unstructured.Unstructured {
 		u := applied.DeepCopy()
 		u.SetResourceVersion(rv)
@@ -47,8 +52,19 @@ func TestCheck(t *testing.T) {
 		wantStale     bool
 	}{
 		{"not in the cache, never applied", nil, nil, false, false, false},
-		{"not in the cache yet, just applied", &rec, nil, true, true, true},
+		{"not in the cache yet, just created", &created, nil, true, true, true},
 		{"cache older than Loom's own write", &rec, live("4", nil), true, true, true},
+		{"gone from the cache since Loom's write (deleted)", &rec, nil, false, true, false},
+		{"gone from the cache after it delivered Loom's write", &seen, nil, false, true, false},
+		{"the cache delivered Loom's write", &seen, live("5", nil), true, true, false},
+		// After an etcd restore, resourceVersions go backwards: the cache
+		// delivered Loom's write, so an object at another version is the
+		// world as restored, never a cache catching up.
+		{"restored to the version before Loom's write", &seen, live("4", func(u *unstructured.Unstructured) {
+			u.SetAnnotations(map[string]string{AnnotationApplied: "old"})
+		}), false, true, false},
+		{"restored to an older version where another writer took spec.replicas", &seen, live("3", loses(
+			`{f:metadata: {f:annotations: {f:loom.dev/applied: {}}, f:labels: {f:app: {}}}, f:spec: {f:template: {}}}`)), false, true, false},
 		{"live as applied", &rec, live("5", nil), true, true, false},
 		{"another writer changed a field Loom does not set", &rec, live("6", func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(u.Object, true, "spec", "paused")
@@ -98,29 +114,49 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-func TestIsOwnWrite(t *testing.T) {
+// Observe recognises the echo of Loom's own write, and ends the time the
+// cache is behind that write when it delivers any other version than the
+// one it held before it.
+func TestObserve(t *testing.T) {
 	a := New(nil, nil, "")
 	ref := object.Ref{Name: "web"}
-	if a.IsOwnWrite(ref, "5") {
-		t.Fatal("nothing applied yet, but IsOwnWrite is true")
+	at := func(rv string) *unstructured.Unstructured {
+		return fixture.Object(t, `{metadata: {name: web, uid: u1, resourceVersion: "`+rv+`", annotations: {loom.dev/applied: h}}}`)
 	}
-	a.remember(ref, newRecord("h", "", 5, ""))
-	if !a.IsOwnWrite(ref, "5") {
+	if a.Observe(ref, "5") {
+		t.Fatal("nothing applied yet, but Observe reports Loom's write")
+	}
+	a.remember(ref, newRecord("h", "u1", "5", "4", ""))
+	if !a.Observe(ref, "5") {
 		t.Error("the echo of our own write is not recognised")
 	}
-	if a.IsOwnWrite(ref, "6") {
+	if a.Observe(ref, "6") {
 		t.Error("a later write by someone else is taken for our own")
 	}
-	// A reconcile that went on with an older cached object has not seen
+	// A reconcile that went on with the older cached object has not seen
 	// the object at rv 5: its echo must reach the controller.
-	if unchanged, _ := a.check(ref, "h", nil); !unchanged {
+	a.remember(ref, newRecord("h", "u1", "5", "4", ""))
+	if unchanged, _ := a.check(ref, "h", at("4")); !unchanged {
 		t.Fatal("a lagging cache should read as unchanged")
 	}
-	if a.IsOwnWrite(ref, "5") {
+	if a.Observe(ref, "4") {
+		t.Error("the version before the write is taken for the write")
+	}
+	if unchanged, _ := a.check(ref, "h", at("4")); !unchanged {
+		t.Error("a late delivery of the version before the write ended the wait for the write")
+	}
+	if a.Observe(ref, "5") {
 		t.Error("the echo is dropped although the reconcile used a stale cache")
 	}
+	// The cache delivered the write: the version before it, should it
+	// come back (an etcd restore), is the object as it is.
+	before := at("4")
+	before.SetAnnotations(map[string]string{AnnotationApplied: "old"})
+	if unchanged, _ := a.check(ref, "h", before); unchanged {
+		t.Error("after the write was delivered, the version before it still reads as a lagging cache")
+	}
 	a.Forget(ref)
-	if a.IsOwnWrite(ref, "5") {
+	if a.Observe(ref, "5") {
 		t.Error("Forget kept the record")
 	}
 }

@@ -80,7 +80,7 @@ func FuzzDriftDecision(f *testing.F) {
 
 		a := New(nil, nil, "loom")
 		ref := object.RefOf(after)
-		a.remember(ref, newRecord("h", "u1", 7, pack.Fingerprint(after, "loom")))
+		a.remember(ref, newRecord("h", "u1", "7", "6", pack.Fingerprint(after, "loom")))
 		unchanged, known := a.check(ref, "h", before)
 		if !known {
 			t.Fatal("a recorded child is not known")

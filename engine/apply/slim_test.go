@@ -50,7 +50,7 @@ func TestApplyNamesDriftOfASlimChild(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a, gets := fakeApplier(drifted, repaired)
 			if tt.record {
-				a.remember(object.RefOf(desired), newRecord(hash, "u1", 5, pack.Fingerprint(applied, "loom")))
+				a.remember(object.RefOf(desired), newRecord(hash, "u1", "5", "4", pack.Fingerprint(applied, "loom")))
 			}
 			r := a.Apply(t.Context(), desired, pack.Slim(drifted.DeepCopy(), "loom"))
 			if r.Err != nil || r.Action != object.Configured {

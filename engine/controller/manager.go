@@ -286,7 +286,7 @@ func (m *Manager) route(ev ownerEvent) {
 	ref := ev.child.Ref()
 	if ev.deleted {
 		m.applier.Forget(ref)
-	} else if m.applier.IsOwnWrite(ref, ev.child.GetResourceVersion()) {
+	} else if m.applier.Observe(ref, ev.child.GetResourceVersion()) {
 		return
 	}
 	gv, err := schema.ParseGroupVersion(ev.ref.APIVersion)
