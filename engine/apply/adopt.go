@@ -18,8 +18,8 @@ import (
 // first write is revision 2. An apply that names it can only create.
 const noSuchVersion = "1"
 
-// create applies a child that neither the cache nor Loom's records know of,
-// in one request that can only create it: a forced apply whose
+// create applies a child that the cache does not hold (whatever Loom's
+// records say of its name), in one request that can only create it: a forced apply whose
 // resourceVersion precondition no existing object meets. The API server
 // decides atomically, so an object created by someone else just before
 // is refused, not taken over (a read, then an apply, leaves that window
@@ -56,8 +56,8 @@ func (a *Applier) create(ctx context.Context, gvr schema.GroupVersionResource, d
 
 // adoptable decides, for a child the cache does not hold, whether Loom may
 // apply it: yes when no object of that name exists, or when adoption
-// allows the existing one. It costs one read, only for children Loom has
-// no record of.
+// allows the existing one. It costs one read, only when a create-only
+// apply found the name taken (or the resource refuses one).
 func (a *Applier) adoptable(ctx context.Context, gvr schema.GroupVersionResource, desired *unstructured.Unstructured) error {
 	ref := object.RefOf(desired)
 	cur, err := a.client.Resource(gvr).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})

@@ -147,8 +147,12 @@ func (a *Applier) Resource(gvk schema.GroupVersionKind) (schema.GroupVersionReso
 // or nil when it is not there. When live is exactly what Loom last applied
 // from the same desired object, Apply sends no request at all and reports
 // Unchanged. Apply never writes over an object that is not the parent's
-// (see adoption): it checks the cached object, and, for a child the cache
-// does not hold and Loom has no record of, reads the name first.
+// (see adoption): it checks the cached object, and creates a child the
+// cache does not hold with a request that cannot write over another object
+// (see create), whatever Loom remembers of the name. A record says the
+// name was Loom's child, not that it still is: deleted and replaced by
+// someone else's object while the delete event is still on its way, it is
+// not.
 func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstructured) object.Result {
 	desired = prepare(desired)
 	ref := object.RefOf(desired)
@@ -174,7 +178,7 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 		return failed(res, fmt.Errorf("apply %s: %w", ref, err))
 	}
 	var resp *unstructured.Unstructured
-	if live == nil && !known {
+	if live == nil {
 		if resp, err = a.create(ctx, gvr, desired, hash); err != nil {
 			return failed(res, err)
 		}

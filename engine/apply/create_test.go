@@ -124,3 +124,60 @@ data: {a: "1"}
 		})
 	}
 }
+
+// A child the cache does not hold is created with the guard even when Loom
+// has a record of applying it (from another desired object): the record
+// says the name was Loom's child once, not that it still is. Deleted and
+// replaced by someone else's object of the same name while the delete
+// event is still queued, it must be refused, not taken over by a forced
+// apply.
+func TestApplyGuardsTheCreateWhenTheCacheHoldsNothing(t *testing.T) {
+	const child = `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web
+  namespace: ns
+  labels: {applyset.kubernetes.io/part-of: applyset-mine-v1}
+  ownerReferences: [{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: p1, controller: true}]
+data: {a: "1"}
+`
+	gr := schema.GroupResource{Resource: "configmaps"}
+	var got []string
+	replaced := fixture.Object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns, uid: other, resourceVersion: "50"}, data: {a: "0"}}`)
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	client.PrependReactor("get", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		got = append(got, "get")
+		return true, replaced.DeepCopy(), nil
+	})
+	client.PrependReactor("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		var body unstructured.Unstructured
+		if err := json.Unmarshal(a.(clienttesting.PatchAction).GetPatch(), &body.Object); err != nil {
+			return true, nil, err
+		}
+		if body.GetResourceVersion() != "" {
+			got = append(got, "apply+rv")
+			return true, nil, apierrors.NewConflict(gr, "web", errors.New("the object has been modified"))
+		}
+		got = append(got, "apply")
+		body.SetResourceVersion("51")
+		body.SetUID("other")
+		return true, &body, nil
+	})
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	a := New(client, mapper, "loom")
+	// Loom applied the child from an earlier template, and its watch
+	// delivered that write.
+	a.remember(object.RefOf(fixture.Object(t, child)), newRecord("hash-of-the-earlier-template", "mine", "40", "", "fields"))
+	a.Observe(object.RefOf(fixture.Object(t, child)), "40")
+
+	r := a.Apply(t.Context(), fixture.Object(t, child), nil)
+	var nae *object.NotAdoptedError
+	if !errors.As(r.Err, &nae) {
+		t.Errorf("Apply = %s (err %v), want an object.NotAdoptedError", r.Action, r.Err)
+	}
+	if diff := cmp.Diff([]string{"apply+rv", "get"}, got); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
