@@ -56,10 +56,10 @@ type record struct {
 	hash   digest
 	uid    digest
 	fields digest
-	rv     digest
+	rv     version
 	// pre is the resourceVersion the cache held when Loom wrote, zero
 	// when it held no object.
-	pre digest
+	pre version
 	// behind is set from the write until the cache delivers a version
 	// other than pre.
 	behind bool
@@ -75,7 +75,7 @@ type record struct {
 // were.
 func newRecord(hash string, uid types.UID, rv, pre, fields string) record {
 	return record{hash: digestOf(hash), uid: digestOf(string(uid)), fields: digestOf(fields),
-		rv: digestOf(rv), pre: digestOf(pre), behind: rv != pre}
+		rv: versionOf(rv), pre: versionOf(pre), behind: rv != pre}
 }
 
 // digest stands for a string a record compares with: the first 128 bits of
@@ -91,6 +91,24 @@ func digestOf(s string) digest {
 	sum := sha256.Sum256([]byte(s))
 	copy(d[:], sum[:])
 	return d
+}
+
+// version stands for a resourceVersion a record compares with: a 64-bit
+// FNV-1a hash of it, 0 for none. Only two versions of one object are ever
+// compared, so two different ones having the same hash is not a concern
+// in practice, and the record stays as small as when it held a number.
+type version uint64
+
+func versionOf(rv string) version {
+	if rv == "" {
+		return 0
+	}
+	h := uint64(14695981039346656037) // FNV-1a, as hash/fnv, without its allocation
+	for i := 0; i < len(rv); i++ {
+		h ^= uint64(rv[i])
+		h *= 1099511628211
+	}
+	return version(h)
 }
 
 // recordKey is a Ref as a record's key: its group, kind and namespace,
@@ -255,7 +273,7 @@ func (a *Applier) check(ref object.Ref, hash string, live *unstructured.Unstruct
 	if !ok || rec.hash != digestOf(hash) {
 		return false, ok
 	}
-	if rec.behind && digestOf(resourceVersionOf(live)) == rec.pre {
+	if rec.behind && versionOf(resourceVersionOf(live)) == rec.pre {
 		rec.stale = true
 		// A map assignment stores the key it is given, even over an
 		// equal one: the record keeps a name of its own.
@@ -296,7 +314,7 @@ func (a *Applier) Observe(ref object.Ref, rv string) (ownWrite bool) {
 	if !ok {
 		return false
 	}
-	d := digestOf(rv)
+	d := versionOf(rv)
 	if rec.behind && d != rec.pre {
 		rec.behind = false
 		a.applied[ownKey(ref)] = rec

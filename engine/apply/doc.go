@@ -24,9 +24,10 @@
 // back are reported as drift. Values are never compared, so no server
 // normalisation can hide a change or fake one.
 //
-// A child the cache does not know is created by an apply that only
-// creates (a resourceVersion precondition no stored object meets); when
-// the API server refuses it because the name is taken, the Applier reads
+// A child the cache does not hold, whatever Loom remembers of its name,
+// is created by an apply that only creates (a resourceVersion
+// precondition no stored object meets); when the API server refuses it
+// because the name is taken, the Applier reads
 // the object: an existing object is adopted only when it is this parent's already
 // (its controller reference or ApplySet label) or carries the
 // loom.dev/adopt annotation naming the parent; otherwise the child fails
