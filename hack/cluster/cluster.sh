@@ -5,7 +5,7 @@
 # (which fakes a kubelet-less node, so pods "run" without containers) as plain
 # background processes. Binaries go to $ROOT/bin, all state to $ROOT/.cluster.
 #
-# Usage: hack/cluster/cluster.sh build|up|down [--keep-state]|restart NAME|compact|status|env
+# Usage: hack/cluster/cluster.sh build|up|down [--keep-state]|restart NAME|compact|snapshot DIR|restore DIR|status|env
 #
 # CLUSTER_COMPONENTS (default "etcd kube-apiserver kube-controller-manager
 # kube-scheduler kwok") picks what up, status and restart run, always in that
@@ -13,11 +13,13 @@
 # $ROOT/.cluster) is the state folder, so a second cluster, on ports of its
 # own, can run beside the first: every command acts only on the processes of
 # its state folder, and down stops all of them whatever CLUSTER_COMPONENTS says.
+# CLUSTER_BIN (default $ROOT/bin) is where the binaries are, for a script run
+# from another checkout than the one that started the cluster.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-BIN=$ROOT/bin
+BIN=${CLUSTER_BIN:-$ROOT/bin}
 STATE=${CLUSTER_STATE:-$ROOT/.cluster}
 [[ $STATE == /* ]] || STATE=$PWD/$STATE
 LOGS=$STATE/logs
@@ -111,12 +113,16 @@ alive() {
 
 # start NAME ARGS...: run bin/NAME in its own session, detached from this script,
 # logging to .cluster/logs/NAME.log; the process writes its own pid file before exec.
+# It inherits no descriptor but 0-2: a component restarted by a test run under
+# `flock FILE go test ...` would otherwise hold that lock for as long as it runs.
 start() {
   local name=$1; shift
   log "starting $name"
   rm -f "$PIDS/$name.pid"
   # shellcheck disable=SC2016 # $$ and $@ are expanded by the inner bash
-  setsid nohup bash -c 'echo $$ >"$0"; exec "$@"' "$PIDS/$name.pid" "$BIN/$name" "$@" \
+  setsid nohup bash -c 'echo $$ >"$0"
+    for fd in /proc/$$/fd/*; do fd=${fd##*/}; ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null; done
+    exec "$@"' "$PIDS/$name.pid" "$BIN/$name" "$@" \
     </dev/null >"$LOGS/$name.log" 2>&1 9>&- & # 9>&-: don't inherit the lock
   local i
   for i in {1..50}; do alive "$name" && return 0; sleep 0.1; done
@@ -350,6 +356,49 @@ cmd_compact() {
   echo "$rev"
 }
 
+# cmd_snapshot DIR: copy etcd's data folder to DIR (which must not exist)
+# while etcd and the API server are stopped, then start them again and wait
+# until the cluster is healthy. With restore, an etcd snapshot restore of
+# the kind operators make after losing data: everything written since goes,
+# and resourceVersions go back.
+cmd_snapshot() {
+  local dir=${1:-} t0=$SECONDS
+  [[ -n $dir && ! -e $dir ]] || die "snapshot where? a folder that does not exist yet"
+  all_alive || die "the cluster is not up; run '$0 up' first"
+  make_secrets
+  trap 'fail "interrupted"' INT TERM
+  stop kube-apiserver
+  stop etcd
+  cp -a "$STATE/etcd" "$dir"
+  start_etcd
+  start_kube_apiserver
+  wait_for kube-apiserver "healthy cluster after the snapshot" healthy
+  trap - INT TERM
+  log "snapshot of etcd's data in $dir in $((SECONDS - t0))s"
+}
+
+# cmd_restore DIR: replace etcd's data folder with the snapshot in DIR
+# while etcd and the API server are stopped, then start them again and wait
+# until the cluster is healthy. The other components keep running, as
+# clients of the API server that see the world go back.
+cmd_restore() {
+  local dir=${1:-} t0=$SECONDS
+  [[ -n $dir && -d $dir/member ]] || die "restore from where? a folder made by '$0 snapshot'"
+  all_alive || die "the cluster is not up; run '$0 up' first"
+  make_secrets
+  trap 'fail "interrupted"' INT TERM
+  stop kube-apiserver
+  stop etcd
+  rm -rf "$STATE/etcd"
+  cp -a "$dir" "$STATE/etcd"
+  chmod 700 "$STATE/etcd"
+  start_etcd
+  start_kube_apiserver
+  wait_for kube-apiserver "healthy cluster after the restore" healthy
+  trap - INT TERM
+  log "restored etcd's data from $dir in $((SECONDS - t0))s"
+}
+
 cmd_down() {
   stop_all
   local -a stray
@@ -378,7 +427,7 @@ cmd_status() {
 cmd_env() { echo "export KUBECONFIG=$KUBECONFIG_FILE"; }
 
 # One build/up/down/restart at a time (e.g. parallel `make cluster`); the lock is released on exit.
-if [[ ${1:-} =~ ^(build|up|down|restart)$ ]]; then
+if [[ ${1:-} =~ ^(build|up|down|restart|snapshot|restore)$ ]]; then
   mkdir -p "$BIN" && exec 9>"$BIN/.cluster.lock" && flock 9
 fi
 
@@ -388,7 +437,9 @@ up) cmd_up ;;
 down) cmd_down "${2:-}" ;;
 restart) cmd_restart "${2:-}" ;;
 compact) cmd_compact ;;
+snapshot) cmd_snapshot "${2:-}" ;;
+restore) cmd_restore "${2:-}" ;;
 status) cmd_status ;;
 env) cmd_env ;;
-*) echo "usage: $0 build|up|down [--keep-state]|restart NAME|compact|status|env" >&2; exit 2 ;;
+*) echo "usage: $0 build|up|down [--keep-state]|restart NAME|compact|snapshot DIR|restore DIR|status|env" >&2; exit 2 ;;
 esac
