@@ -51,7 +51,10 @@ type Applier struct {
 // Loom wrote (see Observe). A watch delivers an object's versions in the
 // order they were written, so the first one after pre is Loom's write or
 // a later one, or, if another writer came in between, one that leads to
-// it; in every case the cache no longer holds the object Loom read.
+// it; in every case the cache no longer holds the object Loom read. The
+// watch may deliver the write before its response reaches Loom: seen, the
+// last version delivered, kept across records (and in a record with no
+// apply, for a child Loom has not applied yet), tells it then.
 type record struct {
 	hash   digest
 	uid    digest
@@ -60,6 +63,8 @@ type record struct {
 	// pre is the resourceVersion the cache held when Loom wrote, zero
 	// when it held no object.
 	pre version
+	// seen is the last version the watch delivered, zero if none.
+	seen version
 	// behind is set from the write until the cache delivers a version
 	// other than pre.
 	behind bool
@@ -271,7 +276,7 @@ func (a *Applier) check(ref object.Ref, hash string, live *unstructured.Unstruct
 	defer a.mu.Unlock()
 	rec, ok := a.applied[key]
 	if !ok || rec.hash != digestOf(hash) {
-		return false, ok
+		return false, ok && rec.hash != digest{} // a record with no hash holds only what the watch delivered
 	}
 	if rec.behind && versionOf(resourceVersionOf(live)) == rec.pre {
 		rec.stale = true
@@ -292,9 +297,15 @@ func resourceVersionOf(obj *unstructured.Unstructured) string {
 	return obj.GetResourceVersion()
 }
 
+// remember stores r, the record of an apply of ref. If the watch already
+// delivered the version the apply produced, the cache is not behind it.
 func (a *Applier) remember(ref object.Ref, r record) {
 	key := ownKey(ref)
 	a.mu.Lock()
+	if old, ok := a.applied[key]; ok && old.seen != 0 {
+		r.seen = old.seen
+		r.behind = r.behind && old.seen != r.rv
+	}
 	a.applied[key] = r
 	a.mu.Unlock()
 }
@@ -310,15 +321,13 @@ func (a *Applier) Observe(ref object.Ref, rv string) (ownWrite bool) {
 	key := keyOf(ref)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	rec, ok := a.applied[key]
-	if !ok {
-		return false
-	}
+	rec := a.applied[key] // with no apply yet, a record of what the watch delivered
 	d := versionOf(rv)
+	rec.seen = d
 	if rec.behind && d != rec.pre {
 		rec.behind = false
-		a.applied[ownKey(ref)] = rec
 	}
+	a.applied[ownKey(ref)] = rec
 	return !rec.stale && rv != "" && rec.rv == d
 }
 

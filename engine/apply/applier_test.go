@@ -126,6 +126,16 @@ func TestObserve(t *testing.T) {
 	if a.Observe(ref, "5") {
 		t.Fatal("nothing applied yet, but Observe reports Loom's write")
 	}
+	if _, known := a.check(ref, "h", at("5")); known {
+		t.Error("what the watch delivered is taken for a record of an apply")
+	}
+	// The watch delivered 5 before the write's response (which made 5)
+	// reached Loom: the cache is not behind the write.
+	a.remember(ref, newRecord("h", "u1", "5", "4", ""))
+	if a.applied[keyOf(ref)].behind {
+		t.Error("the cache is taken to be behind a write it delivered before its response")
+	}
+	a.Forget(ref)
 	a.remember(ref, newRecord("h", "u1", "5", "4", ""))
 	if !a.Observe(ref, "5") {
 		t.Error("the echo of our own write is not recognised")

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,47 +49,66 @@ func TestApplyAfterResourceVersionsWentBack(t *testing.T) {
 		{"restored to an older snapshot where another writer took spec.replicas", restored("500", lostReplicas), []string{"apply"}},
 		{"restored to the version before Loom's write", before, []string{"apply"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
-			client.PrependReactor("patch", "deployments", func(a clienttesting.Action) (bool, runtime.Object, error) {
-				got = append(got, "apply")
-				var body unstructured.Unstructured
-				if err := json.Unmarshal(a.(clienttesting.PatchAction).GetPatch(), &body.Object); err != nil {
-					return true, nil, err
-				}
-				resp := fixture.WithEntry(t, &body, "loom", fixture.LoomFields)
-				resp.SetUID("u1")
-				resp.SetResourceVersion("1000")
-				return true, resp, nil
+	// The watch event of Loom's write can reach the Applier before the
+	// write's response does (echoFirst), when Loom has no record of the
+	// child yet (its first apply since it started).
+	for _, echoFirst := range []bool{false, true} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/echo first %v", tt.name, echoFirst), func(t *testing.T) {
+				testApplyAfterRestore(t, desired, before, tt.live, tt.want, echoFirst)
 			})
-			mapper := meta.NewDefaultRESTMapper(nil)
-			mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
-			a := New(client, mapper, "loom")
-			ref := object.RefOf(desired)
+		}
+	}
+}
 
-			if r := a.Apply(t.Context(), desired.DeepCopy(), before.DeepCopy()); r.Err != nil || r.Action != object.Configured {
-				t.Fatalf("first apply = %s, %v; want configured", r.Action, r.Err)
-			}
-			// Until its watch delivers the write, the cache is behind it:
-			// no request.
-			if r := a.Apply(t.Context(), desired.DeepCopy(), before.DeepCopy()); r.Action != object.Unchanged {
-				t.Fatalf("apply with the cache behind Loom's write = %s, want unchanged", r.Action)
-			}
-			// The watch delivers the write (not dropped as an echo: a
-			// reconcile went on with the older object).
-			if a.Observe(ref, "1000") {
-				t.Fatal("the echo is dropped although a reconcile used the older object")
-			}
-			got = nil
-			r := a.Apply(t.Context(), desired.DeepCopy(), tt.live.DeepCopy())
-			if r.Err != nil {
-				t.Fatal(r.Err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("requests (-want +got):\n%s", diff)
-			}
-		})
+// testApplyAfterRestore applies desired over before (the cache's object
+// when Loom writes), lets the watch deliver the write (before its response
+// when echoFirst), and checks the requests that applying desired over live
+// (the world as restored) sends.
+func testApplyAfterRestore(t *testing.T, desired, before, live *unstructured.Unstructured, want []string, echoFirst bool) {
+	ref := object.RefOf(desired)
+	var a *Applier
+	var got []string
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	client.PrependReactor("patch", "deployments", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		got = append(got, "apply")
+		var body unstructured.Unstructured
+		if err := json.Unmarshal(action.(clienttesting.PatchAction).GetPatch(), &body.Object); err != nil {
+			return true, nil, err
+		}
+		resp := fixture.WithEntry(t, &body, "loom", fixture.LoomFields)
+		resp.SetUID("u1")
+		resp.SetResourceVersion("1000")
+		if echoFirst {
+			a.Observe(ref, "1000")
+		}
+		return true, resp, nil
+	})
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
+	a = New(client, mapper, "loom")
+
+	if r := a.Apply(t.Context(), desired.DeepCopy(), before.DeepCopy()); r.Err != nil || r.Action != object.Configured {
+		t.Fatalf("first apply = %s, %v; want configured", r.Action, r.Err)
+	}
+	if !echoFirst {
+		// Until its watch delivers the write, the cache is behind it: no
+		// request.
+		if r := a.Apply(t.Context(), desired.DeepCopy(), before.DeepCopy()); r.Action != object.Unchanged {
+			t.Fatalf("apply with the cache behind Loom's write = %s, want unchanged", r.Action)
+		}
+		// The watch delivers the write (not dropped as an echo: a
+		// reconcile went on with the older object).
+		if a.Observe(ref, "1000") {
+			t.Fatal("the echo is dropped although a reconcile used the older object")
+		}
+	}
+	got = nil
+	r := a.Apply(t.Context(), desired.DeepCopy(), live.DeepCopy())
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }
