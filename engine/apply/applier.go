@@ -99,9 +99,9 @@ func digestOf(s string) digest {
 }
 
 // version stands for a resourceVersion a record compares with: a 64-bit
-// FNV-1a hash of it, 0 for none. Only two versions of one object are ever
+// FNV-1a hash of it, 0 for none. Only versions of one object are ever
 // compared, so two different ones having the same hash is not a concern
-// in practice, and the record stays as small as when it held a number.
+// in practice, and each takes 8 bytes, as the number it replaced did.
 type version uint64
 
 func versionOf(rv string) version {
