@@ -1,0 +1,175 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/loom-operator/loom/engine/render"
+)
+
+// The kinds that keep rollouts in the cluster (crds/).
+var (
+	templateSetGVR      = schema.GroupVersionResource{Group: "loom.dev", Version: "v1alpha1", Resource: "templatesets"}
+	templateRevisionGVR = schema.GroupVersionResource{Group: "loom.dev", Version: "v1alpha1", Resource: "templaterevisions"}
+)
+
+// setLabel names the TemplateSet a TemplateRevision belongs to.
+const setLabel = "loom.dev/set"
+
+// namespaceLabel marks the TemplateSets and TemplateRevisions of a Loom
+// that watches one namespace with that namespace.
+const namespaceLabel = "loom.dev/namespace"
+
+var invalidName = regexp.MustCompile(`[^a-z0-9.-]+`)
+
+// templateSetName is the TemplateSet of set: its folder's name, made a
+// valid object name, and, for a Loom that watches one namespace, that
+// namespace after a dot, so that Looms of different namespaces keep
+// rollouts of their own.
+func templateSetName(set *render.Set, namespace string) string {
+	n := strings.Trim(invalidName.ReplaceAllString(strings.ToLower(set.Name), "-"), "-.")
+	if n == "" {
+		n = "set"
+	}
+	if namespace != "" {
+		n += "." + namespace
+	}
+	return n
+}
+
+// rolloutStore reads and writes one set's TemplateSet and its
+// TemplateRevisions: every request a rollout sends goes through it.
+type rolloutStore struct {
+	client       dynamic.Interface
+	name         string // the TemplateSet's name
+	namespace    string // the namespace Loom watches; "" for all
+	fieldManager string
+}
+
+func (s *rolloutStore) sets() dynamic.ResourceInterface { return s.client.Resource(templateSetGVR) }
+func (s *rolloutStore) revisions() dynamic.ResourceInterface {
+	return s.client.Resource(templateRevisionGVR)
+}
+
+// revisionName is the TemplateRevision that keeps revision rev.
+func (s *rolloutStore) revisionName(rev string) string { return s.name + "-" + rev }
+
+// labels are the labels of this set's TemplateSet and TemplateRevisions.
+func (s *rolloutStore) labels() map[string]string {
+	l := map[string]string{setLabel: s.name}
+	if s.namespace != "" {
+		l[namespaceLabel] = s.namespace
+	}
+	return l
+}
+
+// canRead lists the TemplateSet once, so that a Loom whose RBAC does not
+// cover rollouts does not wait for an informer that can never sync.
+func (s *rolloutStore) canRead(ctx context.Context) error {
+	if _, err := s.sets().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + s.name, Limit: 1}); err != nil {
+		if apierrors.IsForbidden(err) {
+			return fmt.Errorf("Loom may not read TemplateSets (see deploy/rbac.yaml): %w", err)
+		}
+		return fmt.Errorf("list TemplateSet %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// informer returns an informer of the one TemplateSet.
+func (s *rolloutStore) informer() cache.SharedIndexInformer {
+	return dynamicinformer.NewFilteredDynamicInformer(s.client, templateSetGVR, "", 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + s.name }).Informer()
+}
+
+// createSet creates the TemplateSet of the set in folder, or reads it if
+// it exists.
+func (s *rolloutStore) createSet(ctx context.Context, folder string) (*unstructured.Unstructured, error) {
+	ts := &unstructured.Unstructured{}
+	ts.SetAPIVersion("loom.dev/v1alpha1")
+	ts.SetKind("TemplateSet")
+	ts.SetName(s.name)
+	ts.SetLabels(s.labels())
+	ts.SetAnnotations(map[string]string{"loom.dev/folder": folder})
+	created, err := s.sets().Create(ctx, ts, metav1.CreateOptions{FieldManager: s.fieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		return s.sets().Get(ctx, s.name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create TemplateSet %s: %w", s.name, err)
+	}
+	return created, nil
+}
+
+// writeStatus writes ts's status. It carries the resourceVersion ts was
+// read at, so a stale write fails.
+func (s *rolloutStore) writeStatus(ctx context.Context, ts *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	written, err := s.sets().UpdateStatus(ctx, ts, metav1.UpdateOptions{FieldManager: s.fieldManager})
+	if err != nil {
+		return nil, fmt.Errorf("write the status of TemplateSet %s: %w", s.name, err)
+	}
+	return written, nil
+}
+
+// revision reads the TemplateRevision of rev. Its error is the API
+// server's, wrapped, so that apierrors.IsNotFound tells a missing one.
+func (s *rolloutStore) revision(ctx context.Context, rev string) (*unstructured.Unstructured, error) {
+	obj, err := s.revisions().Get(ctx, s.revisionName(rev), metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("read TemplateRevision %s: %w", s.revisionName(rev), err)
+	}
+	return obj, nil
+}
+
+// keep creates the TemplateRevision of set, revision rev, owned by the
+// TemplateSet owner (when known). One that exists already is kept.
+func (s *rolloutStore) keep(ctx context.Context, set *render.Set, rev string, owner *unstructured.Unstructured) error {
+	files := map[string]any{}
+	for n, b := range set.Sources() {
+		files[n] = string(b)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "loom.dev/v1alpha1", "kind": "TemplateRevision",
+		"metadata": map[string]any{"name": s.revisionName(rev)},
+		"set":      s.name, "revision": rev, "files": files,
+	}}
+	obj.SetLabels(s.labels())
+	if owner != nil {
+		obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "loom.dev/v1alpha1", Kind: "TemplateSet", Name: owner.GetName(), UID: owner.GetUID()}})
+	}
+	_, err := s.revisions().Create(ctx, obj, metav1.CreateOptions{FieldManager: s.fieldManager})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("keep revision %s of %s: %w", rev, set.Dir, err)
+	}
+	return nil
+}
+
+// listRevisions lists this set's TemplateRevisions.
+func (s *rolloutStore) listRevisions(ctx context.Context) ([]unstructured.Unstructured, error) {
+	list, err := s.revisions().List(ctx, metav1.ListOptions{LabelSelector: setLabel + "=" + s.name})
+	if err != nil {
+		return nil, fmt.Errorf("list the TemplateRevisions of %s: %w", s.name, err)
+	}
+	return list.Items, nil
+}
+
+// deleteRevision deletes the TemplateRevision item, unless it was made
+// again since it was listed. One already gone is no error.
+func (s *rolloutStore) deleteRevision(ctx context.Context, item *unstructured.Unstructured) error {
+	err := s.revisions().Delete(ctx, item.GetName(), metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: ptr.To(item.GetUID())}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete TemplateRevision %s: %w", item.GetName(), err)
+	}
+	return nil
+}

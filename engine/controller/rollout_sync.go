@@ -1,0 +1,311 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/rollout"
+)
+
+// sync makes one decision and carries it out, in an order that a crash at
+// any point leaves recoverable: the candidate's files are kept before the
+// state names them, the state is written before parents move, and old
+// revisions are deleted last.
+func (r *rollouts) sync(ctx context.Context) error {
+	c := r.c
+	logger := klog.FromContext(ctx).WithValues("templateSet", r.name)
+	folder := c.set.Load()
+	rev := folder.Revision()
+
+	// 1. Read the TemplateSet (create it the first time) and the state
+	//    and controls it holds.
+	ts, err := r.templateSet(ctx, folder)
+	if err != nil {
+		return err
+	}
+	prev, controls, err := rollout.FromObject(ts)
+	if err != nil {
+		return err
+	}
+	if v := r.view.Load(); v != nil && prev.StableRevision == "" {
+		// The cluster lost the state while Loom ran: the TemplateSet was
+		// deleted (its revisions with it) or its status cleared. Carry
+		// on from the state in memory and keep the revisions again;
+		// starting afresh would make the folder's candidate stable for
+		// every parent at once.
+		prev = v.state
+		r.stored, r.pruned, r.last, r.behind = map[string]bool{}, "", nil, nil
+	}
+
+	// 2. Decide.
+	in := rollout.Input{Policy: folder.Config.Rollout, Revision: rev, State: prev, Controls: controls, Now: c.m.opts.Clock.Now()}
+	var objs map[string]*unstructured.Unstructured
+	if folder.Config.Rollout != nil || prev.CandidateRevision != "" {
+		in.Parents, objs = r.parents()
+	} else {
+		// Without a rollout, only the count of parents is shown: no
+		// parent is decoded.
+		in.Count = len(c.informer.GetStore().ListKeys())
+	}
+	if err := r.ensureStable(ctx, &in); err != nil {
+		return err
+	}
+	d := rollout.Decide(in)
+	r.after = d.After
+
+	// 3. Keep the files of every revision the state names, then the state.
+	sets, err := r.load(ctx, folder, d.State)
+	if err != nil {
+		return err
+	}
+	if err := r.writeState(ctx, ts, folder, d.State); err != nil {
+		return err
+	}
+	for _, e := range d.Events {
+		typ := corev1.EventTypeNormal
+		if e.Warning {
+			typ = corev1.EventTypeWarning
+		}
+		c.m.recorder.Event(ts, typ, e.Reason, e.Message)
+		if e.Reason == "RolloutFailed" {
+			if p := objs[d.State.FailedParent]; p != nil {
+				c.m.recorder.Event(p, corev1.EventTypeWarning, e.Reason, e.Message)
+			}
+		}
+		logger.Info("Rollout", "reason", e.Reason, "message", e.Message)
+	}
+
+	// 4. Publish the view, and reconcile the parents whose revision moved.
+	old := r.view.Swap(&rolloutView{state: d.State, sets: sets})
+	for _, p := range objs {
+		k := rollout.Key(string(p.GetUID()), isCanary(p))
+		if old == nil || old.state.TargetOf(k) != d.State.TargetOf(k) {
+			c.queue.Add(cache.NewObjectName(p.GetNamespace(), p.GetName()))
+		}
+	}
+	r.metrics(d.State)
+
+	// 5. Forget revisions the state no longer names.
+	return r.prune(ctx, d.State)
+}
+
+// templateSet returns this set's TemplateSet, created if missing: Loom's
+// last write of it while the cache has not caught up with that write (see
+// behind), the cached one otherwise.
+func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstructured.Unstructured, error) {
+	if obj, ok, _ := r.informer.GetStore().GetByKey(r.name); ok {
+		cached := obj.(*unstructured.Unstructured)
+		if r.last != nil && r.last.GetUID() == cached.GetUID() && slices.Contains(r.behind, cached.GetResourceVersion()) {
+			return r.last.DeepCopy(), nil
+		}
+		r.last, r.behind = nil, nil
+		return cached.DeepCopy(), nil
+	}
+	r.last, r.behind = nil, nil
+	return r.store.createSet(ctx, folder.Dir)
+}
+
+// parents returns what Decide needs of every parent, and the parents by
+// namespace/name. Each reads the newest status Loom knows of.
+func (r *rollouts) parents() ([]rollout.Parent, map[string]*unstructured.Unstructured) {
+	c := r.c
+	list := c.informer.GetStore().List()
+	out := make([]rollout.Parent, 0, len(list))
+	objs := make(map[string]*unstructured.Unstructured, len(list))
+	for _, o := range list {
+		p, ok := unpack(o)
+		if !ok || p.GetDeletionTimestamp() != nil {
+			continue
+		}
+		p = c.previous(p)
+		name := p.GetNamespace() + "/" + p.GetName()
+		objs[name] = p
+		st, _ := p.Object["status"].(map[string]any)
+		gen, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
+		current := gen == p.GetGeneration()
+		rev, _ := st["templateRevision"].(string)
+		ready, degraded := conditionOf(st, "Ready"), conditionOf(st, "Degraded")
+		msg := ready.message
+		if degraded.status == "True" {
+			msg = degraded.message
+		}
+		out = append(out, rollout.Parent{Name: name, UID: string(p.GetUID()), Canary: isCanary(p), Revision: rev,
+			Ready: current && ready.status == "True", Degraded: current && degraded.status == "True", Message: msg})
+	}
+	return out, objs
+}
+
+// ensureStable handles a stable revision whose files are gone (someone
+// deleted its TemplateRevision): the folder's revision becomes stable, as
+// on a first start, and a Warning says so.
+func (r *rollouts) ensureStable(ctx context.Context, in *rollout.Input) error {
+	s := in.State.StableRevision
+	if s == "" || s == in.Revision || r.stored[s] {
+		return nil
+	}
+	if v := r.view.Load(); v != nil && v.sets[s] != nil {
+		return nil
+	}
+	_, err := r.store.revision(ctx, s)
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	klog.FromContext(ctx).Error(nil, "The stable revision's files are gone; the folder's revision becomes stable",
+		"templateSet", r.name, "stable", s, "folder", in.Revision)
+	in.State = rollout.State{}
+	return nil
+}
+
+// load returns the loaded set of each revision s names, keeping the
+// folder's in the cluster first if s names it.
+func (r *rollouts) load(ctx context.Context, folder *render.Set, s rollout.State) (map[string]*render.Set, error) {
+	sets := map[string]*render.Set{}
+	old := r.view.Load()
+	for _, rev := range []string{s.StableRevision, s.CandidateRevision} {
+		if rev == "" || sets[rev] != nil {
+			continue
+		}
+		var have *render.Set
+		switch {
+		case rev == folder.Revision():
+			have = folder
+		case old != nil && old.sets[rev] != nil:
+			have = old.sets[rev]
+		}
+		if have != nil {
+			if err := r.keep(ctx, have, rev); err != nil {
+				return nil, err
+			}
+			sets[rev] = have
+			continue
+		}
+		obj, err := r.store.revision(ctx, rev)
+		if err != nil {
+			return nil, err
+		}
+		files, _, _ := unstructured.NestedStringMap(obj.Object, "files")
+		raw := make(map[string][]byte, len(files))
+		for n, f := range files {
+			raw[n] = []byte(f)
+		}
+		set, err := render.LoadSources(folder.Dir, raw)
+		if err != nil {
+			return nil, fmt.Errorf("load TemplateRevision %s: %w", r.store.revisionName(rev), err)
+		}
+		r.stored[rev] = true
+		sets[rev] = set
+	}
+	return sets, nil
+}
+
+// keep keeps the files of set, revision rev, in a TemplateRevision owned
+// by the TemplateSet.
+func (r *rollouts) keep(ctx context.Context, set *render.Set, rev string) error {
+	if r.stored[rev] {
+		return nil
+	}
+	var owner *unstructured.Unstructured
+	if ts, ok, _ := r.informer.GetStore().GetByKey(r.name); ok {
+		owner = ts.(*unstructured.Unstructured)
+	}
+	if err := r.store.keep(ctx, set, rev, owner); err != nil {
+		return err
+	}
+	r.stored[rev] = true
+	return nil
+}
+
+// writeState writes s to the TemplateSet's status when it changed. The
+// write carries the resourceVersion it read, so a stale decision (another
+// Loom's, or one raced by a user's edit) fails and is made again.
+func (r *rollouts) writeState(ctx context.Context, ts *unstructured.Unstructured, folder *render.Set, s rollout.State) error {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	var st map[string]any
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return err
+	}
+	st["set"] = folder.Dir
+	st["parentKind"] = folder.ParentGVK().GroupVersion().String() + "/" + folder.ParentGVK().Kind
+	old, _ := ts.Object["status"].(map[string]any)
+	var conds []metav1.Condition
+	if b, err := json.Marshal(old["conditions"]); err == nil {
+		_ = json.Unmarshal(b, &conds)
+	}
+	for _, cond := range rollout.Conditions(s) {
+		cond.ObservedGeneration = ts.GetGeneration()
+		meta.SetStatusCondition(&conds, cond)
+	}
+	if b, err := json.Marshal(conds); err == nil {
+		var list []any
+		_ = json.Unmarshal(b, &list)
+		st["conditions"] = list
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if oldJSON, err := json.Marshal(old); err == nil && string(oldJSON) == string(b) {
+		return nil
+	}
+	r.remember(string(b))
+	ts.Object["status"] = st
+	written, err := r.store.writeStatus(ctx, ts)
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			r.last, r.behind = nil, nil // the next decision reads the cache
+		}
+		return err
+	}
+	r.last, r.behind = written, append(r.behind, ts.GetResourceVersion())
+	return nil
+}
+
+// prune deletes this set's TemplateRevisions that s does not name. It
+// lists them only when the revisions s names changed.
+func (r *rollouts) prune(ctx context.Context, s rollout.State) error {
+	keep := s.StableRevision + "/" + s.CandidateRevision
+	if keep == r.pruned {
+		return nil
+	}
+	items, err := r.store.listRevisions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, item := range items {
+		rev, _, _ := unstructured.NestedString(item.Object, "revision")
+		if rev == s.StableRevision || rev == s.CandidateRevision {
+			continue
+		}
+		if err := r.store.deleteRevision(ctx, &item); err != nil {
+			return err
+		}
+		delete(r.stored, rev)
+	}
+	r.pruned = keep
+	return nil
+}
+
+// metrics publishes the rollout's step and parents per revision.
+func (r *rollouts) metrics(s rollout.State) {
+	m := r.c.m.metrics
+	m.rolloutStep.WithLabelValues(r.name).Set(float64(s.Step))
+	m.revParents.WithLabelValues(r.name, "candidate").Set(float64(s.Parents.Moved))
+	m.revParents.WithLabelValues(r.name, "stable").Set(float64(s.Parents.Total - s.Parents.Moved))
+}
