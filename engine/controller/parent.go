@@ -111,7 +111,7 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 		return fmt.Errorf("%w: %s: %w", errNotServed, c.gvk, err)
 	}
 	if c.rollouts != nil {
-		c.rollouts.check(ctx)
+		c.rollouts.beforeParents(ctx)
 	}
 	c.gvr = gvr
 	c.queue = newParentQueue(c.gvk, nil)
@@ -137,7 +137,7 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	c.progress.mark(c.m.opts.Clock.Now())
 	c.running.Store(true)
 	if c.rollouts != nil {
-		c.rollouts.start(ctx)
+		c.rollouts.beforeWorkers(ctx)
 	}
 	for range workers {
 		c.workers.Add(1)

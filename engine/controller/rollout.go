@@ -44,11 +44,15 @@ func isCanary(parent *unstructured.Unstructured) bool {
 // TemplateRevisions, runs rollout.Decide when something changes, and
 // publishes the view that reconciles read.
 type rollouts struct {
-	c        *parentController
-	name     string // the TemplateSet's name
-	store    *rolloutStore
-	view     atomic.Pointer[rolloutView]
-	kick     chan struct{}
+	c     *parentController
+	name  string // the TemplateSet's name
+	store *rolloutStore
+	view  atomic.Pointer[rolloutView]
+	// kick wakes the one goroutine of the rollout: the decisions (run), or
+	// the start while it retries watching the TemplateSet.
+	kick chan struct{}
+	// phase is where the start stands (startPhase).
+	phase    atomic.Int32
 	informer cache.SharedIndexInformer // the one TemplateSet, once the CRDs are served
 	stored   map[string]bool           // revisions known to be kept in the cluster
 	after    time.Duration             // when the last decision asked to decide again
@@ -67,16 +71,10 @@ type rollouts struct {
 	behind []string
 	// pruned names the revisions the last prune kept.
 	pruned string
-	// on is set once the TemplateSet is watched and decisions run;
-	// begun once the first attempt to start them was made.
-	on, begun atomic.Bool
 	// unavailable is why there is no rollout state to read yet: the
 	// rollout CRDs are missing, Loom may not read or write them, or the
 	// first decision failed. A parent then renders nothing and says so.
 	unavailable atomic.Pointer[string]
-	// retry is kicked when CRDs change, so that a start waiting for the
-	// rollout CRDs tries again at once.
-	retry chan struct{}
 	// wrote holds the statuses (as JSON) of Loom's recent writes of the
 	// TemplateSet, noted before each write is sent: a write's watch event
 	// can arrive before the write returns, or after the next write.
@@ -87,7 +85,7 @@ type rollouts struct {
 
 func newRollouts(c *parentController) *rollouts {
 	name := templateSetName(c.set.Load(), c.m.opts.Namespace)
-	return &rollouts{c: c, name: name, kick: make(chan struct{}, 1), retry: make(chan struct{}, 1), stored: map[string]bool{},
+	return &rollouts{c: c, name: name, kick: make(chan struct{}, 1), stored: map[string]bool{},
 		store: &rolloutStore{client: c.m.client, name: name, namespace: c.m.opts.Namespace, fieldManager: c.m.opts.FieldManager}}
 }
 
@@ -122,53 +120,101 @@ func (c *parentController) setFor(parent *unstructured.Unstructured) (*render.Se
 	return set, rev
 }
 
-// check starts the informer of the set's TemplateSet, before the parent
-// informer starts. A set without a rollout policy has no TemplateSet and
-// costs nothing here: rollouts start when a reload gives it a policy
-// (enable).
+// The start of a set's rollouts is one state machine, held in phase. It
+// only moves forward, each move a compare-and-swap, so that at most one
+// goroutine retries the watch and one makes the decisions:
 //
-// When the TemplateSet cannot be watched (the rollout CRDs are missing,
-// or Loom's RBAC does not cover them), the controller starts anyway: its
-// parents say so in their conditions, and start keeps trying.
-func (r *rollouts) check(ctx context.Context) {
-	if r.c.set.Load().Config.Rollout == nil || !r.begun.CompareAndSwap(false, true) {
+//	idle ──▶ starting ──▶ watched ──▶ deciding
+//	  │         ▲   └─┘ the watch failed: tried again on a kick (CRDs
+//	  └─▶ failed┘       changed) or after a backoff of up to 30s
+//
+// A controller's start moves it twice. Before the parent informer starts
+// (beforeParents), a set with a rollout policy tries to watch its
+// TemplateSet: watched, or failed when it cannot be (the rollout CRDs are
+// missing, or Loom's RBAC does not cover them; the controller starts
+// anyway and its parents say so in their conditions). Before the workers
+// start (beforeWorkers), a watched rollout makes its first decision, so
+// that no parent is reconciled before its revision is known (a reconcile
+// without the view waits for it), and a failed one is retried in the
+// background. A set without a rollout policy stays idle and costs nothing
+// until a reload gives it one (enable).
+const (
+	phaseIdle     int32 = iota // no rollout policy seen: nothing runs
+	phaseFailed                // the watch failed before the workers started
+	phaseStarting              // the TemplateSet is being watched, or retried
+	phaseWatched               // the TemplateSet is watched; the first decision is due
+	phaseDeciding              // decisions run (run)
+)
+
+// beforeParents tries to watch the set's TemplateSet, before the parent
+// informer starts.
+func (r *rollouts) beforeParents(ctx context.Context) {
+	if r.c.set.Load().Config.Rollout == nil || !r.phase.CompareAndSwap(phaseIdle, phaseStarting) {
 		return
 	}
 	if err := r.watch(ctx); err != nil {
 		r.setUnavailable(ctx, err)
+		r.phase.Store(phaseFailed)
 		return
 	}
-	r.on.Store(true)
+	r.phase.Store(phaseWatched)
+}
+
+// beforeWorkers makes the first decision once the parent cache has synced
+// and before the workers start, then keeps deciding in the background. A
+// watch that failed is retried in the background.
+func (r *rollouts) beforeWorkers(ctx context.Context) {
+	switch {
+	case r.phase.Load() == phaseWatched:
+		r.decideFirst(ctx)
+	case r.phase.CompareAndSwap(phaseFailed, phaseStarting):
+		go r.retry(ctx, false)
+	}
 }
 
 // enable starts the rollouts of a running controller whose set gained a
 // rollout policy. Until its first decision, its parents wait (setFor).
 func (r *rollouts) enable(ctx context.Context) {
-	if !r.begun.CompareAndSwap(false, true) {
-		return
+	if r.phase.CompareAndSwap(phaseIdle, phaseStarting) {
+		go r.retry(ctx, true)
 	}
-	go func() {
-		if err := r.watch(ctx); err != nil {
-			r.setUnavailable(ctx, err)
-			r.retryStart(ctx)
-			return
-		}
-		r.on.Store(true)
-		r.start(ctx)
-	}()
 }
 
-// start makes the first decision once the parent cache has synced and
-// before the workers start, so that no parent of a set with a rollout
-// policy is reconciled before its revision is known (a reconcile without
-// the view waits for it), then keeps deciding in the background. Rollouts
-// that could not be watched are retried in the background.
-func (r *rollouts) start(ctx context.Context) {
-	if !r.on.Load() {
-		if r.begun.Load() {
-			go r.retryStart(ctx)
+// retry watches the TemplateSet (at once when now is set), and, while
+// that fails, again on a kick or after a backoff of up to 30s (RBAC can
+// be granted without any CRD changing), then makes the first decision.
+func (r *rollouts) retry(ctx context.Context, now bool) {
+	backoff := time.Second
+	for {
+		if !now {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.kick:
+			case <-time.After(backoff):
+				backoff = min(2*backoff, 30*time.Second)
+			}
 		}
+		now = false
+		if err := r.watch(ctx); err != nil {
+			r.setUnavailable(ctx, err)
+			continue
+		}
+		r.phase.Store(phaseWatched)
+		r.decideFirst(ctx)
 		return
+	}
+}
+
+// decideFirst makes the first decision, then starts the decisions in the
+// background.
+func (r *rollouts) decideFirst(ctx context.Context) {
+	if !r.phase.CompareAndSwap(phaseWatched, phaseDeciding) {
+		return
+	}
+	select {
+	case <-r.kick: // a kick meant for the start; this decision reads what it was for
+	default:
 	}
 	if err := r.sync(ctx); err != nil {
 		klog.FromContext(ctx).Error(err, "Rollout decision failed; retrying", "templateSet", r.name)
@@ -178,34 +224,11 @@ func (r *rollouts) start(ctx context.Context) {
 	go r.run(ctx)
 }
 
-// retryStart tries to watch the TemplateSet again when CRDs change, and
-// otherwise after a backoff of up to 30s (RBAC can be granted without any
-// CRD changing), then starts the decisions.
-func (r *rollouts) retryStart(ctx context.Context) {
-	backoff := time.Second
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.retry:
-		case <-time.After(backoff):
-			backoff = min(2*backoff, 30*time.Second)
-		}
-		if err := r.watch(ctx); err != nil {
-			r.setUnavailable(ctx, err)
-			continue
-		}
-		r.on.Store(true)
-		r.start(ctx)
-		return
-	}
-}
-
-// retryNow asks a start that waits for the rollout CRDs to try again.
+// retryNow asks a start that waits for the rollout CRDs to try again; it
+// never blocks, and wakes no decision.
 func (r *rollouts) retryNow() {
-	select {
-	case r.retry <- struct{}{}:
-	default:
+	if p := r.phase.Load(); p == phaseFailed || p == phaseStarting {
+		r.wake()
 	}
 }
 
