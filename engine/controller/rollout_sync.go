@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -233,29 +234,10 @@ func (r *rollouts) keep(ctx context.Context, set *render.Set, rev string) error 
 // write carries the resourceVersion it read, so a stale decision (another
 // Loom's, or one raced by a user's edit) fails and is made again.
 func (r *rollouts) writeState(ctx context.Context, ts *unstructured.Unstructured, folder *render.Set, s rollout.State) error {
-	raw, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	var st map[string]any
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return err
-	}
-	st["set"] = folder.Dir
-	st["parentKind"] = folder.ParentGVK().GroupVersion().String() + "/" + folder.ParentGVK().Kind
 	old, _ := ts.Object["status"].(map[string]any)
-	var conds []metav1.Condition
-	if b, err := json.Marshal(old["conditions"]); err == nil {
-		_ = json.Unmarshal(b, &conds)
-	}
-	for _, cond := range rollout.Conditions(s) {
-		cond.ObservedGeneration = ts.GetGeneration()
-		meta.SetStatusCondition(&conds, cond)
-	}
-	if b, err := json.Marshal(conds); err == nil {
-		var list []any
-		_ = json.Unmarshal(b, &list)
-		st["conditions"] = list
+	st, err := templateSetStatus(old, ts.GetGeneration(), folder, s)
+	if err != nil {
+		return fmt.Errorf("write the status of TemplateSet %s: %w", r.name, err)
 	}
 	b, err := json.Marshal(st)
 	if err != nil {
@@ -275,6 +257,34 @@ func (r *rollouts) writeState(ctx context.Context, ts *unstructured.Unstructured
 	}
 	r.last, r.behind = written, append(r.behind, ts.GetResourceVersion())
 	return nil
+}
+
+// tsStatus is a TemplateSet's status: the rollout's state, the set and
+// parent kind it belongs to, and its conditions.
+type tsStatus struct {
+	rollout.State `json:",inline"`
+	Set           string             `json:"set"`
+	ParentKind    string             `json:"parentKind"`
+	Conditions    []metav1.Condition `json:"conditions"`
+}
+
+// templateSetStatus is the status of a TemplateSet at generation gen
+// whose status was old, once it holds s: old's conditions, updated by
+// the ones s implies (an unreadable list is replaced).
+func templateSetStatus(old map[string]any, gen int64, folder *render.Set, s rollout.State) (map[string]any, error) {
+	st := tsStatus{State: s, Set: folder.Dir,
+		ParentKind: folder.ParentGVK().GroupVersion().String() + "/" + folder.ParentGVK().Kind}
+	if list, ok := old["conditions"].([]any); ok {
+		var prev tsStatus
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"conditions": list}, &prev) == nil {
+			st.Conditions = prev.Conditions
+		}
+	}
+	for _, cond := range rollout.Conditions(s) {
+		cond.ObservedGeneration = gen
+		meta.SetStatusCondition(&st.Conditions, cond)
+	}
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
 }
 
 // prune deletes this set's TemplateRevisions that s does not name. It

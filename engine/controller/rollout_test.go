@@ -1,13 +1,20 @@
 package controller
 
 import (
+	"encoding/json"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/rollout"
 )
 
 func TestTemplateSetName(t *testing.T) {
@@ -114,6 +121,74 @@ func TestTemplateSetAfterResourceVersionsWentBack(t *testing.T) {
 			}
 			if (r.last != nil) != tt.wantLast {
 				t.Errorf("Loom's copy kept = %v, want %v", r.last != nil, tt.wantLast)
+			}
+		})
+	}
+}
+
+// A TemplateSet's status is the state, the set, its parent kind and the
+// conditions the state implies, merged into the ones it had: a condition
+// whose status stays keeps its transition time, and an unreadable list is
+// replaced.
+func TestTemplateSetStatus(t *testing.T) {
+	folder := &render.Set{Dir: "/sets/app"}
+	cond := func(typ, status, reason string) any {
+		return map[string]any{"type": typ, "status": status, "reason": reason, "message": "",
+			"observedGeneration": int64(1), "lastTransitionTime": "2026-01-02T03:04:05Z"}
+	}
+	complete := []any{cond("Ready", "True", "Complete"), cond("Reconciling", "False", "Complete"), cond("Stalled", "False", "Complete")}
+	tests := []struct {
+		name string
+		old  map[string]any
+		s    rollout.State
+		want string
+	}{{
+		name: "the same conditions",
+		old:  map[string]any{"conditions": complete},
+		s:    rollout.State{StableRevision: "a", Phase: rollout.Complete, Parents: rollout.Counts{Total: 3}},
+		want: `{"conditions":[` +
+			`{"lastTransitionTime":"2026-01-02T03:04:05Z","message":"","observedGeneration":2,"reason":"Complete","status":"True","type":"Ready"},` +
+			`{"lastTransitionTime":"2026-01-02T03:04:05Z","message":"","observedGeneration":2,"reason":"Complete","status":"False","type":"Reconciling"},` +
+			`{"lastTransitionTime":"2026-01-02T03:04:05Z","message":"","observedGeneration":2,"reason":"Complete","status":"False","type":"Stalled"}],` +
+			`"parentKind":"/","parents":{"moved":0,"ready":0,"total":3},"phase":"Complete","set":"/sets/app","stableRevision":"a"}`,
+	}, {
+		name: "a step started",
+		old:  map[string]any{"conditions": complete},
+		s: rollout.State{StableRevision: "a", CandidateRevision: "b", Phase: rollout.Progressing, Step: 1, Steps: 2,
+			Threshold: "12", StepStartedAt: &metav1.Time{Time: time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC)}, Message: "step 1",
+			Parents: rollout.Counts{Total: 3, Moved: 1}},
+		want: `{"candidateRevision":"b","conditions":[` +
+			`{"lastTransitionTime":"NOW","message":"step 1","observedGeneration":2,"reason":"Progressing","status":"False","type":"Ready"},` +
+			`{"lastTransitionTime":"NOW","message":"step 1","observedGeneration":2,"reason":"Progressing","status":"True","type":"Reconciling"},` +
+			`{"lastTransitionTime":"2026-01-02T03:04:05Z","message":"","observedGeneration":2,"reason":"Progressing","status":"False","type":"Stalled"}],` +
+			`"message":"step 1","parentKind":"/","parents":{"moved":1,"ready":0,"total":3},"phase":"Progressing","set":"/sets/app","stableRevision":"a",` +
+			`"step":1,"stepStartedAt":"2026-01-02T04:00:00Z","steps":2,"threshold":"12"}`,
+	}, {
+		name: "unreadable conditions",
+		old:  map[string]any{"conditions": "not a list"},
+		s:    rollout.State{StableRevision: "a", Phase: rollout.Complete},
+		want: `{"conditions":[` +
+			`{"lastTransitionTime":"NOW","message":"","observedGeneration":2,"reason":"Complete","status":"True","type":"Ready"},` +
+			`{"lastTransitionTime":"NOW","message":"","observedGeneration":2,"reason":"Complete","status":"False","type":"Reconciling"},` +
+			`{"lastTransitionTime":"NOW","message":"","observedGeneration":2,"reason":"Complete","status":"False","type":"Stalled"}],` +
+			`"parentKind":"/","parents":{"moved":0,"ready":0,"total":0},"phase":"Complete","set":"/sets/app","stableRevision":"a"}`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := templateSetStatus(tt.old, 2, folder, tt.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A transition made now is stamped with the clock.
+			got := regexp.MustCompile(`"lastTransitionTime":"2026-01-02T03:04:05Z"`).ReplaceAllString(string(b), "OLD")
+			got = regexp.MustCompile(`"lastTransitionTime":"[^"]*"`).ReplaceAllString(got, `"lastTransitionTime":"NOW"`)
+			got = strings.ReplaceAll(got, "OLD", `"lastTransitionTime":"2026-01-02T03:04:05Z"`)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("templateSetStatus (-want +got):\n%s", diff)
 			}
 		})
 	}
