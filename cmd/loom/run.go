@@ -153,6 +153,13 @@ func setMemoryLimit(logger klog.Logger) {
 
 // restConfig loads --kubeconfig, then $KUBECONFIG and ~/.kube/config, then
 // the in-cluster config.
+//
+// It sets no Timeout: client-go makes rest.Config.Timeout the HTTP client's
+// timeout (rest.HTTPClientFor), which covers reading the whole response and
+// so would cut every watch (informers' and `loom rollout status --watch`'s) after
+// that long, and it also sends it as every request's ?timeout=. Each call
+// gets a deadline from its context instead: a reconcile's (--timeout), and
+// the controller's per request outside reconciles (discovery, rollouts).
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig

@@ -52,7 +52,9 @@ type Options struct {
 	ReloadDebounce time.Duration
 	// ReconcileTimeout bounds one reconcile, so that a request the API
 	// server never answers frees its worker; 0 means 30s. It also bounds
-	// how long shutdown waits for in-flight reconciles.
+	// how long shutdown waits for in-flight reconciles, and each request
+	// sent outside a reconcile: discovery's, and a rollout's (in a
+	// controller's start too). Watches have none.
 	ReconcileTimeout time.Duration
 }
 
@@ -123,7 +125,13 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(opts.Config)
+	// Discovery gets rest.Config.Timeout, which client-go makes the HTTP
+	// client's timeout: discovery sends no watches, which that timeout
+	// would cut (it covers reading the whole response). Loom's other
+	// clients keep none and bound each call with its context instead.
+	dcfg := rest.CopyConfig(opts.Config)
+	dcfg.Timeout = opts.ReconcileTimeout
+	disco, err := discovery.NewDiscoveryClientForConfig(dcfg)
 	if err != nil {
 		return nil, fmt.Errorf("create discovery client: %w", err)
 	}

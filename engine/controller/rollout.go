@@ -86,7 +86,8 @@ type rollouts struct {
 func newRollouts(c *parentController) *rollouts {
 	name := templateSetName(c.set.Load(), c.m.opts.Namespace)
 	return &rollouts{c: c, name: name, kick: make(chan struct{}, 1), stored: map[string]bool{},
-		store: &rolloutStore{client: c.m.client, name: name, namespace: c.m.opts.Namespace, fieldManager: c.m.opts.FieldManager}}
+		store: &rolloutStore{client: c.m.client, name: name, namespace: c.m.opts.Namespace, fieldManager: c.m.opts.FieldManager,
+			timeout: c.m.opts.ReconcileTimeout}}
 }
 
 // wake asks for a decision soon; it never blocks.
@@ -263,13 +264,13 @@ func (r *rollouts) why() error {
 }
 
 // watch starts the informer of this set's TemplateSet.
-func (r *rollouts) watch(ctx context.Context) error {
+func (r *rollouts) watch(ctx context.Context) (err error) {
 	for _, kind := range []string{"TemplateSet", "TemplateRevision"} {
 		if _, _, err := r.c.m.applier.Resource(schema.GroupVersionKind{Group: "loom.dev", Version: "v1alpha1", Kind: kind}); err != nil {
 			return errNoRolloutCRDs
 		}
 	}
-	if err := r.store.canRead(ctx); err != nil {
+	if err = r.store.canRead(ctx); err != nil {
 		return err
 	}
 	r.informer = r.store.informer()
@@ -282,9 +283,20 @@ func (r *rollouts) watch(ctx context.Context) error {
 		},
 		DeleteFunc: func(any) { r.wake() },
 	})
-	go r.informer.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), r.informer.HasSynced) {
-		return fmt.Errorf("wait for the TemplateSet cache: %w", context.Cause(ctx))
+	// The informer's first list is bounded like any rollout request; one
+	// that does not sync in time is stopped, and the start is tried again.
+	ictx, stop := context.WithCancel(ctx)
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	go r.informer.Run(ictx.Done())
+	wctx, cancel := context.WithTimeoutCause(ctx, r.store.timeout,
+		fmt.Errorf("the TemplateSet cache did not sync within %s: %w", r.store.timeout, context.DeadlineExceeded))
+	defer cancel()
+	if !cache.WaitForCacheSync(wctx.Done(), r.informer.HasSynced) {
+		return fmt.Errorf("wait for the TemplateSet cache: %w", context.Cause(wctx))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,12 +50,22 @@ func templateSetName(set *render.Set, namespace string) string {
 }
 
 // rolloutStore reads and writes one set's TemplateSet and its
-// TemplateRevisions: every request a rollout sends goes through it.
+// TemplateRevisions: every request a rollout sends goes through it, and
+// each has its own deadline (timeout), so that a request the API server
+// never answers fails the decision, which is made again, instead of
+// stopping the set's rollouts for good (or, in its first decision or
+// start, the controller's start).
 type rolloutStore struct {
 	client       dynamic.Interface
 	name         string // the TemplateSet's name
 	namespace    string // the namespace Loom watches; "" for all
 	fieldManager string
+	timeout      time.Duration // bounds each request
+}
+
+// call is the context of one request.
+func (s *rolloutStore) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
 }
 
 func (s *rolloutStore) sets() dynamic.ResourceInterface { return s.client.Resource(templateSetGVR) }
@@ -77,6 +88,8 @@ func (s *rolloutStore) labels() map[string]string {
 // canRead lists the TemplateSet once, so that a Loom whose RBAC does not
 // cover rollouts does not wait for an informer that can never sync.
 func (s *rolloutStore) canRead(ctx context.Context) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if _, err := s.sets().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + s.name, Limit: 1}); err != nil {
 		if apierrors.IsForbidden(err) {
 			return fmt.Errorf("Loom may not read TemplateSets (see deploy/rbac.yaml): %w", err)
@@ -101,9 +114,13 @@ func (s *rolloutStore) createSet(ctx context.Context, folder string) (*unstructu
 	ts.SetName(s.name)
 	ts.SetLabels(s.labels())
 	ts.SetAnnotations(map[string]string{"loom.dev/folder": folder})
-	created, err := s.sets().Create(ctx, ts, metav1.CreateOptions{FieldManager: s.fieldManager})
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	created, err := s.sets().Create(cctx, ts, metav1.CreateOptions{FieldManager: s.fieldManager})
 	if apierrors.IsAlreadyExists(err) {
-		return s.sets().Get(ctx, s.name, metav1.GetOptions{})
+		gctx, cancel := s.call(ctx)
+		defer cancel()
+		return s.sets().Get(gctx, s.name, metav1.GetOptions{})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create TemplateSet %s: %w", s.name, err)
@@ -114,6 +131,8 @@ func (s *rolloutStore) createSet(ctx context.Context, folder string) (*unstructu
 // writeStatus writes ts's status. It carries the resourceVersion ts was
 // read at, so a stale write fails.
 func (s *rolloutStore) writeStatus(ctx context.Context, ts *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	written, err := s.sets().UpdateStatus(ctx, ts, metav1.UpdateOptions{FieldManager: s.fieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("write the status of TemplateSet %s: %w", s.name, err)
@@ -124,6 +143,8 @@ func (s *rolloutStore) writeStatus(ctx context.Context, ts *unstructured.Unstruc
 // revision reads the TemplateRevision of rev. Its error is the API
 // server's, wrapped, so that apierrors.IsNotFound tells a missing one.
 func (s *rolloutStore) revision(ctx context.Context, rev string) (*unstructured.Unstructured, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	obj, err := s.revisions().Get(ctx, s.revisionName(rev), metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("read TemplateRevision %s: %w", s.revisionName(rev), err)
@@ -147,7 +168,9 @@ func (s *rolloutStore) keep(ctx context.Context, set *render.Set, rev string, ow
 	if owner != nil {
 		obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "loom.dev/v1alpha1", Kind: "TemplateSet", Name: owner.GetName(), UID: owner.GetUID()}})
 	}
-	_, err := s.revisions().Create(ctx, obj, metav1.CreateOptions{FieldManager: s.fieldManager})
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	_, err := s.revisions().Create(cctx, obj, metav1.CreateOptions{FieldManager: s.fieldManager})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("keep revision %s of %s: %w", rev, set.Dir, err)
 	}
@@ -156,6 +179,8 @@ func (s *rolloutStore) keep(ctx context.Context, set *render.Set, rev string, ow
 
 // listRevisions lists this set's TemplateRevisions.
 func (s *rolloutStore) listRevisions(ctx context.Context) ([]unstructured.Unstructured, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	list, err := s.revisions().List(ctx, metav1.ListOptions{LabelSelector: setLabel + "=" + s.name})
 	if err != nil {
 		return nil, fmt.Errorf("list the TemplateRevisions of %s: %w", s.name, err)
@@ -166,6 +191,8 @@ func (s *rolloutStore) listRevisions(ctx context.Context) ([]unstructured.Unstru
 // deleteRevision deletes the TemplateRevision item, unless it was made
 // again since it was listed. One already gone is no error.
 func (s *rolloutStore) deleteRevision(ctx context.Context, item *unstructured.Unstructured) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	err := s.revisions().Delete(ctx, item.GetName(), metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: ptr.To(item.GetUID())}})
 	if err != nil && !apierrors.IsNotFound(err) {
