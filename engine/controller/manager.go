@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -109,6 +110,14 @@ func New(opts Options) (*Manager, error) {
 	if opts.ReconcileTimeout <= 0 {
 		opts.ReconcileTimeout = 30 * time.Second
 	}
+	// Every request gets a deadline for its response to begin, twice
+	// ReconcileTimeout (60s by default, the API server's own default
+	// --request-timeout): see responseDeadline.
+	cfg := rest.CopyConfig(opts.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return &responseDeadline{next: rt, d: 2 * opts.ReconcileTimeout}
+	})
+	opts.Config = cfg
 	httpClient, err := rest.HTTPClientFor(opts.Config)
 	if err != nil {
 		return nil, fmt.Errorf("create HTTP client: %w", err)

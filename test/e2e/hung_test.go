@@ -111,3 +111,28 @@ func TestHungRolloutRequestDoesNotBlockTheStart(t *testing.T) {
 	})
 	waitFleet(t, ns, 2, first.stable, "v1")
 }
+
+// A controller's start whose parent list or watch the server never answers
+// gives up on that request and tries again: once the server answers, the
+// parent cache syncs and parents are reconciled. On the old code the held
+// request had no deadline, the cache never synced, and the controller
+// never started.
+func TestHungParentListDoesNotBlockTheStart(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	dir := t.TempDir()
+	writeFiles(t, filepath.Join(dir, "app"), map[string]string{
+		"loom.yaml":      "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\n",
+		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\ndata:\n  image: {{ .Spec.image | quote }}\n",
+	})
+	parents := "/namespaces/" + ns + "/myresources"
+	h := &holder{pick: func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, parents)
+	}}
+	h.on.Store(true)
+	startLoom(t, dir, ns, loomOptions{reconcileTimeout: 3 * time.Second, hang: h.hang})
+	createParent(t, ns, minimalParent)
+	h.waitHeld(t)
+	h.on.Store(false)
+	waitCondition(t, ns, "hello", "Ready", "True")
+}
