@@ -156,10 +156,12 @@ func setMemoryLimit(logger klog.Logger) {
 //
 // It sets no Timeout: client-go makes rest.Config.Timeout the HTTP client's
 // timeout (rest.HTTPClientFor), which covers reading the whole response and
-// so would cut every watch (informers' and `loom rollout status --watch`'s) after
-// that long, and it also sends it as every request's ?timeout=. Each call
-// gets a deadline from its context instead: a reconcile's (--timeout), and
-// the controller's per request outside reconciles (discovery, rollouts).
+// so would cut every watch (the informers', `loom rollout status --watch`'s)
+// after that long; it also sends it as every request's ?timeout=. The
+// controller bounds its calls itself instead: a reconcile's with --timeout,
+// each request outside reconciles (discovery, rollouts) with a context of
+// its own, and every response, watches included, must begin within twice
+// --timeout (controller.New).
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig

@@ -55,7 +55,8 @@ type Options struct {
 	// server never answers frees its worker; 0 means 30s. It also bounds
 	// how long shutdown waits for in-flight reconciles, and each request
 	// sent outside a reconcile: discovery's, and a rollout's (in a
-	// controller's start too). Watches have none.
+	// controller's start too). Every response, a watch's or an
+	// informer's list's included, must begin within twice as long.
 	ReconcileTimeout time.Duration
 }
 
@@ -138,6 +139,7 @@ func New(opts Options) (*Manager, error) {
 	// client's timeout: discovery sends no watches, which that timeout
 	// would cut (it covers reading the whole response). Loom's other
 	// clients keep none and bound each call with its context instead.
+	// (Discovery's requests carry no context to bound.)
 	dcfg := rest.CopyConfig(opts.Config)
 	dcfg.Timeout = opts.ReconcileTimeout
 	disco, err := discovery.NewDiscoveryClientForConfig(dcfg)

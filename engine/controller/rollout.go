@@ -51,7 +51,7 @@ type rollouts struct {
 	// kick wakes the one goroutine of the rollout: the decisions (run), or
 	// the start while it retries watching the TemplateSet.
 	kick chan struct{}
-	// phase is where the start stands (startPhase).
+	// phase is where the start stands (phaseIdle and the rest).
 	phase    atomic.Int32
 	informer cache.SharedIndexInformer // the one TemplateSet, once the CRDs are served
 	stored   map[string]bool           // revisions known to be kept in the cluster
