@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -107,6 +109,9 @@ func (r *rollouts) sync(ctx context.Context) error {
 func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstructured.Unstructured, error) {
 	if obj, ok, _ := r.informer.GetStore().GetByKey(r.name); ok {
 		cached := obj.(*unstructured.Unstructured)
+		if err := sameSet(cached, folder); err != nil {
+			return nil, err
+		}
 		if r.last != nil && r.last.GetUID() == cached.GetUID() && slices.Contains(r.behind, cached.GetResourceVersion()) {
 			return r.last.DeepCopy(), nil
 		}
@@ -318,4 +323,26 @@ func (r *rollouts) metrics(s rollout.State) {
 	m.rolloutStep.WithLabelValues(r.name).Set(float64(s.Step))
 	m.revParents.WithLabelValues(r.name, "candidate").Set(float64(s.Parents.Moved))
 	m.revParents.WithLabelValues(r.name, "stable").Set(float64(s.Parents.Total - s.Parents.Moved))
+}
+
+// sameSet refuses a TemplateSet that another set's Loom keeps: one whose
+// status names parents of another kind. TemplateSets are named by their
+// set's folder, so two sets in folders of the same name (say, two teams'
+// "app") would otherwise share one rollout, and each Loom would take the
+// other's revision for a new candidate and prune the other's revisions.
+// The parents' version may change; their group and kind may not.
+func sameSet(ts *unstructured.Unstructured, folder *render.Set) error {
+	theirs, _, _ := unstructured.NestedString(ts.Object, "status", "parentKind")
+	if theirs == "" {
+		return nil // not written yet, or by a Loom from before parentKind
+	}
+	i := strings.LastIndex(theirs, "/")
+	gv, err := schema.ParseGroupVersion(theirs[:max(i, 0)])
+	ours := folder.ParentGVK()
+	if err == nil && i >= 0 && gv.Group == ours.Group && theirs[i+1:] == ours.Kind {
+		return nil
+	}
+	return fmt.Errorf("the TemplateSet %s keeps the rollout of another set, whose parents are %s (this set's are %s): "+
+		"two template sets in folders named %q cannot both have a rollout; rename one of the folders",
+		ts.GetName(), theirs, ours.GroupKind(), folder.Name)
 }

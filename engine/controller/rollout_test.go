@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -189,6 +190,58 @@ func TestTemplateSetStatus(t *testing.T) {
 			got = strings.ReplaceAll(got, "OLD", `"lastTransitionTime":"2026-01-02T03:04:05Z"`)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("templateSetStatus (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Two sets whose folders have the same name share a TemplateSet's name. A
+// Loom must not take the other set's TemplateSet for its own: it would
+// make its own revision the candidate of the other's rollout, and prune
+// the other's TemplateRevisions. It refuses, naming both kinds; a change
+// of the parents' version alone is the same set.
+func TestTemplateSetOfAnotherSetIsRefused(t *testing.T) {
+	folder, err := render.LoadFS(fstest.MapFS{
+		"loom.yaml": {Data: []byte("parent: {apiVersion: example.loom.dev/v1alpha1, kind: MyResource}\n")},
+		"cm.yaml":   {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Name }}'}\n")},
+	}, "/sets/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, parentKind string
+		wantErr          string
+	}{
+		{"not written yet", "", ""},
+		{"this set's", "example.loom.dev/v1alpha1/MyResource", ""},
+		{"this set's, at another version", "example.loom.dev/v1/MyResource", ""},
+		{"another group's kind of the same name", "other.example.com/v1alpha1/MyResource",
+			`keeps the rollout of another set, whose parents are other.example.com/v1alpha1/MyResource (this set's are MyResource.example.loom.dev): two template sets in folders named "app"`},
+		{"a core kind", "v1/ConfigMap", "whose parents are v1/ConfigMap"},
+		{"unreadable", "nonsense", "whose parents are nonsense"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "loom.dev/v1alpha1", "kind": "TemplateSet",
+				"metadata": map[string]any{"name": "app", "uid": "a", "resourceVersion": "5"},
+			}}
+			if tt.parentKind != "" {
+				ts.Object["status"] = map[string]any{"parentKind": tt.parentKind}
+			}
+			inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
+			if err := inf.GetStore().Add(ts); err != nil {
+				t.Fatal(err)
+			}
+			r := &rollouts{name: "app", informer: inf}
+			got, err := r.templateSet(t.Context(), folder)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("templateSet: %v, want the cached TemplateSet", err)
+			case tt.wantErr == "" && got.GetUID() != "a":
+				t.Fatalf("templateSet = %v, want the cached TemplateSet", got)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("templateSet: %v, want an error containing %q", err, tt.wantErr)
 			}
 		})
 	}
