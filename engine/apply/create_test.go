@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 )
@@ -64,39 +65,7 @@ data: {a: "1"}
 			if tt.existing != "" {
 				existing = fixture.Object(t, tt.existing)
 			}
-			gr := schema.GroupResource{Resource: "configmaps"}
-			var got []string
-			client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
-			client.PrependReactor("get", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
-				got = append(got, "get")
-				if existing == nil {
-					return true, nil, apierrors.NewNotFound(gr, "web")
-				}
-				return true, existing.DeepCopy(), nil
-			})
-			client.PrependReactor("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
-				var body unstructured.Unstructured
-				if err := json.Unmarshal(a.(clienttesting.PatchAction).GetPatch(), &body.Object); err != nil {
-					return true, nil, err
-				}
-				if body.GetResourceVersion() != "" {
-					got = append(got, "apply+rv")
-					if existing != nil {
-						return true, nil, apierrors.NewConflict(gr, "web", errors.New("the object has been modified"))
-					}
-					if tt.createErr != nil {
-						return true, nil, tt.createErr
-					}
-				} else {
-					got = append(got, "apply")
-				}
-				body.SetResourceVersion("41")
-				body.SetUID("new")
-				return true, &body, nil
-			})
-			mapper := meta.NewDefaultRESTMapper(nil)
-			mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
-			a := New(client, mapper, "loom")
+			a, got := guardedServer(existing, tt.createErr, "new", "41")
 			for i := range tt.children {
 				desired := fixture.Object(t, child)
 				desired.SetName(fmt.Sprintf("web-%d", i))
@@ -118,7 +87,7 @@ data: {a: "1"}
 					t.Errorf("result is not the server's answer: resourceVersion %q", r.Object.GetResourceVersion())
 				}
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, *got); diff != "" {
 				t.Errorf("requests (-want +got):\n%s", diff)
 			}
 		})
@@ -142,31 +111,8 @@ metadata:
   ownerReferences: [{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: p1, controller: true}]
 data: {a: "1"}
 `
-	gr := schema.GroupResource{Resource: "configmaps"}
-	var got []string
 	replaced := fixture.Object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns, uid: other, resourceVersion: "50"}, data: {a: "0"}}`)
-	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
-	client.PrependReactor("get", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
-		got = append(got, "get")
-		return true, replaced.DeepCopy(), nil
-	})
-	client.PrependReactor("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		var body unstructured.Unstructured
-		if err := json.Unmarshal(a.(clienttesting.PatchAction).GetPatch(), &body.Object); err != nil {
-			return true, nil, err
-		}
-		if body.GetResourceVersion() != "" {
-			got = append(got, "apply+rv")
-			return true, nil, apierrors.NewConflict(gr, "web", errors.New("the object has been modified"))
-		}
-		got = append(got, "apply")
-		body.SetResourceVersion("51")
-		body.SetUID("other")
-		return true, &body, nil
-	})
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
-	a := New(client, mapper, "loom")
+	a, got := guardedServer(replaced, nil, "other", "51")
 	// Loom applied the child from an earlier template, and its watch
 	// delivered that write.
 	a.remember(object.RefOf(fixture.Object(t, child)), newRecord("hash-of-the-earlier-template", "mine", "40", "", "fields"))
@@ -177,7 +123,48 @@ data: {a: "1"}
 	if !errors.As(r.Err, &nae) {
 		t.Errorf("Apply = %s (err %v), want an object.NotAdoptedError", r.Action, r.Err)
 	}
-	if diff := cmp.Diff([]string{"apply+rv", "get"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"apply+rv", "get"}, *got); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
+}
+
+// guardedServer returns an Applier whose fake API server holds existing
+// (nil for a free name) as its one ConfigMap and records the requests it
+// gets: "get", "apply+rv" (a create-only apply: a conflict when the name
+// is taken, else createErr if set) and "apply". An apply that writes
+// answers the object sent, with uid and resourceVersion rv.
+func guardedServer(existing *unstructured.Unstructured, createErr error, uid, rv string) (*Applier, *[]string) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	got := &[]string{}
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	client.PrependReactor("get", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		*got = append(*got, "get")
+		if existing == nil {
+			return true, nil, apierrors.NewNotFound(gr, "web")
+		}
+		return true, existing.DeepCopy(), nil
+	})
+	client.PrependReactor("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		var body unstructured.Unstructured
+		if err := json.Unmarshal(a.(clienttesting.PatchAction).GetPatch(), &body.Object); err != nil {
+			return true, nil, err
+		}
+		if body.GetResourceVersion() != "" {
+			*got = append(*got, "apply+rv")
+			if existing != nil {
+				return true, nil, apierrors.NewConflict(gr, "web", errors.New("the object has been modified"))
+			}
+			if createErr != nil {
+				return true, nil, createErr
+			}
+		} else {
+			*got = append(*got, "apply")
+		}
+		body.SetResourceVersion(rv)
+		body.SetUID(types.UID(uid))
+		return true, &body, nil
+	})
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	return New(client, mapper, "loom"), got
 }
