@@ -316,7 +316,10 @@ func (a *Applier) remember(ref object.Ref, r record) {
 // held before it. It reports whether rv is the one Loom's own last apply
 // produced: the watch echo of that write, which the reconcile that made it
 // has already taken into account (unless a reconcile went on with the
-// older object since).
+// older object since). ref's name must be a string of its own, as a
+// cached object's is (pack copies each name out of the JSON): the record
+// keeps it, so Observe, called on every watch event of a child, does not
+// copy it.
 func (a *Applier) Observe(ref object.Ref, rv string) (ownWrite bool) {
 	key := keyOf(ref)
 	a.mu.Lock()
@@ -327,7 +330,7 @@ func (a *Applier) Observe(ref object.Ref, rv string) (ownWrite bool) {
 	if rec.behind && d != rec.pre {
 		rec.behind = false
 	}
-	a.applied[ownKey(ref)] = rec
+	a.applied[key] = rec
 	return !rec.stale && rv != "" && rec.rv == d
 }
 
