@@ -119,7 +119,16 @@ func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstru
 		return cached.DeepCopy(), nil
 	}
 	r.last, r.behind = nil, nil
-	return r.store.createSet(ctx, folder.Dir)
+	// Created, or, when another Loom made it first, read: either way it
+	// may be another set's.
+	ts, err := r.store.createSet(ctx, folder.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := sameSet(ts, folder); err != nil {
+		return nil, err
+	}
+	return ts, nil
 }
 
 // parents returns what Decide needs of every parent, and the parents by
@@ -334,7 +343,7 @@ func (r *rollouts) metrics(s rollout.State) {
 func sameSet(ts *unstructured.Unstructured, folder *render.Set) error {
 	theirs, _, _ := unstructured.NestedString(ts.Object, "status", "parentKind")
 	if theirs == "" {
-		return nil // not written yet, or by a Loom from before parentKind
+		return nil // no status yet, or one cleared by hand
 	}
 	i := strings.LastIndex(theirs, "/")
 	gv, err := schema.ParseGroupVersion(theirs[:max(i, 0)])

@@ -10,7 +10,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/google/go-cmp/cmp"
@@ -242,6 +245,23 @@ func TestTemplateSetOfAnotherSetIsRefused(t *testing.T) {
 				t.Fatalf("templateSet = %v, want the cached TemplateSet", got)
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 				t.Fatalf("templateSet: %v, want an error containing %q", err, tt.wantErr)
+			}
+
+			// The same when the cache does not hold it yet: the create
+			// finds it exists (another Loom made it) and reads it.
+			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{templateSetGVR: "TemplateSetList"}, ts.DeepCopy())
+			empty := cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
+			r = &rollouts{name: "app", informer: empty,
+				store: &rolloutStore{client: client, name: "app", fieldManager: "loom", timeout: time.Second}}
+			got, err = r.templateSet(t.Context(), folder)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("templateSet through the create: %v, want the existing TemplateSet", err)
+			case tt.wantErr == "" && got.GetUID() != "a":
+				t.Fatalf("templateSet through the create = %v, want the existing TemplateSet", got)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("templateSet through the create: %v, want an error containing %q", err, tt.wantErr)
 			}
 		})
 	}
