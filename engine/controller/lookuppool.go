@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,6 +59,10 @@ type informerPool struct {
 	changed func(gr schema.GroupResource, namespace, name string)
 	// syncTimeout bounds a reconcile's wait for a new informer's list.
 	syncTimeout time.Duration
+	// runs counts the informers whose Run has not returned: stopped ones
+	// that are still winding down, and a kind's informer handing its names
+	// back, included.
+	runs atomic.Int64
 
 	mu        sync.Mutex
 	ctx       context.Context
@@ -128,7 +133,11 @@ func (ip *informerPool) startLocked(ctx context.Context, gvr schema.GroupVersion
 	mi := ip.newInformer(gvr, ik)
 	ip.informers[ik] = mi
 	mi.ctx, mi.stop = context.WithCancel(ip.ctx)
-	go mi.inf.Run(mi.ctx.Done())
+	ip.runs.Add(1)
+	go func() {
+		defer ip.runs.Add(-1)
+		mi.inf.Run(mi.ctx.Done())
+	}()
 	klog.FromContext(ctx).V(2).Info("Watching looked-up kind", "resource", gvr.String(), "namespace", ik.namespace, "name", ik.name)
 	return mi
 }
@@ -202,7 +211,11 @@ func (ip *informerPool) demoteLocked(ctx context.Context, ik informerKey) {
 	delete(ip.users, ik)
 	klog.FromContext(ctx).V(2).Info("Watching looked-up names one by one again", "resource", ik.gr.String(), "namespace", ik.namespace, "names", len(own))
 	go func() {
-		_ = wait.PollUntilContextCancel(kind.ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		// Bounded: a name whose list keeps failing must not keep the
+		// whole kind's cache; its reads fail as any unlisted one's do.
+		pctx, cancel := context.WithTimeout(kind.ctx, ip.syncTimeout)
+		defer cancel()
+		_ = wait.PollUntilContextCancel(pctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
 			for _, mi := range own {
 				if !mi.inf.HasSynced() && mi.ctx.Err() == nil { // listing, and not released meanwhile
 					return false, nil

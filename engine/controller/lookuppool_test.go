@@ -131,6 +131,9 @@ func TestInformerPoolReleases(t *testing.T) {
 			}); err != nil {
 				t.Errorf("informers running (-want +got):\n%s", cmp.Diff(tt.want, got))
 			}
+			if diff := eventuallyStats(ctx, lc, lookupStats{informers: len(tt.want), watched: lc.stats().watched, cached: lc.stats().cached}); diff != "" {
+				t.Errorf("informers whose Run has not returned (-want +got):\n%s", diff)
+			}
 		})
 	}
 }

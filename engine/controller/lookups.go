@@ -180,8 +180,6 @@ func (lc *lookupCache) stats() lookupStats {
 	lc.mu.Lock()
 	s := lookupStats{watched: len(lc.index.readers), cached: len(lc.content)}
 	lc.mu.Unlock()
-	lc.pool.mu.Lock()
-	s.informers = len(lc.pool.informers)
-	lc.pool.mu.Unlock()
+	s.informers = int(lc.pool.runs.Load())
 	return s
 }

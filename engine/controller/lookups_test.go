@@ -107,7 +107,7 @@ func TestLookupInformersAreReleasedWithTheirReaders(t *testing.T) {
 		p.SetUID(types.UID(fmt.Sprint(i)))
 		c.onDelete(p)
 	}
-	if diff := cmp.Diff(lookupStats{}, lc.stats(), cmp.AllowUnexported(lookupStats{})); diff != "" {
+	if diff := eventuallyStats(ctx, lc, lookupStats{}); diff != "" {
 		t.Errorf("after the parents were deleted (-want +got):\n%s", diff)
 	}
 }
@@ -163,9 +163,21 @@ func TestLookupStateGoesWithItsSet(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the removed set's controller did not stop")
 	}
-	if diff := cmp.Diff(lookupStats{}, lc.stats(), cmp.AllowUnexported(lookupStats{})); diff != "" {
+	if diff := eventuallyStats(ctx, lc, lookupStats{}); diff != "" {
 		t.Errorf("after the set was removed (-want +got):\n%s", diff)
 	}
 	cancel()
 	m.runs.Wait()
+}
+
+// eventuallyStats waits up to 10 s for the lookup cache to hold want, and
+// returns the difference left (-want +got), "" when it does: a stopped
+// informer counts until its Run has returned.
+func eventuallyStats(ctx context.Context, lc *lookupCache, want lookupStats) string {
+	var diff string
+	_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		diff = cmp.Diff(want, lc.stats(), cmp.AllowUnexported(lookupStats{}))
+		return diff == "", nil
+	})
+	return diff
 }
