@@ -1,8 +1,10 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"text/template"
 	"text/template/parse"
 	"time"
@@ -59,6 +61,7 @@ func hermetic(m template.FuncMap) {
 		err := refusedError(name)
 		m[name] = func(...any) (any, error) { return nil, err }
 	}
+	m["printf"] = printf
 	date := m["date"].(func(string, any) string)
 	inZone := m["dateInZone"].(func(string, any, string) string)
 	html := m["htmlDate"].(func(any) string)
@@ -200,4 +203,32 @@ func walkBranch(b *parse.BranchNode, visit func(*parse.IdentifierNode)) {
 	walkIdentifiers(b.Pipe, visit)
 	walkIdentifiers(b.List, visit)
 	walkIdentifiers(b.ElseList, visit)
+}
+
+// printf is text/template's printf without the %p verb, which prints where
+// a value sits in memory: a render's data is copied afresh each time, so
+// the address differs on every render, as a random value does.
+func printf(format string, args ...any) (string, error) {
+	if pointerVerb(format) {
+		return "", errors.New("printf: %p prints a memory address, which differs on every render: " +
+			"Loom would rewrite the child on every reconcile, in a loop")
+	}
+	return fmt.Sprintf(format, args...), nil
+}
+
+// pointerVerb reports whether a fmt format string has a %p verb.
+func pointerVerb(format string) bool {
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		i++
+		for i < len(format) && strings.IndexByte("+-# 0123456789.*[]", format[i]) >= 0 {
+			i++ // flags, width, precision, argument index
+		}
+		if i < len(format) && format[i] == 'p' {
+			return true
+		}
+	}
+	return false
 }

@@ -217,3 +217,28 @@ func TestKeysAndValuesInOrder(t *testing.T) {
 		t.Errorf("output mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestPrintfRefusesPointers checks that printf's %p verb, which prints
+// where a value sits in memory (a render's data is copied afresh each
+// time, so it differs on every render), fails the render with file:line,
+// while other verbs and a literal "%p" still print.
+func TestPrintfRefusesPointers(t *testing.T) {
+	for _, tmpl := range []string{`{{ printf "%p" .Spec }}`, `{{ printf "x %-8p" .Spec }}`, `{{ printf "%[1]p" .Spec }}`} {
+		t.Run(tmpl, func(t *testing.T) {
+			s := loadSet(t, map[string]string{"a.yaml": "a: 1\nb: '" + tmpl + "'\n"})
+			out, err := execText(t, s, "a.yaml", app(t, "  x: 1\n"))
+			if err == nil {
+				t.Fatalf("execute succeeded with %q, want an error", out)
+			}
+			wantPrefix(t, err.Error(), "a.yaml:2: ")
+			wantContains(t, err.Error(), "%p prints a memory address")
+		})
+	}
+	for tmpl, want := range map[string]string{`{{ printf "%d%%p %s" 5 "x" }}`: "5%p x", `{{ printf "%v" 7 }}`: "7"} {
+		s := loadSet(t, map[string]string{"a.yaml": tmpl})
+		got, err := execText(t, s, "a.yaml", app(t, ""))
+		if err != nil || got != want {
+			t.Errorf("%s = %q, %v; want %q", tmpl, got, err, want)
+		}
+	}
+}
