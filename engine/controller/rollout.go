@@ -163,13 +163,17 @@ func (r *rollouts) beforeParents(ctx context.Context) {
 
 // beforeWorkers makes the first decision once the parent cache has synced
 // and before the workers start, then keeps deciding in the background. A
-// watch that failed is retried in the background.
+// watch that failed is retried in the background, and a policy the set
+// gained by a reload during the sync (reload enables only running
+// controllers) is started.
 func (r *rollouts) beforeWorkers(ctx context.Context) {
 	switch {
 	case r.phase.Load() == phaseWatched:
 		r.decideFirst(ctx)
 	case r.phase.CompareAndSwap(phaseFailed, phaseStarting):
 		go r.retry(ctx, false)
+	case r.c.set.Load().Config.Rollout != nil:
+		r.enable(ctx)
 	}
 }
 

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/render"
@@ -264,5 +267,39 @@ func TestTemplateSetOfAnotherSetIsRefused(t *testing.T) {
 				t.Fatalf("templateSet through the create: %v, want an error containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// A reload that gives a set a rollout policy while its controller syncs
+// its parent cache (after beforeParents looked, before running is set)
+// does not enable the rollout (reload enables only running controllers).
+// The start must then do it: otherwise the phase stays idle and every
+// parent waits for a rollout state that never comes.
+func TestPolicyGainedWhileStartingIsStarted(t *testing.T) {
+	m, _ := newFakeManager(t, nil)
+	c := newWidgetController(m)
+	noPolicy, err := render.LoadFS(fstest.MapFS{
+		"loom.yaml": {Data: []byte("parent: {apiVersion: example.com/v1, kind: Widget}\n")},
+		"cm.yaml":   {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Name }}'}\n")},
+	}, "widget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withPolicy, err := render.LoadFS(fstest.MapFS{
+		"loom.yaml": {Data: []byte("parent: {apiVersion: example.com/v1, kind: Widget}\nrollout: {steps: ['100%']}\n")},
+		"cm.yaml":   {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Name }}'}\n")},
+	}, "widget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.set.Store(noPolicy)
+	r := newRollouts(c)
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())))
+	defer cancel()
+	r.beforeParents(ctx) // no policy yet: nothing to watch
+	c.set.Store(withPolicy)
+	r.beforeWorkers(ctx)
+	if p := r.phase.Load(); p == phaseIdle {
+		t.Fatal("the rollout of a policy gained while the controller started was never started (phase idle)")
 	}
 }
