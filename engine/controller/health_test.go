@@ -79,6 +79,25 @@ func TestReadyOnceStarted(t *testing.T) {
 	c.drain()
 }
 
+// TestReadyWhileAServedKindSyncs checks that a controller whose kind was
+// not served, and is now, holds readiness back while its cache syncs: the
+// earlier start's errNotServed must not excuse it any more.
+func TestReadyWhileAServedKindSyncs(t *testing.T) {
+	m, _ := newFakeManager(t, nil)
+	m.ctx = context.Background()
+	c := newWidgetController(m)
+	m.controllers[widgetGVK.GroupKind()] = c
+	c.startErr.Store(&startResult{fmt.Errorf("%w: widgets", errNotServed)})
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())))
+	cancel() // the start gets past discovery, then gives up waiting for the sync
+	if err := c.start(ctx, 1); err == nil {
+		t.Fatal("start with a cancelled context succeeded")
+	}
+	if err := m.Ready(); err == nil || !strings.Contains(err.Error(), "has not synced yet") {
+		t.Errorf("Ready() = %v while the served kind's cache has not synced, want an error saying so", err)
+	}
+}
+
 // TestLive checks Live's verdict from a controller's queue and the last
 // time its workers moved: only work queued with no progress for longer
 // than the bound (twice the reconcile timeout) is wedged.

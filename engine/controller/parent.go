@@ -110,6 +110,9 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", errNotServed, c.gvk, err)
 	}
+	// Served now: until the cache syncs, Ready must count this start as
+	// pending, not as the kind's earlier absence.
+	c.startErr.Store(nil)
 	if c.rollouts != nil {
 		c.rollouts.beforeParents(ctx)
 	}
