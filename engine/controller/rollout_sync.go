@@ -162,8 +162,11 @@ func (r *rollouts) parents() ([]rollout.Parent, map[string]*unstructured.Unstruc
 }
 
 // ensureStable handles a stable revision whose files are gone (someone
-// deleted its TemplateRevision): the folder's revision becomes stable, as
-// on a first start, and a Warning says so.
+// deleted its TemplateRevision) or no longer load (kept by an older Loom
+// that allowed what this one refuses, such as now): the folder's revision
+// becomes stable, as on a first start, and an error log says so. Parents
+// could not render the stable revision any more, and the decision would
+// fail until the revision went: a fixed folder would never roll out.
 func (r *rollouts) ensureStable(ctx context.Context, in *rollout.Input) error {
 	s := in.State.StableRevision
 	if s == "" || s == in.Revision || r.stored[s] {
@@ -172,17 +175,33 @@ func (r *rollouts) ensureStable(ctx context.Context, in *rollout.Input) error {
 	if v := r.view.Load(); v != nil && v.sets[s] != nil {
 		return nil
 	}
-	_, err := r.store.revision(ctx, s)
-	if err == nil {
-		return nil
-	}
-	if !apierrors.IsNotFound(err) {
+	obj, err := r.store.revision(ctx, s)
+	switch {
+	case err == nil:
+		_, lerr := loadRevision(r.c.set.Load().Dir, obj)
+		if lerr == nil {
+			return nil
+		}
+		klog.FromContext(ctx).Error(lerr, "The stable revision no longer loads; the folder's revision becomes stable",
+			"templateSet", r.name, "stable", s, "folder", in.Revision)
+	case apierrors.IsNotFound(err):
+		klog.FromContext(ctx).Error(nil, "The stable revision's files are gone; the folder's revision becomes stable",
+			"templateSet", r.name, "stable", s, "folder", in.Revision)
+	default:
 		return err
 	}
-	klog.FromContext(ctx).Error(nil, "The stable revision's files are gone; the folder's revision becomes stable",
-		"templateSet", r.name, "stable", s, "folder", in.Revision)
 	in.State = rollout.State{}
 	return nil
+}
+
+// loadRevision loads the set whose files a TemplateRevision keeps.
+func loadRevision(dir string, obj *unstructured.Unstructured) (*render.Set, error) {
+	files, _, _ := unstructured.NestedStringMap(obj.Object, "files")
+	raw := make(map[string][]byte, len(files))
+	for n, f := range files {
+		raw[n] = []byte(f)
+	}
+	return render.LoadSources(dir, raw)
 }
 
 // load returns the loaded set of each revision s names, keeping the
@@ -212,12 +231,7 @@ func (r *rollouts) load(ctx context.Context, folder *render.Set, s rollout.State
 		if err != nil {
 			return nil, err
 		}
-		files, _, _ := unstructured.NestedStringMap(obj.Object, "files")
-		raw := make(map[string][]byte, len(files))
-		for n, f := range files {
-			raw[n] = []byte(f)
-		}
-		set, err := render.LoadSources(folder.Dir, raw)
+		set, err := loadRevision(folder.Dir, obj)
 		if err != nil {
 			return nil, fmt.Errorf("load TemplateRevision %s: %w", r.store.revisionName(rev), err)
 		}

@@ -303,3 +303,48 @@ func TestPolicyGainedWhileStartingIsStarted(t *testing.T) {
 		t.Fatal("the rollout of a policy gained while the controller started was never started (phase idle)")
 	}
 }
+
+// A stable revision kept by an older Loom whose templates this one refuses
+// (now, say) cannot be rendered or loaded any more: the decision would
+// fail for good, and a fixed folder would never roll out. It is handled
+// as a stable revision whose files are gone: the folder's revision
+// becomes stable. One that loads stays stable.
+func TestStableRevisionThatNoLongerLoads(t *testing.T) {
+	const parent = "parent: {apiVersion: example.com/v1, kind: Widget}\nrollout: {steps: ['100%']}\n"
+	for _, tt := range []struct {
+		name, template string
+		wantReset      bool
+	}{
+		{"calls now", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Name }}'}\ndata: {at: '{{ now }}'}\n", true},
+		{"loads", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Name }}'}\n", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, _ := newFakeManager(t, nil)
+			c := newWidgetController(m)
+			folder, err := render.LoadFS(fstest.MapFS{
+				"loom.yaml": {Data: []byte(parent)},
+				"cm.yaml":   {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Name }}-fixed'}\n")},
+			}, "widget")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.set.Store(folder)
+			r := newRollouts(c)
+			rev := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "loom.dev/v1alpha1", "kind": "TemplateRevision",
+				"metadata": map[string]any{"name": r.store.revisionName("old")},
+				"set":      r.name, "revision": "old",
+				"files": map[string]any{"loom.yaml": parent, "cm.yaml": tt.template},
+			}}
+			r.store.client = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{templateRevisionGVR: "TemplateRevisionList"}, rev)
+			in := rollout.Input{Revision: folder.Revision(), State: rollout.State{StableRevision: "old"}}
+			if err := r.ensureStable(t.Context(), &in); err != nil {
+				t.Fatal(err)
+			}
+			if reset := in.State.StableRevision == ""; reset != tt.wantReset {
+				t.Errorf("stable revision reset = %v, want %v (state %+v)", reset, tt.wantReset, in.State)
+			}
+		})
+	}
+}
