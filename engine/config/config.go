@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -49,6 +50,10 @@ type Config struct {
 	// Rollout, when set, moves a new revision of the set to its parents
 	// in health-gated steps instead of all at once.
 	Rollout *Policy `json:"rollout,omitempty"`
+	// Schema, when set, is the parent's API: Loom generates the parent's
+	// CRD from it, defaults and validates specs offline and checks what
+	// the templates read against it. Without it the spec is free-form.
+	Schema *Schema `json:"schema,omitempty"`
 }
 
 // ParentRef names the parent kind.
@@ -57,6 +62,24 @@ type ParentRef struct {
 	APIVersion string `json:"apiVersion"`
 	// Kind is the parent's kind, e.g. MyResource.
 	Kind string `json:"kind"`
+	// Plural is the kind's resource name in URLs; by default the kind in
+	// lower case with an "s" (or "es" after s, x, z, ch, sh; "ies" after a
+	// consonant and y).
+	Plural string `json:"plural,omitempty"`
+	// Singular is the kind's singular name; by default the kind in lower
+	// case.
+	Singular string `json:"singular,omitempty"`
+	// ShortNames are kubectl's short names for the kind, e.g. [myr].
+	ShortNames []string `json:"shortNames,omitempty"`
+	// Categories group the kind for kubectl get, e.g. [loom] (Loom adds
+	// "loom" to every generated CRD).
+	Categories []string `json:"categories,omitempty"`
+	// Scope is Namespaced (the default) or Cluster.
+	Scope string `json:"scope,omitempty"`
+	// PrinterColumns are kubectl get's columns besides Loom's own (Ready,
+	// State, Age). A column's JSONPath must exist in the schema or in
+	// Loom's status.
+	PrinterColumns []apiextv1.CustomResourceColumnDefinition `json:"printerColumns,omitempty"`
 }
 
 // ReadinessRule overrides the readiness of the children it matches.
@@ -96,6 +119,12 @@ func (c *Config) Validate() error {
 	}
 	if _, err := schema.ParseGroupVersion(c.Parent.APIVersion); err != nil {
 		return fmt.Errorf("parent.apiVersion: %w", err)
+	}
+	if err := validateParent(c.Parent); err != nil {
+		return err
+	}
+	if err := validateSchema(c.Schema); err != nil {
+		return err
 	}
 	for i, r := range c.Readiness {
 		if r.Kind == "" {

@@ -26,6 +26,14 @@ rollout: {steps: [1, 100%]}
 		{name: "readiness without condition", src: parent + "readiness: [{kind: Job}]\n", err: "readiness[0] needs condition or ignore"},
 		{name: "lookup without kind", src: parent + "lookups: [{apiVersion: v1}]\n", err: "lookups[0]: apiVersion and kind are required"},
 		{name: "lookup bad namespace", src: parent + "lookups: [{apiVersion: v1, kind: Secret, namespaces: [Bad_NS]}]\n", err: `lookups[0].namespaces: "Bad_NS"`},
+		{name: "compact schema", src: parent + "schema: {spec: {image: string | required=true}}\n"},
+		{name: "openAPI schema", src: parent + "schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}\n"},
+		{name: "names and scope", src: "parent: {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, plural: myresources, singular: myresource, shortNames: [myr], categories: [loom], scope: Cluster}\n"},
+		{name: "both schema forms", src: parent + "schema: {spec: {a: string}, openAPIV3Schema: {type: object}}\n", err: "not both"},
+		{name: "empty schema", src: parent + "schema: {allowBreakingChanges: true}\n", err: "schema: needs spec"},
+		{name: "bad scope", src: "parent: {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, scope: Global}\n", err: `parent.scope: "Global"`},
+		{name: "bad short name", src: "parent: {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, shortNames: [My_R]}\n", err: `parent.shortNames[0]: "My_R"`},
+		{name: "printer column without path", src: "parent: {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, printerColumns: [{name: Image, type: string}]}\n", err: "parent.printerColumns[0]"},
 		{name: "bad rollout", src: parent + "rollout: {steps: [1, 50%]}\n", err: `rollout.steps: the last step must be "100%"`},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,15 @@
+// Package crd turns a template set's schema (loom.yaml's schema block)
+// into the parent's API, with no cluster:
+//
+//   - generate.go compiles the compact or OpenAPI form into a structural
+//     schema and builds the parent's CustomResourceDefinition (Generate),
+//     with Loom's own status fields, printer columns and names;
+//   - admit.go does to a parent what the API server does to a custom
+//     resource on create: prune unknown fields, apply defaults, validate
+//     (OpenAPI and CEL rules), using k8s.io/apiextensions-apiserver;
+//   - breaking.go compares an installed CRD with a generated one and
+//     names the changes that would break parents already stored.
+//
+// It imports no client: cmd/loom (loom crd, render, test) and the
+// controller (--install-crds) do the I/O.
+package crd
