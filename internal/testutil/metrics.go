@@ -11,6 +11,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Metrics are the metric families of one scrape of a Prometheus text
@@ -19,7 +20,9 @@ type Metrics map[string]*dto.MetricFamily
 
 // ParseMetrics parses the Prometheus text format.
 func ParseMetrics(r io.Reader) (Metrics, error) {
-	var p expfmt.TextParser
+	// The zero TextParser panics since prometheus/common v0.66: a parser
+	// needs its name validation scheme.
+	p := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := p.TextToMetricFamilies(r)
 	if err != nil {
 		return nil, fmt.Errorf("parse metrics: %w", err)
