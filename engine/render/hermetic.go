@@ -163,46 +163,65 @@ func checkRefused(t *template.Template, sources map[string][]byte) error {
 // walkIdentifiers calls visit for each function name in the parse tree
 // under node.
 func walkIdentifiers(node parse.Node, visit func(*parse.IdentifierNode)) {
+	walkNodes(node, func(n parse.Node) {
+		if id, ok := n.(*parse.IdentifierNode); ok {
+			visit(id)
+		}
+	})
+}
+
+// walkNodes calls visit for node and each node in the parse tree under it.
+func walkNodes(node parse.Node, visit func(parse.Node)) {
 	switch n := node.(type) {
-	case *parse.IdentifierNode:
-		visit(n)
 	case *parse.ListNode:
 		if n == nil {
 			return
 		}
+		visit(n)
 		for _, c := range n.Nodes {
-			walkIdentifiers(c, visit)
+			walkNodes(c, visit)
 		}
-	case *parse.ActionNode:
-		walkIdentifiers(n.Pipe, visit)
 	case *parse.PipeNode:
 		if n == nil {
 			return
 		}
+		visit(n)
 		for _, c := range n.Cmds {
-			walkIdentifiers(c, visit)
+			walkNodes(c, visit)
 		}
+	case *parse.ActionNode:
+		visit(n)
+		walkNodes(n.Pipe, visit)
 	case *parse.CommandNode:
+		visit(n)
 		for _, a := range n.Args {
-			walkIdentifiers(a, visit)
+			walkNodes(a, visit)
 		}
 	case *parse.ChainNode:
-		walkIdentifiers(n.Node, visit)
+		visit(n)
+		walkNodes(n.Node, visit)
 	case *parse.TemplateNode:
-		walkIdentifiers(n.Pipe, visit)
+		visit(n)
+		walkNodes(n.Pipe, visit)
 	case *parse.IfNode:
+		visit(n)
 		walkBranch(&n.BranchNode, visit)
 	case *parse.RangeNode:
+		visit(n)
 		walkBranch(&n.BranchNode, visit)
 	case *parse.WithNode:
+		visit(n)
 		walkBranch(&n.BranchNode, visit)
+	case nil:
+	default:
+		visit(n)
 	}
 }
 
-func walkBranch(b *parse.BranchNode, visit func(*parse.IdentifierNode)) {
-	walkIdentifiers(b.Pipe, visit)
-	walkIdentifiers(b.List, visit)
-	walkIdentifiers(b.ElseList, visit)
+func walkBranch(b *parse.BranchNode, visit func(parse.Node)) {
+	walkNodes(b.Pipe, visit)
+	walkNodes(b.List, visit)
+	walkNodes(b.ElseList, visit)
 }
 
 // printf is text/template's printf without the %p verb, which prints where

@@ -15,6 +15,7 @@ import (
 	"text/template"
 
 	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/crd"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -133,6 +134,9 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	if err := s.parse(partials); err != nil {
 		return nil, err
 	}
+	if err := s.checkSpec(); err != nil {
+		return nil, err
+	}
 	s.caches = make(map[string]*decodeCache, len(s.files))
 	for _, f := range s.files {
 		s.caches[f] = newDecodeCache(defaultCacheBytes)
@@ -165,6 +169,22 @@ func (s *Set) parse(partials []string) error {
 		}
 	}
 	return nil
+}
+
+// checkSpec checks what the templates read of the parent's spec against
+// the spec's schema, when loom.yaml has one (see checkSchema).
+func (s *Set) checkSpec() error {
+	if s.Config.Schema == nil {
+		return nil
+	}
+	spec, err := crd.SpecSchema(s.Config)
+	if err != nil {
+		return &Error{File: config.File, Err: fmt.Errorf("schema: %w", err)}
+	}
+	if spec == nil {
+		return nil
+	}
+	return s.checkSchema(spec)
 }
 
 // SetError is the failure to load one template set.

@@ -1,0 +1,506 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"text/template/parse"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// maxCheckDepth caps how deeply checkSchema follows include and template
+// into defines; a deeper chain is left unchecked.
+const maxCheckDepth = 50
+
+// checkSchema checks every path into the parent's spec that the set's
+// templates read against spec, the schema of the parent's spec, and
+// returns an *Error at the template's file and line for each path the
+// schema cannot hold, joined and sorted by file and line.
+//
+// It follows the data's type through field chains ($ and variables
+// included), index, get, hasKey and dig with constant keys, default with
+// an empty default, with and range blocks, and the defines that include
+// and template call with a known argument. Where the type is not known (a
+// function's result, a variable assigned with =, a free-form part of the
+// schema: x-kubernetes-preserve-unknown-fields, an object without
+// properties, a map's keys) it stops: it reports nothing it is not sure of.
+func (s *Set) checkSchema(spec *apiextv1.JSONSchemaProps) error {
+	c := &schemaChecker{set: s, spec: spec, found: map[string]*Error{}, done: map[string]bool{}}
+	for _, file := range s.Files() {
+		c.checkTemplate(file, &value{kind: dataValue})
+	}
+	if s.Config.Status != "" {
+		c.checkTemplate(s.Config.Status, &value{kind: dataValue, status: true})
+	}
+	errs := make([]*Error, 0, len(c.found))
+	for _, e := range c.found {
+		errs = append(errs, e)
+	}
+	sort.Slice(errs, func(i, j int) bool {
+		a, b := errs[i], errs[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Err.Error() < b.Err.Error()
+	})
+	joined := make([]error, len(errs))
+	for i, e := range errs {
+		joined[i] = e
+	}
+	return errors.Join(joined...)
+}
+
+// valueKind is what checkSchema knows of a value.
+type valueKind int
+
+const (
+	dataValue   valueKind = iota // the template data (.Spec, .Name, ...)
+	parentValue                  // .Parent, the parent object
+	schemaValue                  // a value the spec's schema describes
+)
+
+// value is the type of a value in a template; nil is unknown.
+type value struct {
+	kind valueKind
+	// status marks the status template's data, which has .Children.
+	status bool
+	// schema describes a schemaValue; path names it (".Spec.db").
+	schema *apiextv1.JSONSchemaProps
+	path   string
+}
+
+// key identifies a value for memoizing the check of a define.
+func (v *value) key() string {
+	return fmt.Sprintf("%d/%t/%s", v.kind, v.status, v.path)
+}
+
+// schemaChecker holds one checkSchema run.
+type schemaChecker struct {
+	set   *Set
+	spec  *apiextv1.JSONSchemaProps
+	found map[string]*Error // by message, so that each is reported once
+	done  map[string]bool   // define and argument key: checked or being checked
+	depth int
+}
+
+// scope is the state of the walk through one template: dot, variables.
+type scope struct {
+	file string
+	dot  *value
+	vars []variable
+	// assigned are the variables the template assigns with =: their
+	// type depends on the order the template runs in, so it is unknown.
+	assigned map[string]bool
+}
+
+type variable struct {
+	name string
+	v    *value
+}
+
+// checkTemplate checks the template (a file or a define) named name, run
+// with dot, once per name and dot.
+func (c *schemaChecker) checkTemplate(name string, dot *value) {
+	key := name + "\x00" + dot.key()
+	t := c.set.root.Lookup(name)
+	if c.done[key] || c.depth >= maxCheckDepth || t == nil || t.Tree == nil || t.Tree.Root == nil {
+		return
+	}
+	c.done[key] = true
+	c.depth++
+	defer func() { c.depth-- }()
+	sc := &scope{file: t.Tree.ParseName, dot: dot, vars: []variable{{"$", dot}}, assigned: map[string]bool{}}
+	walkNodes(t.Tree.Root, func(n parse.Node) {
+		if p, ok := n.(*parse.PipeNode); ok && p.IsAssign {
+			for _, d := range p.Decl {
+				sc.assigned[d.Ident[0]] = true
+			}
+		}
+	})
+	c.walk(sc, t.Tree.Root)
+}
+
+// walk checks the nodes of a template's body.
+func (c *schemaChecker) walk(sc *scope, node parse.Node) {
+	switch n := node.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return
+		}
+		for _, item := range n.Nodes {
+			c.walk(sc, item)
+		}
+	case *parse.ActionNode:
+		c.pipe(sc, n.Pipe, true)
+	case *parse.IfNode:
+		c.branch(sc, &n.BranchNode, false)
+	case *parse.WithNode:
+		c.branch(sc, &n.BranchNode, true)
+	case *parse.RangeNode:
+		c.rangeNode(sc, n)
+	case *parse.TemplateNode:
+		if v := c.pipe(sc, n.Pipe, false); v != nil {
+			c.checkTemplate(n.Name, v)
+		}
+	}
+}
+
+// branch walks an if or a with: with moves dot into its list.
+func (c *schemaChecker) branch(sc *scope, b *parse.BranchNode, with bool) {
+	mark := len(sc.vars)
+	v := c.pipe(sc, b.Pipe, true)
+	inner := len(sc.vars)
+	dot := sc.dot
+	if with {
+		sc.dot = v
+	}
+	c.walk(sc, b.List)
+	sc.dot, sc.vars = dot, sc.vars[:inner]
+	c.walk(sc, b.ElseList)
+	sc.vars = sc.vars[:mark]
+}
+
+// rangeNode walks a range: dot, and its last variable, are an element.
+func (c *schemaChecker) rangeNode(sc *scope, n *parse.RangeNode) {
+	mark := len(sc.vars)
+	elem := c.element(c.pipe(sc, n.Pipe, false))
+	switch decl := n.Pipe.Decl; {
+	case n.Pipe.IsAssign:
+	case len(decl) == 1:
+		sc.vars = append(sc.vars, variable{decl[0].Ident[0], elem})
+	case len(decl) == 2:
+		sc.vars = append(sc.vars, variable{decl[0].Ident[0], nil}, variable{decl[1].Ident[0], elem})
+	}
+	inner := len(sc.vars)
+	dot := sc.dot
+	sc.dot = elem
+	c.walk(sc, n.List)
+	sc.dot, sc.vars = dot, sc.vars[:inner]
+	c.walk(sc, n.ElseList)
+	sc.vars = sc.vars[:mark]
+}
+
+// element is the type of the elements of a list or a map.
+func (c *schemaChecker) element(v *value) *value {
+	if v == nil || v.kind != schemaValue {
+		return nil
+	}
+	s := v.schema
+	switch {
+	case s.Type == "array" && s.Items != nil && s.Items.Schema != nil:
+		return &value{kind: schemaValue, schema: s.Items.Schema, path: v.path + "[*]"}
+	case s.Type == "object" && len(s.Properties) == 0 && s.AdditionalProperties != nil &&
+		s.AdditionalProperties.Allows && s.AdditionalProperties.Schema != nil:
+		return &value{kind: schemaValue, schema: s.AdditionalProperties.Schema, path: v.path + "[*]"}
+	}
+	return nil
+}
+
+// pipe checks a pipeline and returns its value's type. With declare, it
+// declares the variables the pipeline binds (range binds its own).
+func (c *schemaChecker) pipe(sc *scope, p *parse.PipeNode, declare bool) *value {
+	if p == nil {
+		return nil
+	}
+	var v *value
+	for i, cmd := range p.Cmds {
+		v = c.command(sc, cmd, v, i > 0)
+	}
+	if declare && !p.IsAssign && len(p.Decl) == 1 {
+		sc.vars = append(sc.vars, variable{p.Decl[0].Ident[0], v})
+	}
+	return v
+}
+
+// arg is one argument of a command: a node, or the value piped in.
+type arg struct {
+	node parse.Node // nil for the piped value
+	v    *value
+}
+
+// command checks one command of a pipeline and returns its result's type.
+func (c *schemaChecker) command(sc *scope, cmd *parse.CommandNode, piped *value, hasPiped bool) *value {
+	var args []arg
+	for _, a := range cmd.Args[1:] {
+		args = append(args, arg{node: a, v: c.operand(sc, a)})
+	}
+	if hasPiped {
+		args = append(args, arg{v: piped})
+	}
+	id, ok := cmd.Args[0].(*parse.IdentifierNode)
+	if !ok {
+		v := c.operand(sc, cmd.Args[0])
+		if len(args) > 0 {
+			return nil // a method call, or a value given arguments
+		}
+		return v
+	}
+	return c.call(sc, id, args)
+}
+
+// call gives the result type of the functions that pass a value through.
+func (c *schemaChecker) call(sc *scope, id *parse.IdentifierNode, args []arg) *value {
+	n := len(args)
+	switch id.Ident {
+	case "index":
+		if n > 0 && args[0].node != nil {
+			return c.keys(sc, args[0].v, args[1:], true)
+		}
+	case "get":
+		if n == 2 {
+			return c.keys(sc, args[0].v, args[1:], false)
+		}
+	case "hasKey":
+		if n == 2 {
+			c.keys(sc, args[0].v, args[1:], false)
+		}
+	case "dig":
+		if n >= 3 {
+			v := c.keys(sc, args[n-1].v, args[:n-2], false)
+			if emptyDefault(args[n-2].node) {
+				return v
+			}
+		}
+	case "default":
+		if n == 2 && emptyDefault(args[0].node) {
+			return args[1].v
+		}
+	case "required":
+		if n == 2 {
+			return args[1].v
+		}
+	case "include":
+		if n == 2 && args[1].v != nil {
+			if name, ok := args[0].node.(*parse.StringNode); ok {
+				c.checkTemplate(name.Text, args[1].v)
+			}
+		}
+	}
+	return nil
+}
+
+// emptyDefault reports whether a default is a literal or an empty dict or
+// list: reading a field of it gives nothing, as a missing field would, so
+// that the value keeps the type of what it defaults.
+func emptyDefault(n parse.Node) bool {
+	switch n := n.(type) {
+	case *parse.StringNode, *parse.NumberNode, *parse.BoolNode, *parse.NilNode:
+		return true
+	case *parse.IdentifierNode:
+		return n.Ident == "dict" || n.Ident == "list"
+	case *parse.PipeNode:
+		if len(n.Cmds) == 1 && len(n.Cmds[0].Args) == 1 {
+			return emptyDefault(n.Cmds[0].Args[0])
+		}
+	}
+	return false
+}
+
+// keys follows constant keys (strings; with ints, list indexes) from v,
+// as index, get, hasKey and dig do, and stops at the first other key.
+func (c *schemaChecker) keys(sc *scope, v *value, keys []arg, ints bool) *value {
+	for _, k := range keys {
+		switch n := k.node.(type) {
+		case *parse.StringNode:
+			v = c.field(sc, v, n.Text, n.Pos)
+		case *parse.NumberNode:
+			if !ints || !n.IsInt || v == nil || v.kind != schemaValue || v.schema.Type != "array" {
+				return nil
+			}
+			v = c.element(v)
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// operand checks an argument and returns its type.
+func (c *schemaChecker) operand(sc *scope, node parse.Node) *value {
+	switch n := node.(type) {
+	case *parse.DotNode:
+		return sc.dot
+	case *parse.FieldNode:
+		return c.fields(sc, sc.dot, n.Ident, n.Pos)
+	case *parse.VariableNode:
+		return c.fields(sc, sc.lookup(n.Ident[0]), n.Ident[1:], n.Pos)
+	case *parse.ChainNode:
+		return c.fields(sc, c.operand(sc, n.Node), n.Field, n.Pos)
+	case *parse.PipeNode:
+		return c.pipe(sc, n, false)
+	}
+	return nil
+}
+
+// lookup is the type of variable name: the innermost one, unless the
+// template assigns it with =.
+func (sc *scope) lookup(name string) *value {
+	if sc.assigned[name] {
+		return nil
+	}
+	for i := len(sc.vars) - 1; i >= 0; i-- {
+		if sc.vars[i].name == name {
+			return sc.vars[i].v
+		}
+	}
+	return nil
+}
+
+// fields follows a chain of field names from v.
+func (c *schemaChecker) fields(sc *scope, v *value, names []string, pos parse.Pos) *value {
+	for _, name := range names {
+		v = c.field(sc, v, name, pos)
+	}
+	return v
+}
+
+// field is the type of field name of v, reporting a field that v's schema
+// cannot hold.
+func (c *schemaChecker) field(sc *scope, v *value, name string, pos parse.Pos) *value {
+	if v == nil {
+		return nil
+	}
+	switch v.kind {
+	case dataValue:
+		return c.dataField(sc, v, name, pos)
+	case parentValue:
+		if name == "spec" {
+			return &value{kind: schemaValue, schema: c.spec, path: ".Parent.spec"}
+		}
+		return nil
+	}
+	s, path := v.schema, v.path+"."+name
+	if p, ok := s.Properties[name]; ok {
+		return &value{kind: schemaValue, schema: &p, path: path}
+	}
+	if ap := s.AdditionalProperties; ap != nil && ap.Allows {
+		if ap.Schema == nil {
+			return nil
+		}
+		return &value{kind: schemaValue, schema: ap.Schema, path: path}
+	}
+	if freeForm(s) {
+		return nil
+	}
+	kind := c.set.gvk.Kind
+	switch s.Type {
+	case "object", "":
+		c.report(sc, pos, fmt.Sprintf("%s is not in the schema of %s%s", path, kind, suggest(name, propertyNames(s))))
+	case "string", "integer", "number", "boolean", "array":
+		c.report(sc, pos, fmt.Sprintf("%s is not in the schema of %s (%s is %s %s)", path, kind, v.path, article(s.Type), s.Type))
+	}
+	return nil
+}
+
+// freeForm reports whether a schema holds fields it does not name, or
+// says too little to tell: preserve-unknown-fields, an object without
+// properties, int-or-string, anyOf and the like.
+func freeForm(s *apiextv1.JSONSchemaProps) bool {
+	switch {
+	case s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields,
+		s.XIntOrString,
+		len(s.AnyOf) > 0, len(s.OneOf) > 0, len(s.AllOf) > 0, s.Not != nil:
+		return true
+	case s.Type == "object" || s.Type == "":
+		return len(s.Properties) == 0
+	}
+	return false
+}
+
+// dataFields are the template data's fields (templateData); the status
+// template's data also has Children.
+var dataFields = []string{"Annotations", "Labels", "Name", "Namespace", "Parent", "Spec"}
+
+// dataField is the type of a field of the template data. The data is a
+// fixed map, so a field it does not have is reported: it reads nothing.
+func (c *schemaChecker) dataField(sc *scope, v *value, name string, pos parse.Pos) *value {
+	switch name {
+	case "Spec":
+		return &value{kind: schemaValue, schema: c.spec, path: ".Spec"}
+	case "Parent":
+		return &value{kind: parentValue}
+	case "Annotations", "Labels", "Name", "Namespace":
+		return nil
+	case "Children":
+		if !v.status {
+			c.report(sc, pos, ".Children is not in the template data (it is only in the status template)")
+		}
+		return nil
+	}
+	names := dataFields
+	if v.status {
+		names = append([]string{"Children"}, names...)
+	}
+	c.report(sc, pos, fmt.Sprintf(".%s is not in the template data%s", name, suggest(name, names)))
+	return nil
+}
+
+// report records a problem at pos in the current template's file.
+func (c *schemaChecker) report(sc *scope, pos parse.Pos, msg string) {
+	e := &Error{File: sc.file, Line: lineAt(c.set.sources[sc.file], int(pos)), Err: errors.New(msg)}
+	c.found[e.Error()] = e
+}
+
+func propertyNames(s *apiextv1.JSONSchemaProps) []string {
+	names := make([]string, 0, len(s.Properties))
+	for n := range s.Properties {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func article(word string) string {
+	if strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
+}
+
+// suggest names the candidate closest to name, when one is close: at most
+// one edit in three letters (a swap of two letters is one edit; case does
+// not count).
+func suggest(name string, candidates []string) string {
+	best, bestDist := "", max(1, len(name)/3)+1
+	for _, cand := range candidates {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(cand)); d < bestDist {
+			best, bestDist = cand, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
+}
+
+// editDistance is the optimal string alignment distance between a and b:
+// insertions, deletions, substitutions and swaps of adjacent letters.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}

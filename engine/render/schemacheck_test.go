@@ -1,0 +1,326 @@
+package render
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/crd"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// appSpec is the schema of the test sets' App spec: objects, a list of
+// objects, maps, and the free-form kinds of schema.
+const appSpec = `
+type: object
+properties:
+  image: {type: string}
+  replicas: {type: integer}
+  db:
+    type: object
+    properties:
+      name: {type: string}
+      size: {type: string}
+  ports:
+    type: array
+    items:
+      type: object
+      properties:
+        name: {type: string}
+        port: {type: integer}
+  env:
+    type: object
+    additionalProperties: {type: string}
+  volumes:
+    type: object
+    additionalProperties:
+      type: object
+      properties:
+        size: {type: string}
+  extra:
+    type: object
+    x-kubernetes-preserve-unknown-fields: true
+  labels: {type: object}
+  tags: {type: array, items: {type: string}}
+  port: {x-kubernetes-int-or-string: true}
+`
+
+// schemaOf decodes a JSONSchemaProps written as YAML.
+func schemaOf(t testing.TB, doc string) *apiextv1.JSONSchemaProps {
+	t.Helper()
+	var s apiextv1.JSONSchemaProps
+	if err := yaml.UnmarshalStrict([]byte(doc), &s); err != nil {
+		t.Fatalf("decode schema: %v", err)
+	}
+	return &s
+}
+
+// schemaErrors lists the messages of checkSchema's joined error.
+func schemaErrors(err error) []string {
+	if err == nil {
+		return nil
+	}
+	var out []string
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			var re *Error
+			if !errors.As(e, &re) {
+				out = append(out, "not an *Error: "+e.Error())
+				continue
+			}
+			out = append(out, e.Error())
+		}
+		return out
+	}
+	return []string{"not joined: " + err.Error()}
+}
+
+func TestCheckSchema(t *testing.T) {
+	spec := schemaOf(t, appSpec)
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{name: "field chains in the schema", files: map[string]string{
+			"a.yaml": "{{ .Spec.image }} {{ .Spec.replicas }} {{ .Spec.db.name }} {{ .Spec.ports }}",
+		}},
+		{name: "misspelt field", files: map[string]string{
+			"a.yaml": "x: 1\ny: {{ .Spec.replcas }}",
+		}, want: []string{"a.yaml:2: .Spec.replcas is not in the schema of App (did you mean replicas?)"}},
+		{name: "nested field, nothing close", files: map[string]string{
+			"a.yaml": "{{ .Spec.db.name }}\n{{ .Spec.db.password }}",
+		}, want: []string{"a.yaml:2: .Spec.db.password is not in the schema of App"}},
+		{name: "field of a scalar", files: map[string]string{
+			"a.yaml": "{{ .Spec.image.tag }}",
+		}, want: []string{"a.yaml:1: .Spec.image.tag is not in the schema of App (.Spec.image is a string)"}},
+		{name: "dollar, and dollar inside range", files: map[string]string{
+			"a.yaml": "{{ $.Spec.imgae }}\n{{ range .Spec.ports }}{{ $.Spec.image }}{{ $.Spec.imag }}{{ .nme }}{{ end }}",
+		}, want: []string{
+			"a.yaml:1: .Spec.imgae is not in the schema of App (did you mean image?)",
+			"a.yaml:2: .Spec.imag is not in the schema of App (did you mean image?)",
+			"a.yaml:2: .Spec.ports[*].nme is not in the schema of App (did you mean name?)",
+		}},
+		{name: "variable bound to a path", files: map[string]string{
+			"a.yaml": "{{ $db := .Spec.db }}{{ $db.name }}\n{{ $db.nme }}",
+		}, want: []string{"a.yaml:2: .Spec.db.nme is not in the schema of App (did you mean name?)"}},
+		{name: "variable reassigned with =", files: map[string]string{
+			"a.yaml": "{{ $x := .Spec.db }}{{ range .Spec.ports }}{{ $x.port }}{{ $x = . }}{{ end }}{{ $x.nme }}",
+		}},
+		{name: "variables go out of scope at end", files: map[string]string{
+			"a.yaml": "{{ $x := .Spec }}{{ with .Spec.db }}{{ $x := . }}{{ $x.name }}{{ end }}\n{{ $x.imag }}",
+		}, want: []string{"a.yaml:2: .Spec.imag is not in the schema of App (did you mean image?)"}},
+		{name: "index with constant keys", files: map[string]string{
+			"a.yaml": "{{ index .Spec \"db\" \"name\" }}{{ index .Spec.ports 0 \"port\" }}\n{{ index .Spec \"db\" \"nam\" }}\n{{ index .Spec.ports 0 \"prot\" }}\n{{ (index .Spec \"db\").nme }}",
+		}, want: []string{
+			"a.yaml:2: .Spec.db.nam is not in the schema of App (did you mean name?)",
+			"a.yaml:3: .Spec.ports[*].prot is not in the schema of App (did you mean port?)",
+			"a.yaml:4: .Spec.db.nme is not in the schema of App (did you mean name?)",
+		}},
+		{name: "index with a key that is not constant", files: map[string]string{
+			"a.yaml": "{{ $k := \"db\" }}{{ index .Spec $k \"anything\" }}{{ (index .Spec .Spec.image).x }}",
+		}},
+		{name: "hasKey, get and dig", files: map[string]string{
+			"a.yaml": "{{ hasKey .Spec \"replicas\" }}{{ get .Spec.db \"size\" }}{{ dig \"db\" \"name\" \"\" .Spec }}\n" +
+				"{{ hasKey .Spec \"replicsa\" }}\n{{ get .Spec \"imag\" }}\n{{ dig \"db\" \"siz\" \"1Gi\" .Spec }}\n{{ (dig \"db\" dict .Spec).nme }}",
+		}, want: []string{
+			"a.yaml:2: .Spec.replicsa is not in the schema of App (did you mean replicas?)",
+			"a.yaml:3: .Spec.imag is not in the schema of App (did you mean image?)",
+			"a.yaml:4: .Spec.db.siz is not in the schema of App (did you mean size?)",
+			"a.yaml:5: .Spec.db.nme is not in the schema of App (did you mean name?)",
+		}},
+		{name: "with moves dot, else does not", files: map[string]string{
+			"a.yaml": "{{ with .Spec.db }}{{ .name }}\n{{ .nme }}{{ else }}{{ .Spec.image }}{{ end }}\n{{ with $d := .Spec.db }}{{ $d.siez }}{{ end }}",
+		}, want: []string{
+			"a.yaml:2: .Spec.db.nme is not in the schema of App (did you mean name?)",
+			"a.yaml:3: .Spec.db.siez is not in the schema of App (did you mean size?)",
+		}},
+		{name: "range over a list and over maps", files: map[string]string{
+			"a.yaml": "{{ range $i, $p := .Spec.ports }}{{ $i }}{{ $p.port }}{{ end }}\n" +
+				"{{ range $k, $v := .Spec.volumes }}{{ $k.anything }}{{ $v.sise }}{{ end }}\n" +
+				"{{ range .Spec.env }}{{ .x }}{{ end }}{{ range $v := .Spec.ports }}{{ $v.nam }}{{ end }}",
+		}, want: []string{
+			"a.yaml:2: .Spec.volumes[*].sise is not in the schema of App (did you mean size?)",
+			"a.yaml:3: .Spec.env[*].x is not in the schema of App (.Spec.env[*] is a string)",
+			"a.yaml:3: .Spec.ports[*].nam is not in the schema of App (did you mean name?)",
+		}},
+		{name: "include and template check the define with its argument", files: map[string]string{
+			"_h.tpl": "{{ define \"db\" }}{{ .name }}\n{{ .nme }}{{ $.siez }}{{ end }}\n{{ define \"top\" }}{{ .Spec.imgae }}{{ end }}",
+			"a.yaml": "{{ include \"db\" .Spec.db }}{{ template \"top\" . }}{{ include \"db\" (index .Spec \"db\") }}",
+		}, want: []string{
+			"_h.tpl:2: .Spec.db.nme is not in the schema of App (did you mean name?)",
+			"_h.tpl:2: .Spec.db.siez is not in the schema of App (did you mean size?)",
+			"_h.tpl:3: .Spec.imgae is not in the schema of App (did you mean image?)",
+		}},
+		{name: "nested and recursive includes", files: map[string]string{
+			"_h.tpl": "{{ define \"outer\" }}{{ include \"inner\" .ports }}{{ include \"outer\" . }}{{ end }}\n" +
+				"{{ define \"inner\" }}{{ range . }}{{ .prot }}{{ end }}{{ end }}",
+			"a.yaml": "{{ include \"outer\" .Spec }}",
+		}, want: []string{"_h.tpl:2: .Spec.ports[*].prot is not in the schema of App (did you mean port?)"}},
+		{name: "a define with an unknown argument is not checked", files: map[string]string{
+			"_h.tpl": "{{ define \"d\" }}{{ .anything }}{{ end }}",
+			"a.yaml": "{{ include \"d\" (fromYaml .Spec.image) }}{{ include (printf \"d\") .Spec }}",
+		}},
+		{name: "default keeps the type only with an empty default", files: map[string]string{
+			"a.yaml": "{{ (.Spec.db | default dict).nme }}\n{{ (.Spec.db | default (dict \"nme\" 1)).nme }}{{ (default \"\" .Spec.db).name }}",
+		}, want: []string{"a.yaml:1: .Spec.db.nme is not in the schema of App (did you mean name?)"}},
+		{name: "unknown types are not checked", files: map[string]string{
+			"a.yaml": "{{ (fromYaml .Spec.image).anything.at.all }}{{ $m := .Spec.db | toYaml }}{{ $m.x }}{{ (first .Spec.tags).x }}",
+		}},
+		{name: "free-form parts", files: map[string]string{
+			"a.yaml": "{{ .Spec.extra.a.b }}{{ .Spec.labels.x.y }}{{ .Spec.env.FOO }}{{ .Spec.volumes.data.size }}{{ .Spec.port.x }}",
+		}},
+		{name: "the template data", files: map[string]string{
+			"a.yaml": "{{ .Name }}{{ .Namespace }}{{ .Labels.app }}{{ .Annotations.x }}{{ .Parent.metadata.name }}{{ .Parent.spec.image }}\n" +
+				"{{ .Sepc.image }}\n{{ .Parent.spec.imgae }}\n{{ .Children }}",
+		}, want: []string{
+			"a.yaml:2: .Sepc is not in the template data (did you mean Spec?)",
+			"a.yaml:3: .Parent.spec.imgae is not in the schema of App (did you mean image?)",
+			"a.yaml:4: .Children is not in the template data (it is only in the status template)",
+		}},
+		{name: "every file, sorted by file and line", files: map[string]string{
+			"b.yaml": "{{ .Spec.b2 }}",
+			"a.yaml": "\n\n{{ .Spec.a3 }}\n{{ .Spec.a4 }}",
+		}, want: []string{
+			"a.yaml:3: .Spec.a3 is not in the schema of App",
+			"a.yaml:4: .Spec.a4 is not in the schema of App",
+			"b.yaml:1: .Spec.b2 is not in the schema of App",
+		}},
+		{name: "a define used twice is reported once", files: map[string]string{
+			"_h.tpl": "{{ define \"d\" }}{{ .Spec.x }}{{ end }}",
+			"a.yaml": "{{ include \"d\" . }}",
+			"b.yaml": "{{ include \"d\" . }}{{ include \"d\" $ }}",
+		}, want: []string{"_h.tpl:1: .Spec.x is not in the schema of App"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := loadSet(t, tt.files)
+			got := schemaErrors(s.checkSchema(spec))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("checkSchema() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckSchemaStatusTemplate(t *testing.T) {
+	s := loadSet(t, map[string]string{
+		"loom.yaml":   testConfig + "status: status.yaml\n",
+		"a.yaml":      "{{ .Spec.image }}",
+		"status.yaml": "{{ $svc := dig \"Service\" .Name dict .Children }}url: {{ $svc.spec.x }}\n{{ .Spec.imgae }}",
+	})
+	want := []string{"status.yaml:2: .Spec.imgae is not in the schema of App (did you mean image?)"}
+	if diff := cmp.Diff(want, schemaErrors(s.checkSchema(schemaOf(t, appSpec)))); diff != "" {
+		t.Errorf("checkSchema() (-want +got):\n%s", diff)
+	}
+}
+
+// crdSpecSchema reads the spec schema of the first version of a CRD file.
+func crdSpecSchema(t *testing.T, path string) *apiextv1.JSONSchemaProps {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd apiextv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(raw, &crd); err != nil {
+		t.Fatalf("decode %s: %v", path, err)
+	}
+	spec, ok := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	if !ok {
+		t.Fatalf("%s has no spec schema", path)
+	}
+	return &spec
+}
+
+// TestCheckSchemaShippedSets runs the check over the sets in the
+// repository, each with the schema of the CRD it is used with: it finds
+// nothing, and finds a misspelt field once one is written.
+func TestCheckSchemaShippedSets(t *testing.T) {
+	spec := crdSpecSchema(t, filepath.Join("..", "..", "crds", "myresources.example.loom.dev.yaml"))
+	for _, dir := range []string{
+		filepath.Join("..", "..", "templates", "myresource"),
+		filepath.Join("..", "..", "test", "faults", "testdata", "hpa", "myresource"),
+	} {
+		t.Run(dir, func(t *testing.T) {
+			s, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.checkSchema(spec); err != nil {
+				t.Errorf("checkSchema() = %v, want nil", err)
+			}
+			files := s.Sources()
+			name := s.Files()[len(s.Files())-1]
+			files[name] = append(files[name], []byte("\n{{ .Spec.replcas }}\n")...)
+			bad, err := LoadSources(dir, files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := schemaErrors(bad.checkSchema(spec))
+			line := strings.Count(string(files[name]), "\n")
+			want := []string{name + ":" + strconv.Itoa(line) + ": .Spec.replcas is not in the schema of MyResource (did you mean replicas?)"}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("checkSchema() with a misspelt field (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// schemaConfig is testConfig with a schema in the OpenAPI form.
+const schemaConfig = testConfig + `schema:
+  openAPIV3Schema:
+    type: object
+    properties:
+      spec:
+        type: object
+        properties:
+          replicas: {type: integer}
+          image: {type: string}
+`
+
+// TestLoadChecksTemplatesAgainstTheSchema: a set with a schema does not
+// load when a template reads a path the schema cannot hold; every such
+// path is named. A set without a schema is not checked.
+func TestLoadChecksTemplatesAgainstTheSchema(t *testing.T) {
+	bad := map[string]string{
+		"a.yaml": "kind: ConfigMap\napiVersion: v1\nmetadata: {name: x}\ndata:\n  r: '{{ .Spec.replcas }}'\n  i: '{{ .Spec.imgae }}'\n",
+	}
+	if _, err := LoadFS(fsOf(bad), "noschema"); err != nil {
+		t.Fatalf("LoadFS() without a schema = %v, want nil", err)
+	}
+	bad["loom.yaml"] = schemaConfig
+	if _, err := crd.SpecSchema(mustParseConfig(t, schemaConfig)); errors.Is(err, crd.ErrNotImplemented) {
+		t.Skip("crd.SpecSchema is not implemented yet")
+	}
+	_, err := LoadFS(fsOf(bad), "schema")
+	want := []string{
+		"a.yaml:5: .Spec.replcas is not in the schema of App (did you mean replicas?)",
+		"a.yaml:6: .Spec.imgae is not in the schema of App (did you mean image?)",
+	}
+	if diff := cmp.Diff(want, schemaErrors(err)); diff != "" {
+		t.Errorf("LoadFS() (-want +got):\n%s", diff)
+	}
+	if !errors.Is(err, ErrRender) {
+		t.Errorf("LoadFS() = %v, want an ErrRender", err)
+	}
+	bad["a.yaml"] = strings.NewReplacer("replcas", "replicas", "imgae", "image").Replace(bad["a.yaml"])
+	if _, err := LoadFS(fsOf(bad), "schema"); err != nil {
+		t.Errorf("LoadFS() of the fixed set = %v, want nil", err)
+	}
+}
+
+func mustParseConfig(t *testing.T, src string) config.Config {
+	t.Helper()
+	c, err := config.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
