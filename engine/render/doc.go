@@ -31,6 +31,14 @@
 // controller re-renders a parent on every child event, so a child that
 // changed with each render would be rewritten in a loop.
 //
+// A set whose loom.yaml has a schema is checked against it when it loads
+// (schemacheck.go): every path into .Spec that a template reads, through
+// field chains, variables, index/get/hasKey/dig with constant keys, with,
+// range and the defines that include and template call, must be one the
+// spec's schema can hold. Each path it cannot hold is an *Error at its
+// file and line, and the set does not load. Where the type is not known
+// (a function's result, a free-form part of the schema) nothing is checked.
+//
 // Every error is an *Error that names the template file, the line, and the
 // document index, so that it can be fixed without reading Loom's source.
 package render
