@@ -3,7 +3,9 @@
 //
 //   - generate.go compiles the compact or OpenAPI form into a structural
 //     schema and builds the parent's CustomResourceDefinition (Generate),
-//     with Loom's own status fields, printer columns and names;
+//     with Loom's own status fields (loomstatus.go), printer columns
+//     (columns.go) and names (names.go); compact.go and markers.go parse
+//     the compact form's lines ("integer | default=1 minimum=0");
 //   - admit.go does to a parent what the API server does to a custom
 //     resource on create: prune unknown fields, apply defaults, validate
 //     (OpenAPI and CEL rules), using k8s.io/apiextensions-apiserver;

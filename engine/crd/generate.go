@@ -2,23 +2,185 @@ package crd
 
 import (
 	"errors"
+	"fmt"
+	"strings"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/loom-operator/loom/engine/config"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // ErrNotImplemented is returned by the parts still being built.
 var ErrNotImplemented = errors.New("not implemented")
 
-// Generate builds the parent's CRD from a set's loom.yaml. A set without
+// ParentTypeLabel marks a kind whose objects may be ApplySet parents
+// (KEP-3659); every generated CRD carries it with the value "true".
+const ParentTypeLabel = "applyset.kubernetes.io/is-parent-type"
+
+// Generate builds the parent's CRD from a set's loom.yaml: one version
+// (served, storage) with the status subresource, the schema (the compact
+// form compiled, or the OpenAPI form as given) with Loom's own status
+// fields merged in, the names, scope and printer columns. A set without
 // a schema gets a CRD whose spec is free-form
-// (x-kubernetes-preserve-unknown-fields).
+// (x-kubernetes-preserve-unknown-fields). The result is the same for the
+// same loom.yaml, field for field.
 func Generate(c config.Config) (*apiextv1.CustomResourceDefinition, error) {
-	return nil, ErrNotImplemented
+	gvk := c.ParentGVK()
+	if !strings.Contains(gvk.Group, ".") {
+		return nil, fmt.Errorf("parent.apiVersion: the group %q of a custom resource must be a domain with at least one dot", gvk.Group)
+	}
+	schema, err := parentSchema(c)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := printerColumns(c.Parent.PrinterColumns, schema)
+	if err != nil {
+		return nil, err
+	}
+	names := namesOf(c.Parent)
+	return &apiextv1.CustomResourceDefinition{
+		TypeMeta: metav1.TypeMeta{APIVersion: apiextv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   names.Plural + "." + gvk.Group,
+			Labels: map[string]string{ParentTypeLabel: "true"},
+		},
+		Spec: apiextv1.CustomResourceDefinitionSpec{
+			Group: gvk.Group,
+			Names: names,
+			Scope: apiextv1.ResourceScope(c.Parent.ScopeOrDefault()),
+			Versions: []apiextv1.CustomResourceDefinitionVersion{{
+				Name:                     gvk.Version,
+				Served:                   true,
+				Storage:                  true,
+				Schema:                   &apiextv1.CustomResourceValidation{OpenAPIV3Schema: schema},
+				Subresources:             &apiextv1.CustomResourceSubresources{Status: &apiextv1.CustomResourceSubresourceStatus{}},
+				AdditionalPrinterColumns: cols,
+			}},
+		},
+	}, nil
 }
 
 // SpecSchema is the compiled schema of the parent's spec, or nil when the
 // set has no schema.
 func SpecSchema(c config.Config) (*apiextv1.JSONSchemaProps, error) {
-	return nil, ErrNotImplemented
+	if c.Schema == nil {
+		return nil, nil
+	}
+	if c.Schema.OpenAPIV3Schema != nil {
+		s, err := openAPISchema(c.Schema.OpenAPIV3Schema)
+		if err != nil {
+			return nil, err
+		}
+		spec := s.Properties["spec"]
+		return &spec, nil
+	}
+	spec, _, err := compactSpec(c.Schema.Spec)
+	if err != nil {
+		return nil, err
+	}
+	return &spec, nil
+}
+
+// Unstructured is the CRD as a manifest: what `loom crd` prints and what
+// is applied, without the empty status and creationTimestamp that the
+// typed object would carry.
+func Unstructured(crd *apiextv1.CustomResourceDefinition) (map[string]any, error) {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	if err != nil {
+		return nil, fmt.Errorf("convert CustomResourceDefinition %s: %w", crd.Name, err)
+	}
+	delete(obj, "status")
+	if meta, ok := obj["metadata"].(map[string]any); ok {
+		delete(meta, "creationTimestamp")
+	}
+	return obj, nil
+}
+
+// freeForm is the schema of a spec without a schema.
+func freeForm() apiextv1.JSONSchemaProps {
+	yes := true
+	return apiextv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &yes}
+}
+
+// parentSchema is the parent object's openAPIV3Schema.
+func parentSchema(c config.Config) (*apiextv1.JSONSchemaProps, error) {
+	switch {
+	case c.Schema == nil:
+		return &apiextv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextv1.JSONSchemaProps{
+			"spec": freeForm(), "status": withLoomStatus(apiextv1.JSONSchemaProps{Type: "object"}),
+		}}, nil
+	case c.Schema.OpenAPIV3Schema != nil:
+		s, err := openAPISchema(c.Schema.OpenAPIV3Schema)
+		if err != nil {
+			return nil, err
+		}
+		st := s.Properties["status"]
+		if err := checkLoomStatus("schema.openAPIV3Schema.properties.status", st); err != nil {
+			return nil, err
+		}
+		s.Properties["status"] = withLoomStatus(st)
+		return s, nil
+	}
+	spec, required, err := compactSpec(c.Schema.Spec)
+	if err != nil {
+		return nil, err
+	}
+	status, err := compactStatus(c.Schema.Status)
+	if err != nil {
+		return nil, err
+	}
+	s := &apiextv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextv1.JSONSchemaProps{"spec": spec, "status": status}}
+	if required || len(spec.Required) > 0 {
+		s.Required = []string{"spec"}
+	}
+	return s, nil
+}
+
+// compactSpec compiles schema.spec, and says whether the spec is required
+// (its $self says so).
+func compactSpec(fields map[string]any) (apiextv1.JSONSchemaProps, bool, error) {
+	if len(fields) == 0 {
+		return freeForm(), false, nil
+	}
+	return compileObject("schema.spec", fields)
+}
+
+// compactStatus compiles schema.status, with Loom's fields added. The
+// status template's fields cannot be required at the top: when the
+// template fails, Loom writes the status without them.
+func compactStatus(fields map[string]any) (apiextv1.JSONSchemaProps, error) {
+	if len(fields) == 0 {
+		return withLoomStatus(apiextv1.JSONSchemaProps{Type: "object"}), nil
+	}
+	for _, name := range loomStatusNames() {
+		if _, ok := fields[name]; ok {
+			return apiextv1.JSONSchemaProps{}, fmt.Errorf("schema.status.%s: Loom writes this field; leave it out of the schema", name)
+		}
+	}
+	st, _, err := compileObject("schema.status", fields)
+	if err != nil {
+		return st, err
+	}
+	if len(st.Required) > 0 {
+		return st, fmt.Errorf("schema.status.%s: a status field cannot be required: Loom writes the status without the status template's fields when the template fails", st.Required[0])
+	}
+	return withLoomStatus(st), nil
+}
+
+// openAPISchema checks the OpenAPI form's top and returns a copy of it.
+func openAPISchema(given *apiextv1.JSONSchemaProps) (*apiextv1.JSONSchemaProps, error) {
+	s := given.DeepCopy()
+	if s.Type != "object" {
+		return nil, fmt.Errorf("schema.openAPIV3Schema.type: the parent is an object, not %q", s.Type)
+	}
+	spec, ok := s.Properties["spec"]
+	if !ok {
+		return nil, errors.New("schema.openAPIV3Schema.properties.spec: the parent's spec is missing (give it x-kubernetes-preserve-unknown-fields: true for a free-form spec)")
+	}
+	if spec.Type != "object" {
+		return nil, fmt.Errorf("schema.openAPIV3Schema.properties.spec.type: the spec is an object, not %q", spec.Type)
+	}
+	return s, nil
 }
