@@ -67,6 +67,10 @@ golden: build ## Rewrite every golden file: the template sets' and the Go tests'
 	$(BIN)/loom test --update templates/
 	go test ./... -update
 
+.PHONY: crds
+crds: build ## Regenerate crds/myresources.example.loom.dev.yaml from templates/myresource/loom.yaml (loom crd).
+	$(BIN)/loom crd -t templates/myresource > crds/myresources.example.loom.dev.yaml
+
 .PHONY: bench
 bench: build ## Run the render benchmarks (Loom vs Helm's engine), then the converge benchmark (bin/loom in its own process) on the local cluster.
 	hack/bench-render.sh

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,5 +47,25 @@ func TestCRDCommand(t *testing.T) {
 				t.Errorf("name (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// The shipped CRD is generated from the shipped set: when this fails, run
+//
+//	make crds   (or: go build -o bin/loom ./cmd/loom && bin/loom crd -t templates/myresource > crds/myresources.example.loom.dev.yaml)
+//
+// and review the diff.
+func TestShippedCRDIsGenerated(t *testing.T) {
+	got, err := execute(t, "", "crd", "-t", filepath.Join(repoRoot, "templates", "myresource"))
+	if err != nil {
+		t.Fatalf("loom crd: %v\n%s", err, got)
+	}
+	path := filepath.Join(repoRoot, "crds", "myresources.example.loom.dev.yaml")
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs from `loom crd -t templates/myresource` (-committed +generated); run `make crds` and review the diff:\n%s", path, diff)
 	}
 }
