@@ -96,7 +96,11 @@ func checkLoomStatus(path string, st apiextv1.JSONSchemaProps) error {
 		}
 	}
 	for _, r := range st.Required {
-		if _, ok := loomStatus()[r]; !ok {
+		switch r {
+		case "observedGeneration", "conditions", "state", "children": // Loom writes these every time
+		case "templateRevision":
+			return fmt.Errorf("%s.required: templateRevision cannot be required: Loom writes it only for a set with a rollout policy", path)
+		default:
 			return fmt.Errorf("%s.required: %s cannot be required: Loom writes the status without the status template's fields when the template fails", path, r)
 		}
 	}
