@@ -116,31 +116,43 @@ func (a *Admitter) GroupVersionKind() schema.GroupVersionKind { return a.gvk }
 // namespace, or only a generateName, is validated as if the request had
 // supplied them. obj is not modified.
 func (a *Admitter) Admit(obj map[string]any) (map[string]any, error) {
+	out, _, err := a.AdmitWithWarnings(obj)
+	return out, err
+}
+
+// AdmitWithWarnings is Admit, and also returns the warnings the API server
+// sends back (and kubectl prints) for the fields it pruned, one for each,
+// such as `unknown field "spec.replcas"`.
+func (a *Admitter) AdmitWithWarnings(obj map[string]any) (map[string]any, []string, error) {
 	u, err := asDecoded(obj)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
+		return nil, nil, apierrors.NewBadRequest(err.Error())
 	}
 	name := nameOf(u)
 	if errs := a.validateTypeMeta(u); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(a.gvk.GroupKind(), name, errs)
+		return nil, nil, apierrors.NewInvalid(a.gvk.GroupKind(), name, errs)
 	}
-	meta, err := a.decode(u)
+	meta, unknown, err := a.decode(u)
 	if err != nil {
 		// As the API server's handlers report a body they cannot decode.
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v",
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v",
 			a.gvk.Kind, a.gvk.Version, a.gvk.Kind, err))
+	}
+	var warnings []string
+	for _, path := range unknown {
+		warnings = append(warnings, fmt.Sprintf("unknown field %q", path))
 	}
 	structuraldefaulting.Default(u, a.structural)
 	if a.hasStatus {
 		delete(u, "status") // create cannot set status
 	}
 	if errs := a.validate(u, meta); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(a.gvk.GroupKind(), name, errs)
+		return nil, warnings, apierrors.NewInvalid(a.gvk.GroupKind(), name, errs)
 	}
 	if meta != nil {
 		u["metadata"] = meta
 	}
-	return u, nil
+	return u, warnings, nil
 }
 
 // asDecoded returns a copy of obj as the API server's JSON decoder would
@@ -171,21 +183,26 @@ func nameOf(u map[string]any) string {
 // (unstructuredSchemaCoercer.apply): metadata must decode as ObjectMeta,
 // unknown fields are pruned, non-nullable nulls without a default are
 // dropped, embedded resources' metadata is coerced. It returns the
-// parent's metadata as given (nil when it has none), for Admit to put back.
-func (a *Admitter) decode(u map[string]any) (map[string]any, error) {
+// parent's metadata as given (nil when it has none), for Admit to put
+// back, and the paths of the unknown fields, in the API server's order.
+func (a *Admitter) decode(u map[string]any) (map[string]any, []string, error) {
 	meta, _ := u["metadata"].(map[string]any)
-	if _, _, _, err := schemaobjectmeta.GetObjectMetaWithOptions(u, schemaobjectmeta.ObjectMetaOptions{}); err != nil {
-		return nil, err
+	_, _, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(u, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true})
+	if err != nil {
+		return nil, nil, err
 	}
-	structuralpruning.PruneWithOptions(u, a.structural, true, structuralschema.UnknownFieldPathOptions{})
+	unknown = append(unknown, structuralpruning.PruneWithOptions(u, a.structural, true,
+		structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})...)
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u, a.structural)
-	if err, _ := schemaobjectmeta.CoerceWithOptions(nil, u, a.structural, false, schemaobjectmeta.CoerceOptions{}); err != nil {
-		return nil, err
+	ferr, paths := schemaobjectmeta.CoerceWithOptions(nil, u, a.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
+	if ferr != nil {
+		return nil, nil, ferr
 	}
+	unknown = append(unknown, paths...)
 	if meta != nil {
 		u["metadata"] = meta
 	}
-	return meta, nil
+	return meta, unknown, nil
 }
 
 // validate runs customResourceStrategy.Validate and then the generic

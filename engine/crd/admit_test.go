@@ -41,7 +41,10 @@ func TestAdmitTable(t *testing.T) {
 				t.Fatal(err)
 			}
 			a := byKind[obj["kind"].(string)]
-			got, err := a.Admit(obj)
+			got, warnings, err := a.AdmitWithWarnings(obj)
+			if diff := cmp.Diff(tc.Warnings, warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
 			if tc.Error != "" {
 				if err == nil {
 					t.Fatalf("Admit accepted it, want error %q", tc.Error)

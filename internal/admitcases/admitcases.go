@@ -33,6 +33,9 @@ type Case struct {
 	Stored string
 	// Error is, when the API server refuses Object, its message.
 	Error string
+	// Warnings are the warnings the API server sends back, in order: one
+	// for each field it pruned.
+	Warnings []string
 }
 
 // CRDYAML returns the table's CRDs, each as its own YAML document.

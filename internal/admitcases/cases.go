@@ -113,6 +113,8 @@ spec:
     size: 1Gi
     backup: {enabled: false, schedule: '@daily'}
   containers: [{name: app, cpu: 100m}]`+widgetDefaults+"\n"),
+		Warnings: []string{`unknown field "extra"`, `unknown field "spec.containers[0].image"`,
+			`unknown field "spec.database.color"`, `unknown field "spec.replcas"`},
 	},
 	{
 		Name: "preserve-unknown-fields-kept",
@@ -325,9 +327,10 @@ spec:
 		Stored: gadget("", "spec:\n  size: 3\n  limits: {cpu: 1, memory: 256}\n"),
 	},
 	{
-		Name:   "gadget-status-kept",
-		Object: gadget("gadget-status-kept", "spec:\n  size: 1\n  port: http\n  values: [1, {a: b}]\nstatus:\n  phase: Ready\n  extra: pruned\n"),
-		Stored: gadget("", "spec:\n  size: 1\n  port: http\n  values: [1, {a: b}]\n  limits: {cpu: 1, memory: 256}\nstatus:\n  phase: Ready\n"),
+		Name:     "gadget-status-kept",
+		Object:   gadget("gadget-status-kept", "spec:\n  size: 1\n  port: http\n  values: [1, {a: b}]\nstatus:\n  phase: Ready\n  extra: pruned\n"),
+		Stored:   gadget("", "spec:\n  size: 1\n  port: http\n  values: [1, {a: b}]\n  limits: {cpu: 1, memory: 256}\nstatus:\n  phase: Ready\n"),
+		Warnings: []string{`unknown field "status.extra"`},
 	},
 	{
 		Name:   "gadget-status-validated",
@@ -340,9 +343,10 @@ spec:
 		Error:  `Gadget.admit.test.loom.dev "gadget-int-or-string" is invalid: spec.port: Invalid value: "boolean": spec.port in body must be of type integer,string: "boolean"`,
 	},
 	{
-		Name:   "gadget-embedded-resource",
-		Object: gadget("gadget-embedded-resource", "spec:\n  template:\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: cm, color: red}\n    data: {a: b}\n"),
-		Stored: gadget("", "spec:\n  size: 3\n  limits: {cpu: 1, memory: 256}\n  template:\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: cm}\n    data: {a: b}\n"),
+		Name:     "gadget-embedded-resource",
+		Object:   gadget("gadget-embedded-resource", "spec:\n  template:\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: cm, color: red}\n    data: {a: b}\n"),
+		Stored:   gadget("", "spec:\n  size: 3\n  limits: {cpu: 1, memory: 256}\n  template:\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: cm}\n    data: {a: b}\n"),
+		Warnings: []string{`unknown field "spec.template.metadata.color"`},
 	},
 	{
 		Name:   "gadget-namespace-ignored",

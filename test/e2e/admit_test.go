@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/internal/admitcases"
@@ -65,6 +66,14 @@ func installAdmitCRDs(t *testing.T) map[string]admitKind {
 	return kinds
 }
 
+// warningRecorder keeps the warnings the API server sends back.
+type warningRecorder struct{ got []string }
+
+// HandleWarningHeader implements rest.WarningHandler.
+func (w *warningRecorder) HandleWarningHeader(_ int, _ string, text string) {
+	w.got = append(w.got, text)
+}
+
 // dryRunCreate creates obj with dryRun=All and returns what the API server
 // would store, or its refusal. An Established CRD's resource may answer
 // NotFound for a moment while the API server's handler catches up: that
@@ -93,6 +102,13 @@ func TestAdmitAgreesWithAPIServer(t *testing.T) {
 	kinds := installAdmitCRDs(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
+	warnings := &warningRecorder{}
+	c := rest.CopyConfig(cfg)
+	c.WarningHandler = warnings
+	dyn, err := dynamic.NewForConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range admitcases.Cases {
 		t.Run(tc.Name, func(t *testing.T) {
 			obj, err := admitcases.Decode(tc.Object)
@@ -105,8 +121,16 @@ func TestAdmitAgreesWithAPIServer(t *testing.T) {
 				obj["metadata"].(map[string]any)["namespace"] = ns
 				r = dyn.Resource(k.gvr).Namespace(ns)
 			}
-			offline, offlineErr := k.admitter.Admit(obj)
+			offline, offlineWarnings, offlineErr := k.admitter.AdmitWithWarnings(obj)
+			warnings.got = nil
 			stored, serverErr := dryRunCreate(ctx, r, obj)
+
+			if diff := cmp.Diff(tc.Warnings, warnings.got); diff != "" {
+				t.Errorf("API server's warnings are not the table's (-table +server):\n%s", diff)
+			}
+			if diff := cmp.Diff(warnings.got, offlineWarnings); diff != "" {
+				t.Errorf("offline warnings differ from the API server's (-server +offline):\n%s", diff)
+			}
 
 			if tc.Error != "" || serverErr != nil || offlineErr != nil {
 				if diff := cmp.Diff(tc.Error, errText(serverErr)); diff != "" {
