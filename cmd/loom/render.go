@@ -42,7 +42,13 @@ As in the cluster, a child whose template looked up another child that is
 not there or not ready yet is not applied, and so not printed: each one is
 reported on stderr ("waiting: ConfigMap web-config waits for Deployment web:
 not found yet"), as is each dependency cycle. A template file that fails
-although everything it looked up is ready is an error.`,
+although everything it looked up is ready is an error.
+
+When loom.yaml has a schema, each parent is first admitted as the API
+server admits it on create: fields the schema does not know are pruned (a
+warning names each, as kubectl prints it), defaults are applied, and a
+parent the API server would refuse fails the render with the API server's
+message, naming the file. The metadata and status stay as given.`,
 		Example: `  loom render -t templates/myresource -f examples/myresource.yaml
   loom render -t templates/myresource -f examples/myresource.yaml -f examples/myresource-full.yaml
   kubectl get myresource web -o yaml | loom render -t templates/myresource -f -
@@ -72,9 +78,20 @@ although everything it looked up is ready is an error.`,
 				}
 				reader = objs
 			}
+			ad, err := golden.NewAdmission(set)
+			if err != nil {
+				return err
+			}
 			var all []*unstructured.Unstructured
 			for _, f := range files {
 				parents, err := readParents(cmd.InOrStdin(), f)
+				if err != nil {
+					return err
+				}
+				warnings, err := ad.Admit(f, parents)
+				for _, w := range warnings {
+					fmt.Fprintln(cmd.ErrOrStderr(), "Warning:", w)
+				}
 				if err != nil {
 					return err
 				}

@@ -27,7 +27,12 @@ namespace are in default; for a parent with no metadata.uid, its objects
 stand for the parent's own children as they are);
 otherwise they find nothing. The golden file holds the children Loom would
 apply now: a child that waits for another it looked up (not there, or not
-ready, in NAME.lookups.yaml) is left out, as 'loom render' leaves it out.`,
+ready, in NAME.lookups.yaml) is left out, as 'loom render' leaves it out.
+
+When loom.yaml has a schema, each case's parent is first admitted as the
+API server admits it on create (see 'loom render'): the golden file holds
+what renders for the parent the cluster would store, and a parent the API
+server would refuse fails the case with the API server's message.`,
 		Example: `  loom test templates/myresource
   loom test templates/            # every set below
   loom test --update templates/   # rewrite the golden files; review the diff

@@ -60,6 +60,10 @@ func Run(set *render.Set, update bool) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	ad, err := NewAdmission(set)
+	if err != nil {
+		return nil, err
+	}
 	var results []Result
 	for _, in := range inputs {
 		if strings.HasSuffix(in, GoldenSuffix) {
@@ -74,7 +78,7 @@ func Run(set *render.Set, update bool) ([]Result, error) {
 			continue
 		}
 		name := strings.TrimSuffix(filepath.Base(in), ".yaml")
-		r := runCase(set, in, filepath.Join(testsDir, name+GoldenSuffix), update)
+		r := runCase(set, ad, in, filepath.Join(testsDir, name+GoldenSuffix), update)
 		r.Set, r.Case = set.Dir, name
 		results = append(results, r)
 	}
@@ -82,8 +86,8 @@ func Run(set *render.Set, update bool) ([]Result, error) {
 	return results, nil
 }
 
-func runCase(set *render.Set, input, goldenPath string, update bool) Result {
-	got, err := RenderFile(set, input, DefaultNamespace)
+func runCase(set *render.Set, ad *Admission, input, goldenPath string, update bool) Result {
+	got, err := renderFile(set, ad, input, DefaultNamespace)
 	if err != nil {
 		return Result{Err: err}
 	}
@@ -121,10 +125,23 @@ func runCase(set *render.Set, input, goldenPath string, update bool) Result {
 // returns the children the controller would apply now, as one stable YAML
 // stream. Parents that name no namespace get namespace. Lookups find the
 // objects in the case's NAME.lookups.yaml beside path, when there is one
-// (see ReadLookups); children that wait for another are left out.
+// (see ReadLookups); children that wait for another are left out. When
+// the set has a schema, the parents are first admitted as the API server
+// would admit them (see Admission).
 func RenderFile(set *render.Set, path, namespace string) ([]byte, error) {
+	ad, err := NewAdmission(set)
+	if err != nil {
+		return nil, err
+	}
+	return renderFile(set, ad, path, namespace)
+}
+
+func renderFile(set *render.Set, ad *Admission, path, namespace string) ([]byte, error) {
 	parents, err := readObjects(path)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := ad.Admit(path, parents); err != nil {
 		return nil, err
 	}
 	var reader render.Reader // nil, not a nil *ObjectsReader: lookups find nothing
