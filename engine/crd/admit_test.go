@@ -1,9 +1,14 @@
 package crd
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/internal/admitcases"
 )
@@ -68,5 +73,54 @@ func TestAdmitTable(t *testing.T) {
 				t.Errorf("metadata changed (-given +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestAdmitShippedParents checks that the committed MyResource CRD admits
+// every shipped example and test parent, and that the ones that give no
+// replicas get the CRD's default.
+func TestAdmitShippedParents(t *testing.T) {
+	raw, err := os.ReadFile("../../crds/myresources.example.loom.dev.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := &apiextv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(raw, def); err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewAdmitter(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples, _ := filepath.Glob("../../examples/*.yaml")
+	tests, _ := filepath.Glob("../../templates/myresource/tests/*.yaml")
+	n := 0
+	for _, path := range append(examples, tests...) {
+		if strings.HasSuffix(path, ".golden.yaml") || strings.HasSuffix(path, ".lookups.yaml") {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, err := admitcases.Decode(string(b))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		got, err := a.Admit(obj)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		n++
+		spec, _ := obj["spec"].(map[string]any)
+		if _, set := spec["replicas"]; !set {
+			if r := got["spec"].(map[string]any)["replicas"]; r != int64(1) {
+				t.Errorf("%s: spec.replicas = %v, want the CRD's default 1", path, r)
+			}
+		}
+	}
+	if n < 5 {
+		t.Errorf("admitted %d shipped parents, want every example and test case (at least 5)", n)
 	}
 }

@@ -66,6 +66,37 @@ status: {state: Ready, extra: kept}
 		parents:   "apiVersion: admit.test.loom.dev/v1\nkind: Widget\nmetadata: {name: web}\nspec: {image: nginx, memory: 1G}\n",
 		err:       `parents.yaml: Widget.admit.test.loom.dev "web" is invalid: spec.memory: Invalid value: "1G": spec.memory in body should match '^[0-9]+[MG]i$'`,
 	}, {
+		name:      "a parent read from the cluster keeps what the API server set",
+		admission: widgetAdmission(t),
+		parents: `apiVersion: admit.test.loom.dev/v1
+kind: Widget
+metadata:
+  name: web
+  namespace: shop
+  uid: 0b9c5d4e-7f7e-4a55-9d0a-3c1f1b2a4e01
+  resourceVersion: "4711"
+  generation: 2
+  creationTimestamp: "2026-01-02T03:04:05Z"
+  managedFields:
+  - {apiVersion: admit.test.loom.dev/v1, fieldsType: FieldsV1, fieldsV1: {f:spec: {f:image: {}}}, manager: kubectl, operation: Apply, time: "2026-01-02T03:04:05Z"}
+spec: {image: nginx, replicas: 2, minReplicas: 0, tier: frontend, enabled: true, region: eu}
+status: {state: Ready}
+`,
+		want: `apiVersion: admit.test.loom.dev/v1
+kind: Widget
+metadata:
+  name: web
+  namespace: shop
+  uid: 0b9c5d4e-7f7e-4a55-9d0a-3c1f1b2a4e01
+  resourceVersion: "4711"
+  generation: 2
+  creationTimestamp: "2026-01-02T03:04:05Z"
+  managedFields:
+  - {apiVersion: admit.test.loom.dev/v1, fieldsType: FieldsV1, fieldsV1: {f:spec: {f:image: {}}}, manager: kubectl, operation: Apply, time: "2026-01-02T03:04:05Z"}
+spec: {image: nginx, replicas: 2, minReplicas: 0, tier: frontend, enabled: true, region: eu}
+status: {state: Ready}
+`,
+	}, {
 		name:      "another kind is left for the render to refuse",
 		admission: widgetAdmission(t),
 		parents:   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\nspec: {memory: 1G}\n",
