@@ -83,27 +83,27 @@ func compileValue(path string, v any) (apiextv1.JSONSchemaProps, bool, error) {
 	}
 }
 
-// field is one compiled line.
-type field struct {
+// compactField is one compiled line.
+type compactField struct {
 	props    apiextv1.JSONSchemaProps
 	required bool
 }
 
 // compileLine compiles a line "type | marker=value ...". Errors name the
 // field's path and quote the line.
-func compileLine(path, line string) (field, error) {
+func compileLine(path, line string) (compactField, error) {
 	typ, markers, _ := strings.Cut(line, "|")
 	props, err := parseType(strings.TrimSpace(typ))
 	if err != nil {
-		return field{}, fmt.Errorf("%s: %w in %q", path, err, line)
+		return compactField{}, fmt.Errorf("%s: %w in %q", path, err, line)
 	}
 	ms, err := tokenize(markers)
 	if err != nil {
-		return field{}, fmt.Errorf("%s: %w in %q", path, err, line)
+		return compactField{}, fmt.Errorf("%s: %w in %q", path, err, line)
 	}
-	f := field{props: props}
+	f := compactField{props: props}
 	if err := applyMarkers(&f, lastSegment(path), ms); err != nil {
-		return field{}, fmt.Errorf("%s: %w in %q", path, err, line)
+		return compactField{}, fmt.Errorf("%s: %w in %q", path, err, line)
 	}
 	return f, nil
 }

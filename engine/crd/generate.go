@@ -12,9 +12,6 @@ import (
 	"github.com/loom-operator/loom/engine/config"
 )
 
-// ErrNotImplemented is returned by the parts still being built.
-var ErrNotImplemented = errors.New("not implemented")
-
 // ParentTypeLabel marks a kind whose objects may be ApplySet parents
 // (KEP-3659); every generated CRD carries it with the value "true".
 const ParentTypeLabel = "applyset.kubernetes.io/is-parent-type"

@@ -47,7 +47,7 @@ var markerKinds = map[string][]string{
 
 // applyMarkers sets each marker on f. name is the field's name, for the
 // immutable rule's message.
-func applyMarkers(f *field, name string, ms []marker) error {
+func applyMarkers(f *compactField, name string, ms []marker) error {
 	p := &f.props
 	seen := map[string]bool{}
 	for _, m := range ms {
@@ -77,7 +77,7 @@ func applyMarkers(f *field, name string, ms []marker) error {
 }
 
 // applyMarker sets one marker on f.
-func applyMarker(f *field, name string, m marker) error {
+func applyMarker(f *compactField, name string, m marker) error {
 	p := &f.props
 	var err error
 	switch m.name {

@@ -8,7 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/render"
+	"sigs.k8s.io/yaml"
 )
 
 // shippedSet is the template set whose tests folder these tests copy.
@@ -193,17 +195,58 @@ func TestRunMissingGolden(t *testing.T) {
 // TestRunRenderError checks that a case whose parent does not render fails
 // with the render error, which names the parent and the template line.
 func TestRunRenderError(t *testing.T) {
-	set := copySet(t)
-	writeFile(t, filepath.Join(set.Dir, render.TestsDir, "minimal.yaml"),
-		"apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: hello\nspec:\n  replicas: 1\n")
-	r := run(t, set, false)["minimal"]
-	if !r.Failed() || r.Err == nil {
-		t.Fatalf("case minimal: Failed() = %v, Err = %v; want an error", r.Failed(), r.Err)
+	const noImage = "apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: hello\nspec:\n  replicas: 1\n"
+	tests := []struct {
+		name   string
+		schema bool
+		want   string
+	}{
+		{
+			name: "without a schema the template refuses it", want: `render MyResource default/hello: deployment.yaml:24: at <required "spec.image is required" .Spec.image>: error calling required: spec.image is required`,
+		},
+		{
+			name: "with a schema the API server's validation refuses it", schema: true,
+			want: `tests/minimal.yaml: MyResource.example.loom.dev "hello" is invalid: [spec.image: Required value, <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]`,
+		},
 	}
-	want := `render MyResource default/hello: deployment.yaml:24: at <required "spec.image is required" .Spec.image>: error calling required: spec.image is required`
-	if diff := cmp.Diff(want, r.Err.Error()); diff != "" {
-		t.Errorf("error mismatch (-want +got):\n%s", diff)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := copySet(t)
+			if !tt.schema {
+				set = withoutSchema(t, set)
+			}
+			writeFile(t, filepath.Join(set.Dir, render.TestsDir, "minimal.yaml"), noImage)
+			r := run(t, set, false)["minimal"]
+			if !r.Failed() || r.Err == nil {
+				t.Fatalf("case minimal: Failed() = %v, Err = %v; want an error", r.Failed(), r.Err)
+			}
+			got := strings.TrimPrefix(r.Err.Error(), set.Dir+string(filepath.Separator))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("error mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
+}
+
+// withoutSchema rewrites the set's loom.yaml without its schema block and
+// loads it again.
+func withoutSchema(t *testing.T, set *render.Set) *render.Set {
+	t.Helper()
+	c := set.Config
+	c.Schema = nil
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(set.Dir, config.File), string(b))
+	out, err := render.Load(set.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Config.Schema != nil {
+		t.Fatal("the schema is still there")
+	}
+	return out
 }
 
 // TestRunNoTests checks a set without a tests folder: no cases, no error.
