@@ -15,26 +15,6 @@ import (
 	"github.com/loom-operator/loom/engine/crd"
 )
 
-// myresourceSchema is loom.yaml's schema for MyResource, in the OpenAPI
-// form: the spec of crds/myresources.example.loom.dev.yaml.
-const myresourceSchema = `
-schema:
-  openAPIV3Schema:
-    type: object
-    properties:
-      spec:
-        type: object
-        required: [image]
-        properties:
-          image: {type: string, minLength: 1}
-          replicas: {type: integer, format: int32, minimum: 0, maximum: 1000, default: 1}
-          memory: {type: string}
-          port: {type: integer, format: int32, minimum: 1, maximum: 65535, default: 8080}
-          config:
-            type: object
-            additionalProperties: {type: string}
-`
-
 // A template edit that reads a path the set's schema cannot hold does not
 // load: Loom keeps the last good version (a spec change still lands, a new
 // parent still gets its children) and reports the path with its file:line
@@ -44,7 +24,6 @@ func TestSchemaCheckedEditKeepsLastGoodVersion(t *testing.T) {
 	ns := newNamespace(t)
 	dir := copyTemplates(t)
 	set := filepath.Join(dir, "myresource")
-	appendFile(t, filepath.Join(set, config.File), myresourceSchema)
 	requireSpecSchema(t, filepath.Join(set, config.File))
 	l := startLoom(t, dir, ns, loomOptions{bufferLogs: true})
 	createParent(t, ns, fullParent)
@@ -72,20 +51,8 @@ func TestSchemaCheckedEditKeepsLastGoodVersion(t *testing.T) {
 	l.mustBeRunning(t)
 }
 
-// appendFile adds text at the end of a file.
-func appendFile(t *testing.T, path, text string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, append(b, text...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// requireSpecSchema skips the test while engine/crd cannot compile the
-// schema of the loom.yaml at path (crd.SpecSchema is still a stub).
+// requireSpecSchema fails the test unless the loom.yaml at path has a
+// schema that engine/crd compiles (the shipped set's has).
 func requireSpecSchema(t *testing.T, path string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -96,7 +63,7 @@ func requireSpecSchema(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := crd.SpecSchema(c); err != nil {
-		t.Fatal(err)
+	if spec, err := crd.SpecSchema(c); err != nil || spec == nil {
+		t.Fatalf("crd.SpecSchema() = %v, %v; want the shipped set's schema", spec, err)
 	}
 }
