@@ -220,3 +220,67 @@ func TestShippedCRDDefaults(t *testing.T) {
 		t.Errorf("create with a bad config key = %v, want the CEL rule's message", err)
 	}
 }
+
+// The compact form's immutable marker and CEL validation rules are
+// enforced by the API server: a create that breaks a rule is refused with
+// the rule's message, as Admit refuses it offline, and an update that
+// changes an immutable field is refused.
+func TestCompactRulesAreEnforced(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := newNamespace(t)
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "engine", "crd", "testdata", "sets", "compact.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := installGenerated(ctx, t, c)
+	def, err := crd.Generate(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitter, err := crd.NewAdmitter(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := dyn.Resource(gvr).Namespace(ns)
+	parent := func(name, spec string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": decode(t, spec)}}
+		u.SetAPIVersion(c.Parent.APIVersion)
+		u.SetKind(c.Parent.Kind)
+		u.SetName(name)
+		u.SetNamespace(ns)
+		return u
+	}
+	for _, tt := range []struct{ name, spec, want string }{
+		{name: "long", spec: `{image: nginx, database: {}, schedule: "` + strings.Repeat("x", 64) + `"}`, want: "\": at most 63 characters"},
+		{name: "at", spec: `{image: nginx, database: {}, schedule: "@daily"}`, want: "spec.schedule: Invalid value: \"@daily\": failed rule: !self.startsWith('@')"},
+	} {
+		p := parent(tt.name, tt.spec)
+		_, err := res.Create(ctx, p, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("create %s = %v, want Invalid with %q", tt.name, err, tt.want)
+		}
+		_, offline := admitter.Admit(p.UnstructuredContent())
+		if err == nil || offline == nil || offline.Error() != err.Error() {
+			t.Errorf("Admit(%s) = %v, want the API server's %v", tt.name, offline, err)
+		}
+	}
+	created, err := res.Create(ctx, parent("app", `{image: nginx, database: {}, name: web}`), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unstructured.SetNestedField(created.Object, "api", "spec", "name")
+	_, err = res.Update(ctx, created, metav1.UpdateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "name is immutable") {
+		t.Errorf("update of the immutable spec.name = %v, want Invalid with %q", err, "name is immutable")
+	}
+	unstructured.SetNestedField(created.Object, "web", "spec", "name")
+	unstructured.SetNestedField(created.Object, int64(3), "spec", "replicas")
+	if _, err := res.Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("update that keeps spec.name = %v, want nil", err)
+	}
+}
