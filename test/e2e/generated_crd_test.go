@@ -50,14 +50,7 @@ func TestGeneratedCRDsAreServed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.set, func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join(repoRoot, "engine", "crd", "testdata", "sets", tt.set+".yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := config.Parse(raw)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := testSetConfig(t, tt.set)
 			gvr := installGenerated(ctx, t, c)
 			parent := &unstructured.Unstructured{Object: map[string]any{"spec": decode(t, tt.spec)}}
 			parent.SetAPIVersion(c.Parent.APIVersion)
@@ -229,14 +222,7 @@ func TestCompactRulesAreEnforced(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := newNamespace(t)
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "engine", "crd", "testdata", "sets", "compact.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := config.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testSetConfig(t, "compact")
 	gvr := installGenerated(ctx, t, c)
 	def, err := crd.Generate(c)
 	if err != nil {
@@ -283,4 +269,18 @@ func TestCompactRulesAreEnforced(t *testing.T) {
 	if _, err := res.Update(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("update that keeps spec.name = %v, want nil", err)
 	}
+}
+
+// testSetConfig reads the loom.yaml of one of engine/crd's test sets.
+func testSetConfig(t *testing.T, name string) config.Config {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "engine", "crd", "testdata", "sets", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
