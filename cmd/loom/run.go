@@ -42,6 +42,7 @@ type runOptions struct {
 	leaderElect bool
 	leaseNS     string
 	leaseName   string
+	installCRDs bool
 }
 
 func newRunCommand() *cobra.Command {
@@ -55,11 +56,22 @@ manager "loom"), prunes children that no longer render, and writes the
 parent's status. Template edits are picked up without a restart. A parent
 kind whose CRD is not installed yet is started when the CRD appears.
 
+With --install-crds, Loom server-side applies each set's generated CRD (what
+"loom crd -t SET" prints) before it watches the kind, at start and on every
+reload, and waits until it is established. A change that would break parents
+already stored (a removed field they set, a narrowed type, a tightened
+constraint they violate, a new required field without a default, a changed
+scope, a removed version) is refused unless loom.yaml sets
+schema.allowBreakingChanges: the old CRD and the running set stay, and a
+Warning Event on the CRD names the parents. A CRD that Loom did not install is
+left alone unless annotated loom.dev/adopt=loom.
+
 It uses --kubeconfig, then $KUBECONFIG, then the in-cluster config.
 SIGTERM or SIGINT drains in-flight reconciles and exits.`,
 		Example: `  loom run --templates templates/
   loom run --templates /etc/loom/templates --namespace shop --workers 8
-  loom run --templates templates/ --kubeconfig .cluster/kubeconfig --metrics-bind-address :8080`,
+  loom run --templates templates/ --kubeconfig .cluster/kubeconfig --metrics-bind-address :8080
+  loom run --templates templates/ --install-crds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), o) },
 	}
@@ -77,6 +89,7 @@ SIGTERM or SIGINT drains in-flight reconciles and exits.`,
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "run several replicas, of which one (holding a Lease) reconciles")
 	f.StringVar(&o.leaseNS, "leader-election-namespace", "loom-system", "namespace of the leader-election Lease")
 	f.StringVar(&o.leaseName, "leader-election-id", "loom", "name of the leader-election Lease")
+	f.BoolVar(&o.installCRDs, "install-crds", false, "server-side apply each set's generated CRD (loom crd) at start and on every template reload, refusing a change that would break stored parents unless loom.yaml sets schema.allowBreakingChanges (needs get, list, watch, create and patch on customresourcedefinitions)")
 	return cmd
 }
 
@@ -99,7 +112,7 @@ func run(ctx context.Context, o runOptions) error {
 	registerQueueMetrics(reg)
 	mgr, err := controller.New(controller.Options{
 		Config: cfg, TemplatesDir: o.templates, Workers: o.workers, Namespace: o.namespace,
-		ResyncPeriod: o.resync, Registry: reg, ReconcileTimeout: o.timeout,
+		ResyncPeriod: o.resync, Registry: reg, ReconcileTimeout: o.timeout, InstallCRDs: o.installCRDs,
 	})
 	if err != nil {
 		return err

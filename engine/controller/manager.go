@@ -58,6 +58,12 @@ type Options struct {
 	// controller's start too). Every response, a watch's or an
 	// informer's list's included, must begin within twice as long.
 	ReconcileTimeout time.Duration
+	// InstallCRDs makes Loom server-side apply each set's generated CRD
+	// before it watches the parent kind, at start and on every reload,
+	// and wait until it is established (ReconcileTimeout at most). A
+	// change that would break stored parents is refused unless the set's
+	// loom.yaml sets schema.allowBreakingChanges (see install.go).
+	InstallCRDs bool
 }
 
 // Manager runs one parent controller per template set, the shared child
@@ -91,6 +97,9 @@ type Manager struct {
 	// awaited is signalled when a controller or a parent starts to wait
 	// for a kind that is not served (see rediscover).
 	awaited chan struct{}
+	// installed holds, per set folder, the CRD last installed for it as
+	// JSON (InstallCRDs); used by Run, then by the template watcher only.
+	installed map[string]string
 }
 
 // New builds a Manager. It loads no templates and contacts no server until
@@ -167,6 +176,7 @@ func New(opts Options) (*Manager, error) {
 		retired:     map[schema.GroupKind]*parentController{},
 		dirs:        map[string]schema.GroupKind{},
 		awaited:     make(chan struct{}, 1),
+		installed:   map[string]string{},
 	}
 	registerLookupGauges(opts.Registry, func() lookupStats {
 		m.mu.Lock()
@@ -190,11 +200,17 @@ func (m *Manager) Run(ctx context.Context) error {
 	if err != nil {
 		logger.Error(err, "Some template sets failed to load; they are retried when their files change")
 	}
+	// With InstallCRDs, a set whose CRD is refused does not start; the
+	// others do. It is tried again on the next reload.
+	refused := m.installCRDs(ctx, sets)
 	m.mu.Lock()
 	m.ctx = ctx
 	m.children = newChildWatcher(ctx, m.slim, m.opts.Namespace, m.opts.ResyncPeriod, m.route, m.childSynced)
 	m.lookups = newLookupCache(ctx, m.client, m.meta, m.mapper, m.children, m.opts.Namespace, m.opts.ResyncPeriod, m.enqueueParent)
 	for _, s := range sets {
+		if refused[s.Dir] {
+			continue
+		}
 		// A second set for a kind is bad input, like a broken one: it is
 		// rejected, and every other set runs.
 		if err := m.addSetLocked(s); err != nil {

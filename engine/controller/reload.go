@@ -74,6 +74,10 @@ func addWatches(w *fsnotify.Watcher, root string) error {
 func (m *Manager) reload(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	sets, loadErr := render.LoadAll(m.opts.TemplatesDir)
+	// With InstallCRDs, a set whose CRD is refused keeps its running
+	// version, or is not added. Installing waits on the API server, so it
+	// runs before the lock.
+	refused := m.installCRDs(ctx, sets)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// Every folder that still holds a set, loadable or not. A set that
@@ -96,6 +100,9 @@ func (m *Manager) reload(ctx context.Context) {
 		broken = append(broken, se)
 	}
 	for _, s := range sets {
+		if refused[s.Dir] {
+			continue
+		}
 		gk := s.ParentGVK().GroupKind()
 		c, ok := m.controllers[gk]
 		if !ok {

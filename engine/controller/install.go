@@ -1,0 +1,271 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
+
+	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/render"
+)
+
+// BreakingChangeError means a set's CRD was not applied: the change from
+// the installed CRD would break parents already stored, and the set's
+// loom.yaml does not set schema.allowBreakingChanges.
+type BreakingChangeError struct {
+	// CRD is the CRD's name.
+	CRD    string
+	Breaks []crd.Break
+}
+
+func (e *BreakingChangeError) Error() string {
+	lines := make([]string, len(e.Breaks))
+	for i, b := range e.Breaks {
+		lines[i] = b.String()
+	}
+	return fmt.Sprintf("CRD %s not applied: the schema change would break stored parents: %s; set schema.allowBreakingChanges: true in loom.yaml to apply it anyway",
+		e.CRD, strings.Join(lines, "; "))
+}
+
+// installCRDs applies the CRD of each set (Options.InstallCRDs) whose
+// generated CRD changed since Loom last applied it, and returns the
+// folders of the sets that must not start, or not replace their running
+// version: their CRD could not be generated, was refused as a breaking
+// change, or was not established in time. Each refusal is logged and
+// recorded as an Event on the CRD. It runs in Run before the sets start,
+// then on the template watcher's goroutine only.
+func (m *Manager) installCRDs(ctx context.Context, sets []*render.Set) map[string]bool {
+	refused := map[string]bool{}
+	if !m.opts.InstallCRDs {
+		return refused
+	}
+	logger := klog.FromContext(ctx)
+	for _, s := range sets {
+		gen, err := crd.Generate(s.Config)
+		if err != nil {
+			refused[s.Dir] = true
+			logger.Error(err, "Could not generate the set's CRD; the set does not start or keeps its running version", "set", s.Dir)
+			continue
+		}
+		key, _ := json.Marshal(gen)
+		if m.installed[s.Dir] == string(key) {
+			continue
+		}
+		if err := m.installCRD(ctx, s, gen); err != nil {
+			refused[s.Dir] = true
+			logger.Error(err, "CRD not installed; the set does not start or keeps its running version", "set", s.Dir, "crd", gen.Name)
+			continue
+		}
+		m.installed[s.Dir] = string(key)
+	}
+	return refused
+}
+
+// installCRD server-side applies gen, the CRD of set s, unless the live
+// CRD is another manager's or the change would break stored parents, and
+// waits until it is established.
+//
+// A CRD that does not exist is created. One that exists is Loom's when its
+// managedFields hold an Apply of Loom's field manager (Loom created it),
+// or when the loom.dev/adopt annotation names that field manager (someone
+// handed it over); Loom then applies with force, since the set's loom.yaml
+// is the kind's API and a hand edit would otherwise conflict forever. A
+// CRD installed by someone else is left alone: the set runs on it as
+// without --install-crds, and a Warning Event says why.
+func (m *Manager) installCRD(ctx context.Context, s *render.Set, gen *apiextv1.CustomResourceDefinition) error {
+	logger := klog.FromContext(ctx)
+	rctx, cancel := context.WithTimeout(ctx, m.opts.ReconcileTimeout)
+	defer cancel()
+	live, breaks, err := LiveBreaks(rctx, m.client, gen)
+	if err != nil {
+		return err
+	}
+	if live != nil && !ownsCRD(live, m.opts.FieldManager) {
+		msg := fmt.Sprintf("CRD %s was not installed by Loom: left as it is; annotate it %s=%s to hand it over to Loom",
+			gen.Name, object.AnnotationAdopt, m.opts.FieldManager)
+		logger.Info("CRD was not installed by Loom; running the set on it as it is", "set", s.Dir, "crd", gen.Name)
+		m.recorder.Event(live, corev1.EventTypeWarning, "CRDNotManaged", msg)
+		return nil
+	}
+	allowed := s.Config.Schema != nil && s.Config.Schema.AllowBreakingChanges
+	if len(breaks) > 0 && !allowed {
+		err := &BreakingChangeError{CRD: gen.Name, Breaks: breaks}
+		m.recorder.Event(live, corev1.EventTypeWarning, "BreakingChangeRefused", eventMessage(err.Error()))
+		return err
+	}
+	if err := m.applyCRD(rctx, gen, live != nil); err != nil {
+		if live != nil {
+			m.recorder.Event(live, corev1.EventTypeWarning, "CRDNotApplied", eventMessage(err.Error()))
+		}
+		return err
+	}
+	if len(breaks) > 0 {
+		msg := (&BreakingChangeError{CRD: gen.Name, Breaks: breaks}).Error()
+		msg = "breaking change allowed by schema.allowBreakingChanges: " + strings.TrimPrefix(msg, "CRD "+gen.Name+" not applied: ")
+		logger.Info("Applied a breaking change to the CRD, as loom.yaml allows", "set", s.Dir, "crd", gen.Name, "breaks", len(breaks))
+		m.recorder.Event(live, corev1.EventTypeNormal, "BreakingChangeAllowed", eventMessage(msg))
+	}
+	if err := waitEstablished(ctx, m.client, gen.Name, m.opts.ReconcileTimeout); err != nil {
+		return err
+	}
+	logger.Info("CRD installed", "set", s.Dir, "crd", gen.Name)
+	return nil
+}
+
+// LiveBreaks reads the installed CRD named like gen (nil when there is
+// none) and, when gen changes its scope, versions or schemas, lists the
+// stored parents in every namespace and returns the changes that would
+// break them (crd.Check, with gen's own validation).
+func LiveBreaks(ctx context.Context, client dynamic.Interface, gen *apiextv1.CustomResourceDefinition) (*unstructured.Unstructured, []crd.Break, error) {
+	u, err := client.Resource(crdGVR).Get(ctx, gen.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read CRD %s: %w", gen.Name, err)
+	}
+	live := &apiextv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, live); err != nil {
+		return nil, nil, fmt.Errorf("read CRD %s: %w", gen.Name, err)
+	}
+	if !schemaChanged(live, gen) {
+		return u, nil, nil
+	}
+	stored, err := listParents(ctx, client, live)
+	if err != nil {
+		return nil, nil, err
+	}
+	breaks, err := crd.Check(live, gen, stored)
+	if err != nil {
+		return nil, nil, err
+	}
+	return u, breaks, nil
+}
+
+// schemaChanged reports whether gen differs from live in what Breaking
+// compares: the scope, the versions served, their schemas.
+func schemaChanged(live, gen *apiextv1.CustomResourceDefinition) bool {
+	if live.Spec.Scope != gen.Spec.Scope || len(live.Spec.Versions) != len(gen.Spec.Versions) {
+		return true
+	}
+	for i, v := range gen.Spec.Versions {
+		lv := live.Spec.Versions[i]
+		if lv.Name != v.Name || lv.Served != v.Served || !equality.Semantic.DeepEqual(lv.Schema, v.Schema) {
+			return true
+		}
+	}
+	return false
+}
+
+// listParents lists the live CRD's objects in every namespace, at a
+// version it serves (its storage version if served), in pages.
+func listParents(ctx context.Context, client dynamic.Interface, live *apiextv1.CustomResourceDefinition) ([]map[string]any, error) {
+	version := ""
+	for _, v := range live.Spec.Versions {
+		if v.Served && (version == "" || v.Storage) {
+			version = v.Name
+		}
+	}
+	if version == "" {
+		return nil, nil // nothing can be read, and nothing can break
+	}
+	gvr := schema.GroupVersionResource{Group: live.Spec.Group, Version: version, Resource: live.Spec.Names.Plural}
+	var out []map[string]any
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := client.Resource(gvr).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list the stored parents of CRD %s: %w", live.Name, err)
+		}
+		for _, item := range list.Items {
+			out = append(out, item.Object)
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			return out, nil
+		}
+	}
+}
+
+// ownsCRD reports whether the CRD is Loom's: applied by its field manager,
+// or handed over with the loom.dev/adopt annotation naming it.
+func ownsCRD(live *unstructured.Unstructured, manager string) bool {
+	if live.GetAnnotations()[object.AnnotationAdopt] == manager {
+		return true
+	}
+	for _, f := range live.GetManagedFields() {
+		if f.Manager == manager && f.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
+}
+
+// applyCRD server-side applies gen as Loom's field manager: with force
+// when it exists (Loom's, see installCRD), without when it is created, so
+// that a CRD someone else creates meanwhile with other values is a
+// conflict, not taken over.
+func (m *Manager) applyCRD(ctx context.Context, gen *apiextv1.CustomResourceDefinition, exists bool) error {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(gen)
+	if err != nil {
+		return fmt.Errorf("apply CRD %s: %w", gen.Name, err)
+	}
+	delete(obj, "status")
+	u := &unstructured.Unstructured{Object: obj}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	u.SetAPIVersion(apiextv1.SchemeGroupVersion.String())
+	u.SetKind("CustomResourceDefinition")
+	if _, err := m.client.Resource(crdGVR).Apply(ctx, gen.Name, u, metav1.ApplyOptions{FieldManager: m.opts.FieldManager, Force: exists}); err != nil {
+		return fmt.Errorf("apply CRD %s: %w", gen.Name, err)
+	}
+	return nil
+}
+
+// waitEstablished polls the CRD until it is established, for at most
+// timeout; the error carries the last reason it was not.
+func waitEstablished(ctx context.Context, client dynamic.Interface, name string, timeout time.Duration) error {
+	why := "not read yet"
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		u, err := client.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			why = err.Error()
+			return false, nil
+		}
+		if established(u) {
+			return true, nil
+		}
+		st, _ := u.Object["status"].(map[string]any)
+		why = "Established is not True"
+		if c := conditionOf(st, "NamesAccepted"); c.status == "False" {
+			why = "NamesAccepted=False: " + c.message
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("CRD %s not established within %s (%s): %w", name, timeout, why, err)
+	}
+	return nil
+}
+
+// eventMessage caps an Event's message: the API server refuses a long one.
+func eventMessage(msg string) string {
+	const max = 1024
+	if len(msg) > max {
+		return msg[:max-3] + "..."
+	}
+	return msg
+}
