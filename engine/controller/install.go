@@ -95,7 +95,7 @@ func (m *Manager) installCRD(ctx context.Context, s *render.Set, gen *apiextv1.C
 	if err != nil {
 		return err
 	}
-	if live != nil && !ownsCRD(live, m.opts.FieldManager) {
+	if live != nil && !OwnsCRD(live, m.opts.FieldManager) {
 		msg := fmt.Sprintf("CRD %s was not installed by Loom: left as it is; annotate it %s=%s to hand it over to Loom",
 			gen.Name, object.AnnotationAdopt, m.opts.FieldManager)
 		logger.Info("CRD was not installed by Loom; running the set on it as it is", "set", s.Dir, "crd", gen.Name)
@@ -201,9 +201,9 @@ func listParents(ctx context.Context, client dynamic.Interface, live *apiextv1.C
 	}
 }
 
-// ownsCRD reports whether the CRD is Loom's: applied by its field manager,
+// OwnsCRD reports whether the CRD is Loom's: applied by its field manager,
 // or handed over with the loom.dev/adopt annotation naming it.
-func ownsCRD(live *unstructured.Unstructured, manager string) bool {
+func OwnsCRD(live *unstructured.Unstructured, manager string) bool {
 	if live.GetAnnotations()[object.AnnotationAdopt] == manager {
 		return true
 	}

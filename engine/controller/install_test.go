@@ -29,8 +29,8 @@ func TestOwnsCRD(t *testing.T) {
 			u := &unstructured.Unstructured{Object: map[string]any{}}
 			u.SetAnnotations(tc.annotations)
 			u.SetManagedFields(tc.fields)
-			if got := ownsCRD(u, "loom"); got != tc.want {
-				t.Errorf("ownsCRD = %v, want %v", got, tc.want)
+			if got := OwnsCRD(u, "loom"); got != tc.want {
+				t.Errorf("OwnsCRD = %v, want %v", got, tc.want)
 			}
 		})
 	}
