@@ -75,6 +75,8 @@ type loomOptions struct {
 	quiet bool
 	// bufferLogs keeps Loom's log in memory too, for loom.logs.
 	bufferLogs bool
+	// installCRDs is Options.InstallCRDs (loom run --install-crds).
+	installCRDs bool
 }
 
 // startLoom runs a controller over templates, watching only namespace, and
@@ -93,7 +95,7 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 	mgr, err := controller.New(controller.Options{
 		Config: c, TemplatesDir: templates, Namespace: namespace, Workers: o.workers,
 		ResyncPeriod: o.resync, Registry: l.registry, ReloadDebounce: 50 * time.Millisecond,
-		ReconcileTimeout: o.reconcileTimeout,
+		ReconcileTimeout: o.reconcileTimeout, InstallCRDs: o.installCRDs,
 	})
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
