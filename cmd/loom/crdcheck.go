@@ -54,7 +54,8 @@ func (c *crdCheck) run(ctx context.Context, w io.Writer, cfg config.Config, gen 
 	if err != nil {
 		return true, &exitError{code: 2, err: err}
 	}
-	live, breaks, err := controller.LiveBreaks(ctx, client, gen)
+	check, err := controller.LiveBreaks(ctx, client, gen)
+	live, breaks := check.Live, check.Breaks
 	if err != nil {
 		return true, &exitError{code: 2, err: err}
 	}

@@ -43,16 +43,18 @@ func (e *BreakingChangeError) Error() string {
 }
 
 // installCRDs applies the CRD of each set (Options.InstallCRDs) whose
-// generated CRD changed since Loom last applied it, and returns the
+// generated CRD changed since Loom last applied it. It returns the
 // folders of the sets that must not start, or not replace their running
-// version: their CRD could not be generated, was refused as a breaking
-// change, or was not established in time. Each refusal is logged and
+// version (their CRD could not be generated, was refused as a breaking
+// change, or was not established in time), and of those whose CRD's
+// schema it changed, whose running controller must start again (see
+// installCRD). Each refusal is logged and
 // recorded as an Event on the CRD. It runs in Run before the sets start,
 // then on the template watcher's goroutine only.
-func (m *Manager) installCRDs(ctx context.Context, sets []*render.Set) map[string]bool {
-	refused := map[string]bool{}
+func (m *Manager) installCRDs(ctx context.Context, sets []*render.Set) (refused, changed map[string]bool) {
+	refused, changed = map[string]bool{}, map[string]bool{}
 	if !m.opts.InstallCRDs {
-		return refused
+		return refused, changed
 	}
 	logger := klog.FromContext(ctx)
 	for _, s := range sets {
@@ -66,14 +68,16 @@ func (m *Manager) installCRDs(ctx context.Context, sets []*render.Set) map[strin
 		if m.installed[s.Dir] == string(key) {
 			continue
 		}
-		if err := m.installCRD(ctx, s, gen); err != nil {
+		schemaChanged, err := m.installCRD(ctx, s, gen)
+		if err != nil {
 			refused[s.Dir] = true
 			logger.Error(err, "CRD not installed; the set does not start or keeps its running version", "set", s.Dir, "crd", gen.Name)
 			continue
 		}
 		m.installed[s.Dir] = string(key)
+		changed[s.Dir] = schemaChanged
 	}
-	return refused
+	return refused, changed
 }
 
 // installCRD server-side applies gen, the CRD of set s, unless the live
@@ -87,32 +91,39 @@ func (m *Manager) installCRDs(ctx context.Context, sets []*render.Set) map[strin
 // is the kind's API and a hand edit would otherwise conflict forever. A
 // CRD installed by someone else is left alone: the set runs on it as
 // without --install-crds, and a Warning Event says why.
-func (m *Manager) installCRD(ctx context.Context, s *render.Set, gen *apiextv1.CustomResourceDefinition) error {
+//
+// It reports whether it changed the schema of a CRD that existed: the API
+// server then serves the kind from new storage, but a watch opened before
+// carries on with the old one, which prunes the new fields from what it
+// sends, for up to twice the API server's request timeout. The kind's
+// controller must start again, with a new watch.
+func (m *Manager) installCRD(ctx context.Context, s *render.Set, gen *apiextv1.CustomResourceDefinition) (bool, error) {
 	logger := klog.FromContext(ctx)
 	rctx, cancel := context.WithTimeout(ctx, m.opts.ReconcileTimeout)
 	defer cancel()
-	live, breaks, err := LiveBreaks(rctx, m.client, gen)
+	check, err := LiveBreaks(rctx, m.client, gen)
 	if err != nil {
-		return err
+		return false, err
 	}
+	live, breaks := check.Live, check.Breaks
 	if live != nil && !OwnsCRD(live, m.opts.FieldManager) {
 		msg := fmt.Sprintf("CRD %s was not installed by Loom: left as it is; annotate it %s=%s to hand it over to Loom",
 			gen.Name, object.AnnotationAdopt, m.opts.FieldManager)
 		logger.Info("CRD was not installed by Loom; running the set on it as it is", "set", s.Dir, "crd", gen.Name)
 		m.recorder.Event(live, corev1.EventTypeWarning, "CRDNotManaged", msg)
-		return nil
+		return false, nil
 	}
 	allowed := s.Config.Schema != nil && s.Config.Schema.AllowBreakingChanges
 	if len(breaks) > 0 && !allowed {
 		err := &BreakingChangeError{CRD: gen.Name, Breaks: breaks}
 		m.recorder.Event(live, corev1.EventTypeWarning, "BreakingChangeRefused", eventMessage(err.Error()))
-		return err
+		return false, err
 	}
 	if err := m.applyCRD(rctx, gen, live != nil); err != nil {
 		if live != nil {
 			m.recorder.Event(live, corev1.EventTypeWarning, "CRDNotApplied", eventMessage(err.Error()))
 		}
-		return err
+		return false, err
 	}
 	if len(breaks) > 0 {
 		msg := (&BreakingChangeError{CRD: gen.Name, Breaks: breaks}).Error()
@@ -121,40 +132,51 @@ func (m *Manager) installCRD(ctx context.Context, s *render.Set, gen *apiextv1.C
 		m.recorder.Event(live, corev1.EventTypeNormal, "BreakingChangeAllowed", eventMessage(msg))
 	}
 	if err := waitEstablished(ctx, m.client, gen.Name, m.opts.ReconcileTimeout); err != nil {
-		return err
+		return false, err
 	}
-	logger.Info("CRD installed", "set", s.Dir, "crd", gen.Name)
-	return nil
+	logger.Info("CRD installed", "set", s.Dir, "crd", gen.Name, "schemaChanged", check.Changed)
+	return check.Changed, nil
 }
 
-// LiveBreaks reads the installed CRD named like gen (nil when there is
-// none) and, when gen changes its scope, versions or schemas, lists the
-// stored parents in every namespace and returns the changes that would
-// break them (crd.Check, with gen's own validation).
-func LiveBreaks(ctx context.Context, client dynamic.Interface, gen *apiextv1.CustomResourceDefinition) (*unstructured.Unstructured, []crd.Break, error) {
+// LiveCheck is what LiveBreaks found.
+type LiveCheck struct {
+	// Live is the installed CRD, or nil when there is none.
+	Live *unstructured.Unstructured
+	// Changed says that the generated CRD changes the live one's scope,
+	// versions or schemas.
+	Changed bool
+	// Breaks are the changes that would break stored parents.
+	Breaks []crd.Break
+}
+
+// LiveBreaks reads the installed CRD named like gen and, when gen changes
+// its scope, versions or schemas, lists the stored parents in every
+// namespace and returns the changes that would break them (crd.Check,
+// with gen's own validation).
+func LiveBreaks(ctx context.Context, client dynamic.Interface, gen *apiextv1.CustomResourceDefinition) (LiveCheck, error) {
 	u, err := client.Resource(crdGVR).Get(ctx, gen.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, nil, nil
+		return LiveCheck{}, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read CRD %s: %w", gen.Name, err)
+		return LiveCheck{}, fmt.Errorf("read CRD %s: %w", gen.Name, err)
 	}
 	live := &apiextv1.CustomResourceDefinition{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, live); err != nil {
-		return nil, nil, fmt.Errorf("read CRD %s: %w", gen.Name, err)
+		return LiveCheck{}, fmt.Errorf("read CRD %s: %w", gen.Name, err)
 	}
 	if !schemaChanged(live, gen) {
-		return u, nil, nil
+		return LiveCheck{Live: u}, nil
 	}
 	stored, err := listParents(ctx, client, live)
 	if err != nil {
-		return nil, nil, err
+		return LiveCheck{}, err
 	}
 	breaks, err := crd.Check(live, gen, stored)
 	if err != nil {
-		return nil, nil, err
+		return LiveCheck{}, err
 	}
-	return u, breaks, nil
+	return LiveCheck{Live: u, Changed: true, Breaks: breaks}, nil
 }
 
 // schemaChanged reports whether gen differs from live in what Breaking

@@ -202,7 +202,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	// With InstallCRDs, a set whose CRD is refused does not start; the
 	// others do. It is tried again on the next reload.
-	refused := m.installCRDs(ctx, sets)
+	refused, _ := m.installCRDs(ctx, sets)
 	m.mu.Lock()
 	m.ctx = ctx
 	m.children = newChildWatcher(ctx, m.slim, m.opts.Namespace, m.opts.ResyncPeriod, m.route, m.childSynced)

@@ -77,7 +77,7 @@ func (m *Manager) reload(ctx context.Context) {
 	// With InstallCRDs, a set whose CRD is refused keeps its running
 	// version, or is not added. Installing waits on the API server, so it
 	// runs before the lock.
-	refused := m.installCRDs(ctx, sets)
+	refused, crdChanged := m.installCRDs(ctx, sets)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// Every folder that still holds a set, loadable or not. A set that
@@ -124,10 +124,11 @@ func (m *Manager) reload(ctx context.Context) {
 			delete(m.dirs, old.Dir)
 			m.dirs[s.Dir] = gk
 		}
-		if old.ParentGVK() != s.ParentGVK() {
-			// Another version of the parent kind: its informer must be
-			// replaced, so the controller is.
-			logger.Info("Template set changed its parent version; restarting its controller", "set", s.Dir,
+		if old.ParentGVK() != s.ParentGVK() || crdChanged[s.Dir] {
+			// Another version of the parent kind, or a new schema whose
+			// storage the informer's watch does not see (installCRD): its
+			// informer must be replaced, so the controller is.
+			logger.Info("Template set changed its parent version or schema; restarting its controller", "set", s.Dir,
 				"from", old.ParentGVK().Version, "to", s.ParentGVK().Version)
 			m.retireLocked(gk)
 			if err := m.addSetLocked(s); err != nil {

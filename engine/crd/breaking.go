@@ -57,15 +57,16 @@ type Break struct {
 }
 
 // String is one line for a log, an Event or a terminal:
-// "v1alpha1 .spec.replicas: type narrowed: number became integer (parents: shop/web)".
+// "v1alpha1 .spec.replicas: type narrowed: number became integer (parents: shop/web)",
+// "v1: version removed (parents: shop/web)".
 func (b Break) String() string {
 	var s strings.Builder
-	if b.Version != "" {
-		s.WriteString(b.Version)
+	s.WriteString(b.Version)
+	if b.Version != "" && b.Path != "" {
 		s.WriteByte(' ')
 	}
-	if b.Path != "" {
-		s.WriteString(b.Path)
+	s.WriteString(b.Path)
+	if b.Version != "" || b.Path != "" {
 		s.WriteString(": ")
 	}
 	s.WriteString(b.Detail)

@@ -329,6 +329,9 @@ func TestBreakString(t *testing.T) {
 	}, {
 		b:    Break{Kind: ScopeChanged, Detail: "scope changed from Namespaced to Cluster", Parents: []string{"a", "b"}, More: 3},
 		want: "scope changed from Namespaced to Cluster (parents: a, b and 3 more)",
+	}, {
+		b:    Break{Kind: ConstraintViolated, Version: "v1", Detail: "invalid under the new schema: spec.owner: Required value", Parents: []string{"shop/web"}},
+		want: "v1: invalid under the new schema: spec.owner: Required value (parents: shop/web)",
 	}}
 	for _, tc := range tests {
 		if got := tc.b.String(); got != tc.want {
