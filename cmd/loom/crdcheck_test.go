@@ -63,7 +63,7 @@ func fakeCluster(t *testing.T, live *apiextv1.CustomResourceDefinition, manager 
 	}
 	client := fake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}: "CustomResourceDefinitionList",
-		{Group: "test.loom.dev", Version: "v1", Resource: "widgets"}:                         "WidgetList",
+		{Group: "test.loom.dev", Version: "v1", Resource: "widgets"}:                          "WidgetList",
 	}, objs...)
 	return func(string) (dynamic.Interface, error) { return client, nil }
 }

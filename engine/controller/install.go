@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -43,41 +44,72 @@ func (e *BreakingChangeError) Error() string {
 }
 
 // installCRDs applies the CRD of each set (Options.InstallCRDs) whose
-// generated CRD changed since Loom last applied it. It returns the
-// folders of the sets that must not start, or not replace their running
-// version (their CRD could not be generated, was refused as a breaking
-// change, or was not established in time), and of those whose CRD's
-// schema it changed, whose running controller must start again (see
-// installCRD). Each refusal is logged and
-// recorded as an Event on the CRD. It runs in Run before the sets start,
-// then on the template watcher's goroutine only.
-func (m *Manager) installCRDs(ctx context.Context, sets []*render.Set) (refused, changed map[string]bool) {
-	refused, changed = map[string]bool{}, map[string]bool{}
+// generated CRD changed since Loom last applied it. It returns, per set
+// folder, why the set must not start or replace its running version (its
+// CRD could not be generated, was refused as a breaking change, or was
+// not established in time), nil for the others; and the folders of the
+// sets whose CRD's schema it changed, whose running controller must start
+// again (see installCRD). Each refusal is logged and recorded as an Event
+// on the CRD. It runs in Run before the sets start, then on the template
+// watcher's goroutine only.
+func (m *Manager) installCRDs(ctx context.Context, sets []*render.Set) (results map[string]error, changed map[string]bool) {
+	results, changed = map[string]error{}, map[string]bool{}
 	if !m.opts.InstallCRDs {
-		return refused, changed
+		return results, changed
 	}
 	logger := klog.FromContext(ctx)
 	for _, s := range sets {
 		gen, err := crd.Generate(s.Config)
 		if err != nil {
-			refused[s.Dir] = true
+			results[s.Dir] = fmt.Errorf("generate the CRD of set %s: %w", s.Dir, err)
 			logger.Error(err, "Could not generate the set's CRD; the set does not start or keeps its running version", "set", s.Dir)
 			continue
 		}
 		key, _ := json.Marshal(gen)
 		if m.installed[s.Dir] == string(key) {
+			results[s.Dir] = nil
 			continue
 		}
 		schemaChanged, err := m.installCRD(ctx, s, gen)
+		results[s.Dir] = err
 		if err != nil {
-			refused[s.Dir] = true
 			logger.Error(err, "CRD not installed; the set does not start or keeps its running version", "set", s.Dir, "crd", gen.Name)
 			continue
 		}
 		m.installed[s.Dir] = string(key)
 		changed[s.Dir] = schemaChanged
 	}
-	return refused, changed
+	return results, changed
+}
+
+// reportSchemaLocked sets the SchemaAccepted condition of each running
+// set's TemplateSet from what installCRDs returned.
+func (m *Manager) reportSchemaLocked(results map[string]error) {
+	for dir, err := range results {
+		gk, ok := m.dirs[dir]
+		if c := m.controllers[gk]; ok && c != nil && c.rollouts != nil {
+			c.rollouts.setSchema(schemaCondition(err))
+		}
+	}
+}
+
+// ConditionSchemaAccepted is the TemplateSet condition that says whether
+// the set's CRD was installed (loom run --install-crds).
+const ConditionSchemaAccepted = "SchemaAccepted"
+
+// schemaCondition is the SchemaAccepted condition for an install's error.
+func schemaCondition(err error) metav1.Condition {
+	var be *BreakingChangeError
+	switch {
+	case err == nil:
+		return metav1.Condition{Type: ConditionSchemaAccepted, Status: metav1.ConditionTrue, Reason: "Installed",
+			Message: "the set's CRD is installed"}
+	case errors.As(err, &be):
+		return metav1.Condition{Type: ConditionSchemaAccepted, Status: metav1.ConditionFalse, Reason: "BreakingChange",
+			Message: eventMessage(err.Error())}
+	}
+	return metav1.Condition{Type: ConditionSchemaAccepted, Status: metav1.ConditionFalse, Reason: "InstallFailed",
+		Message: eventMessage(err.Error())}
 }
 
 // installCRD server-side applies gen, the CRD of set s, unless the live

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/rollout"
 )
 
 func TestOwnsCRD(t *testing.T) {
@@ -83,5 +87,48 @@ func TestBreakingChangeErrorNamesParents(t *testing.T) {
 		"set schema.allowBreakingChanges: true in loom.yaml to apply it anyway"
 	if diff := cmp.Diff(want, err.Error()); diff != "" {
 		t.Errorf("Error() (-want +got):\n%s", diff)
+	}
+}
+
+func TestSchemaCondition(t *testing.T) {
+	breaking := &BreakingChangeError{CRD: "widgets.test.loom.dev", Breaks: []crd.Break{
+		{Kind: crd.ScopeChanged, Detail: "scope changed from Namespaced to Cluster", Parents: []string{"shop/web"}}}}
+	tests := []struct {
+		name string
+		err  error
+		want metav1.Condition
+	}{
+		{name: "installed", want: metav1.Condition{Type: "SchemaAccepted", Status: "True", Reason: "Installed", Message: "the set's CRD is installed"}},
+		{name: "breaking", err: fmt.Errorf("wrapped: %w", breaking),
+			want: metav1.Condition{Type: "SchemaAccepted", Status: "False", Reason: "BreakingChange", Message: "wrapped: " + breaking.Error()}},
+		{name: "failed", err: errors.New("CRD widgets.test.loom.dev not established within 30s"),
+			want: metav1.Condition{Type: "SchemaAccepted", Status: "False", Reason: "InstallFailed", Message: "CRD widgets.test.loom.dev not established within 30s"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, schemaCondition(tc.err)); diff != "" {
+				t.Errorf("schemaCondition (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The SchemaAccepted condition joins the TemplateSet's rollout conditions.
+func TestTemplateSetStatusCarriesSchemaCondition(t *testing.T) {
+	folder := &render.Set{Dir: "/sets/app"}
+	cond := schemaCondition(&BreakingChangeError{CRD: "widgets.test.loom.dev"})
+	st, err := templateSetStatus(nil, 3, folder, rollout.State{StableRevision: "a", Phase: rollout.Complete}, cond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds, _ := st["conditions"].([]any)
+	var got map[string]any
+	for _, c := range conds {
+		if m := c.(map[string]any); m["type"] == "SchemaAccepted" {
+			got = m
+		}
+	}
+	if got == nil || got["status"] != "False" || got["reason"] != "BreakingChange" || got["observedGeneration"] != int64(3) {
+		t.Errorf("SchemaAccepted condition = %v, want False BreakingChange at generation 3 (conditions %v)", got, conds)
 	}
 }

@@ -208,7 +208,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.children = newChildWatcher(ctx, m.slim, m.opts.Namespace, m.opts.ResyncPeriod, m.route, m.childSynced)
 	m.lookups = newLookupCache(ctx, m.client, m.meta, m.mapper, m.children, m.opts.Namespace, m.opts.ResyncPeriod, m.enqueueParent)
 	for _, s := range sets {
-		if refused[s.Dir] {
+		if refused[s.Dir] != nil {
 			continue
 		}
 		// A second set for a kind is bad input, like a broken one: it is
@@ -217,6 +217,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			logger.Error(err, "Template set rejected", "set", s.Dir)
 		}
 	}
+	m.reportSchemaLocked(refused)
 	m.metrics.sets.Set(float64(len(m.dirs)))
 	m.mu.Unlock()
 	go m.watchCRDs(ctx)

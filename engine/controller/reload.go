@@ -100,7 +100,7 @@ func (m *Manager) reload(ctx context.Context) {
 		broken = append(broken, se)
 	}
 	for _, s := range sets {
-		if refused[s.Dir] {
+		if refused[s.Dir] != nil {
 			continue
 		}
 		gk := s.ParentGVK().GroupKind()
@@ -150,6 +150,7 @@ func (m *Manager) reload(ctx context.Context) {
 			c.enqueueAll()
 		}
 	}
+	m.reportSchemaLocked(refused)
 	for _, se := range broken {
 		m.metrics.reloads.WithLabelValues(se.Dir, "error").Inc()
 		logger.Error(se, "Template set failed to load; keeping its last good version", "set", se.Dir)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
@@ -81,6 +82,9 @@ type rollouts struct {
 	wroteMu sync.Mutex
 	wrote   [8]string
 	wroteN  int
+	// schema is the SchemaAccepted condition (--install-crds) the next
+	// status write carries, or nil.
+	schema atomic.Pointer[metav1.Condition]
 }
 
 func newRollouts(c *parentController) *rollouts {
@@ -88,6 +92,14 @@ func newRollouts(c *parentController) *rollouts {
 	return &rollouts{c: c, name: name, kick: make(chan struct{}, 1), stored: map[string]bool{},
 		store: &rolloutStore{client: c.m.client, name: name, namespace: c.m.opts.Namespace, fieldManager: c.m.opts.FieldManager,
 			timeout: c.m.opts.ReconcileTimeout}}
+}
+
+// setSchema sets the SchemaAccepted condition that the TemplateSet's
+// status carries, and asks for a decision, which writes it, if it changed.
+func (r *rollouts) setSchema(cond metav1.Condition) {
+	if old := r.schema.Swap(&cond); old == nil || old.Status != cond.Status || old.Reason != cond.Reason || old.Message != cond.Message {
+		r.wake()
+	}
 }
 
 // wake asks for a decision soon; it never blocks.

@@ -263,7 +263,11 @@ func (r *rollouts) keep(ctx context.Context, set *render.Set, rev string) error 
 // Loom's, or one raced by a user's edit) fails and is made again.
 func (r *rollouts) writeState(ctx context.Context, ts *unstructured.Unstructured, folder *render.Set, s rollout.State) error {
 	old, _ := ts.Object["status"].(map[string]any)
-	st, err := templateSetStatus(old, ts.GetGeneration(), folder, s)
+	var extra []metav1.Condition
+	if cond := r.schema.Load(); cond != nil {
+		extra = append(extra, *cond)
+	}
+	st, err := templateSetStatus(old, ts.GetGeneration(), folder, s, extra...)
 	if err != nil {
 		return fmt.Errorf("write the status of TemplateSet %s: %w", r.name, err)
 	}
@@ -298,8 +302,8 @@ type tsStatus struct {
 
 // templateSetStatus is the status of a TemplateSet at generation gen
 // whose status was old, once it holds s: old's conditions, updated by
-// the ones s implies (an unreadable list is replaced).
-func templateSetStatus(old map[string]any, gen int64, folder *render.Set, s rollout.State) (map[string]any, error) {
+// the ones s implies and by extra (an unreadable list is replaced).
+func templateSetStatus(old map[string]any, gen int64, folder *render.Set, s rollout.State, extra ...metav1.Condition) (map[string]any, error) {
 	st := tsStatus{State: s, Set: folder.Dir,
 		ParentKind: folder.ParentGVK().GroupVersion().String() + "/" + folder.ParentGVK().Kind}
 	if list, ok := old["conditions"].([]any); ok {
@@ -308,7 +312,7 @@ func templateSetStatus(old map[string]any, gen int64, folder *render.Set, s roll
 			st.Conditions = prev.Conditions
 		}
 	}
-	for _, cond := range rollout.Conditions(s) {
+	for _, cond := range append(rollout.Conditions(s), extra...) {
 		cond.ObservedGeneration = gen
 		meta.SetStatusCondition(&st.Conditions, cond)
 	}

@@ -90,8 +90,12 @@ func refuseBigReplicas(obj map[string]any) error {
 }
 
 func TestBreaking(t *testing.T) {
-	web := func(t *testing.T) map[string]any { return parent(t, "web", `{image: nginx, replicas: 2, ports: [{name: http, port: 80}]}`) }
-	big := func(t *testing.T) map[string]any { return parent(t, "big", `{image: nginx, replicas: 9, extra: {x: 1}, env: {A: b}}`) }
+	web := func(t *testing.T) map[string]any {
+		return parent(t, "web", `{image: nginx, replicas: 2, ports: [{name: http, port: 80}]}`)
+	}
+	big := func(t *testing.T) map[string]any {
+		return parent(t, "big", `{image: nginx, replicas: 9, extra: {x: 1}, env: {A: b}}`)
+	}
 	tests := []struct {
 		name   string
 		old    func(t *testing.T) *apiextv1.CustomResourceDefinition
@@ -243,7 +247,9 @@ func TestBreaking(t *testing.T) {
 		want:   []Break{{Kind: VersionRemoved, Version: "v1", Detail: "version removed", Parents: []string{"shop/web"}}},
 	}, {
 		name: "version no longer served",
-		old:  func(t *testing.T) *apiextv1.CustomResourceDefinition { return testCRD(t, "Namespaced", "v2", baseSpec, "v1", baseSpec) },
+		old: func(t *testing.T) *apiextv1.CustomResourceDefinition {
+			return testCRD(t, "Namespaced", "v2", baseSpec, "v1", baseSpec)
+		},
 		new: func(t *testing.T) *apiextv1.CustomResourceDefinition {
 			c := testCRD(t, "Namespaced", "v2", baseSpec, "v1", baseSpec)
 			c.Spec.Versions[1].Served = false
@@ -252,9 +258,11 @@ func TestBreaking(t *testing.T) {
 		stored: []func(t *testing.T) map[string]any{web},
 		want:   []Break{{Kind: VersionRemoved, Version: "v1", Detail: "version no longer served", Parents: []string{"shop/web"}}},
 	}, {
-		name:   "version added",
-		old:    func(t *testing.T) *apiextv1.CustomResourceDefinition { return testCRD(t, "Namespaced", "v1", baseSpec) },
-		new:    func(t *testing.T) *apiextv1.CustomResourceDefinition { return testCRD(t, "Namespaced", "v2", baseSpec, "v1", baseSpec) },
+		name: "version added",
+		old:  func(t *testing.T) *apiextv1.CustomResourceDefinition { return testCRD(t, "Namespaced", "v1", baseSpec) },
+		new: func(t *testing.T) *apiextv1.CustomResourceDefinition {
+			return testCRD(t, "Namespaced", "v2", baseSpec, "v1", baseSpec)
+		},
 		stored: []func(t *testing.T) map[string]any{web},
 	}, {
 		name:   "tightened constraint a parent violates",
@@ -266,9 +274,11 @@ func TestBreaking(t *testing.T) {
 			Detail:  "invalid under the new schema: spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5",
 			Parents: []string{"shop/big"}}},
 	}, {
-		name:  "nothing stored",
-		old:   func(t *testing.T) *apiextv1.CustomResourceDefinition { return testCRD(t, "Namespaced", "v1", baseSpec) },
-		new:   func(t *testing.T) *apiextv1.CustomResourceDefinition { return testCRD(t, "Cluster", "v2", "type: object") },
+		name: "nothing stored",
+		old:  func(t *testing.T) *apiextv1.CustomResourceDefinition { return testCRD(t, "Namespaced", "v1", baseSpec) },
+		new: func(t *testing.T) *apiextv1.CustomResourceDefinition {
+			return testCRD(t, "Cluster", "v2", "type: object")
+		},
 		admit: func(map[string]any) error { return errors.New("refused") },
 	}, {
 		name: "parents capped",

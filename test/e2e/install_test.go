@@ -226,10 +226,14 @@ func TestInstallCRDsRefusesBreakingChanges(t *testing.T) {
 		field string
 		want  []string // in the Event
 		allow bool
+		// rollout, a rollout policy, gives the set a TemplateSet, whose
+		// status says SchemaAccepted=False.
+		rollout string
 	}{{
 		name: "removed field a parent sets", kind: "RemovedField",
 		tail:  strings.Replace(installSchema, "    size: string\n", "", 1),
 		field: "size", want: []string{".spec.size", "field removed"},
+		rollout: "rollout:\n  steps: [1, 100%]\n",
 	}, {
 		name: "narrowed type", kind: "Narrowed",
 		tail:  strings.Replace(installSchema, "replicas: number", "replicas: integer", 1),
@@ -255,13 +259,13 @@ func TestInstallCRDsRefusesBreakingChanges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ns := newNamespace(t)
-			s := newInstallSet(t, tc.kind, installSchema, "v0")
+			s := newInstallSet(t, tc.kind, tc.rollout+installSchema, "v0")
 			l := startLoom(t, s.root, ns, loomOptions{installCRDs: true, quiet: true, bufferLogs: true})
 			s.waitEstablished(t)
 			s.create(t, ns, "web", `{image: nginx, replicas: 3, size: 1Gi}`)
 			s.waitReady(t, ns, "web", map[string]string{"marker": "v0"})
 
-			s.edit(t, tc.tail, "v1")
+			s.edit(t, tc.rollout+tc.tail, "v1")
 			parent := ns + "/web"
 			if tc.allow {
 				waitEvent(t, "default", s.crdName, "Normal", "BreakingChangeAllowed", append(tc.want, parent)...)
@@ -285,6 +289,21 @@ func TestInstallCRDsRefusesBreakingChanges(t *testing.T) {
 			if logs := l.logs(); !strings.Contains(logs, "CRD not installed") || !strings.Contains(logs, parent) {
 				t.Errorf("the log does not report the refusal naming %s:\n%s", parent, logs)
 			}
+			if tc.rollout == "" {
+				return
+			}
+			// The set's TemplateSet says so too.
+			ts := strings.ToLower(tc.kind) + "." + ns
+			eventually(t, 30*time.Second, "TemplateSet "+ts+" is SchemaAccepted=False", func(ctx context.Context) error {
+				obj, err := get(ctx, templateSetGVR, "", ts)
+				if err != nil {
+					return err
+				}
+				if st, reason, msg := condition(obj, "SchemaAccepted"); st != "False" || reason != "BreakingChange" || !containsAll(msg, append(tc.want, parent)) {
+					return fmt.Errorf("SchemaAccepted=%q %s: %s", st, reason, msg)
+				}
+				return nil
+			})
 		})
 	}
 }
