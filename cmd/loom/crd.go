@@ -13,6 +13,7 @@ import (
 
 func newCRDCommand() *cobra.Command {
 	var setDir string
+	var check *crdCheck // --check (crdcheck.go)
 	cmd := &cobra.Command{
 		Use:   "crd -t SET",
 		Short: "Print the parent's CustomResourceDefinition, generated from the set's loom.yaml",
@@ -27,16 +28,21 @@ spec. It needs no cluster; the output passes the API server's CRD
 validation.`,
 		Example: `  loom crd -t templates/myresource
   loom crd -t templates/myresource | kubectl apply --server-side -f -
-  loom crd -t templates/myresource > crds/myresources.example.loom.dev.yaml`,
+  loom crd -t templates/myresource > crds/myresources.example.loom.dev.yaml
+  loom crd -t templates/myresource --check   # what the change would break in the cluster`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			set, err := render.Load(setDir)
 			if err != nil {
 				return fmt.Errorf("load template set %s: %w", setDir, err)
 			}
+			if ran, err := check.run(cmd.Context(), cmd.OutOrStdout(), set.Config); ran {
+				return err
+			}
 			return printCRD(cmd.OutOrStdout(), set)
 		},
 	}
+	check = newCRDCheck(cmd.Flags())
 	cmd.Flags().StringVarP(&setDir, "templates", "t", "", "the template set's folder")
 	_ = cmd.MarkFlagRequired("templates")
 	return cmd

@@ -13,6 +13,7 @@ import (
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/controller"
+	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/object"
 )
 
@@ -42,34 +43,44 @@ func newCRDCheck(f *pflag.FlagSet) *crdCheck {
 	return c
 }
 
-// run does nothing and returns false without --check. With it, it reads
-// the live CRD and the stored parents, prints what gen would break, and
-// returns true with an exitError: code 1 when something breaks (even when
-// loom.yaml allows it), 2 when the check failed.
-func (c *crdCheck) run(ctx context.Context, w io.Writer, cfg config.Config, gen *apiextv1.CustomResourceDefinition) (bool, error) {
+// run does nothing and returns false without --check. With it, it
+// generates the set's CRD, reads the live CRD and the stored parents,
+// prints what the generated CRD would break, and returns true with an
+// exitError: code 1 when something breaks (even when loom.yaml allows
+// it), 2 when the check failed.
+func (c *crdCheck) run(ctx context.Context, w io.Writer, cfg config.Config) (bool, error) {
 	if !c.enabled {
 		return false, nil
 	}
+	gen, err := crd.Generate(cfg)
+	if err != nil {
+		return true, &exitError{code: 2, err: fmt.Errorf("generate the CRD: %w", err)}
+	}
+	return true, c.check(ctx, w, cfg, gen)
+}
+
+// check compares gen with the live CRD (see run).
+func (c *crdCheck) check(ctx context.Context, w io.Writer, cfg config.Config, gen *apiextv1.CustomResourceDefinition) error {
 	client, err := c.client(c.kubeconfig)
 	if err != nil {
-		return true, &exitError{code: 2, err: err}
+		return &exitError{code: 2, err: err}
 	}
 	check, err := controller.LiveBreaks(ctx, client, gen)
 	live, breaks := check.Live, check.Breaks
 	if err != nil {
-		return true, &exitError{code: 2, err: err}
+		return &exitError{code: 2, err: err}
 	}
 	switch {
 	case live == nil:
 		fmt.Fprintf(w, "CRD %s is not installed: nothing can break\n", gen.Name)
-		return true, nil
+		return nil
 	case !controller.OwnsCRD(live, apply.FieldManager):
 		fmt.Fprintf(w, "note: CRD %s was not installed by Loom: loom run --install-crds leaves it alone unless it is annotated %s=loom\n",
 			gen.Name, object.AnnotationAdopt)
 	}
 	if len(breaks) == 0 {
 		fmt.Fprintf(w, "CRD %s: no change breaks a stored parent\n", gen.Name)
-		return true, nil
+		return nil
 	}
 	fmt.Fprintf(w, "CRD %s: %d change(s) would break stored parents:\n", gen.Name, len(breaks))
 	for _, b := range breaks {
@@ -80,5 +91,5 @@ func (c *crdCheck) run(ctx context.Context, w io.Writer, cfg config.Config, gen 
 	} else {
 		fmt.Fprintln(w, "loom run --install-crds refuses them; set schema.allowBreakingChanges: true in loom.yaml to apply them anyway")
 	}
-	return true, &exitError{code: 1, err: errBreakingChanges}
+	return &exitError{code: 1, err: errBreakingChanges}
 }

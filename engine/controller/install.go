@@ -274,13 +274,11 @@ func OwnsCRD(live *unstructured.Unstructured, manager string) bool {
 // that a CRD someone else creates meanwhile with other values is a
 // conflict, not taken over.
 func (m *Manager) applyCRD(ctx context.Context, gen *apiextv1.CustomResourceDefinition, exists bool) error {
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(gen)
+	obj, err := crd.Unstructured(gen)
 	if err != nil {
 		return fmt.Errorf("apply CRD %s: %w", gen.Name, err)
 	}
-	delete(obj, "status")
 	u := &unstructured.Unstructured{Object: obj}
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	u.SetAPIVersion(apiextv1.SchemeGroupVersion.String())
 	u.SetKind("CustomResourceDefinition")
 	if _, err := m.client.Resource(crdGVR).Apply(ctx, gen.Name, u, metav1.ApplyOptions{FieldManager: m.opts.FieldManager, Force: exists}); err != nil {

@@ -276,7 +276,7 @@ func (w *walker) object(old, cur *apiextv1.JSONSchemaProps, path []string, root 
 		}
 		w.closed(old, cur, path)
 	}
-	for _, name := range sortedKeys(old.Properties) {
+	for _, name := range sortedProps(old.Properties) {
 		if root && (name == "status" || name == "metadata" || name == "apiVersion" || name == "kind") {
 			continue
 		}
@@ -398,7 +398,7 @@ func enumString(e []apiextv1.JSON) string {
 	return "[" + strings.Join(vals, ", ") + "]"
 }
 
-func sortedKeys(m map[string]apiextv1.JSONSchemaProps) []string {
+func sortedProps(m map[string]apiextv1.JSONSchemaProps) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
