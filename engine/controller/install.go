@@ -35,12 +35,17 @@ type BreakingChangeError struct {
 }
 
 func (e *BreakingChangeError) Error() string {
-	lines := make([]string, len(e.Breaks))
-	for i, b := range e.Breaks {
+	return fmt.Sprintf("CRD %s not applied: the schema change would break stored parents: %s; set schema.allowBreakingChanges: true in loom.yaml to apply it anyway",
+		e.CRD, breaksText(e.Breaks))
+}
+
+// breaksText lists breaks on one line.
+func breaksText(breaks []crd.Break) string {
+	lines := make([]string, len(breaks))
+	for i, b := range breaks {
 		lines[i] = b.String()
 	}
-	return fmt.Sprintf("CRD %s not applied: the schema change would break stored parents: %s; set schema.allowBreakingChanges: true in loom.yaml to apply it anyway",
-		e.CRD, strings.Join(lines, "; "))
+	return strings.Join(lines, "; ")
 }
 
 // installCRDs applies the CRD of each set (Options.InstallCRDs) whose
@@ -158,8 +163,7 @@ func (m *Manager) installCRD(ctx context.Context, s *render.Set, gen *apiextv1.C
 		return false, err
 	}
 	if len(breaks) > 0 {
-		msg := (&BreakingChangeError{CRD: gen.Name, Breaks: breaks}).Error()
-		msg = "breaking change allowed by schema.allowBreakingChanges: " + strings.TrimPrefix(msg, "CRD "+gen.Name+" not applied: ")
+		msg := fmt.Sprintf("CRD %s applied with a breaking change, as schema.allowBreakingChanges allows: %s", gen.Name, breaksText(breaks))
 		logger.Info("Applied a breaking change to the CRD, as loom.yaml allows", "set", s.Dir, "crd", gen.Name, "breaks", len(breaks))
 		m.recorder.Event(live, corev1.EventTypeNormal, "BreakingChangeAllowed", eventMessage(msg))
 	}

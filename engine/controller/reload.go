@@ -128,8 +128,12 @@ func (m *Manager) reload(ctx context.Context) {
 			// Another version of the parent kind, or a new schema whose
 			// storage the informer's watch does not see (installCRD): its
 			// informer must be replaced, so the controller is.
-			logger.Info("Template set changed its parent version or schema; restarting its controller", "set", s.Dir,
-				"from", old.ParentGVK().Version, "to", s.ParentGVK().Version)
+			if crdChanged[s.Dir] {
+				logger.Info("Template set changed its parent's schema; restarting its controller", "set", s.Dir)
+			} else {
+				logger.Info("Template set changed its parent version; restarting its controller", "set", s.Dir,
+					"from", old.ParentGVK().Version, "to", s.ParentGVK().Version)
+			}
 			m.retireLocked(gk)
 			if err := m.addSetLocked(s); err != nil {
 				logger.Error(err, "Template set rejected", "set", s.Dir)

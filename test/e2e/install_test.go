@@ -262,7 +262,7 @@ func TestInstallCRDsRefusesBreakingChanges(t *testing.T) {
 	}, {
 		name: "allowed removal", kind: "Allowed",
 		tail:  strings.Replace(installSchema, "    size: string\n", "", 1) + "  allowBreakingChanges: true\n",
-		field: "size", want: []string{"breaking change allowed", ".spec.size"}, allow: true,
+		field: "size", want: []string{"applied with a breaking change", ".spec.size"}, allow: true,
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
