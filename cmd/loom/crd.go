@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -37,6 +38,9 @@ validation.`,
 				return fmt.Errorf("load template set %s: %w", setDir, err)
 			}
 			if ran, err := check.run(cmd.Context(), cmd.OutOrStdout(), set.Config); ran {
+				if errors.Is(err, errBreakingChanges) {
+					cmd.SilenceErrors = true // the report says it; exit 1 like loom diff
+				}
 				return err
 			}
 			return printCRD(cmd.OutOrStdout(), set)

@@ -38,7 +38,7 @@ func newCRDCheck(f *pflag.FlagSet) *crdCheck {
 		}
 		return dynamic.NewForConfig(rc)
 	}}
-	f.BoolVar(&c.enabled, "check", false, "instead of printing the CRD, check it against the cluster's: print the changes that would break stored parents, exit 1 when there are any (2 when the check failed)")
+	f.BoolVar(&c.enabled, "check", false, "instead of printing the CRD, check it against the cluster's: print the changes that would break stored parents, exit 1 when loom run --install-crds would refuse them (2 when the check failed)")
 	f.StringVar(&c.kubeconfig, "kubeconfig", "", "with --check: kubeconfig file (default: $KUBECONFIG, then in-cluster)")
 	return c
 }
@@ -46,8 +46,8 @@ func newCRDCheck(f *pflag.FlagSet) *crdCheck {
 // run does nothing and returns false without --check. With it, it
 // generates the set's CRD, reads the live CRD and the stored parents,
 // prints what the generated CRD would break, and returns true with an
-// exitError: code 1 when something breaks (even when loom.yaml allows
-// it), 2 when the check failed.
+// exitError: code 1 when something breaks that loom run --install-crds
+// would refuse (not when loom.yaml allows it), 2 when the check failed.
 func (c *crdCheck) run(ctx context.Context, w io.Writer, cfg config.Config) (bool, error) {
 	if !c.enabled {
 		return false, nil
@@ -88,8 +88,8 @@ func (c *crdCheck) check(ctx context.Context, w io.Writer, cfg config.Config, ge
 	}
 	if cfg.Schema != nil && cfg.Schema.AllowBreakingChanges {
 		fmt.Fprintln(w, "loom.yaml sets schema.allowBreakingChanges: loom run --install-crds would apply them")
-	} else {
-		fmt.Fprintln(w, "loom run --install-crds refuses them; set schema.allowBreakingChanges: true in loom.yaml to apply them anyway")
+		return nil
 	}
+	fmt.Fprintln(w, "loom run --install-crds refuses them; set schema.allowBreakingChanges: true in loom.yaml to apply them anyway")
 	return &exitError{code: 1, err: errBreakingChanges}
 }
