@@ -331,3 +331,17 @@ func mustParseConfig(t *testing.T, src string) config.Config {
 	}
 	return c
 }
+
+// TestLoadReportsSchemaErrors: a schema that does not compile makes the
+// set fail to load, with engine/crd's message after loom.yaml.
+func TestLoadReportsSchemaErrors(t *testing.T) {
+	files := map[string]string{
+		"loom.yaml": testConfig + "schema:\n  spec:\n    replicas: integer | minimun=0\n",
+		"a.yaml":    "kind: ConfigMap\napiVersion: v1\nmetadata: {name: x}\n",
+	}
+	_, err := LoadFS(fsOf(files), "app")
+	const want = `loom.yaml: schema.spec.replicas: unknown marker "minimun" (did you mean minimum?) in "integer | minimun=0"`
+	if err == nil || err.Error() != want {
+		t.Errorf("LoadFS() = %v, want %s", err, want)
+	}
+}

@@ -179,7 +179,7 @@ func (s *Set) checkSpec() error {
 	}
 	spec, err := crd.SpecSchema(s.Config)
 	if err != nil {
-		return &Error{File: config.File, Err: fmt.Errorf("schema: %w", err)}
+		return &Error{File: config.File, Err: err}
 	}
 	if spec == nil {
 		return nil
