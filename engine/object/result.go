@@ -20,6 +20,11 @@ const (
 	Unchanged Action = "unchanged"
 	// Pruned means the object no longer renders and was deleted.
 	Pruned Action = "pruned"
+	// Orphaned means the object is to be kept (AnnotationDeletePolicy
+	// orphan) and no longer renders, or its parent is being deleted: Loom
+	// released it instead of deleting it. It lost Loom's ownerReference,
+	// labels and field manager; its spec is as it was.
+	Orphaned Action = "orphaned"
 	// Failed means the request failed; Result.Err says why.
 	Failed Action = "failed"
 )
@@ -52,12 +57,12 @@ func (r Ref) String() string {
 type Result struct {
 	Ref Ref
 	// APIVersion is the version the object was rendered (and applied) at,
-	// or read at when it was pruned.
+	// or read at when it was pruned or orphaned.
 	APIVersion string
 	Action     Action
 	// Object is the live object after the action: the server's response
 	// when a request was sent, the cached object when unchanged, and nil
-	// when pruned or failed.
+	// when pruned or failed, and the released object when orphaned.
 	Object *unstructured.Unstructured
 	// Err is set when Action is Failed.
 	Err error
@@ -80,7 +85,7 @@ type ChangeSet []Result
 func (cs ChangeSet) Writes() int {
 	n := 0
 	for _, r := range cs {
-		if r.Action == Created || r.Action == Configured || r.Action == Pruned {
+		if r.Action == Created || r.Action == Configured || r.Action == Pruned || r.Action == Orphaned {
 			n++
 		}
 	}

@@ -29,11 +29,11 @@ func TestRefString(t *testing.T) {
 func TestChangeSet(t *testing.T) {
 	boom := errors.New("boom")
 	cs := ChangeSet{
-		{Action: Created}, {Action: Configured}, {Action: Unchanged}, {Action: Pruned},
+		{Action: Created}, {Action: Configured}, {Action: Unchanged}, {Action: Pruned}, {Action: Orphaned},
 		{Action: Failed, Err: boom}, {Action: Failed, Err: errors.New("second")},
 	}
-	if got := cs.Writes(); got != 3 {
-		t.Errorf("Writes() = %d, want 3 (created, configured, pruned)", got)
+	if got := cs.Writes(); got != 4 {
+		t.Errorf("Writes() = %d, want 4 (created, configured, pruned, orphaned)", got)
 	}
 	if got := cs.Err(); got != boom {
 		t.Errorf("Err() = %v, want the first failure %v", got, boom)

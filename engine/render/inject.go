@@ -79,7 +79,23 @@ func (o owner) inject(obj map[string]any) error {
 	if err := o.setOwnerRef(meta); err != nil {
 		return err
 	}
+	if err := checkDeletePolicy(meta); err != nil {
+		return err
+	}
 	return o.setLabels(meta)
+}
+
+// checkDeletePolicy refuses a loom.dev/delete-policy annotation that is not
+// one of its values: a typo must fail the render, not decide whether a
+// child is deleted.
+func checkDeletePolicy(meta map[string]any) error {
+	ann, _ := meta["annotations"].(map[string]any)
+	v, ok := ann[object.AnnotationDeletePolicy]
+	if !ok {
+		return nil
+	}
+	s, _ := v.(string)
+	return object.CheckDeletePolicy(s)
 }
 
 func (o owner) setOwnerRef(meta map[string]any) error {

@@ -185,6 +185,11 @@ func TestInjectErrors(t *testing.T) {
 			want:  "a.yaml:1 (document 1) ConfigMap cm: label app.kubernetes.io/managed-by is reserved for Loom and must not be set by a template",
 		},
 		{
+			name:  "unknown delete policy",
+			child: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  annotations:\n    loom.dev/delete-policy: keep\n",
+			want:  `a.yaml:1 (document 1) ConfigMap cm: annotation loom.dev/delete-policy is "keep"; it must be "orphan" or "delete"`,
+		},
+		{
 			name:  "second document located",
 			child: configMap("ok", "  a: b\n") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: other\n",
 			want:  `a.yaml:8 (document 2) ConfigMap cm: metadata.namespace is "other", but children must live in their parent's namespace "default"`,
