@@ -30,10 +30,14 @@ import (
 func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) error {
 	logger := klog.FromContext(ctx)
 
-	// 1. Read the parent from the cache. Gone or going means nothing to do.
+	// 1. Read the parent from the cache. Gone means nothing to do; going
+	//    means releasing its children to keep, if it has any (orphan.go).
 	parent, ok := c.parentGet(key)
 	if !ok || parent.GetDeletionTimestamp() != nil {
 		c.setUnserved(key, false)
+		if ok {
+			return c.finalize(ctx, parent)
+		}
 		return nil
 	}
 	set, revision := c.setFor(parent)
@@ -69,7 +73,10 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	//    does not wait. A pass that wrote children renders again, with the
 	//    API server's answers, while some child waits: a Service's
 	//    clusterIP reaches the ConfigMap that reads it in one reconcile.
-	results, live := c.applyAll(ctx, plan.Apply, reader.fresh)
+	//    Children to keep are applied only once the parent carries the
+	//    orphan finalizer (owner is the parent as that patch left it).
+	owner, held := c.guardOrphans(ctx, parent, out.Children)
+	results, live := c.applyAll(ctx, plan.Apply, reader.fresh, held)
 	c.recordDrift(ctx, parent, results)
 	all := results
 	for pass := 0; pass < maxRenderPasses && (len(plan.Held) > 0 || !plan.Complete) && results.Writes() > 0; pass++ {
@@ -83,7 +90,8 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 			break // the next reconcile reports it; this one stands on the last pass
 		}
 		out, plan = nextOut, nextPlan
-		results, live = c.applyAll(ctx, plan.Apply, reader.fresh)
+		owner, held = c.guardOrphans(ctx, owner, out.Children)
+		results, live = c.applyAll(ctx, plan.Apply, reader.fresh, held)
 		c.recordDrift(ctx, parent, results)
 		all = append(all, results...)
 	}
@@ -94,13 +102,18 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 		}
 	}
 
-	// 4. Prune this parent's children that no longer render. A child that
-	//    waits is rendered, so kept; while a failed file waits, its
-	//    children are unknown, and nothing is pruned.
+	// 4. Prune this parent's children that no longer render (releasing
+	//    those to keep). A child that waits is rendered, so kept; while a
+	//    failed file waits, its children are unknown, and nothing is
+	//    pruned. With no child to keep left, the orphan finalizer goes.
 	var pruned object.ChangeSet
-	var pruneErr error
+	var pruneErr, finErr error
 	if plan.Complete {
 		pruned, pruneErr = c.prune(ctx, parent, out.Children, results)
+		c.recordOrphans(ctx, parent, pruned, "as it no longer renders")
+		if pruneErr == nil && !hasUnwatched(results) {
+			finErr = c.dropOrphanFinalizer(ctx, owner, out.Children, refsOf(pruned))
+		}
 	}
 	results = append(results, pruned...)
 	all = append(all, pruned...)
@@ -115,7 +128,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	if err := c.writeStatus(ctx, set, parent, in); err != nil {
 		return err
 	}
-	return errors.Join(retryableOf(results), pruneErr, reader.err)
+	return errors.Join(retryableOf(results), pruneErr, finErr, reader.err)
 }
 
 // maxRenderPasses bounds the renders one reconcile makes after the first,
@@ -148,15 +161,20 @@ func (c *parentController) groupResource(ref object.Ref) schema.GroupResource {
 }
 
 // applyAll applies each rendered child and returns the results, with the
-// best-known live object of each child.
+// best-known live object of each child. A child to keep fails with held,
+// when not nil: the parent could not be given the orphan finalizer.
 //
 // fresh holds children an earlier pass of this reconcile applied, as the
 // API server answered; they stand for the cache, which may lag behind.
-func (c *parentController) applyAll(ctx context.Context, rendered []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured) (object.ChangeSet, map[object.Ref]*unstructured.Unstructured) {
+func (c *parentController) applyAll(ctx context.Context, rendered []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured, held error) (object.ChangeSet, map[object.Ref]*unstructured.Unstructured) {
 	results := make(object.ChangeSet, 0, len(rendered))
 	live := make(map[object.Ref]*unstructured.Unstructured, len(rendered))
 	for _, child := range rendered {
 		ref := object.RefOf(child)
+		if held != nil && object.IsOrphan(child.GetAnnotations()) {
+			results = append(results, object.Result{Ref: ref, APIVersion: child.GetAPIVersion(), Action: object.Failed, Err: held})
+			continue
+		}
 		gr, err := c.watchChildKind(ctx, child.GroupVersionKind())
 		if err != nil {
 			results = append(results, object.Result{Ref: ref, APIVersion: child.GetAPIVersion(), Action: object.Failed,
@@ -198,7 +216,8 @@ func (c *parentController) watchGroupKind(ctx context.Context, gk schema.GroupKi
 	return m.Resource.GroupResource(), c.m.children.ensure(ctx, m.Resource)
 }
 
-// prune deletes the cached children of parent that did not render. It only
+// prune deletes the cached children of parent that did not render, and
+// releases those to keep (object.AnnotationDeletePolicy orphan). It only
 // runs when every child kind resolved and its cache synced, so that a kind
 // that is temporarily not served, or not readable, never causes its
 // children to be deleted. Children are matched by group, kind, namespace
@@ -218,15 +237,28 @@ func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstr
 	for _, r := range rendered {
 		keep[object.RefOf(r)] = true
 	}
-	var stale []*unstructured.Unstructured
+	var stale, orphans []*unstructured.Unstructured
 	for _, child := range c.m.children.owned(parent.GetUID()) {
-		if keep[object.RefOf(child)] || !render.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil {
-			continue
+		switch {
+		case keep[object.RefOf(child)] || !render.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil:
+		case object.IsOrphan(child.GetAnnotations()):
+			orphans = append(orphans, child)
+		default:
+			stale = append(stale, child)
 		}
-		stale = append(stale, child)
 	}
 	cs := c.m.applier.Prune(ctx, stale)
+	cs = append(cs, c.m.applier.Release(ctx, orphans, parent.GetUID())...)
 	return cs, retryableOf(cs)
+}
+
+// refsOf returns the refs of a change set's objects.
+func refsOf(cs object.ChangeSet) map[object.Ref]bool {
+	out := make(map[object.Ref]bool, len(cs))
+	for _, r := range cs {
+		out[r.Ref] = true
+	}
+	return out
 }
 
 // hasUnwatched reports whether a child's kind is not served by the

@@ -1,0 +1,263 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/render"
+)
+
+// Children to keep (object.AnnotationDeletePolicy orphan) outlive their
+// parent: the parent carries object.FinalizerOrphan, and the group-kinds of
+// those children in object.AnnotationOrphanKinds, from before the first
+// such child is applied until none is left; when the parent is deleted,
+// Loom lists those kinds afresh, releases the parent's children to keep
+// (apply.Release) and only then removes the finalizer, so the garbage
+// collector, which waits for it, finds them no longer owned. A parent
+// without such children never gets the finalizer.
+
+// patchOp is one operation of a JSON patch (RFC 6902).
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
+}
+
+// orphanKinds returns the group-kinds of parent's children to keep: those
+// rendered with the orphan policy, and those cached (owned) carrying it,
+// except the ones in gone (released or deleted by this reconcile).
+func orphanKinds(rendered, owned []*unstructured.Unstructured, gone map[object.Ref]bool) []schema.GroupKind {
+	var out []schema.GroupKind
+	for _, list := range [][]*unstructured.Unstructured{rendered, owned} {
+		for _, o := range list {
+			if object.IsOrphan(o.GetAnnotations()) && !gone[object.RefOf(o)] {
+				out = append(out, o.GroupVersionKind().GroupKind())
+			}
+		}
+	}
+	return out
+}
+
+// finalizerPatch returns the JSON patch that gives parent the orphan
+// finalizer with want (and the kinds it lists already: the list only grows
+// while the finalizer stays, so a kind is never forgotten while a child of
+// it may be owned) in its orphan-kinds annotation, or nil when it has them.
+// With want empty it returns nil: removing the finalizer takes a check of
+// the live children first (see removeFinalizerPatch). The patch is
+// conditional on parent's UID and resourceVersion.
+func finalizerPatch(parent *unstructured.Unstructured, want []schema.GroupKind) []patchOp {
+	if len(want) == 0 {
+		return nil
+	}
+	ann := parent.GetAnnotations()
+	have := ann[object.AnnotationOrphanKinds]
+	kinds := object.FormatGroupKinds(append(object.ParseGroupKinds(have), want...))
+	fins := parent.GetFinalizers()
+	hasFin := slices.Contains(fins, object.FinalizerOrphan)
+	if hasFin && kinds == have {
+		return nil
+	}
+	ops := preconditions(parent)
+	switch {
+	case hasFin:
+	case fins == nil:
+		ops = append(ops, patchOp{Op: "add", Path: "/metadata/finalizers", Value: []string{object.FinalizerOrphan}})
+	default:
+		ops = append(ops, patchOp{Op: "add", Path: "/metadata/finalizers/-", Value: object.FinalizerOrphan})
+	}
+	if ann == nil {
+		return append(ops, patchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{object.AnnotationOrphanKinds: kinds}})
+	}
+	return append(ops, patchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(object.AnnotationOrphanKinds), Value: kinds})
+}
+
+// removeFinalizerPatch returns the JSON patch that removes the orphan
+// finalizer and the orphan-kinds annotation from parent, or nil when it
+// has neither.
+func removeFinalizerPatch(parent *unstructured.Unstructured) []patchOp {
+	ops := preconditions(parent)
+	pre := len(ops)
+	fins := parent.GetFinalizers()
+	for i := len(fins) - 1; i >= 0; i-- {
+		if fins[i] == object.FinalizerOrphan {
+			ops = append(ops, patchOp{Op: "remove", Path: "/metadata/finalizers/" + strconv.Itoa(i)})
+		}
+	}
+	if _, ok := parent.GetAnnotations()[object.AnnotationOrphanKinds]; ok {
+		ops = append(ops, patchOp{Op: "remove", Path: "/metadata/annotations/" + escapePointer(object.AnnotationOrphanKinds)})
+	}
+	if len(ops) == pre {
+		return nil
+	}
+	return ops
+}
+
+// preconditions make a patch apply only to obj as it was read: the same
+// object (UID), unchanged since (resourceVersion, which the API server
+// checks, answering a Conflict).
+func preconditions(obj *unstructured.Unstructured) []patchOp {
+	return []patchOp{
+		{Op: "test", Path: "/metadata/uid", Value: string(obj.GetUID())},
+		{Op: "replace", Path: "/metadata/resourceVersion", Value: obj.GetResourceVersion()},
+	}
+}
+
+// escapePointer escapes a JSON pointer reference token (RFC 6901).
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// hasOrphanFinalizer reports whether parent carries the orphan finalizer
+// or its annotation.
+func hasOrphanFinalizer(parent *unstructured.Unstructured) bool {
+	_, ann := parent.GetAnnotations()[object.AnnotationOrphanKinds]
+	return ann || slices.Contains(parent.GetFinalizers(), object.FinalizerOrphan)
+}
+
+// guardOrphans makes sure parent carries the orphan finalizer, listing the
+// kind of every child to keep among rendered, before any of them is
+// applied. It returns the parent as last written (or parent), for the next
+// pass of the reconcile.
+func (c *parentController) guardOrphans(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	want := orphanKinds(rendered, c.m.children.owned(parent.GetUID()), nil)
+	ops := finalizerPatch(parent, want)
+	if ops == nil {
+		return parent, nil
+	}
+	resp, err := c.patchParent(ctx, parent, ops)
+	if err != nil {
+		return parent, fmt.Errorf("add finalizer %s to %s %s/%s before applying children to keep: %w",
+			object.FinalizerOrphan, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Added the orphan finalizer", "kinds", resp.GetAnnotations()[object.AnnotationOrphanKinds])
+	return resp, nil
+}
+
+// dropOrphanFinalizer removes the orphan finalizer from a parent that has
+// no child to keep any more: none rendered, none cached (but those gone in
+// this reconcile), and, read afresh, none live. Until the cache holds a
+// child just applied, only the fresh list sees it.
+func (c *parentController) dropOrphanFinalizer(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, gone map[object.Ref]bool) error {
+	if !hasOrphanFinalizer(parent) || len(orphanKinds(rendered, c.m.children.owned(parent.GetUID()), gone)) > 0 {
+		return nil
+	}
+	kept, err := c.listOrphans(ctx, parent)
+	if err != nil || len(kept) > 0 {
+		return err
+	}
+	return c.removeOrphanFinalizer(ctx, parent)
+}
+
+// finalize runs when parent is being deleted: it releases the parent's
+// children to keep, then removes the orphan finalizer. A parent without
+// the finalizer has nothing to do: the garbage collector deletes its
+// children. Any failure leaves the finalizer, and is retried.
+func (c *parentController) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
+	if !hasOrphanFinalizer(parent) {
+		return nil
+	}
+	kept, err := c.listOrphans(ctx, parent)
+	if err != nil {
+		return err
+	}
+	cs := c.m.applier.Release(ctx, kept, parent.GetUID())
+	c.m.metrics.observeChanges(c.gvk.Kind, cs)
+	c.recordOrphans(ctx, parent, cs, "before "+c.gvk.Kind+" "+parent.GetName()+" is deleted")
+	if err := cs.Err(); err != nil {
+		return err
+	}
+	return c.removeOrphanFinalizer(ctx, parent)
+}
+
+// removeOrphanFinalizer removes the orphan finalizer and its annotation.
+func (c *parentController) removeOrphanFinalizer(ctx context.Context, parent *unstructured.Unstructured) error {
+	ops := removeFinalizerPatch(parent)
+	if ops == nil {
+		return nil
+	}
+	if _, err := c.patchParent(ctx, parent, ops); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer %s from %s %s/%s: %w", object.FinalizerOrphan, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Removed the orphan finalizer")
+	return nil
+}
+
+// patchParent JSON-patches parent with ops (which are conditional on its
+// resourceVersion).
+func (c *parentController) patchParent(ctx context.Context, parent *unstructured.Unstructured, ops []patchOp) (*unstructured.Unstructured, error) {
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	return c.m.client.Resource(c.gvr).Namespace(parent.GetNamespace()).Patch(ctx, parent.GetName(), types.JSONPatchType, body,
+		metav1.PatchOptions{FieldManager: c.m.opts.FieldManager})
+}
+
+// listOrphans lists afresh, from the API server rather than the cache
+// (which may not hold a child just applied), parent's children to keep:
+// of the kinds its annotation lists, and of those its cached children to
+// keep have.
+func (c *parentController) listOrphans(ctx context.Context, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	kinds := object.ParseGroupKinds(parent.GetAnnotations()[object.AnnotationOrphanKinds])
+	kinds = append(kinds, orphanKinds(nil, c.m.children.owned(parent.GetUID()), nil)...)
+	seen := map[schema.GroupKind]bool{}
+	var out []*unstructured.Unstructured
+	for _, gk := range kinds {
+		if seen[gk] {
+			continue
+		}
+		seen[gk] = true
+		m, err := c.m.mapper.RESTMapping(gk)
+		if meta.IsNoMatchError(err) {
+			continue // not served, so none exists
+		}
+		if err != nil {
+			return nil, err
+		}
+		ns := parent.GetNamespace()
+		if ns == "" {
+			ns = c.m.opts.Namespace
+		}
+		if m.Scope.Name() != meta.RESTScopeNameNamespace {
+			ns = ""
+		}
+		list, err := c.m.client.Resource(m.Resource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: render.ChildSelector(parent)})
+		if err != nil {
+			return nil, fmt.Errorf("list %s children to keep of %s %s/%s: %w", gk, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
+		}
+		for i := range list.Items {
+			o := &list.Items[i]
+			if render.IsChildOf(o, parent) && object.IsOrphan(o.GetAnnotations()) {
+				out = append(out, o)
+			}
+		}
+	}
+	return out, nil
+}
+
+// recordOrphans records a Normal Event on the parent, and logs, for each
+// child released rather than deleted; when says when.
+func (c *parentController) recordOrphans(ctx context.Context, parent *unstructured.Unstructured, cs object.ChangeSet, when string) {
+	for _, r := range cs {
+		if r.Action != object.Orphaned {
+			continue
+		}
+		klog.FromContext(ctx).Info("Released a child to keep", "child", r.Ref.String(), "when", when)
+		c.m.recorder.Eventf(parent, corev1.EventTypeNormal, "Orphaned",
+			"%s kept (%s: %s): released %s; Loom no longer manages it", r.Ref, object.AnnotationDeletePolicy, object.DeletePolicyOrphan, when)
+	}
+}
