@@ -37,14 +37,13 @@ type patchOp struct {
 	Value any    `json:"value,omitempty"`
 }
 
-// orphanKinds returns the group-kinds of parent's children to keep: those
-// rendered with the orphan policy, and those cached (owned) carrying it,
-// except the ones in gone (released or deleted by this reconcile).
-func orphanKinds(rendered, owned []*unstructured.Unstructured, gone map[object.Ref]bool) []schema.GroupKind {
+// orphanKinds returns the group-kinds of the objects in lists that carry
+// the orphan policy: children to keep, rendered or cached.
+func orphanKinds(lists ...[]*unstructured.Unstructured) []schema.GroupKind {
 	var out []schema.GroupKind
-	for _, list := range [][]*unstructured.Unstructured{rendered, owned} {
+	for _, list := range lists {
 		for _, o := range list {
-			if object.IsOrphan(o.GetAnnotations()) && !gone[object.RefOf(o)] {
+			if object.IsOrphan(o.GetAnnotations()) {
 				out = append(out, o.GroupVersionKind().GroupKind())
 			}
 		}
@@ -129,11 +128,11 @@ func hasOrphanFinalizer(parent *unstructured.Unstructured) bool {
 }
 
 // guardOrphans makes sure parent carries the orphan finalizer, listing the
-// kind of every child to keep among rendered, before any of them is
-// applied. It returns the parent as last written (or parent), for the next
-// pass of the reconcile.
-func (c *parentController) guardOrphans(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	want := orphanKinds(rendered, c.m.children.owned(parent.GetUID()), nil)
+// kind of every child to keep among children (rendered, or cached), before
+// any of them is applied. It returns the parent as last written (or
+// parent), for the next pass of the reconcile.
+func (c *parentController) guardOrphans(ctx context.Context, parent *unstructured.Unstructured, children ...[]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	want := orphanKinds(children...)
 	ops := finalizerPatch(parent, want)
 	if ops == nil {
 		return parent, nil
@@ -147,16 +146,21 @@ func (c *parentController) guardOrphans(ctx context.Context, parent *unstructure
 	return resp, nil
 }
 
-// dropOrphanFinalizer removes the orphan finalizer from a parent that has
-// no child to keep any more: none rendered, none cached (but those gone in
-// this reconcile), and, read afresh, none live. Until the cache holds a
-// child just applied, only the fresh list sees it.
-func (c *parentController) dropOrphanFinalizer(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, gone map[object.Ref]bool) error {
-	if !hasOrphanFinalizer(parent) || len(orphanKinds(rendered, c.m.children.owned(parent.GetUID()), gone)) > 0 {
+// settleOrphanFinalizer runs after prune. While parent has children to
+// keep, rendered or cached and still its own (kept, from prune: a child
+// annotated by hand counts too), its finalizer lists their kinds; once it
+// has none, and a fresh list finds none live either (the cache may not
+// hold a child just applied yet), the finalizer goes.
+func (c *parentController) settleOrphanFinalizer(ctx context.Context, parent *unstructured.Unstructured, rendered, kept []*unstructured.Unstructured) error {
+	if len(orphanKinds(rendered, kept)) > 0 {
+		_, err := c.guardOrphans(ctx, parent, rendered, kept)
+		return err
+	}
+	if !hasOrphanFinalizer(parent) {
 		return nil
 	}
-	kept, err := c.listOrphans(ctx, parent)
-	if err != nil || len(kept) > 0 {
+	live, err := c.listOrphans(ctx, parent)
+	if err != nil || len(live) > 0 {
 		return err
 	}
 	return c.removeOrphanFinalizer(ctx, parent)
@@ -213,7 +217,7 @@ func (c *parentController) patchParent(ctx context.Context, parent *unstructured
 // keep have.
 func (c *parentController) listOrphans(ctx context.Context, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	kinds := object.ParseGroupKinds(parent.GetAnnotations()[object.AnnotationOrphanKinds])
-	kinds = append(kinds, orphanKinds(nil, c.m.children.owned(parent.GetUID()), nil)...)
+	kinds = append(kinds, orphanKinds(c.m.children.owned(parent.GetUID()))...)
 	seen := map[schema.GroupKind]bool{}
 	var out []*unstructured.Unstructured
 	for _, gk := range kinds {

@@ -8,8 +8,6 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/loom-operator/loom/engine/object"
 )
 
 func TestOrphanKinds(t *testing.T) {
@@ -21,24 +19,17 @@ func TestOrphanKinds(t *testing.T) {
 	tests := []struct {
 		name            string
 		rendered, owned []string
-		gone            []string
 		want            []schema.GroupKind
 	}{
 		{name: "none to keep", rendered: []string{plain, deleted}, owned: []string{plain}},
 		{name: "rendered", rendered: []string{plain, kept("PersistentVolumeClaim", "data")},
 			want: []schema.GroupKind{{Kind: "PersistentVolumeClaim"}}},
-		{name: "cached, no longer rendered", rendered: []string{plain}, owned: []string{kept("ConfigMap", "cfg")},
+		{name: "cached only (annotated by hand)", rendered: []string{plain}, owned: []string{kept("ConfigMap", "cfg")},
 			want: []schema.GroupKind{{Kind: "ConfigMap"}}},
-		{name: "cached, released by this reconcile", rendered: []string{plain}, owned: []string{kept("ConfigMap", "cfg")},
-			gone: []string{kept("ConfigMap", "cfg")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			gone := map[object.Ref]bool{}
-			for _, g := range tt.gone {
-				gone[object.RefOf(yamlObj(t, g))] = true
-			}
-			got := orphanKinds(objs(t, tt.rendered), objs(t, tt.owned), gone)
+			got := orphanKinds(objs(t, tt.rendered), objs(t, tt.owned))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("orphanKinds (-want +got):\n%s", diff)
 			}

@@ -108,11 +108,12 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	//    pruned. With no child to keep left, the orphan finalizer goes.
 	var pruned object.ChangeSet
 	var pruneErr, finErr error
-	if plan.Complete {
-		pruned, pruneErr = c.prune(ctx, parent, out.Children, results)
+	if plan.Complete && !hasUnwatched(results) {
+		var kept []*unstructured.Unstructured
+		pruned, kept, pruneErr = c.prune(ctx, parent, out.Children)
 		c.recordOrphans(ctx, parent, pruned, "as it no longer renders")
-		if pruneErr == nil && !hasUnwatched(results) {
-			finErr = c.dropOrphanFinalizer(ctx, owner, out.Children, refsOf(pruned))
+		if pruneErr == nil {
+			finErr = c.settleOrphanFinalizer(ctx, owner, out.Children, kept)
 		}
 	}
 	results = append(results, pruned...)
@@ -217,30 +218,32 @@ func (c *parentController) watchGroupKind(ctx context.Context, gk schema.GroupKi
 }
 
 // prune deletes the cached children of parent that did not render, and
-// releases those to keep (object.AnnotationDeletePolicy orphan). It only
+// releases those to keep (object.AnnotationDeletePolicy orphan); it
+// returns the cached children to keep that did render. It only
 // runs when every child kind resolved and its cache synced, so that a kind
 // that is temporarily not served, or not readable, never causes its
 // children to be deleted. Children are matched by group, kind, namespace
 // and name: a child rendered at a new version is the same child.
-func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, results object.ChangeSet) (object.ChangeSet, error) {
-	if hasUnwatched(results) {
-		return nil, nil
-	}
+func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (object.ChangeSet, []*unstructured.Unstructured, error) {
 	// Kinds listed in the parent's status were rendered before; watch them
 	// so that children of a kind no template renders any more are found.
 	for _, gvk := range status.ChildKinds(parent) {
 		if _, err := c.watchGroupKind(ctx, gvk.GroupKind()); err != nil && !meta.IsNoMatchError(err) {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	keep := make(map[object.Ref]bool, len(rendered))
 	for _, r := range rendered {
 		keep[object.RefOf(r)] = true
 	}
-	var stale, orphans []*unstructured.Unstructured
+	var stale, orphans, kept []*unstructured.Unstructured
 	for _, child := range c.m.children.owned(parent.GetUID()) {
 		switch {
-		case keep[object.RefOf(child)] || !render.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil:
+		case !render.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil:
+		case keep[object.RefOf(child)]:
+			if object.IsOrphan(child.GetAnnotations()) {
+				kept = append(kept, child)
+			}
 		case object.IsOrphan(child.GetAnnotations()):
 			orphans = append(orphans, child)
 		default:
@@ -249,16 +252,7 @@ func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstr
 	}
 	cs := c.m.applier.Prune(ctx, stale)
 	cs = append(cs, c.m.applier.Release(ctx, orphans, parent.GetUID())...)
-	return cs, retryableOf(cs)
-}
-
-// refsOf returns the refs of a change set's objects.
-func refsOf(cs object.ChangeSet) map[object.Ref]bool {
-	out := make(map[object.Ref]bool, len(cs))
-	for _, r := range cs {
-		out[r.Ref] = true
-	}
-	return out
+	return cs, kept, retryableOf(cs)
 }
 
 // hasUnwatched reports whether a child's kind is not served by the
