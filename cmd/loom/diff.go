@@ -178,7 +178,7 @@ func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructur
 	for _, h := range golden.Describe(plan, title) {
 		fmt.Fprintln(d.out, h)
 	}
-	var counts [4]int // created, configured, unchanged, pruned
+	var counts [5]int // created, configured, unchanged, pruned, orphaned
 	rendered := map[object.Ref]bool{}
 	kinds := map[schema.GroupVersionKind]bool{}
 	for ref := range plan.Held {
@@ -213,6 +213,12 @@ func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructur
 			return false, err
 		}
 		for _, obj := range pruned {
+			if object.IsOrphan(obj.GetAnnotations()) { // released, not deleted: its spec stays
+				fmt.Fprintf(d.out, "%s: no longer renders; kept (%s: %s), released from Loom\n",
+					object.RefOf(obj), object.AnnotationDeletePolicy, object.DeletePolicyOrphan)
+				counts[4]++
+				continue
+			}
 			if _, err := d.print(object.RefOf(obj), obj, nil); err != nil {
 				return false, err
 			}
@@ -220,6 +226,9 @@ func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructur
 		}
 	}
 	fmt.Fprintf(d.out, "%s: %d to create, %d to change, %d unchanged, %d to prune", title, counts[0], counts[1], counts[2], counts[3])
+	if counts[4] > 0 {
+		fmt.Fprintf(d.out, ", %d to orphan", counts[4])
+	}
 	if len(plan.Held) > 0 {
 		fmt.Fprintf(d.out, ", %d waiting", len(plan.Held))
 	}
@@ -227,7 +236,7 @@ func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructur
 		fmt.Fprint(d.out, " (nothing is pruned while a template file waits)")
 	}
 	fmt.Fprintln(d.out)
-	return counts[0]+counts[1]+counts[3] > 0, nil
+	return counts[0]+counts[1]+counts[3]+counts[4] > 0, nil
 }
 
 // live reads a child from the API server; nil when it does not exist.

@@ -219,6 +219,19 @@ func TestOrphanPolicyWhenAChildStopsRendering(t *testing.T) {
 	waitCondition(t, ns, "web", "Ready", "True")
 	waitFinalizer(t, ns, "web", true)
 
+	// loom diff previews it: the child to keep is released, not deleted.
+	without := orphanSet(t, files[2:], map[string]bool{"keep-cond": true}, map[string]bool{"keep-cond": true, "plain-cond": true})
+	out, code := loomDiff(t, "-t", filepath.Join(without, "myresource"), "-n", ns)
+	for _, want := range []string{
+		"ConfigMap " + ns + "/web-keep-file: no longer renders; kept (loom.dev/delete-policy: orphan), released from Loom",
+		"-  name: web-plain-file",
+		"MyResource " + ns + "/web: 0 to create, 0 to change, 2 unchanged, 1 to prune, 1 to orphan",
+	} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Fatalf("loom diff without two files: exit %d, want 1 and %q in:\n%s", code, want, out)
+		}
+	}
+
 	// A removed template.
 	for _, f := range []string{"keep-file", "plain-file"} {
 		if err := os.Remove(filepath.Join(dir, "myresource", f+".yaml")); err != nil {
