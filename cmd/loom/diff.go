@@ -185,6 +185,9 @@ func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructur
 		rendered[ref] = true // kept, not pruned
 	}
 	for _, child := range plan.Apply {
+		if err := d.ownByNamespace(ctx, child); err != nil {
+			return false, err
+		}
 		ref := object.RefOf(child)
 		rendered[ref] = true
 		kinds[child.GroupVersionKind()] = true
@@ -237,6 +240,21 @@ func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructur
 	}
 	fmt.Fprintln(d.out)
 	return counts[0]+counts[1]+counts[3]+counts[4] > 0, nil
+}
+
+// ownByNamespace gives a namespaced child to keep its Namespace as an
+// owner, as the controller does before applying it.
+func (d *differ) ownByNamespace(ctx context.Context, child *unstructured.Unstructured) error {
+	ns := child.GetNamespace()
+	if ns == "" || !object.IsOrphan(child.GetAnnotations()) {
+		return nil
+	}
+	n, err := d.client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("read namespace %s, the owner of children to keep: %w", ns, err)
+	}
+	object.AddNamespaceOwner(child, n.GetUID())
+	return nil
 }
 
 // live reads a child from the API server; nil when it does not exist.

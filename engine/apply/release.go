@@ -20,7 +20,8 @@ const releaseAttempts = 3
 
 // Release lets go of objects to keep (object.AnnotationDeletePolicy
 // orphan) instead of deleting them: each loses its controller
-// ownerReference to the parent with UID parent, Loom's labels, the hash of
+// ownerReference to the parent with UID parent (and the one to its
+// Namespace that Loom adds to a child to keep), Loom's labels, the hash of
 // what Loom applied, and Loom's field manager entry, so that the garbage
 // collector does not delete it with the parent and Loom no longer claims
 // it. Nothing else changes: the release is a JSON patch of those entries
@@ -94,7 +95,8 @@ type jsonOp struct {
 // resourceVersion as a precondition (the API server refuses the patch with
 // a Conflict if the object changed since it was read, so the indexes below
 // are the ones of the object written); the removal of the parent's
-// ownerReferences; of the part-of and managed-by labels; of the applied
+// ownerReferences and of the object's Namespace (which Loom adds to a
+// child to keep, see the controller); of the part-of and managed-by labels; of the applied
 // hash; and of manager's managedFields entries (a list with one empty
 // entry, which clears managedFields, when they were the only ones: an empty
 // list would leave them as they were).
@@ -106,7 +108,7 @@ func releasePatch(obj *unstructured.Unstructured, parent types.UID, manager stri
 	pre := len(ops)
 	var owners []int
 	for i, r := range obj.GetOwnerReferences() {
-		if r.UID == parent {
+		if r.UID == parent || isNamespaceOwner(r, obj.GetNamespace()) {
 			owners = append(owners, i)
 		}
 	}
@@ -130,6 +132,12 @@ func releasePatch(obj *unstructured.Unstructured, parent types.UID, manager stri
 	}
 	ops = append(ops, removeAll("/metadata/managedFields", mine, len(mfs), []any{map[string]any{}})...)
 	return ops, len(ops) > pre
+}
+
+// isNamespaceOwner reports whether r names the Namespace ns (a child to
+// keep's second owner).
+func isNamespaceOwner(r metav1.OwnerReference, ns string) bool {
+	return ns != "" && r.APIVersion == "v1" && r.Kind == "Namespace" && r.Name == ns
 }
 
 // removeAll returns the operations that remove the elements at indexes

@@ -22,13 +22,22 @@ import (
 )
 
 // Children to keep (object.AnnotationDeletePolicy orphan) outlive their
-// parent: the parent carries object.FinalizerOrphan, and the group-kinds of
-// those children in object.AnnotationOrphanKinds, from before the first
-// such child is applied until none is left; when the parent is deleted,
-// Loom lists those kinds afresh, releases the parent's children to keep
-// (apply.Release) and only then removes the finalizer, so the garbage
-// collector, which waits for it, finds them no longer owned. A parent
-// without such children never gets the finalizer.
+// parent, by two means, each enough for the garbage collector:
+//
+//   - A namespaced child to keep also names its Namespace as an owner
+//     (object.AddNamespaceOwner), so the collector, in any propagation
+//     mode (background, foreground) and whether Loom runs or not, only
+//     drops its reference to the deleted parent. Deleting the namespace
+//     deletes the child, as any object in it.
+//   - The parent carries object.FinalizerOrphan, and the group-kinds of
+//     those children in object.AnnotationOrphanKinds, from before the first
+//     such child is applied until none is left; when the parent is
+//     deleted, Loom lists those kinds afresh, releases the parent's
+//     children to keep (apply.Release: no ownerReference or label of
+//     Loom's left, so no Loom claims them) and only then removes the
+//     finalizer. A parent without such children never gets the finalizer.
+//     A cluster-scoped child to keep (of a cluster-scoped parent) has no
+//     Namespace: the finalizer alone protects it, from background deletion.
 
 // patchOp is one operation of a JSON patch (RFC 6902).
 type patchOp struct {
@@ -127,6 +136,31 @@ func hasOrphanFinalizer(parent *unstructured.Unstructured) bool {
 	return ann || slices.Contains(parent.GetFinalizers(), object.FinalizerOrphan)
 }
 
+// protectOrphans readies rendered, a render pass's children, for the apply:
+// each namespaced child to keep is given its Namespace as an owner, and the
+// parent the orphan finalizer (guardOrphans). It returns the parent as last
+// written, and an error that holds the children to keep back.
+func (c *parentController) protectOrphans(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	uids := map[string]types.UID{}
+	for _, child := range rendered {
+		ns := child.GetNamespace()
+		if ns == "" || !object.IsOrphan(child.GetAnnotations()) {
+			continue
+		}
+		if _, ok := uids[ns]; !ok {
+			n, err := c.m.client.Resource(namespacesGVR).Get(ctx, ns, metav1.GetOptions{})
+			if err != nil {
+				return parent, fmt.Errorf("read namespace %s, the owner of children to keep: %w", ns, err)
+			}
+			uids[ns] = n.GetUID()
+		}
+		object.AddNamespaceOwner(child, uids[ns])
+	}
+	return c.guardOrphans(ctx, parent, rendered)
+}
+
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
 // guardOrphans makes sure parent carries the orphan finalizer, listing the
 // kind of every child to keep among children (rendered, or cached), before
 // any of them is applied. It returns the parent as last written (or
@@ -211,8 +245,22 @@ func (c *parentController) patchParent(ctx context.Context, parent *unstructured
 		metav1.PatchOptions{FieldManager: c.m.opts.FieldManager})
 }
 
+// isOrDroppedChildOf reports whether obj is parent's child, or was until
+// the garbage collector dropped its reference to parent (a child to keep
+// also owned by its Namespace, when parent is deleted in the foreground or
+// while Loom is stopped): it has no controller and parent's ApplySet label.
+func isOrDroppedChildOf(obj, parent *unstructured.Unstructured) bool {
+	if render.IsChildOf(obj, parent) {
+		return true
+	}
+	gvk := parent.GroupVersionKind()
+	id := render.ApplySetID(parent.GetName(), parent.GetNamespace(), gvk.Kind, gvk.Group)
+	return metav1.GetControllerOfNoCopy(obj) == nil && obj.GetLabels()[object.LabelPartOf] == id
+}
+
 // listOrphans lists afresh, from the API server rather than the cache
-// (which may not hold a child just applied), parent's children to keep:
+// (which may not hold a child just applied), parent's children to keep
+// (isOrDroppedChildOf):
 // of the kinds its annotation lists, and of those its cached children to
 // keep have.
 func (c *parentController) listOrphans(ctx context.Context, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
@@ -244,8 +292,7 @@ func (c *parentController) listOrphans(ctx context.Context, parent *unstructured
 			return nil, fmt.Errorf("list %s children to keep of %s %s/%s: %w", gk, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
 		}
 		for i := range list.Items {
-			o := &list.Items[i]
-			if render.IsChildOf(o, parent) && object.IsOrphan(o.GetAnnotations()) {
+			if o := &list.Items[i]; object.IsOrphan(o.GetAnnotations()) && isOrDroppedChildOf(o, parent) {
 				out = append(out, o)
 			}
 		}

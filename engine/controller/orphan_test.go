@@ -8,6 +8,8 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/engine/render"
 )
 
 func TestOrphanKinds(t *testing.T) {
@@ -167,4 +169,30 @@ func applyOps(t *testing.T, obj *unstructured.Unstructured, ops []patchOp) *unst
 		t.Fatal(err)
 	}
 	return u
+}
+
+func TestIsOrDroppedChildOf(t *testing.T) {
+	parent := yamlObj(t, `{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, metadata: {name: web, namespace: ns, uid: p1}}`)
+	id := render.ApplySetID("web", "ns", "MyResource", "example.loom.dev")
+	ref := func(uid string) string {
+		return `[{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: ` + uid + `, controller: true}]`
+	}
+	tests := []struct {
+		name, obj string
+		want      bool
+	}{
+		{"its child", `{metadata: {labels: {applyset.kubernetes.io/part-of: ` + id + `}, ownerReferences: ` + ref("p1") + `}}`, true},
+		{"reference dropped by the garbage collector", `{metadata: {labels: {applyset.kubernetes.io/part-of: ` + id + `},
+  ownerReferences: [{apiVersion: v1, kind: Namespace, name: ns, uid: n1}]}}`, true},
+		{"another parent's controller", `{metadata: {labels: {applyset.kubernetes.io/part-of: ` + id + `}, ownerReferences: ` + ref("p2") + `}}`, false},
+		{"another set's label", `{metadata: {labels: {applyset.kubernetes.io/part-of: other}}}`, false},
+		{"no label", `{metadata: {ownerReferences: ` + ref("p1") + `}}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := isOrDroppedChildOf(yamlObj(t, tt.obj), parent); got != tt.want {
+				t.Errorf("isOrDroppedChildOf = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }

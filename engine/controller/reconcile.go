@@ -75,7 +75,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	//    clusterIP reaches the ConfigMap that reads it in one reconcile.
 	//    Children to keep are applied only once the parent carries the
 	//    orphan finalizer (owner is the parent as that patch left it).
-	owner, held := c.guardOrphans(ctx, parent, out.Children)
+	owner, held := c.protectOrphans(ctx, parent, out.Children)
 	results, live := c.applyAll(ctx, plan.Apply, reader.fresh, held)
 	c.recordDrift(ctx, parent, results)
 	all := results
@@ -90,7 +90,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 			break // the next reconcile reports it; this one stands on the last pass
 		}
 		out, plan = nextOut, nextPlan
-		owner, held = c.guardOrphans(ctx, owner, out.Children)
+		owner, held = c.protectOrphans(ctx, owner, out.Children)
 		results, live = c.applyAll(ctx, plan.Apply, reader.fresh, held)
 		c.recordDrift(ctx, parent, results)
 		all = append(all, results...)

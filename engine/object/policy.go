@@ -5,7 +5,10 @@ import (
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // AnnotationDeletePolicy, set on a child in its template, says what
@@ -75,4 +78,23 @@ func ParseGroupKinds(v string) []schema.GroupKind {
 		}
 	}
 	return out
+}
+
+// AddNamespaceOwner adds to obj, a namespaced child to keep, an
+// ownerReference to its Namespace, whose UID is uid (not as controller:
+// the parent stays obj's controller), unless it has one. The garbage
+// collector deletes an object only when none of its owners exists any
+// more (but owners themselves being deleted with their dependents); the
+// Namespace outlives every object in it, so the collector never deletes
+// obj with its parent, in any propagation mode, and only drops its
+// reference to the parent. Loom adds it when it applies such a child, and
+// loom diff when it compares one.
+func AddNamespaceOwner(obj *unstructured.Unstructured, uid types.UID) {
+	refs := obj.GetOwnerReferences()
+	for _, r := range refs {
+		if r.UID == uid {
+			return
+		}
+	}
+	obj.SetOwnerReferences(append(refs, metav1.OwnerReference{APIVersion: "v1", Kind: "Namespace", Name: obj.GetNamespace(), UID: uid}))
 }

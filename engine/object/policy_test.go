@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 )
 
 func TestCheckDeletePolicy(t *testing.T) {
@@ -63,4 +65,37 @@ func TestGroupKindsRoundTrip(t *testing.T) {
 	if got := ParseGroupKinds(""); len(got) != 0 {
 		t.Errorf("ParseGroupKinds(\"\") = %v, want none", got)
 	}
+}
+
+// TestAddNamespaceOwner checks the second owner a child to keep gets: its
+// Namespace, not as controller, once.
+func TestAddNamespaceOwner(t *testing.T) {
+	parentRef := `{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: p1, controller: true, blockOwnerDeletion: true}`
+	nsRef := `{apiVersion: v1, kind: Namespace, name: ns, uid: n1}`
+	tests := []struct{ name, obj, want string }{
+		{name: "added after the parent",
+			obj:  `{apiVersion: v1, kind: ConfigMap, metadata: {name: cm, namespace: ns, ownerReferences: [` + parentRef + `]}}`,
+			want: `{apiVersion: v1, kind: ConfigMap, metadata: {name: cm, namespace: ns, ownerReferences: [` + parentRef + `, ` + nsRef + `]}}`},
+		{name: "once",
+			obj:  `{apiVersion: v1, kind: ConfigMap, metadata: {name: cm, namespace: ns, ownerReferences: [` + parentRef + `, ` + nsRef + `]}}`,
+			want: `{apiVersion: v1, kind: ConfigMap, metadata: {name: cm, namespace: ns, ownerReferences: [` + parentRef + `, ` + nsRef + `]}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := fromYAMLTest(t, tt.obj)
+			AddNamespaceOwner(obj, "n1")
+			if diff := cmp.Diff(fromYAMLTest(t, tt.want).Object, obj.Object); diff != "" {
+				t.Errorf("object (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func fromYAMLTest(t *testing.T, s string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(s), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -115,10 +115,14 @@ func waitFinalizer(t *testing.T, ns, name string, want bool) {
 }
 
 // deleteParent deletes a MyResource as kubectl delete does (in the
-// background) and waits until it is gone.
-func deleteParent(t *testing.T, ns, name string) {
+// background, or with policy) and waits until it is gone.
+func deleteParent(t *testing.T, ns, name string, policy ...metav1.DeletionPropagation) {
 	t.Helper()
-	if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+	opts := metav1.DeleteOptions{}
+	if len(policy) > 0 {
+		opts.PropagationPolicy = &policy[0]
+	}
+	if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), name, opts); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, name+" is gone", func(ctx context.Context) error {
@@ -336,4 +340,74 @@ func TestOrphanPolicyWhileLoomIsStopped(t *testing.T) {
 	})
 	goneCM(t, ns, "hello-plain", "the garbage collector follows its ownerReference")
 	releasedCM(t, ns, "hello-keep", "nginx:1.27")
+}
+
+// Foreground deletion (Argo CD's default when it prunes) makes the garbage
+// collector delete the parent's dependents at once, without waiting for
+// Loom's finalizer: with Loom stopped, so that it cannot win that race by
+// luck, the child to keep survives because it also names its Namespace as
+// an owner (the collector only drops its reference to the parent); Loom,
+// back, releases it and lets the parent go.
+func TestOrphanPolicyOnForegroundDelete(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	dir := orphanSet(t, []string{"keep", "plain"}, map[string]bool{"keep": true}, nil)
+	l := startLoom(t, dir, ns, loomOptions{})
+	stripFinalizers(t, ns)
+	createParent(t, ns, minimalParent)
+	waitCondition(t, ns, "hello", "Ready", "True")
+	waitFinalizer(t, ns, "hello", true)
+	l.stop(t)
+
+	fg := metav1.DeletePropagationForeground
+	if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+		t.Fatal(err)
+	}
+	goneCM(t, ns, "hello-plain", "foreground deletion")
+	if _, err := get(context.Background(), configMapGVR, ns, "hello-keep"); err != nil {
+		t.Fatalf("the child to keep, after the collector deleted its sibling: %v", err)
+	}
+	startLoom(t, dir, ns, loomOptions{})
+	eventually(t, 60*time.Second, "hello is gone", func(ctx context.Context) error {
+		if _, err := get(ctx, myresGVR, ns, "hello"); !isNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+	releasedCM(t, ns, "hello-keep", "nginx:1.27")
+}
+
+// The way out for a parent whose deletion waits for a stopped Loom (or a
+// removed set): remove the finalizer by hand. The child to keep survives
+// that too: the garbage collector only drops its reference to the parent
+// (it keeps Loom's labels, until a parent of that name adopts it again).
+func TestOrphanFinalizerRemovedByHand(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	l := startLoom(t, orphanSet(t, []string{"keep", "plain"}, map[string]bool{"keep": true}, nil), ns, loomOptions{})
+	stripFinalizers(t, ns)
+	createParent(t, ns, minimalParent)
+	waitCondition(t, ns, "hello", "Ready", "True")
+	waitFinalizer(t, ns, "hello", true)
+	l.stop(t)
+
+	if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// What the README says to run.
+	kubectl(t, "-n", ns, "patch", "myresource", "hello", "--type=json",
+		`-p=[{"op":"test","path":"/metadata/finalizers","value":["loom.dev/orphan"]},{"op":"remove","path":"/metadata/finalizers"}]`)
+	goneCM(t, ns, "hello-plain", "the garbage collector follows its ownerReference")
+	eventually(t, 60*time.Second, "hello-keep lost its reference to the parent", func(ctx context.Context) error {
+		cm, err := get(ctx, configMapGVR, ns, "hello-keep")
+		if err != nil {
+			return err
+		}
+		for _, r := range cm.GetOwnerReferences() {
+			if r.Kind == "MyResource" {
+				return fmt.Errorf("ownerReferences %v", cm.GetOwnerReferences())
+			}
+		}
+		return nil
+	})
 }
