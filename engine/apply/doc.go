@@ -2,12 +2,14 @@
 // children: it server-side applies each child with one field manager, skips
 // children whose live state is exactly what Loom last applied, refuses to
 // take over objects that are not Loom's, and prunes children that no longer
-// render.
+// render, or releases them (Release) when the template keeps them
+// (loom.dev/delete-policy: orphan): one conditional JSON patch that removes
+// only Loom's owner references, labels, hash and field manager.
 //
 // Data flows in as desired objects (from render) and live objects (from the
 // controller's informer caches); it flows out as a ChangeSet, one Result per
-// object, saying what was done (created, configured, unchanged, pruned or
-// failed). Logs, conditions and metrics are derived from those values.
+// object, saying what was done (created, configured, unchanged, pruned,
+// orphaned or failed). Logs, conditions and metrics are derived from those values.
 //
 // Objects are identified by group, kind, namespace and name (Ref), never by
 // version: a child rendered at autoscaling/v1 and cached at autoscaling/v2

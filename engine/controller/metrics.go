@@ -31,7 +31,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"kind"}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "loom_child_changes_total", Help: "Apply results for children by parent kind and action (created, configured, unchanged, pruned, failed).",
+			Name: "loom_child_changes_total", Help: "Apply results for children by parent kind and action (created, configured, unchanged, pruned, orphaned, failed).",
 		}, []string{"kind", "action"}),
 		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loom_status_writes_total", Help: "Status writes by parent kind.",
