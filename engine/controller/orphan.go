@@ -208,6 +208,22 @@ func (c *parentController) finalize(ctx context.Context, parent *unstructured.Un
 	if !hasOrphanFinalizer(parent) {
 		return nil
 	}
+	err := c.releaseOrphans(ctx, parent)
+	if err == nil {
+		err = c.removeOrphanFinalizer(ctx, parent)
+	}
+	if err != nil && !apierrors.IsConflict(err) {
+		// The parent's status is not written while it is deleted: say why
+		// it waits where kubectl describe shows it (a conflict is only a
+		// cache behind the parent, retried at once).
+		c.m.recorder.Eventf(parent, corev1.EventTypeWarning, "OrphanReleaseFailed",
+			"%s waits for its children to keep to be released (finalizer %s): %v", c.gvk.Kind, object.FinalizerOrphan, err)
+	}
+	return err
+}
+
+// releaseOrphans releases parent's children to keep, listed afresh.
+func (c *parentController) releaseOrphans(ctx context.Context, parent *unstructured.Unstructured) error {
 	kept, err := c.listOrphans(ctx, parent)
 	if err != nil {
 		return err
@@ -215,10 +231,7 @@ func (c *parentController) finalize(ctx context.Context, parent *unstructured.Un
 	cs := c.m.applier.Release(ctx, kept, parent.GetUID())
 	c.m.metrics.observeChanges(c.gvk.Kind, cs)
 	c.recordOrphans(ctx, parent, cs, "before "+c.gvk.Kind+" "+parent.GetName()+" is deleted")
-	if err := cs.Err(); err != nil {
-		return err
-	}
-	return c.removeOrphanFinalizer(ctx, parent)
+	return cs.Err()
 }
 
 // removeOrphanFinalizer removes the orphan finalizer and its annotation.
