@@ -181,11 +181,18 @@ func (c *parentController) guardOrphans(ctx context.Context, parent *unstructure
 }
 
 // settleOrphanFinalizer runs after prune. While parent has children to
-// keep, rendered or cached and still its own (kept, from prune: a child
-// annotated by hand counts too), its finalizer lists their kinds; once it
-// has none, and a fresh list finds none live either (the cache may not
-// hold a child just applied yet), the finalizer goes.
-func (c *parentController) settleOrphanFinalizer(ctx context.Context, parent *unstructured.Unstructured, rendered, kept []*unstructured.Unstructured) error {
+// keep, rendered or live (the rendered children as this reconcile's applies
+// left them, or the cache has them: a child annotated by hand counts too),
+// its finalizer lists their kinds; once it has none, and a fresh list finds
+// none either (the cache may not hold a child just applied yet), the
+// finalizer goes. The live objects are the apply's answers where it wrote,
+// not the cache: the watch echo of Loom's own write does not enqueue the
+// parent again, so a decision on a cache behind that write would stand.
+func (c *parentController) settleOrphanFinalizer(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) error {
+	kept := make([]*unstructured.Unstructured, 0, len(live))
+	for _, l := range live {
+		kept = append(kept, l)
+	}
 	if len(orphanKinds(rendered, kept)) > 0 {
 		_, err := c.guardOrphans(ctx, parent, rendered, kept)
 		return err
@@ -193,8 +200,8 @@ func (c *parentController) settleOrphanFinalizer(ctx context.Context, parent *un
 	if !hasOrphanFinalizer(parent) {
 		return nil
 	}
-	live, err := c.listOrphans(ctx, parent)
-	if err != nil || len(live) > 0 {
+	left, err := c.listOrphans(ctx, parent)
+	if err != nil || len(left) > 0 {
 		return err
 	}
 	return c.removeOrphanFinalizer(ctx, parent)

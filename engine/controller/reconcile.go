@@ -109,11 +109,10 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	var pruned object.ChangeSet
 	var pruneErr, finErr error
 	if plan.Complete && !hasUnwatched(results) {
-		var kept []*unstructured.Unstructured
-		pruned, kept, pruneErr = c.prune(ctx, parent, out.Children)
+		pruned, pruneErr = c.prune(ctx, parent, out.Children)
 		c.recordOrphans(ctx, parent, pruned, "as it no longer renders")
 		if pruneErr == nil {
-			finErr = c.settleOrphanFinalizer(ctx, owner, out.Children, kept)
+			finErr = c.settleOrphanFinalizer(ctx, owner, out.Children, live)
 		}
 	}
 	results = append(results, pruned...)
@@ -218,32 +217,27 @@ func (c *parentController) watchGroupKind(ctx context.Context, gk schema.GroupKi
 }
 
 // prune deletes the cached children of parent that did not render, and
-// releases those to keep (object.AnnotationDeletePolicy orphan); it
-// returns the cached children to keep that did render. It only
+// releases those to keep (object.AnnotationDeletePolicy orphan). It only
 // runs when every child kind resolved and its cache synced, so that a kind
 // that is temporarily not served, or not readable, never causes its
 // children to be deleted. Children are matched by group, kind, namespace
 // and name: a child rendered at a new version is the same child.
-func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (object.ChangeSet, []*unstructured.Unstructured, error) {
+func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (object.ChangeSet, error) {
 	// Kinds listed in the parent's status were rendered before; watch them
 	// so that children of a kind no template renders any more are found.
 	for _, gvk := range status.ChildKinds(parent) {
 		if _, err := c.watchGroupKind(ctx, gvk.GroupKind()); err != nil && !meta.IsNoMatchError(err) {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	keep := make(map[object.Ref]bool, len(rendered))
 	for _, r := range rendered {
 		keep[object.RefOf(r)] = true
 	}
-	var stale, orphans, kept []*unstructured.Unstructured
+	var stale, orphans []*unstructured.Unstructured
 	for _, child := range c.m.children.owned(parent.GetUID()) {
 		switch {
-		case !render.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil:
-		case keep[object.RefOf(child)]:
-			if object.IsOrphan(child.GetAnnotations()) {
-				kept = append(kept, child)
-			}
+		case keep[object.RefOf(child)] || !render.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil:
 		case object.IsOrphan(child.GetAnnotations()):
 			orphans = append(orphans, child)
 		default:
@@ -252,7 +246,7 @@ func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstr
 	}
 	cs := c.m.applier.Prune(ctx, stale)
 	cs = append(cs, c.m.applier.Release(ctx, orphans, parent.GetUID())...)
-	return cs, kept, retryableOf(cs)
+	return cs, retryableOf(cs)
 }
 
 // hasUnwatched reports whether a child's kind is not served by the
