@@ -35,8 +35,11 @@ func templateCases() []badCase {
 		return c
 	}
 	return []badCase{
-		bad("required value missing", configMapFor(`  owner: {{ required "spec.owner is required" .Spec.owner }}`+"\n"),
-			"RenderFailed", "required", "spec.owner is required"),
+		// The shipped set's schema knows spec.memory and spec.config, which
+		// the bad parent leaves out (a field it does not know is refused
+		// when the set loads).
+		bad("required value missing", configMapFor(`  memory: {{ required "spec.memory is required" .Spec.memory }}`+"\n"),
+			"RenderFailed", "required", "spec.memory is required"),
 		bad("fail with a message", forBad(`{{ fail "parents named bad are not allowed" }}`+"\n"),
 			"RenderFailed", "fail", "parents named bad are not allowed"),
 		bad("fail with bytes that are not UTF-8", forBad(`{{ fail "bad byte \xff here" }}`+"\n"),
@@ -85,7 +88,7 @@ func templateCases() []badCase {
 			"RenderFailed", "div", "integer divide by zero"),
 		bad("range over a string", configMapFor("  {{- range $k, $v := .Spec.image }}\n  {{ $k }}: {{ $v }}\n  {{- end }}\n"),
 			"RenderFailed", "range", "range can't iterate over nginx:1.27"),
-		bad("len of a missing key", configMapFor(`  n: {{ len .Spec.items | quote }}`+"\n"),
+		bad("len of a missing key", configMapFor(`  n: {{ len .Spec.config | quote }}`+"\n"),
 			"RenderFailed", "len", "len of nothing: the value is missing"),
 		bad("index out of range", configMapFor(`  a: {{ index (list 1 2) 5 | quote }}`+"\n"),
 			"RenderFailed", "index", "index out of range: 5"),
