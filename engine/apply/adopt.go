@@ -28,7 +28,7 @@ const noSuchVersion = "1"
 // apply over it. A resource that refuses a resourceVersion on create (some
 // API servers' Services did) falls back to that read for good.
 func (a *Applier) create(ctx context.Context, gvr schema.GroupVersionResource, desired *unstructured.Unstructured, hash string) (*unstructured.Unstructured, error) {
-	if metav1.GetControllerOfNoCopy(desired) == nil {
+	if want, _ := object.OwnerOf(desired); want == nil {
 		return nil, nil // not a parent's child (the CLI's tests); nothing to protect
 	}
 	gr := gvr.GroupResource()
@@ -77,32 +77,46 @@ func (a *Applier) adoptable(ctx context.Context, gvr schema.GroupVersionResource
 // that is an earlier parent of the same kind and name) or carries the
 // adopt annotation naming the parent. Carrying Loom's labels is not
 // enough: an object of another parent, or one whose labels were copied by
-// hand, is refused.
+// hand, is refused. A cluster-scoped child of a namespaced parent has its
+// controller in object.AnnotationOwner (see object.OwnerOf), and is judged
+// the same way.
 func adoption(cur, desired *unstructured.Unstructured) error {
-	want := metav1.GetControllerOfNoCopy(desired)
+	want, wantNS := object.OwnerOf(desired)
 	if want == nil {
 		return nil
 	}
 	ref := object.RefOf(desired)
+	// A cluster-scoped child names its namespaced parent's namespace in
+	// errors and in the adopt annotation; a namespaced child's parent is
+	// in the child's namespace.
+	outside := ""
+	if ref.Namespace == "" {
+		outside = wantNS
+	}
 	id := desired.GetLabels()[object.LabelPartOf]
 	ownSet := id != "" && cur.GetLabels()[object.LabelPartOf] == id
-	if owner := metav1.GetControllerOfNoCopy(cur); owner != nil {
+	if owner, ownerNS := object.OwnerOf(cur); owner != nil {
 		if owner.UID == want.UID {
 			return nil
 		}
-		if ownSet && object.GroupKindOf(*owner) == object.GroupKindOf(*want) && owner.Name == want.Name {
+		if ownSet && object.GroupKindOf(*owner) == object.GroupKindOf(*want) && owner.Name == want.Name && ownerNS == wantNS {
 			// Loom's child of an earlier parent of this name (deleted and
-			// created again), which the garbage collector has not removed
-			// yet: the apply replaces that ownerReference, which Loom set.
+			// created again), which the garbage collector (or, for a
+			// cluster-scoped child, Loom's finalizer) has not removed
+			// yet: the apply replaces that reference, which Loom set.
 			return nil
 		}
-		return &object.OwnedByAnotherError{Ref: ref, Owner: *owner, Want: *want}
+		e := &object.OwnedByAnotherError{Ref: ref, Owner: *owner, Want: *want}
+		if ref.Namespace == "" {
+			e.OwnerNamespace, e.WantNamespace = ownerNS, wantNS
+		}
+		return e
 	}
 	if ownSet {
 		return nil // Loom's child of this parent, e.g. orphaned when an earlier parent of that name was deleted
 	}
-	if cur.GetAnnotations()[object.AnnotationAdopt] == object.AdoptValue(*want) {
+	if cur.GetAnnotations()[object.AnnotationAdopt] == object.AdoptValueIn(*want, outside) {
 		return nil
 	}
-	return &object.NotAdoptedError{Ref: ref, Want: *want}
+	return &object.NotAdoptedError{Ref: ref, Want: *want, WantNamespace: outside}
 }

@@ -241,14 +241,19 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 }
 
 // target maps a child to the resource it is applied to, refusing a
-// cluster-scoped kind in a namespace (a namespaced parent cannot own it).
+// cluster-scoped kind in a namespace (a namespaced parent cannot own it
+// unless its set declares the kind, and then render gives it none) and a
+// namespaced kind without one (a set that declares it cluster-scoped).
 func (a *Applier) target(gvk schema.GroupVersionKind, namespace string) (schema.GroupVersionResource, error) {
 	gvr, namespaced, err := a.Resource(gvk)
 	if err != nil {
 		return gvr, err
 	}
-	if !namespaced && namespace != "" {
-		return gvr, fmt.Errorf("%s is cluster-scoped, so a namespaced parent cannot own it", gvk.Kind)
+	switch {
+	case !namespaced && namespace != "":
+		return gvr, &object.ClusterScopedChildError{Kind: gvk.Kind, Group: gvk.Group}
+	case namespaced && namespace == "":
+		return gvr, fmt.Errorf("%s is namespaced, but loom.yaml's clusterScoped declares it cluster-scoped", gvk.GroupKind())
 	}
 	return gvr, nil
 }

@@ -308,3 +308,58 @@ func TestApplyRefusesACachedObjectThatIsNotThisParents(t *testing.T) {
 		})
 	}
 }
+
+// TestAdoptionClusterScoped: a cluster-scoped child of a namespaced parent
+// names its parent in loom.dev/owner, and adoption judges it as it judges
+// an ownerReference: a parent of the same name in another namespace, or
+// another parent's object, is refused, and the adopt annotation must name
+// the parent's namespace.
+func TestAdoptionClusterScoped(t *testing.T) {
+	const owner = "example.loom.dev/v1alpha1/MyResource/team-a/web/p1"
+	desired := fixture.Object(t, `{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: reader,
+  labels: {applyset.kubernetes.io/part-of: applyset-abc-v1}, annotations: {loom.dev/owner: `+owner+`}}}`)
+	tests := []struct {
+		name    string
+		cur     string
+		wantErr any
+		msg     string
+	}{
+		{"this parent's: adopted", `{metadata: {name: reader, labels: {applyset.kubernetes.io/part-of: applyset-abc-v1}, annotations: {loom.dev/owner: ` + owner + `}}}`, nil, ""},
+		{"an earlier parent of this name, with its ApplySet label: adopted",
+			`{metadata: {name: reader, labels: {applyset.kubernetes.io/part-of: applyset-abc-v1}, annotations: {loom.dev/owner: example.loom.dev/v1alpha1/MyResource/team-a/web/p0}}}`, nil, ""},
+		{"a parent of the same name in another namespace: refused",
+			`{metadata: {name: reader, labels: {applyset.kubernetes.io/part-of: applyset-xyz-v1}, annotations: {loom.dev/owner: example.loom.dev/v1alpha1/MyResource/team-b/web/p2}}}`,
+			&object.OwnedByAnotherError{}, "is controlled by MyResource team-b/web, not by MyResource team-a/web"},
+		{"the owner annotation copied without the ApplySet label: refused",
+			`{metadata: {name: reader, annotations: {loom.dev/owner: example.loom.dev/v1alpha1/MyResource/team-a/web/p0}}}`, &object.OwnedByAnotherError{}, ""},
+		{"hand-made: refused, naming the namespace to adopt", `{metadata: {name: reader}}`, &object.NotAdoptedError{},
+			"loom.dev/adopt=MyResource.example.loom.dev/team-a/web"},
+		{"annotated for this parent, with its namespace: adopted", `{metadata: {name: reader, annotations: {loom.dev/adopt: MyResource.example.loom.dev/team-a/web}}}`, nil, ""},
+		{"annotated without a namespace: refused", `{metadata: {name: reader, annotations: {loom.dev/adopt: MyResource.example.loom.dev/web}}}`, &object.NotAdoptedError{}, ""},
+		{"annotated for the parent of this name in another namespace: refused", `{metadata: {name: reader, annotations: {loom.dev/adopt: MyResource.example.loom.dev/team-b/web}}}`, &object.NotAdoptedError{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := adoption(fixture.Object(t, tt.cur), desired)
+			switch tt.wantErr.(type) {
+			case nil:
+				if err != nil {
+					t.Errorf("adoption = %v, want nil", err)
+				}
+			case *object.NotAdoptedError:
+				var e *object.NotAdoptedError
+				if !errors.As(err, &e) {
+					t.Errorf("adoption = %v, want an object.NotAdoptedError", err)
+				}
+			case *object.OwnedByAnotherError:
+				var e *object.OwnedByAnotherError
+				if !errors.As(err, &e) {
+					t.Errorf("adoption = %v, want an object.OwnedByAnotherError", err)
+				}
+			}
+			if tt.msg != "" && (err == nil || !strings.Contains(err.Error(), tt.msg)) {
+				t.Errorf("adoption = %v, want a message containing %q", err, tt.msg)
+			}
+		})
+	}
+}

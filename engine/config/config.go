@@ -47,6 +47,14 @@ type Config struct {
 	// parent's own children, and the namespaces they may read besides the
 	// parent's.
 	Lookups []LookupRule `json:"lookups,omitempty"`
+	// ClusterScoped declares the cluster-scoped kinds a namespaced
+	// parent's templates may render (ClusterRole, ClusterRoleBinding,
+	// webhook configurations, ...). No ownerReference can reach such a
+	// child from a namespaced parent: Loom marks it with the parent's
+	// ApplySet label and loom.dev/owner, and deletes it itself when the
+	// parent is deleted (finalizer loom.dev/cluster-children). Whoever may
+	// create a parent may make Loom create these objects.
+	ClusterScoped []KindRef `json:"clusterScoped,omitempty"`
 	// Rollout, when set, moves a new revision of the set to its parents
 	// in health-gated steps instead of all at once.
 	Rollout *Policy `json:"rollout,omitempty"`
@@ -112,6 +120,34 @@ type LookupRule struct {
 	Namespaces []string `json:"namespaces,omitempty"`
 }
 
+// KindRef names a kind by apiVersion and kind.
+type KindRef struct {
+	// APIVersion is the kind's group/version, e.g.
+	// rbac.authorization.k8s.io/v1.
+	APIVersion string `json:"apiVersion"`
+	// Kind is the kind, e.g. ClusterRole.
+	Kind string `json:"kind"`
+}
+
+// GroupKind returns the kind's group and kind; the version does not
+// matter (one object served at two versions is one object).
+func (k KindRef) GroupKind() schema.GroupKind {
+	gv, _ := schema.ParseGroupVersion(k.APIVersion)
+	return schema.GroupKind{Group: gv.Group, Kind: k.Kind}
+}
+
+// ClusterScopedKinds returns the group-kinds ClusterScoped declares.
+func (c *Config) ClusterScopedKinds() map[schema.GroupKind]bool {
+	if len(c.ClusterScoped) == 0 {
+		return nil
+	}
+	out := make(map[schema.GroupKind]bool, len(c.ClusterScoped))
+	for _, k := range c.ClusterScoped {
+		out[k.GroupKind()] = true
+	}
+	return out
+}
+
 // Validate reports the first thing wrong with c, naming the field.
 func (c *Config) Validate() error {
 	if c.Parent.APIVersion == "" || c.Parent.Kind == "" {
@@ -137,10 +173,32 @@ func (c *Config) Validate() error {
 	if err := validateLookups(c.Lookups); err != nil {
 		return err
 	}
+	if err := validateClusterScoped(c.ClusterScoped); err != nil {
+		return err
+	}
 	if c.Rollout != nil {
 		if err := c.Rollout.Validate(); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// validateClusterScoped checks loom.yaml's clusterScoped.
+func validateClusterScoped(kinds []KindRef) error {
+	seen := map[schema.GroupKind]bool{}
+	for i, k := range kinds {
+		if k.APIVersion == "" || k.Kind == "" {
+			return fmt.Errorf("clusterScoped[%d]: apiVersion and kind are required", i)
+		}
+		if _, err := schema.ParseGroupVersion(k.APIVersion); err != nil {
+			return fmt.Errorf("clusterScoped[%d].apiVersion: %w", i, err)
+		}
+		gk := k.GroupKind()
+		if seen[gk] {
+			return fmt.Errorf("clusterScoped[%d]: %s is declared twice", i, gk)
+		}
+		seen[gk] = true
 	}
 	return nil
 }

@@ -99,18 +99,24 @@ func newChildWatcher(ctx context.Context, packed *packedClient, namespace string
 	}
 }
 
-// ensure starts the informer for gvr's group-resource if needed and waits,
+// ensure starts the informer for gvr's group-resource if needed (in the
+// watched namespace, or cluster-wide for a kind that is not namespaced)
+// and waits,
 // for a short bound of its own, until its cache has synced, so that the
 // caller can trust what the cache says. It fails at once while the
 // informer's list fails (say, forbidden by RBAC), so that a kind Loom may
 // not list costs the parents that render it a NotWatchedError each, not a
 // blocked worker.
-func (w *childWatcher) ensure(ctx context.Context, gvr schema.GroupVersionResource) error {
+func (w *childWatcher) ensure(ctx context.Context, gvr schema.GroupVersionResource, namespaced bool) error {
 	gr := gvr.GroupResource()
 	w.mu.Lock()
 	ci, ok := w.informers[gr]
 	if !ok {
-		ci = w.newInformer(gvr)
+		ns := w.namespace
+		if !namespaced {
+			ns = ""
+		}
+		ci = w.newInformer(gvr, ns)
 		w.informers[gr] = ci
 		go ci.inf.Run(w.ctx.Done())
 		go w.notifySynced(gr, ci)
@@ -167,9 +173,9 @@ func (w *childWatcher) notifySynced(gr schema.GroupResource, ci *childInformer) 
 	}
 }
 
-func (w *childWatcher) newInformer(gvr schema.GroupVersionResource) *childInformer {
+func (w *childWatcher) newInformer(gvr schema.GroupVersionResource, namespace string) *childInformer {
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = childSelector }
-	inf := newPackedInformer(w.packed, gvr, w.namespace, w.resync, tweak)
+	inf := newPackedInformer(w.packed, gvr, namespace, w.resync, tweak)
 	ci := &childInformer{inf: inf}
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if !inf.HasSynced() {
@@ -209,7 +215,7 @@ func (w *childWatcher) handleUpdate(old, cur any) {
 	w.handle(cur, false)
 }
 
-// handle maps a child event to its controller owner.
+// handle maps a child event to its controller owner (see pack.Owner).
 func (w *childWatcher) handle(obj any, deleted bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
@@ -218,14 +224,14 @@ func (w *childWatcher) handle(obj any, deleted bool) {
 	if !ok {
 		return
 	}
-	ref := p.Controller()
+	ref, ns := p.Owner()
 	if ref == nil {
 		return
 	}
-	w.route(ownerEvent{ref: *ref, namespace: p.GetNamespace(), child: p, deleted: deleted})
+	w.route(ownerEvent{ref: *ref, namespace: ns, child: p, deleted: deleted})
 }
 
-// owned returns the cached children whose controller owner has uid, across
+// owned returns the cached children whose controller (see pack.Owner) has uid, across
 // every child kind watched so far, as copies the caller owns.
 func (w *childWatcher) owned(uid types.UID) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured

@@ -107,7 +107,7 @@ func (r *lookupReader) resource(gvk schema.GroupVersionKind) (schema.GroupVersio
 // an undeclared one (only the parent's own children are readable then).
 func (r *lookupReader) resourceVersion(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, namespace, name string) (string, bool, error) {
 	if !declared(r.rules, gvk.GroupKind()) {
-		if err := r.lc.children.ensure(r.ctx, gvr); err != nil {
+		if err := r.lc.children.ensure(r.ctx, gvr, namespace != ""); err != nil {
 			return "", false, r.fail(err)
 		}
 		c := r.lc.children.get(gvr.GroupResource(), namespace, name)

@@ -102,11 +102,12 @@ func (x *ownerIndex) children(uid types.UID) []any {
 	return out
 }
 
-// controllerUID returns the UID of a cached object's controller owner, or
-// "" when it has none.
+// controllerUID returns the UID of a cached object's controller owner (its
+// controller ownerReference or, on a cluster-scoped child of a namespaced
+// parent, the parent loom.dev/owner names), or "" when it has none.
 func controllerUID(obj any) types.UID {
 	if p, ok := obj.(*pack.Packed); ok {
-		return p.ControllerUID()
+		return p.OwnerUID()
 	}
 	return ""
 }

@@ -213,7 +213,7 @@ func (c *parentController) watchGroupKind(ctx context.Context, gk schema.GroupKi
 	if err != nil {
 		return schema.GroupResource{}, err
 	}
-	return m.Resource.GroupResource(), c.m.children.ensure(ctx, m.Resource)
+	return m.Resource.GroupResource(), c.m.children.ensure(ctx, m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace)
 }
 
 // prune deletes the cached children of parent that did not render, and

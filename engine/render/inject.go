@@ -9,6 +9,8 @@ import (
 	"github.com/loom-operator/loom/engine/object"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ApplySetID returns the KEP-3659 ApplySet ID of a parent:
@@ -26,11 +28,14 @@ func ChildSelector(parent *unstructured.Unstructured) string {
 }
 
 // IsChildOf reports whether obj carries the marks Render injects into a
-// child of parent: a controller ownerReference to that very object (its
-// UID) and the parent's ApplySet label. Prune deletes only such objects.
+// child of parent: a controller reference to that very object (its UID),
+// as an ownerReference or, on a cluster-scoped child of a namespaced
+// parent, as object.AnnotationOwner, and the parent's ApplySet label.
+// Prune deletes only such objects.
 func IsChildOf(obj, parent *unstructured.Unstructured) bool {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	return ref != nil && ref.UID == parent.GetUID() && obj.GetLabels()[object.LabelPartOf] == parentApplySetID(parent)
+	ref, ns := object.OwnerOf(obj)
+	return ref != nil && ref.UID == parent.GetUID() && ns == parent.GetNamespace() &&
+		obj.GetLabels()[object.LabelPartOf] == parentApplySetID(parent)
 }
 
 func parentApplySetID(p *unstructured.Unstructured) string {
@@ -42,11 +47,14 @@ func parentApplySetID(p *unstructured.Unstructured) string {
 type owner struct {
 	apiVersion, kind, name, namespace, uid string
 	applySetID                             string
+	// cluster are the cluster-scoped kinds the set declares.
+	cluster map[schema.GroupKind]bool
 }
 
-func newOwner(p *unstructured.Unstructured) owner {
+func newOwner(p *unstructured.Unstructured, cluster map[schema.GroupKind]bool) owner {
 	gvk := p.GroupVersionKind()
 	return owner{
+		cluster:    cluster,
 		apiVersion: p.GetAPIVersion(),
 		kind:       gvk.Kind,
 		name:       p.GetName(),
@@ -59,14 +67,24 @@ func newOwner(p *unstructured.Unstructured) owner {
 // inject sets the parent's namespace (when the template sets none), a
 // controller ownerReference to the parent, and the labels the apply stage
 // selects children by. A child that the ownerReference could not reach, in
-// another namespace or of a cluster-scoped kind, is an error.
+// another namespace or of a cluster-scoped kind, is an error, except a
+// cluster-scoped kind the set declares (see injectClusterScoped).
 func (o owner) inject(obj map[string]any) error {
 	meta := obj["metadata"].(map[string]any) // validate ensured it
 	kind, _ := obj["kind"].(string)
 	apiVersion, _ := obj["apiVersion"].(string)
+	if ann, _ := meta["annotations"].(map[string]any); ann != nil {
+		if _, ok := ann[object.AnnotationOwner]; ok {
+			return fmt.Errorf("annotation %s is reserved for Loom and must not be set by a template", object.AnnotationOwner)
+		}
+	}
 	if o.namespace != "" {
+		gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()
+		if o.cluster[gk] {
+			return o.injectClusterScoped(meta, gk)
+		}
 		if IsClusterScoped(apiVersion, kind) {
-			return fmt.Errorf("%s is cluster-scoped, so a namespaced %s cannot own it", kind, o.kind)
+			return &object.ClusterScopedChildError{Kind: gk.Kind, Group: gk.Group}
 		}
 		switch ns, _ := meta["namespace"].(string); ns {
 		case "":
@@ -82,6 +100,35 @@ func (o owner) inject(obj map[string]any) error {
 	if err := checkDeletePolicy(meta); err != nil {
 		return err
 	}
+	return o.setLabels(meta)
+}
+
+// injectClusterScoped marks a child of a kind the set declares
+// cluster-scoped, for a namespaced parent: no namespace and no
+// ownerReference (the garbage collector refuses a namespaced owner of a
+// cluster-scoped object), but object.AnnotationOwner naming the parent,
+// beside the labels every child carries.
+func (o owner) injectClusterScoped(meta map[string]any, gk schema.GroupKind) error {
+	if ns, _ := meta["namespace"].(string); ns != "" {
+		return fmt.Errorf("metadata.namespace is %q, but loom.yaml's clusterScoped declares %s cluster-scoped", ns, gk)
+	}
+	delete(meta, "namespace")
+	refs, _ := meta["ownerReferences"].([]any)
+	for _, r := range refs {
+		if m, ok := r.(map[string]any); ok && m["controller"] == true {
+			return fmt.Errorf("metadata.ownerReferences names a controller (%v %v), but Loom's parent must be the controller", m["kind"], m["name"])
+		}
+	}
+	if err := checkDeletePolicy(meta); err != nil {
+		return err
+	}
+	ann, _ := meta["annotations"].(map[string]any)
+	if ann == nil {
+		ann = map[string]any{}
+		meta["annotations"] = ann
+	}
+	ann[object.AnnotationOwner] = object.FormatOwner(metav1.OwnerReference{
+		APIVersion: o.apiVersion, Kind: o.kind, Name: o.name, UID: types.UID(o.uid)}, o.namespace)
 	return o.setLabels(meta)
 }
 

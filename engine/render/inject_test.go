@@ -3,6 +3,7 @@ package render
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -162,12 +163,12 @@ func TestInjectErrors(t *testing.T) {
 		{
 			name:  "ClusterRole under a namespaced parent",
 			child: "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: reader\n",
-			want:  "a.yaml:1 (document 1) ClusterRole reader: ClusterRole is cluster-scoped, so a namespaced App cannot own it",
+			want:  "a.yaml:1 (document 1) ClusterRole reader: ClusterRole.rbac.authorization.k8s.io is cluster-scoped: a namespaced parent cannot own it unless its set declares the kind in loom.yaml's clusterScoped",
 		},
 		{
 			name:  "Namespace under a namespaced parent",
 			child: "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n",
-			want:  "a.yaml:1 (document 1) Namespace team: Namespace is cluster-scoped, so a namespaced App cannot own it",
+			want:  "a.yaml:1 (document 1) Namespace team: Namespace is cluster-scoped: a namespaced parent cannot own it unless its set declares the kind in loom.yaml's clusterScoped",
 		},
 		{
 			name:  "template names a controller",
@@ -183,6 +184,11 @@ func TestInjectErrors(t *testing.T) {
 			name:  "template sets managed-by",
 			child: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  labels:\n    app.kubernetes.io/managed-by: helm\n",
 			want:  "a.yaml:1 (document 1) ConfigMap cm: label app.kubernetes.io/managed-by is reserved for Loom and must not be set by a template",
+		},
+		{
+			name:  "template sets loom.dev/owner",
+			child: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  annotations:\n    loom.dev/owner: v1/ConfigMap/default/x/uid\n",
+			want:  "a.yaml:1 (document 1) ConfigMap cm: annotation loom.dev/owner is reserved for Loom and must not be set by a template",
 		},
 		{
 			name:  "unknown delete policy",
@@ -278,4 +284,70 @@ func TestIsChildOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// clusterSetConfig is the loom.yaml of a set that declares ClusterRole
+// cluster-scoped.
+const clusterSetConfig = testConfig + `clusterScoped:
+- {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole}
+- {apiVersion: example.com/v1, kind: Tenant}
+`
+
+// TestInjectDeclaredClusterScoped checks the marks a cluster-scoped child
+// of a namespaced parent gets when its set declares the kind: no
+// namespace, no ownerReference, loom.dev/owner naming the parent, and
+// Loom's labels.
+func TestInjectDeclaredClusterScoped(t *testing.T) {
+	tests := []struct {
+		name, child string
+	}{
+		{"built-in kind", "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: reader\nrules: []\n"},
+		{"custom kind render cannot know", "apiVersion: example.com/v1\nkind: Tenant\nmetadata:\n  name: reader\n"},
+		{"another version of a declared kind", "apiVersion: rbac.authorization.k8s.io/v1beta1\nkind: ClusterRole\nmetadata:\n  name: reader\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := loadSet(t, map[string]string{"loom.yaml": clusterSetConfig, "c.yaml": tt.child})
+			got := mustRender(t, s, app(t, ""))
+			if len(got) != 1 {
+				t.Fatalf("rendered %v, want one object", names(got))
+			}
+			c := got[0]
+			if _, ok := c.Object["metadata"].(map[string]any)["namespace"]; ok {
+				t.Errorf("metadata.namespace = %q, want none", c.GetNamespace())
+			}
+			if refs := c.GetOwnerReferences(); len(refs) != 0 {
+				t.Errorf("ownerReferences = %+v, want none (a namespaced owner cannot reach a cluster-scoped object)", refs)
+			}
+			if got, want := c.GetAnnotations()[object.AnnotationOwner], "example.com/v1/App/default/web/uid-1"; got != want {
+				t.Errorf("annotation %s = %q, want %q", object.AnnotationOwner, got, want)
+			}
+			if got := c.GetLabels()[object.LabelPartOf]; got != webAppSetID {
+				t.Errorf("label %s = %q, want %q", object.LabelPartOf, got, webAppSetID)
+			}
+			if !IsChildOf(c, app(t, "")) {
+				t.Errorf("IsChildOf(child, parent) = false, want true")
+			}
+			other := app(t, "")
+			other.SetUID("uid-2")
+			if IsChildOf(c, other) {
+				t.Errorf("IsChildOf(child, another parent of the same name) = true, want false")
+			}
+		})
+	}
+	t.Run("namespace set by the template", func(t *testing.T) {
+		s := loadSet(t, map[string]string{"loom.yaml": clusterSetConfig,
+			"c.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: reader\n  namespace: default\n"})
+		want := `c.yaml:1 (document 1) ClusterRole reader: metadata.namespace is "default", but loom.yaml's clusterScoped declares ClusterRole.rbac.authorization.k8s.io cluster-scoped`
+		if diff := cmp.Diff(want, renderErr(t, s, app(t, ""))); diff != "" {
+			t.Errorf("error mismatch (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("undeclared kind still refused", func(t *testing.T) {
+		s := loadSet(t, map[string]string{"loom.yaml": clusterSetConfig,
+			"c.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: reader\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: reader}\n"})
+		if got := renderErr(t, s, app(t, "")); !strings.Contains(got, "ClusterRoleBinding.rbac.authorization.k8s.io is cluster-scoped: a namespaced parent cannot own it unless") {
+			t.Errorf("error = %s, want the undeclared kind refused", got)
+		}
+	})
 }

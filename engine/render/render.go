@@ -83,7 +83,7 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 	if gvk := parent.GroupVersionKind(); gvk != s.gvk {
 		return nil, &Error{File: config.File, Err: fmt.Errorf("parent is %s, but this set renders %s", gvk, s.gvk)}
 	}
-	owner := newOwner(parent)
+	owner := newOwner(parent, s.Config.ClusterScopedKinds())
 	data := templateData(parent.DeepCopy().Object)
 	r, err := s.pool.get()
 	if err != nil {

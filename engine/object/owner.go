@@ -1,0 +1,100 @@
+package object
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// AnnotationOwner names the parent of a cluster-scoped child of a
+// namespaced parent, which no ownerReference can reach (the garbage
+// collector refuses a namespaced owner of a cluster-scoped object):
+// "<apiVersion>/<kind>/<namespace>/<name>/<uid>", for example
+// "example.loom.dev/v1alpha1/MyResource/team-a/web/0b6f...". Loom treats it
+// as the child's controller reference; the parent's ApplySet label is
+// required beside it, as beside an ownerReference.
+const AnnotationOwner = "loom.dev/owner"
+
+// FinalizerClusterChildren is set on a namespaced parent while it has
+// cluster-scoped children, and only then: the garbage collector cannot
+// delete them with the parent, so Loom deletes them, waits until they are
+// gone, and only then removes the finalizer.
+const FinalizerClusterChildren = "loom.dev/cluster-children"
+
+// AnnotationClusterKinds, set on a parent with FinalizerClusterChildren,
+// lists the group-kinds of its cluster-scoped children (as
+// AnnotationOrphanKinds does for children to keep), so that Loom knows
+// which kinds to list when the parent is deleted, even after a restart.
+const AnnotationClusterKinds = "loom.dev/cluster-kinds"
+
+// FormatOwner returns the AnnotationOwner value naming ref, an owner in
+// namespace.
+func FormatOwner(ref metav1.OwnerReference, namespace string) string {
+	return strings.Join([]string{ref.APIVersion, ref.Kind, namespace, ref.Name, string(ref.UID)}, "/")
+}
+
+// ParseOwner reads an AnnotationOwner value: the owner as a controller
+// reference, and its namespace. ok is false for anything FormatOwner does
+// not write.
+func ParseOwner(s string) (ref metav1.OwnerReference, namespace string, ok bool) {
+	parts := strings.Split(s, "/")
+	var apiVersion string
+	switch len(parts) {
+	case 5: // a core kind: v1/Kind/ns/name/uid
+		apiVersion = parts[0]
+	case 6:
+		apiVersion = parts[0] + "/" + parts[1]
+		parts = parts[1:]
+	default:
+		return ref, "", false
+	}
+	kind, namespace, name, uid := parts[1], parts[2], parts[3], parts[4]
+	if apiVersion == "" || strings.HasPrefix(apiVersion, "/") || strings.HasSuffix(apiVersion, "/") ||
+		kind == "" || namespace == "" || name == "" || uid == "" {
+		return ref, "", false
+	}
+	t := true
+	return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid), Controller: &t}, namespace, true
+}
+
+// OwnerOf returns obj's controller: its controller ownerReference and
+// obj's namespace, or, when it has none, the owner its AnnotationOwner
+// names and that owner's namespace. It returns nil when obj has neither.
+func OwnerOf(obj *unstructured.Unstructured) (*metav1.OwnerReference, string) {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		return ref, obj.GetNamespace()
+	}
+	return AnnotatedOwner(obj.GetAnnotations())
+}
+
+// AnnotatedOwner returns the owner that annotations' AnnotationOwner
+// names, and its namespace, or nil.
+func AnnotatedOwner(annotations map[string]string) (*metav1.OwnerReference, string) {
+	v, ok := annotations[AnnotationOwner]
+	if !ok {
+		return nil, ""
+	}
+	ref, ns, ok := ParseOwner(v)
+	if !ok {
+		return nil, ""
+	}
+	return &ref, ns
+}
+
+// ClusterScopedChildError means a template rendered a cluster-scoped
+// object for a namespaced parent whose set does not declare its kind in
+// loom.yaml's clusterScoped.
+type ClusterScopedChildError struct {
+	Kind, Group string
+}
+
+func (e *ClusterScopedChildError) Error() string {
+	k := e.Kind
+	if e.Group != "" {
+		k += "." + e.Group
+	}
+	return fmt.Sprintf("%s is cluster-scoped: a namespaced parent cannot own it unless its set declares the kind in loom.yaml's clusterScoped", k)
+}
