@@ -3,10 +3,12 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,10 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/status"
 )
 
 // Children to keep (object.AnnotationDeletePolicy orphan) outlive their
@@ -60,22 +64,38 @@ func orphanKinds(lists ...[]*unstructured.Unstructured) []schema.GroupKind {
 	return out
 }
 
-// finalizerPatch returns the JSON patch that gives parent the orphan
-// finalizer with want (and the kinds it lists already: the list only grows
-// while the finalizer stays, so a kind is never forgotten while a child of
-// it may be owned) in its orphan-kinds annotation, or nil when it has them.
-// With want empty it returns nil: removing the finalizer takes a check of
-// the live children first (see removeFinalizerPatch). The patch is
-// conditional on parent's UID and resourceVersion.
-func finalizerPatch(parent *unstructured.Unstructured, want []schema.GroupKind) []patchOp {
+// guard is a finalizer Loom puts on a parent while some of its children
+// need Loom when the parent is deleted, with the annotation that lists
+// those children's group-kinds (so that Loom lists exactly those kinds
+// then, even after a restart with no cache).
+type guard struct {
+	finalizer, annotation string
+}
+
+var (
+	// orphanGuard keeps a parent until its children to keep are released.
+	orphanGuard = guard{object.FinalizerOrphan, object.AnnotationOrphanKinds}
+	// clusterGuard keeps a namespaced parent until its cluster-scoped
+	// children are deleted (clusterchildren.go).
+	clusterGuard = guard{object.FinalizerClusterChildren, object.AnnotationClusterKinds}
+)
+
+// finalizerPatch returns the JSON patch that gives parent g's finalizer
+// with want (and the kinds it lists already: the list only grows while the
+// finalizer stays, so a kind is never forgotten while a child of it may be
+// owned) in g's annotation, or nil when it has them. With want empty it
+// returns nil: removing the finalizer takes a check of the live children
+// first (see removeFinalizerPatch). The patch is conditional on parent's
+// UID and resourceVersion.
+func finalizerPatch(parent *unstructured.Unstructured, g guard, want []schema.GroupKind) []patchOp {
 	if len(want) == 0 {
 		return nil
 	}
 	ann := parent.GetAnnotations()
-	have := ann[object.AnnotationOrphanKinds]
+	have := ann[g.annotation]
 	kinds := object.FormatGroupKinds(append(object.ParseGroupKinds(have), want...))
 	fins := parent.GetFinalizers()
-	hasFin := slices.Contains(fins, object.FinalizerOrphan)
+	hasFin := slices.Contains(fins, g.finalizer)
 	if hasFin && kinds == have {
 		return nil
 	}
@@ -83,35 +103,40 @@ func finalizerPatch(parent *unstructured.Unstructured, want []schema.GroupKind) 
 	switch {
 	case hasFin:
 	case fins == nil:
-		ops = append(ops, patchOp{Op: "add", Path: "/metadata/finalizers", Value: []string{object.FinalizerOrphan}})
+		ops = append(ops, patchOp{Op: "add", Path: "/metadata/finalizers", Value: []string{g.finalizer}})
 	default:
-		ops = append(ops, patchOp{Op: "add", Path: "/metadata/finalizers/-", Value: object.FinalizerOrphan})
+		ops = append(ops, patchOp{Op: "add", Path: "/metadata/finalizers/-", Value: g.finalizer})
 	}
 	if ann == nil {
-		return append(ops, patchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{object.AnnotationOrphanKinds: kinds}})
+		return append(ops, patchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{g.annotation: kinds}})
 	}
-	return append(ops, patchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(object.AnnotationOrphanKinds), Value: kinds})
+	return append(ops, patchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(g.annotation), Value: kinds})
 }
 
-// removeFinalizerPatch returns the JSON patch that removes the orphan
-// finalizer and the orphan-kinds annotation from parent, or nil when it
-// has neither.
-func removeFinalizerPatch(parent *unstructured.Unstructured) []patchOp {
+// removeFinalizerPatch returns the JSON patch that removes g's finalizer
+// and annotation from parent, or nil when it has neither.
+func removeFinalizerPatch(parent *unstructured.Unstructured, g guard) []patchOp {
 	ops := preconditions(parent)
 	pre := len(ops)
 	fins := parent.GetFinalizers()
 	for i := len(fins) - 1; i >= 0; i-- {
-		if fins[i] == object.FinalizerOrphan {
+		if fins[i] == g.finalizer {
 			ops = append(ops, patchOp{Op: "remove", Path: "/metadata/finalizers/" + strconv.Itoa(i)})
 		}
 	}
-	if _, ok := parent.GetAnnotations()[object.AnnotationOrphanKinds]; ok {
-		ops = append(ops, patchOp{Op: "remove", Path: "/metadata/annotations/" + escapePointer(object.AnnotationOrphanKinds)})
+	if _, ok := parent.GetAnnotations()[g.annotation]; ok {
+		ops = append(ops, patchOp{Op: "remove", Path: "/metadata/annotations/" + escapePointer(g.annotation)})
 	}
 	if len(ops) == pre {
 		return nil
 	}
 	return ops
+}
+
+// has reports whether parent carries g's finalizer or its annotation.
+func (g guard) has(parent *unstructured.Unstructured) bool {
+	_, ann := parent.GetAnnotations()[g.annotation]
+	return ann || slices.Contains(parent.GetFinalizers(), g.finalizer)
 }
 
 // preconditions make a patch apply only to obj as it was read: the same
@@ -127,13 +152,6 @@ func preconditions(obj *unstructured.Unstructured) []patchOp {
 // escapePointer escapes a JSON pointer reference token (RFC 6901).
 func escapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-// hasOrphanFinalizer reports whether parent carries the orphan finalizer
-// or its annotation.
-func hasOrphanFinalizer(parent *unstructured.Unstructured) bool {
-	_, ann := parent.GetAnnotations()[object.AnnotationOrphanKinds]
-	return ann || slices.Contains(parent.GetFinalizers(), object.FinalizerOrphan)
 }
 
 // protectOrphans readies rendered, a render pass's children, for the apply:
@@ -167,7 +185,7 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 // parent), for the next pass of the reconcile.
 func (c *parentController) guardOrphans(ctx context.Context, parent *unstructured.Unstructured, children ...[]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	want := orphanKinds(children...)
-	ops := finalizerPatch(parent, want)
+	ops := finalizerPatch(parent, orphanGuard, want)
 	if ops == nil {
 		return parent, nil
 	}
@@ -188,43 +206,74 @@ func (c *parentController) guardOrphans(ctx context.Context, parent *unstructure
 // finalizer goes. The live objects are the apply's answers where it wrote,
 // not the cache: the watch echo of Loom's own write does not enqueue the
 // parent again, so a decision on a cache behind that write would stand.
-func (c *parentController) settleOrphanFinalizer(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) error {
-	kept := make([]*unstructured.Unstructured, 0, len(live))
-	for _, l := range live {
-		kept = append(kept, l)
-	}
+//
+// It returns the parent as last written (or parent).
+func (c *parentController) settleOrphanFinalizer(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	kept := liveList(live)
 	if len(orphanKinds(rendered, kept)) > 0 {
-		_, err := c.guardOrphans(ctx, parent, rendered, kept)
-		return err
+		return c.guardOrphans(ctx, parent, rendered, kept)
 	}
-	if !hasOrphanFinalizer(parent) {
-		return nil
+	if !orphanGuard.has(parent) {
+		return parent, nil
 	}
 	left, err := c.listOrphans(ctx, parent)
 	if err != nil || len(left) > 0 {
-		return err
+		return parent, err
 	}
-	return c.removeOrphanFinalizer(ctx, parent)
+	return c.removeFinalizer(ctx, parent, orphanGuard)
+}
+
+// liveList returns the objects of live, in no particular order.
+func liveList(live map[object.Ref]*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, 0, len(live))
+	for _, l := range live {
+		out = append(out, l)
+	}
+	return out
 }
 
 // finalize runs when parent is being deleted: it releases the parent's
-// children to keep, then removes the orphan finalizer. A parent without
-// the finalizer has nothing to do: the garbage collector deletes its
-// children. Any failure leaves the finalizer, and is retried.
+// children to keep and removes the orphan finalizer, then deletes its
+// cluster-scoped children and, once they are gone, removes the
+// cluster-children finalizer (clusterchildren.go). A parent without either
+// finalizer has nothing to do: the garbage collector deletes its children.
+// Any failure leaves the finalizer, and is retried; while the deletion
+// waits on anything but Loom's own pace, the parent's status and a Warning
+// Event say why.
 func (c *parentController) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
-	if !hasOrphanFinalizer(parent) {
-		return nil
+	var err error
+	if orphanGuard.has(parent) {
+		err = c.releaseOrphans(ctx, parent)
+		if err == nil {
+			parent, err = c.removeFinalizer(ctx, parent, orphanGuard)
+		}
+		if err != nil && !apierrors.IsConflict(err) {
+			c.m.recorder.Eventf(parent, corev1.EventTypeWarning, "OrphanReleaseFailed",
+				"%s waits for its children to keep to be released (finalizer %s): %v", c.gvk.Kind, object.FinalizerOrphan, err)
+		}
 	}
-	err := c.releaseOrphans(ctx, parent)
-	if err == nil {
-		err = c.removeOrphanFinalizer(ctx, parent)
+	if err == nil && clusterGuard.has(parent) {
+		var pending bool
+		pending, err = c.deleteClusterChildren(ctx, parent)
+		switch {
+		case err == nil && pending:
+			// Deleted just now: their delete events bring the parent back;
+			// the delay is a bound should an event be missed.
+			c.queue.AddAfter(cache.NewObjectName(parent.GetNamespace(), parent.GetName()), time.Second)
+			return nil
+		case err == nil:
+			parent, err = c.removeFinalizer(ctx, parent, clusterGuard)
+		case !apierrors.IsConflict(err):
+			c.m.recorder.Eventf(parent, corev1.EventTypeWarning, "DeletionBlocked",
+				"%s waits for its cluster-scoped children to be deleted (finalizer %s): %v", c.gvk.Kind, object.FinalizerClusterChildren, err)
+		}
 	}
 	if err != nil && !apierrors.IsConflict(err) {
-		// The parent's status is not written while it is deleted: say why
-		// it waits where kubectl describe shows it (a conflict is only a
-		// cache behind the parent, retried at once).
-		c.m.recorder.Eventf(parent, corev1.EventTypeWarning, "OrphanReleaseFailed",
-			"%s waits for its children to keep to be released (finalizer %s): %v", c.gvk.Kind, object.FinalizerOrphan, err)
+		// A conflict is only a cache behind the parent, retried at once.
+		rev, _, _ := unstructured.NestedString(parent.Object, "status", "templateRevision")
+		if serr := c.writeStatus(ctx, c.set.Load(), parent, status.Input{Deleting: err, Revision: rev}); serr != nil {
+			return errors.Join(err, serr)
+		}
 	}
 	return err
 }
@@ -241,17 +290,23 @@ func (c *parentController) releaseOrphans(ctx context.Context, parent *unstructu
 	return cs.Err()
 }
 
-// removeOrphanFinalizer removes the orphan finalizer and its annotation.
-func (c *parentController) removeOrphanFinalizer(ctx context.Context, parent *unstructured.Unstructured) error {
-	ops := removeFinalizerPatch(parent)
+// removeFinalizer removes g's finalizer and annotation from parent, and
+// returns the parent as that patch left it (or parent, when there was
+// nothing to remove or the parent is gone).
+func (c *parentController) removeFinalizer(ctx context.Context, parent *unstructured.Unstructured, g guard) (*unstructured.Unstructured, error) {
+	ops := removeFinalizerPatch(parent, g)
 	if ops == nil {
-		return nil
+		return parent, nil
 	}
-	if _, err := c.patchParent(ctx, parent, ops); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove finalizer %s from %s %s/%s: %w", object.FinalizerOrphan, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
+	resp, err := c.patchParent(ctx, parent, ops)
+	if apierrors.IsNotFound(err) {
+		return parent, nil
 	}
-	klog.FromContext(ctx).V(2).Info("Removed the orphan finalizer")
-	return nil
+	if err != nil {
+		return parent, fmt.Errorf("remove finalizer %s from %s %s/%s: %w", g.finalizer, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Removed a finalizer", "finalizer", g.finalizer)
+	return resp, nil
 }
 
 // patchParent JSON-patches parent with ops (which are conditional on its
@@ -280,12 +335,19 @@ func isOrDroppedChildOf(obj, parent *unstructured.Unstructured) bool {
 
 // listOrphans lists afresh, from the API server rather than the cache
 // (which may not hold a child just applied), parent's children to keep
-// (isOrDroppedChildOf):
-// of the kinds its annotation lists, and of those its cached children to
-// keep have.
+// (isOrDroppedChildOf): of the kinds its annotation lists, and of those
+// its cached children to keep have.
 func (c *parentController) listOrphans(ctx context.Context, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	kinds := object.ParseGroupKinds(parent.GetAnnotations()[object.AnnotationOrphanKinds])
-	kinds = append(kinds, orphanKinds(c.m.children.owned(parent.GetUID()))...)
+	return c.listGuarded(ctx, parent, orphanGuard, orphanKinds(c.m.children.owned(parent.GetUID())), func(o *unstructured.Unstructured) bool {
+		return object.IsOrphan(o.GetAnnotations()) && isOrDroppedChildOf(o, parent)
+	})
+}
+
+// listGuarded lists afresh, from the API server, the objects of the kinds
+// g's annotation on parent lists, and of cached, that carry parent's
+// ApplySet label and that match.
+func (c *parentController) listGuarded(ctx context.Context, parent *unstructured.Unstructured, g guard, cached []schema.GroupKind, match func(*unstructured.Unstructured) bool) ([]*unstructured.Unstructured, error) {
+	kinds := append(object.ParseGroupKinds(parent.GetAnnotations()[g.annotation]), cached...)
 	seen := map[schema.GroupKind]bool{}
 	var out []*unstructured.Unstructured
 	for _, gk := range kinds {
@@ -309,10 +371,10 @@ func (c *parentController) listOrphans(ctx context.Context, parent *unstructured
 		}
 		list, err := c.m.client.Resource(m.Resource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: render.ChildSelector(parent)})
 		if err != nil {
-			return nil, fmt.Errorf("list %s children to keep of %s %s/%s: %w", gk, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
+			return nil, fmt.Errorf("list %s children of %s %s/%s: %w", gk, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
 		}
 		for i := range list.Items {
-			if o := &list.Items[i]; object.IsOrphan(o.GetAnnotations()) && isOrDroppedChildOf(o, parent) {
+			if o := &list.Items[i]; match(o) {
 				out = append(out, o)
 			}
 		}

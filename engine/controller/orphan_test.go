@@ -73,7 +73,7 @@ func TestFinalizerPatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			parent := yamlObj(t, tt.parent)
-			ops := finalizerPatch(parent, tt.want)
+			ops := finalizerPatch(parent, orphanGuard, tt.want)
 			if tt.after == "" {
 				if ops != nil {
 					t.Fatalf("finalizerPatch = %v, want no patch", ops)
@@ -103,7 +103,7 @@ func TestRemoveFinalizerPatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			parent := yamlObj(t, tt.parent)
-			ops := removeFinalizerPatch(parent)
+			ops := removeFinalizerPatch(parent, orphanGuard)
 			if tt.after == "" {
 				if ops != nil {
 					t.Fatalf("removeFinalizerPatch = %v, want no patch", ops)
@@ -125,8 +125,8 @@ func TestParentPatchesAreConditional(t *testing.T) {
 	other := parent.DeepCopy()
 	other.SetUID("q")
 	for name, ops := range map[string][]patchOp{
-		"add":    finalizerPatch(parent, []schema.GroupKind{{Kind: "Secret"}}),
-		"remove": removeFinalizerPatch(parent),
+		"add":    finalizerPatch(parent, orphanGuard, []schema.GroupKind{{Kind: "Secret"}}),
+		"remove": removeFinalizerPatch(parent, orphanGuard),
 	} {
 		want := []patchOp{{Op: "test", Path: "/metadata/uid", Value: "p"}, {Op: "replace", Path: "/metadata/resourceVersion", Value: "5"}}
 		if diff := cmp.Diff(want, ops[:2]); diff != "" {

@@ -74,8 +74,10 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	//    API server's answers, while some child waits: a Service's
 	//    clusterIP reaches the ConfigMap that reads it in one reconcile.
 	//    Children to keep are applied only once the parent carries the
-	//    orphan finalizer (owner is the parent as that patch left it).
-	owner, held := c.protectOrphans(ctx, parent, out.Children)
+	//    orphan finalizer, cluster-scoped children only once it carries
+	//    the cluster-children finalizer (owner is the parent as those
+	//    patches left it).
+	owner, held := c.protect(ctx, parent, out.Children)
 	results, live := c.applyAll(ctx, plan.Apply, reader.fresh, held)
 	c.recordDrift(ctx, parent, results)
 	all := results
@@ -90,7 +92,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 			break // the next reconcile reports it; this one stands on the last pass
 		}
 		out, plan = nextOut, nextPlan
-		owner, held = c.protectOrphans(ctx, owner, out.Children)
+		owner, held = c.protect(ctx, owner, out.Children)
 		results, live = c.applyAll(ctx, plan.Apply, reader.fresh, held)
 		c.recordDrift(ctx, parent, results)
 		all = append(all, results...)
@@ -112,7 +114,10 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 		pruned, pruneErr = c.prune(ctx, parent, out.Children)
 		c.recordOrphans(ctx, parent, pruned, "as it no longer renders")
 		if pruneErr == nil {
-			finErr = c.settleOrphanFinalizer(ctx, owner, out.Children, live)
+			owner, finErr = c.settleOrphanFinalizer(ctx, owner, out.Children, live)
+		}
+		if pruneErr == nil && finErr == nil {
+			_, finErr = c.settleClusterFinalizer(ctx, owner, out.Children, live)
 		}
 	}
 	results = append(results, pruned...)
@@ -161,18 +166,19 @@ func (c *parentController) groupResource(ref object.Ref) schema.GroupResource {
 }
 
 // applyAll applies each rendered child and returns the results, with the
-// best-known live object of each child. A child to keep fails with held,
-// when not nil: the parent could not be given the orphan finalizer.
+// best-known live object of each child. A child that held holds back fails
+// with its error: the parent could not be given the finalizer that
+// protects it.
 //
 // fresh holds children an earlier pass of this reconcile applied, as the
 // API server answered; they stand for the cache, which may lag behind.
-func (c *parentController) applyAll(ctx context.Context, rendered []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured, held error) (object.ChangeSet, map[object.Ref]*unstructured.Unstructured) {
+func (c *parentController) applyAll(ctx context.Context, rendered []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured, held holds) (object.ChangeSet, map[object.Ref]*unstructured.Unstructured) {
 	results := make(object.ChangeSet, 0, len(rendered))
 	live := make(map[object.Ref]*unstructured.Unstructured, len(rendered))
 	for _, child := range rendered {
 		ref := object.RefOf(child)
-		if held != nil && object.IsOrphan(child.GetAnnotations()) {
-			results = append(results, object.Result{Ref: ref, APIVersion: child.GetAPIVersion(), Action: object.Failed, Err: held})
+		if err := held.of(child); err != nil {
+			results = append(results, object.Result{Ref: ref, APIVersion: child.GetAPIVersion(), Action: object.Failed, Err: err})
 			continue
 		}
 		gr, err := c.watchChildKind(ctx, child.GroupVersionKind())

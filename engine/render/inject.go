@@ -33,9 +33,8 @@ func ChildSelector(parent *unstructured.Unstructured) string {
 // parent, as object.AnnotationOwner, and the parent's ApplySet label.
 // Prune deletes only such objects.
 func IsChildOf(obj, parent *unstructured.Unstructured) bool {
-	ref, ns := object.OwnerOf(obj)
-	return ref != nil && ref.UID == parent.GetUID() && ns == parent.GetNamespace() &&
-		obj.GetLabels()[object.LabelPartOf] == parentApplySetID(parent)
+	ref, _ := object.OwnerOf(obj)
+	return ref != nil && ref.UID == parent.GetUID() && obj.GetLabels()[object.LabelPartOf] == parentApplySetID(parent)
 }
 
 func parentApplySetID(p *unstructured.Unstructured) string {

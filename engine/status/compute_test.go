@@ -203,6 +203,17 @@ func TestComputeConditions(t *testing.T) {
 		},
 		wantState: StateFailed,
 	}, {
+		name: "deleted, waiting for a cluster-scoped child held by its finalizer",
+		edit: func(t *testing.T, in *Input) {
+			in.Rendered, in.Results, in.Deleting = nil, nil, errors.New("waiting for 1 cluster-scoped children to be deleted: ClusterRole web (finalizers: example.com/hold)")
+		},
+		wantConds: map[string]cond{
+			TypeReady:       {"False", ReasonDeletionBlocked, "being deleted: waiting for 1 cluster-scoped children to be deleted: ClusterRole web (finalizers: example.com/hold)"},
+			TypeProgressing: {"False", ReasonDeletionBlocked, "the deletion waits: waiting for 1 cluster-scoped children to be deleted: ClusterRole web (finalizers: example.com/hold)"},
+			TypeDegraded:    {"True", ReasonDeletionBlocked, "waiting for 1 cluster-scoped children to be deleted: ClusterRole web (finalizers: example.com/hold)"},
+		},
+		wantState: StateDeleting,
+	}, {
 		name: "apply error on one child",
 		edit: func(t *testing.T, in *Input) {
 			failResult(in, deployRef, errors.New(`deployments.apps "app" is forbidden: exceeded quota`))

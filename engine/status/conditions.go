@@ -20,6 +20,8 @@ type findings struct {
 	// rolloutErr says why nothing was rendered: the set's rollout state
 	// is unavailable.
 	rolloutErr error
+	// deleting says why a deleted parent waits (Input.Deleting).
+	deleting error
 	// applyFailures name each failed apply or prune.
 	applyFailures []string
 	// childFailures name each counted child that kstatus calls Failed.
@@ -38,7 +40,7 @@ type findings struct {
 
 // gather sorts the children and results of one pass into findings.
 func gather(in Input, kids []child, templateProblems []string) findings {
-	f := findings{renderErr: in.RenderErr, rolloutErr: in.RolloutErr, templateProblems: templateProblems, cycles: in.Cycles}
+	f := findings{renderErr: in.RenderErr, rolloutErr: in.RolloutErr, deleting: in.Deleting, templateProblems: templateProblems, cycles: in.Cycles}
 	for _, w := range in.Waits {
 		f.dependencies = append(f.dependencies, w.Message)
 	}
@@ -100,6 +102,8 @@ func applyMessage(r object.Result) string {
 func (f findings) ready() metav1.Condition {
 	c := metav1.Condition{Type: TypeReady, Status: metav1.ConditionFalse}
 	switch {
+	case f.deleting != nil:
+		c.Reason, c.Message = ReasonDeletionBlocked, "being deleted: "+f.deleting.Error()
 	case f.rolloutErr != nil:
 		c.Reason, c.Message = ReasonRolloutUnavailable, "cannot tell which template revision to render: "+f.rolloutErr.Error()
 	case f.renderErr != nil:
@@ -146,6 +150,8 @@ func (f findings) allReady() string {
 func (f findings) progressing() metav1.Condition {
 	c := metav1.Condition{Type: TypeProgressing, Status: metav1.ConditionFalse}
 	switch {
+	case f.deleting != nil:
+		c.Reason, c.Message = ReasonDeletionBlocked, "the deletion waits: "+f.deleting.Error()
 	case f.rolloutErr != nil:
 		c.Reason, c.Message = ReasonRolloutUnavailable, "nothing is rolled out while the set's rollout state is unavailable"
 	case f.renderErr != nil:
@@ -172,6 +178,9 @@ func (f findings) progressing() metav1.Condition {
 func (f findings) degraded() metav1.Condition {
 	c := metav1.Condition{Type: TypeDegraded, Status: metav1.ConditionTrue}
 	var msgs []string
+	if f.deleting != nil {
+		msgs = append(msgs, f.deleting.Error())
+	}
 	if f.rolloutErr != nil {
 		msgs = append(msgs, f.rolloutErr.Error())
 	}
@@ -180,6 +189,8 @@ func (f findings) degraded() metav1.Condition {
 	}
 	msgs = concat(msgs, f.applyFailures, f.childFailures, f.cycles, f.templateProblems)
 	switch {
+	case f.deleting != nil:
+		c.Reason = ReasonDeletionBlocked
 	case f.rolloutErr != nil:
 		c.Reason = ReasonRolloutUnavailable
 	case f.renderErr != nil:
@@ -204,6 +215,8 @@ func (f findings) degraded() metav1.Condition {
 // Degraded says what is wrong.
 func (f findings) state(ready metav1.Condition) string {
 	switch {
+	case f.deleting != nil:
+		return StateDeleting
 	case f.rolloutErr != nil || f.renderErr != nil || len(f.applyFailures) > 0 || len(f.childFailures) > 0 || len(f.cycles) > 0:
 		return StateFailed
 	case ready.Status == metav1.ConditionTrue:

@@ -27,6 +27,9 @@ const (
 	StateReady = "Ready"
 	// StateFailed means rendering or applying failed, or a child failed.
 	StateFailed = "Failed"
+	// StateDeleting means the parent is deleted and waits for what Loom
+	// must do first (Input.Deleting says why it waits).
+	StateDeleting = "Deleting"
 )
 
 // Reasons Loom sets on its conditions.
@@ -61,6 +64,10 @@ const (
 	// or its RBAC does not cover them), so it does not know which template
 	// revision the parent renders and renders none.
 	ReasonRolloutUnavailable = "RolloutUnavailable"
+	// ReasonDeletionBlocked: the parent is deleted, and Loom cannot finish
+	// what must happen first (release children to keep, delete
+	// cluster-scoped children); the message says what it waits on.
+	ReasonDeletionBlocked = "DeletionBlocked"
 )
 
 // Wait is a child, or a template file, that waits for another child.
@@ -100,6 +107,11 @@ type Input struct {
 	// its set's rollout state is unavailable. Like RenderErr, nothing was
 	// applied, and the children stay as last reported.
 	RolloutErr error
+	// Deleting, when set, says why a deleted parent still waits for Loom:
+	// a child to keep it could not release, or a cluster-scoped child that
+	// is not gone. Nothing was rendered; the children stay as last
+	// reported.
+	Deleting error
 	// Results are the apply results, one per rendered child, plus prunes.
 	Results object.ChangeSet
 	// Live maps each rendered child to its live object (from the informer

@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+
+	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/render"
+)
+
+// Cluster-scoped children of a namespaced parent (kinds loom.yaml declares
+// in clusterScoped) carry no ownerReference: the garbage collector refuses
+// a namespaced owner of a cluster-scoped object, so it would never delete
+// them with their parent. Render names the parent in object.AnnotationOwner
+// instead, and the parent carries object.FinalizerClusterChildren, with the
+// children's group-kinds in object.AnnotationClusterKinds, from before the
+// first such child is applied until none is left. When the parent is
+// deleted, Loom lists those kinds afresh, deletes the parent's children of
+// them (each delete conditional on the child's UID), and removes the
+// finalizer only once a list finds none: a child held by a finalizer of
+// its own keeps the parent, whose status and Events say which child waits
+// on what. A cluster-scoped child the template keeps (delete-policy
+// orphan) is released instead, under the orphan finalizer (orphan.go).
+
+// isClusterChild reports whether o is a cluster-scoped child that names
+// its namespaced parent in object.AnnotationOwner, and is not one to keep.
+func isClusterChild(o *unstructured.Unstructured) bool {
+	if o.GetNamespace() != "" || metav1.GetControllerOfNoCopy(o) != nil {
+		return false
+	}
+	ann := o.GetAnnotations()
+	_, named := ann[object.AnnotationOwner]
+	return named && !object.IsOrphan(ann)
+}
+
+// clusterKinds returns the group-kinds of the cluster-scoped children
+// (isClusterChild) in lists.
+func clusterKinds(lists ...[]*unstructured.Unstructured) []schema.GroupKind {
+	var out []schema.GroupKind
+	for _, list := range lists {
+		for _, o := range list {
+			if isClusterChild(o) {
+				out = append(out, o.GroupVersionKind().GroupKind())
+			}
+		}
+	}
+	return out
+}
+
+// guardClusterChildren makes sure parent carries the cluster-children
+// finalizer, listing the kind of every cluster-scoped child among
+// children, before any of them is applied. It returns the parent as last
+// written (or parent).
+func (c *parentController) guardClusterChildren(ctx context.Context, parent *unstructured.Unstructured, children ...[]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ops := finalizerPatch(parent, clusterGuard, clusterKinds(children...))
+	if ops == nil {
+		return parent, nil
+	}
+	resp, err := c.patchParent(ctx, parent, ops)
+	if err != nil {
+		return parent, fmt.Errorf("add finalizer %s to %s %s/%s before applying cluster-scoped children: %w",
+			object.FinalizerClusterChildren, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Added the cluster-children finalizer", "kinds", resp.GetAnnotations()[object.AnnotationClusterKinds])
+	return resp, nil
+}
+
+// settleClusterFinalizer runs after prune, as settleOrphanFinalizer does:
+// while parent has cluster-scoped children, rendered or live, its
+// finalizer lists their kinds; once it has none, and a fresh list finds
+// none either (a pruned child may still be going), the finalizer goes.
+func (c *parentController) settleClusterFinalizer(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	current := liveList(live)
+	if len(clusterKinds(rendered, current)) > 0 {
+		return c.guardClusterChildren(ctx, parent, rendered, current)
+	}
+	if !clusterGuard.has(parent) {
+		return parent, nil
+	}
+	left, err := c.listClusterChildren(ctx, parent)
+	if err != nil || len(left) > 0 {
+		return parent, err
+	}
+	return c.removeFinalizer(ctx, parent, clusterGuard)
+}
+
+// listClusterChildren lists afresh parent's cluster-scoped children: of
+// the kinds its annotation lists, and of those its cached children have.
+func (c *parentController) listClusterChildren(ctx context.Context, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	return c.listGuarded(ctx, parent, clusterGuard, clusterKinds(c.m.children.owned(parent.GetUID())), func(o *unstructured.Unstructured) bool {
+		return isClusterChild(o) && render.IsChildOf(o, parent)
+	})
+}
+
+// deleteClusterChildren deletes parent's cluster-scoped children, listed
+// afresh. pending is true when it asked for a delete just now; it returns
+// a DeletionBlockedError when children it asked to delete before are
+// still there (their own finalizers hold them), and a delete's failure.
+func (c *parentController) deleteClusterChildren(ctx context.Context, parent *unstructured.Unstructured) (pending bool, err error) {
+	left, err := c.listClusterChildren(ctx, parent)
+	if err != nil {
+		return false, err
+	}
+	var now []*unstructured.Unstructured
+	var blocked []string
+	for _, o := range left {
+		if o.GetDeletionTimestamp() == nil {
+			now = append(now, o)
+			continue
+		}
+		fins := o.GetFinalizers()
+		slices.Sort(fins)
+		blocked = append(blocked, fmt.Sprintf("%s %s (finalizers: %s)", o.GetKind(), o.GetName(), strings.Join(fins, ", ")))
+	}
+	cs := c.m.applier.Prune(ctx, now)
+	c.m.metrics.observeChanges(c.gvk.Kind, cs)
+	for _, r := range cs {
+		if r.Err == nil {
+			klog.FromContext(ctx).V(2).Info("Deleted a cluster-scoped child of a deleted parent", "child", r.Ref.String())
+		}
+	}
+	if err := cs.Err(); err != nil {
+		return false, err
+	}
+	if len(blocked) > 0 {
+		return false, &DeletionBlockedError{Children: blocked}
+	}
+	return len(now) > 0, nil
+}
+
+// DeletionBlockedError means a deleted parent waits for cluster-scoped
+// children that Loom asked to delete, which their own finalizers still
+// hold.
+type DeletionBlockedError struct {
+	// Children name each child and its finalizers.
+	Children []string
+}
+
+// Error names the children the deletion waits for.
+func (e *DeletionBlockedError) Error() string {
+	return fmt.Sprintf("waiting for %d cluster-scoped children to be deleted: %s", len(e.Children), strings.Join(e.Children, "; "))
+}
+
+// protect readies rendered, a render pass's children, for the apply: the
+// children to keep (protectOrphans) and the cluster-scoped children
+// (guardClusterChildren) get the parent's finalizers first. It returns the
+// parent as last written, and what it could not protect.
+func (c *parentController) protect(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (*unstructured.Unstructured, holds) {
+	var h holds
+	parent, h.orphans = c.protectOrphans(ctx, parent, rendered)
+	parent, h.cluster = c.guardClusterChildren(ctx, parent, rendered)
+	return parent, h
+}
+
+// holds says which rendered children may not be applied yet, because the
+// parent lacks the finalizer that protects them.
+type holds struct {
+	// orphans holds the children to keep: the parent could not be given
+	// the orphan finalizer.
+	orphans error
+	// cluster holds the cluster-scoped children: the parent could not be
+	// given the cluster-children finalizer.
+	cluster error
+}
+
+// of returns why child may not be applied, or nil.
+func (h holds) of(child *unstructured.Unstructured) error {
+	switch {
+	case h.orphans != nil && object.IsOrphan(child.GetAnnotations()):
+		return h.orphans
+	case h.cluster != nil && isClusterChild(child):
+		return h.cluster
+	}
+	return nil
+}
