@@ -275,7 +275,8 @@ func (d *differ) live(ctx context.Context, gvk schema.GroupVersionKind, ref obje
 
 // prunable lists the parent's children that no longer render, the way
 // Loom's prune finds them: the parent's ApplySet label and its UID as
-// controller, over the kinds rendered now and those the status lists.
+// controller (or in loom.dev/owner, on a cluster-scoped child), over the
+// kinds rendered now and those the status lists.
 func (d *differ) prunable(ctx context.Context, parent *unstructured.Unstructured, kinds map[schema.GroupVersionKind]bool, rendered map[object.Ref]bool) ([]*unstructured.Unstructured, error) {
 	for _, k := range status.ChildKinds(parent) {
 		kinds[k] = true
@@ -288,11 +289,15 @@ func (d *differ) prunable(ctx context.Context, parent *unstructured.Unstructured
 			continue
 		}
 		listed[k.GroupKind()] = true
-		gvr, _, err := d.applier.Resource(k)
+		gvr, namespaced, err := d.applier.Resource(k)
 		if err != nil {
 			continue // a kind no longer served has nothing to prune
 		}
-		list, err := d.client.Resource(gvr).Namespace(parent.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		ns := parent.GetNamespace()
+		if !namespaced {
+			ns = "" // a cluster-scoped child (loom.yaml clusterScoped)
+		}
+		list, err := d.client.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", gvr.Resource, err)
 		}

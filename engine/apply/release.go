@@ -97,7 +97,8 @@ type jsonOp struct {
 // are the ones of the object written); the removal of the parent's
 // ownerReferences and of the object's Namespace (which Loom adds to a
 // child to keep, see the controller); of the part-of and managed-by labels; of the applied
-// hash; and of manager's managedFields entries (a list with one empty
+// hash and of the loom.dev/owner annotation naming the parent (on a
+// cluster-scoped child); and of manager's managedFields entries (a list with one empty
 // entry, which clears managedFields, when they were the only ones: an empty
 // list would leave them as they were).
 func releasePatch(obj *unstructured.Unstructured, parent types.UID, manager string) ([]jsonOp, bool) {
@@ -122,6 +123,10 @@ func releasePatch(obj *unstructured.Unstructured, parent types.UID, manager stri
 	}
 	if _, ok := obj.GetAnnotations()[AnnotationApplied]; ok {
 		ops = append(ops, jsonOp{Op: "remove", Path: "/metadata/annotations/" + escape(AnnotationApplied)})
+	}
+	if ref, _ := object.AnnotatedOwner(obj.GetAnnotations()); ref != nil && ref.UID == parent {
+		// A cluster-scoped child's reference to its namespaced parent.
+		ops = append(ops, jsonOp{Op: "remove", Path: "/metadata/annotations/" + escape(object.AnnotationOwner)})
 	}
 	var mine []int
 	mfs := obj.GetManagedFields()

@@ -46,6 +46,16 @@ func TestReleasePatch(t *testing.T) {
 			wantChanged: true,
 		},
 		{
+			name: "a cluster-scoped child: its loom.dev/owner goes",
+			obj: `{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: reader, uid: c1, resourceVersion: "7",
+  labels: {applyset.kubernetes.io/part-of: set1, app.kubernetes.io/managed-by: loom},
+  annotations: {loom.dev/applied: abc, loom.dev/delete-policy: orphan, loom.dev/owner: example.loom.dev/v1alpha1/MyResource/ns/web/p1},
+  managedFields: [` + loomEntry + `]}, rules: []}`,
+			want: `{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: reader, uid: c1, resourceVersion: "7",
+  labels: {}, annotations: {loom.dev/delete-policy: orphan}, managedFields: [{}]}, rules: []}`,
+			wantChanged: true,
+		},
+		{
 			name: "managed-by someone else is theirs",
 			obj: `{apiVersion: v1, kind: ConfigMap, metadata: {name: data, namespace: ns, uid: c1, resourceVersion: "7",
   labels: {app.kubernetes.io/managed-by: helm}}}`,

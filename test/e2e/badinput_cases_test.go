@@ -63,7 +63,7 @@ func templateCases() []badCase {
 		bad("two children of one kind and name", configMapFor("  a: b\n---\napiVersion: v1 # the same ConfigMap again\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-extra\n"),
 			"RenderFailed", "again", `ConfigMap "bad-extra" is also rendered by bad.yaml:1 (document 1)`),
 		bad("a cluster-scoped child", forBad("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {{ .Name }}-extra\n"),
-			"RenderFailed", docStart, "ClusterRole is cluster-scoped, so a namespaced MyResource cannot own it"),
+			"RenderFailed", docStart, "ClusterRole.rbac.authorization.k8s.io is cluster-scoped: a namespaced parent cannot own it unless its set declares the kind in loom.yaml's clusterScoped"),
 		bad("a child in another namespace", forBad("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-extra\n  namespace: kube-system\n"),
 			"RenderFailed", docStart, `metadata.namespace is "kube-system", but children must live in their parent's namespace`),
 		bad("an unknown field of a built-in kind", forBad("apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Name }}-extra\nspec:\n  ports: [{port: 80}]\n  selectr: {a: b}\n"),
