@@ -162,7 +162,7 @@ func TestClusterScopedChildren(t *testing.T) {
 		}
 		return nil
 	})
-	waitEvent(t, ns, "web", "Warning", "DriftReverted", "ClusterRole "+name)
+	waitEvent(t, ns, "web", "Warning", "DriftReverted", "ClusterRole.rbac.authorization.k8s.io "+name, "at rules")
 
 	// loom diff previews a prune of a cluster-scoped child.
 	without := clusterSet(t)
@@ -214,7 +214,7 @@ func TestClusterScopedNameTakenByAnotherParent(t *testing.T) {
 	waitCondition(t, ns1, "web", "Ready", "True")
 	createParent(t, ns2, "apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: web\nspec:\n"+spec)
 	waitDegraded(t, myresGVR, ns2, "web", "ApplyFailed",
-		"ClusterRole "+shared, "is controlled by MyResource "+ns1+"/web, not by MyResource "+ns2+"/web")
+		"ClusterRole.rbac.authorization.k8s.io "+shared+" is controlled by MyResource "+ns1+"/web, not by MyResource "+ns2+"/web")
 
 	cr, err := get(context.Background(), clusterRoleGVR, "", shared)
 	if err != nil {
