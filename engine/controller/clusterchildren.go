@@ -145,7 +145,11 @@ type DeletionBlockedError struct {
 
 // Error names the children the deletion waits for.
 func (e *DeletionBlockedError) Error() string {
-	return fmt.Sprintf("waiting for %d cluster-scoped children to be deleted: %s", len(e.Children), strings.Join(e.Children, "; "))
+	what := "cluster-scoped children"
+	if len(e.Children) == 1 {
+		what = "cluster-scoped child"
+	}
+	return fmt.Sprintf("waiting for %d %s to be deleted: %s", len(e.Children), what, strings.Join(e.Children, "; "))
 }
 
 // protect readies rendered, a render pass's children, for the apply: the

@@ -238,8 +238,9 @@ func liveList(live map[object.Ref]*unstructured.Unstructured) []*unstructured.Un
 // cluster-children finalizer (clusterchildren.go). A parent without either
 // finalizer has nothing to do: the garbage collector deletes its children.
 // Any failure leaves the finalizer, and is retried; while the deletion
-// waits on anything but Loom's own pace, the parent's status and a Warning
-// Event say why.
+// waits on anything but Loom's own pace, the parent's status says why
+// (Degraded: DeletionBlocked), and so does the Warning Event of that
+// condition's transition.
 func (c *parentController) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
 	var err error
 	if orphanGuard.has(parent) {
@@ -263,9 +264,6 @@ func (c *parentController) finalize(ctx context.Context, parent *unstructured.Un
 			return nil
 		case err == nil:
 			parent, err = c.removeFinalizer(ctx, parent, clusterGuard)
-		case !apierrors.IsConflict(err):
-			c.m.recorder.Eventf(parent, corev1.EventTypeWarning, "DeletionBlocked",
-				"%s waits for its cluster-scoped children to be deleted (finalizer %s): %v", c.gvk.Kind, object.FinalizerClusterChildren, err)
 		}
 	}
 	if err != nil && !apierrors.IsConflict(err) {

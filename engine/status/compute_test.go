@@ -205,12 +205,12 @@ func TestComputeConditions(t *testing.T) {
 	}, {
 		name: "deleted, waiting for a cluster-scoped child held by its finalizer",
 		edit: func(t *testing.T, in *Input) {
-			in.Rendered, in.Results, in.Deleting = nil, nil, errors.New("waiting for 1 cluster-scoped children to be deleted: ClusterRole web (finalizers: example.com/hold)")
+			in.Rendered, in.Results, in.Deleting = nil, nil, errors.New("waiting for 1 cluster-scoped child to be deleted: ClusterRole web (finalizers: example.com/hold)")
 		},
 		wantConds: map[string]cond{
-			TypeReady:       {"False", ReasonDeletionBlocked, "being deleted: waiting for 1 cluster-scoped children to be deleted: ClusterRole web (finalizers: example.com/hold)"},
-			TypeProgressing: {"False", ReasonDeletionBlocked, "the deletion waits: waiting for 1 cluster-scoped children to be deleted: ClusterRole web (finalizers: example.com/hold)"},
-			TypeDegraded:    {"True", ReasonDeletionBlocked, "waiting for 1 cluster-scoped children to be deleted: ClusterRole web (finalizers: example.com/hold)"},
+			TypeReady:       {"False", ReasonDeletionBlocked, "being deleted: waiting for 1 cluster-scoped child to be deleted: ClusterRole web (finalizers: example.com/hold)"},
+			TypeProgressing: {"False", ReasonDeletionBlocked, "the deletion waits: waiting for 1 cluster-scoped child to be deleted: ClusterRole web (finalizers: example.com/hold)"},
+			TypeDegraded:    {"True", ReasonDeletionBlocked, "waiting for 1 cluster-scoped child to be deleted: ClusterRole web (finalizers: example.com/hold)"},
 		},
 		wantState: StateDeleting,
 	}, {
