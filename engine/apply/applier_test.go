@@ -234,21 +234,10 @@ func TestAdoption(t *testing.T) {
 				cur.SetOwnerReferences([]metav1.OwnerReference{*tt.owner})
 			}
 			err := adoption(cur, desired)
-			switch tt.wantErr.(type) {
-			case nil:
-				if err != nil {
-					t.Errorf("adoption = %v, want nil", err)
-				}
-			case *object.NotAdoptedError:
-				var e *object.NotAdoptedError
-				if !errors.As(err, &e) {
-					t.Errorf("adoption = %v, want an object.NotAdoptedError", err)
-				}
-			case *object.OwnedByAnotherError:
-				var e *object.OwnedByAnotherError
-				if !errors.As(err, &e) || e.Owner.UID != tt.owner.UID {
-					t.Errorf("adoption = %v, want an object.OwnedByAnotherError naming %s", err, tt.owner.Name)
-				}
+			checkAdoption(t, err, tt.wantErr)
+			var e *object.OwnedByAnotherError
+			if errors.As(err, &e) && e.Owner.UID != tt.owner.UID {
+				t.Errorf("adoption = %v, want an object.OwnedByAnotherError naming %s", err, tt.owner.Name)
 			}
 		})
 	}
@@ -341,25 +330,32 @@ func TestAdoptionClusterScoped(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := adoption(fixture.Object(t, tt.cur), desired)
-			switch tt.wantErr.(type) {
-			case nil:
-				if err != nil {
-					t.Errorf("adoption = %v, want nil", err)
-				}
-			case *object.NotAdoptedError:
-				var e *object.NotAdoptedError
-				if !errors.As(err, &e) {
-					t.Errorf("adoption = %v, want an object.NotAdoptedError", err)
-				}
-			case *object.OwnedByAnotherError:
-				var e *object.OwnedByAnotherError
-				if !errors.As(err, &e) {
-					t.Errorf("adoption = %v, want an object.OwnedByAnotherError", err)
-				}
-			}
+			checkAdoption(t, err, tt.wantErr)
 			if tt.msg != "" && (err == nil || !strings.Contains(err.Error(), tt.msg)) {
 				t.Errorf("adoption = %v, want a message containing %q", err, tt.msg)
 			}
 		})
+	}
+}
+
+// checkAdoption fails the test unless err is nil when want is, or of
+// want's type.
+func checkAdoption(t *testing.T, err error, want any) {
+	t.Helper()
+	switch want.(type) {
+	case nil:
+		if err != nil {
+			t.Errorf("adoption = %v, want nil", err)
+		}
+	case *object.NotAdoptedError:
+		var e *object.NotAdoptedError
+		if !errors.As(err, &e) {
+			t.Errorf("adoption = %v, want an object.NotAdoptedError", err)
+		}
+	case *object.OwnedByAnotherError:
+		var e *object.OwnedByAnotherError
+		if !errors.As(err, &e) {
+			t.Errorf("adoption = %v, want an object.OwnedByAnotherError", err)
+		}
 	}
 }

@@ -101,11 +101,11 @@ func clusterChildOf(obj, parent *unstructured.Unstructured) error {
 	return nil
 }
 
-// waitGone waits until the cluster-scoped object is deleted.
-func waitGone(t *testing.T, gvr schema.GroupVersionResource, name, why string) {
+// waitGone waits until the object is deleted.
+func waitGone(t *testing.T, gvr schema.GroupVersionResource, ns, name, why string) {
 	t.Helper()
 	eventually(t, 60*time.Second, gvr.Resource+" "+name+" is deleted ("+why+")", func(ctx context.Context) error {
-		if _, err := get(ctx, gvr, "", name); !isNotFound(err) {
+		if _, err := get(ctx, gvr, ns, name); !isNotFound(err) {
 			return fmt.Errorf("still there (%v)", err)
 		}
 		return nil
@@ -176,7 +176,7 @@ func TestClusterScopedChildren(t *testing.T) {
 
 	// Prune: the binding stops rendering.
 	patchSpec(t, ns, "web", `{"spec":{"config":{"LOG_LEVEL":"info","binding":"off"}}}`)
-	waitGone(t, clusterRoleBindingGVR, name, "pruned")
+	waitGone(t, clusterRoleBindingGVR, "", name, "pruned")
 	if _, err := get(context.Background(), clusterRoleGVR, "", name); err != nil {
 		t.Fatalf("the ClusterRole, which still renders: %v", err)
 	}
@@ -193,7 +193,7 @@ func TestClusterScopedChildren(t *testing.T) {
 
 	// Deleting the parent deletes its ClusterRole, then the parent goes.
 	deleteParent(t, ns, "web")
-	waitGone(t, clusterRoleGVR, name, "its parent was deleted")
+	waitGone(t, clusterRoleGVR, "", name, "its parent was deleted")
 }
 
 // Two parents, of the same name in two namespaces, render the same
@@ -251,7 +251,7 @@ func TestClusterScopedChildDeletionWaits(t *testing.T) {
 	if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, clusterRoleBindingGVR, name, "its parent was deleted")
+	waitGone(t, clusterRoleBindingGVR, "", name, "its parent was deleted")
 	waitDegraded(t, myresGVR, ns, "hello", "DeletionBlocked", "ClusterRole "+name+" (finalizers: example.com/hold)")
 	waitEvent(t, ns, "hello", "Warning", "DeletionBlocked", "ClusterRole "+name, "example.com/hold")
 	p, err := get(context.Background(), myresGVR, ns, "hello")
@@ -263,13 +263,8 @@ func TestClusterScopedChildDeletionWaits(t *testing.T) {
 	}
 
 	patchObject(t, clusterRoleGVR, "", name, `{"metadata":{"finalizers":null}}`)
-	waitGone(t, clusterRoleGVR, name, "its finalizer was removed")
-	eventually(t, 30*time.Second, "the parent is gone", func(ctx context.Context) error {
-		if _, err := get(ctx, myresGVR, ns, "hello"); !isNotFound(err) {
-			return fmt.Errorf("still there (%v)", err)
-		}
-		return nil
-	})
+	waitGone(t, clusterRoleGVR, "", name, "its finalizer was removed")
+	waitGone(t, myresGVR, ns, "hello", "its cluster-scoped children are gone")
 }
 
 // A parent deleted while Loom is stopped waits for Loom, which deletes
@@ -298,14 +293,9 @@ func TestClusterScopedChildrenWhileLoomIsStopped(t *testing.T) {
 	})
 
 	startLoom(t, dir, ns, loomOptions{})
-	waitGone(t, clusterRoleGVR, name, "Loom started again")
-	waitGone(t, clusterRoleBindingGVR, name, "Loom started again")
-	eventually(t, 30*time.Second, "the parent is gone", func(ctx context.Context) error {
-		if _, err := get(ctx, myresGVR, ns, "hello"); !isNotFound(err) {
-			return fmt.Errorf("still there (%v)", err)
-		}
-		return nil
-	})
+	waitGone(t, clusterRoleGVR, "", name, "Loom started again")
+	waitGone(t, clusterRoleBindingGVR, "", name, "Loom started again")
+	waitGone(t, myresGVR, ns, "hello", "its cluster-scoped children are gone")
 }
 
 // statusChildren returns the parent's status.children as text.
