@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,19 +75,30 @@ type parentController struct {
 //
 // resourceVersions are opaque (after an etcd restore they even go
 // backwards), so whether the cache is behind is never read from their
-// order: the cache is behind while it holds the version the write was
-// based on (pre), the parent as the reconcile that wrote read it. A cache
-// moves forward through a parent's versions, so any other version it holds
-// or delivers is the write's or a later one, or the world as an etcd
-// restore left it; in every case it is the parent as it is. One case costs
-// more than it needs to: another writer's change to the parent that lands
-// between Loom's read and its status write, seen by a reconcile before
-// the write's echo, drops the copy early, and that reconcile applies the
-// status again (a no-op on the server).
+// order: the cache is behind while it holds a version known to be older
+// than the write (stale): the one the write was based on, the parent as
+// the reconcile that wrote read it, and, when Loom wrote again before the
+// cache caught up, the earlier writes' versions and what they were based
+// on. A cache moves forward through a parent's versions, so any other
+// version it holds or delivers is the write's or a later one, or the world
+// as an etcd restore left it; in every case it is the parent as it is. One
+// case costs more than it needs to: another writer's change to the parent
+// that lands between Loom's read and its status write, seen by a reconcile
+// before the write's echo, drops the copy early, and that reconcile
+// applies the status again (a no-op on the server).
 type writtenStatus struct {
-	pre    string
+	stale  []string
+	wrote  string
 	status map[string]any
 }
+
+// maxStale bounds the versions a writtenStatus remembers: writes chained
+// faster than the cache follows are rare, and forgetting the oldest only
+// drops the copy early (the old behaviour, which costs a no-op write).
+const maxStale = 8
+
+// behind reports whether a cache at rv is behind the write.
+func (w writtenStatus) behind(rv string) bool { return slices.Contains(w.stale, rv) }
 
 func newParentController(m *Manager, set *render.Set) *parentController {
 	c := &parentController{m: m, gvk: set.ParentGVK(), written: map[types.UID]writtenStatus{}, noStatus: map[types.UID]bool{},
@@ -193,7 +205,7 @@ func (c *parentController) onUpdate(old, cur any) {
 func (c *parentController) caughtUp(uid types.UID, rv string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if w, ok := c.written[uid]; ok && rv != w.pre {
+	if w, ok := c.written[uid]; ok && !w.behind(rv) {
 		delete(c.written, uid)
 	}
 }

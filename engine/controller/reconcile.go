@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -406,7 +407,16 @@ func (c *parentController) rememberWritten(parent *unstructured.Unstructured, rv
 		c.mu.Unlock()
 		return
 	}
-	c.written[uid] = writtenStatus{pre: parent.GetResourceVersion(), status: st}
+	stale := []string{parent.GetResourceVersion()}
+	if prev, ok := c.written[uid]; ok && prev.behind(parent.GetResourceVersion()) {
+		// Written again before the cache caught up with the last write:
+		// that write's version is older than this one too.
+		stale = append(slices.Clone(prev.stale), prev.wrote)
+		if len(stale) > maxStale {
+			stale = stale[len(stale)-maxStale:]
+		}
+	}
+	c.written[uid] = writtenStatus{stale: stale, wrote: rv, status: st}
 	delete(c.noStatus, uid) // it has a status subresource now
 	c.mu.Unlock()
 	if id, ok := c.parentID(cache.MetaObjectToName(parent)); ok && id.GetUID() == uid {
@@ -421,7 +431,7 @@ func (c *parentController) rememberWritten(parent *unstructured.Unstructured, rv
 func (c *parentController) previous(parent *unstructured.Unstructured) *unstructured.Unstructured {
 	c.mu.Lock()
 	w, ok := c.written[parent.GetUID()]
-	caughtUp := ok && parent.GetResourceVersion() != w.pre
+	caughtUp := ok && !w.behind(parent.GetResourceVersion())
 	if caughtUp {
 		// The cache holds what Loom wrote, or newer: keep no copy of it.
 		delete(c.written, parent.GetUID())

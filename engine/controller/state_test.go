@@ -51,7 +51,7 @@ func remember(c *parentController, parent *unstructured.Unstructured) {
 	defer c.mu.Unlock()
 	// A write based on the parent at resourceVersion 5, the version the
 	// update events of these tests bring: the cache has not caught up.
-	c.written[parent.GetUID()] = writtenStatus{pre: "5", status: map[string]any{"state": "Ready"}}
+	c.written[parent.GetUID()] = writtenStatus{stale: []string{"5"}, status: map[string]any{"state": "Ready"}}
 	c.noStatus[parent.GetUID()] = true
 	c.unserved[cache.MetaObjectToName(parent)] = true
 }
@@ -156,7 +156,7 @@ func TestWrittenStatusIsDroppedOnceTheCacheCatchesUp(t *testing.T) {
 	c := &parentController{written: map[types.UID]writtenStatus{}}
 	parent := u(t, parentYAML)
 	parent.SetUID("u1")
-	c.written["u1"] = writtenStatus{pre: "9", status: map[string]any{"state": "Ready"}}
+	c.written["u1"] = writtenStatus{stale: []string{"9"}, status: map[string]any{"state": "Ready"}}
 
 	parent.SetResourceVersion("9") // the cache lags behind Loom's write, based on 9
 	if got := c.previous(parent); got.Object["status"].(map[string]any)["state"] != "Ready" {
@@ -194,8 +194,8 @@ func TestWrittenStatusIsDroppedWhenTheWatchCatchesUp(t *testing.T) {
 			c := stateController(t)
 			old := u(t, parentYAML)
 			old.SetResourceVersion("8")
-			c.written["u1"] = writtenStatus{pre: "9", status: map[string]any{"state": "Ready"}}
-			c.written["u9"] = writtenStatus{pre: "4", status: map[string]any{"state": "Ready"}} // another parent's
+			c.written["u1"] = writtenStatus{stale: []string{"9"}, status: map[string]any{"state": "Ready"}}
+			c.written["u9"] = writtenStatus{stale: []string{"4"}, status: map[string]any{"state": "Ready"}} // another parent's
 			cur := old.DeepCopy()
 			cur.SetUID(tt.uid)
 			cur.SetResourceVersion(tt.eventRV)
@@ -330,5 +330,36 @@ func TestWrittenStatusAfterResourceVersionsWentBack(t *testing.T) {
 				t.Error("the written status is kept after the parent came back at another version")
 			}
 		})
+	}
+}
+
+// Two status writes in a row, both made while the cache still held the
+// version before the first: the echo of the first write is older than
+// the second, so it must not count as the cache catching up. Otherwise the
+// next reconcile compares against the first write's status, finds Ready
+// changed, and stamps a new lastTransitionTime on a condition that never
+// changed (TestBadInputMatrix saw a good parent's Ready "change" a second
+// after it became Ready).
+func TestWrittenStatusSurvivesTheEchoOfAnEarlierWrite(t *testing.T) {
+	c := stateController(t)
+	parent := u(t, parentYAML)
+	parent.SetResourceVersion("1")
+	c.rememberWritten(parent, "2", map[string]any{"state": "Building"})
+	c.rememberWritten(parent, "3", map[string]any{"state": "Ready"}) // the cache still held 1
+
+	echo := parent.DeepCopy()
+	echo.SetResourceVersion("2") // the first write's echo
+	echo.Object["status"] = map[string]any{"state": "Building"}
+	c.caughtUp(parent.GetUID(), "2")
+	if got := c.previous(echo).Object["status"].(map[string]any)["state"]; got != "Ready" {
+		t.Fatalf("previous with the cache at the first write = %v, want the second write's status", got)
+	}
+	latest := parent.DeepCopy()
+	latest.SetResourceVersion("3")
+	if got := c.previous(latest); got != latest {
+		t.Fatal("previous with the cache at the second write should be the cached parent")
+	}
+	if _, kept := c.written[parent.GetUID()]; kept {
+		t.Error("the written status is kept after the cache caught up with the last write")
 	}
 }
