@@ -61,11 +61,17 @@ func ParseOwner(s string) (ref metav1.OwnerReference, namespace string, ok bool)
 }
 
 // OwnerOf returns obj's controller: its controller ownerReference and
-// obj's namespace, or, when it has none, the owner its AnnotationOwner
-// names and that owner's namespace. It returns nil when obj has neither.
+// obj's namespace, or, when it has none and is cluster-scoped (no
+// namespace), the owner its AnnotationOwner names and that owner's
+// namespace. It returns nil when obj has neither: on a namespaced object
+// the annotation means nothing, since an ownerReference can reach its
+// parent.
 func OwnerOf(obj *unstructured.Unstructured) (*metav1.OwnerReference, string) {
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
 		return ref, obj.GetNamespace()
+	}
+	if obj.GetNamespace() != "" {
+		return nil, ""
 	}
 	return AnnotatedOwner(obj.GetAnnotations())
 }
@@ -91,6 +97,7 @@ type ClusterScopedChildError struct {
 	Kind, Group string
 }
 
+// Error names the kind and how to allow it.
 func (e *ClusterScopedChildError) Error() string {
 	k := e.Kind
 	if e.Group != "" {

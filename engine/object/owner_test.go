@@ -65,6 +65,9 @@ func TestOwnerOf(t *testing.T) {
 	if ref == nil || ref.UID != "uid-1" || ref.Name != "web" || ns != "team-a" {
 		t.Errorf("OwnerOf(annotated) = %+v, %q; want MyResource team-a/web uid-1", ref, ns)
 	}
+	if ref, _ := OwnerOf(withAnn(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "team-a"}}})); ref != nil {
+		t.Errorf("OwnerOf(a namespaced object with the annotation only) = %+v, want nil: an ownerReference can reach its parent", ref)
+	}
 	cm := withAnn(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "team-b"}}})
 	cm.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "d", UID: "uid-9", Controller: &yes}})
 	ref, ns = OwnerOf(cm)

@@ -8,12 +8,16 @@ import (
 
 // Owner returns the object's controller and that controller's namespace:
 // its controller ownerReference (and its own namespace), or, when it has
-// none, the parent its object.AnnotationOwner names (a cluster-scoped child
-// of a namespaced parent). It returns nil when the object has neither.
-// Only an object without a controller reference costs a scan of its JSON.
+// none and no namespace, the parent its object.AnnotationOwner names (a
+// cluster-scoped child of a namespaced parent), as object.OwnerOf does. It
+// returns nil when the object has neither. Only a cluster-scoped object
+// without a controller reference costs a scan of its JSON.
 func (p *Packed) Owner() (*metav1.OwnerReference, string) {
 	if ref := p.Controller(); ref != nil {
 		return ref, p.namespace
+	}
+	if p.namespace != "" {
+		return nil, ""
 	}
 	v, ok := p.annotation(object.AnnotationOwner)
 	if !ok {

@@ -27,6 +27,8 @@ func TestOwner(t *testing.T) {
 		{name: "the controller wins over the annotation",
 			json: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"team-b","uid":"c1","annotations":{"loom.dev/owner":"example.loom.dev/v1alpha1/MyResource/team-a/web/p1"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"d","uid":"d1","controller":true}]}}`,
 			uid:  "d1", ns: "team-b", own: "d"},
+		{name: "the annotation means nothing on a namespaced object",
+			json: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"team-a","uid":"c1","annotations":{"loom.dev/owner":"example.loom.dev/v1alpha1/MyResource/team-a/web/p1"}}}`},
 		{name: "a malformed annotation is no owner",
 			json: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"r","uid":"c1","annotations":{"loom.dev/owner":"web"}}}`},
 		{name: "no owner",
