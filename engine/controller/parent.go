@@ -54,6 +54,9 @@ type parentController struct {
 
 	mu      sync.Mutex
 	written map[types.UID]writtenStatus
+	// inflight holds, for each parent whose status write is in flight,
+	// the versions the cache delivered meanwhile (see rememberWritten).
+	inflight map[types.UID][]string
 	// noStatus holds the parents told, in one Warning Event, that their
 	// CRD has no status subresource: true while their status writes are
 	// skipped, false once a CRD change asked for one more try. The entry
@@ -96,6 +99,24 @@ type writtenStatus struct {
 // faster than the cache follows are rare, and forgetting the oldest only
 // drops the copy early (the old behaviour, which costs a no-op write).
 const maxStale = 8
+
+// beginWrite starts recording the versions of the parent with uid that
+// the cache delivers while its status write is in flight, which
+// rememberWritten takes; the returned func stops it, for a write that
+// failed.
+func (c *parentController) beginWrite(uid types.UID) (end func()) {
+	c.mu.Lock()
+	if c.inflight == nil {
+		c.inflight = map[types.UID][]string{}
+	}
+	c.inflight[uid] = []string{}
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.inflight, uid)
+		c.mu.Unlock()
+	}
+}
 
 // behind reports whether a cache at rv is behind the write.
 func (w writtenStatus) behind(rv string) bool { return slices.Contains(w.stale, rv) }
@@ -205,6 +226,14 @@ func (c *parentController) onUpdate(old, cur any) {
 func (c *parentController) caughtUp(uid types.UID, rv string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if seen, ok := c.inflight[uid]; ok {
+		// A status write is in flight: rememberWritten decides, knowing
+		// whether this version came before that write's or is it.
+		if len(seen) < maxStale {
+			c.inflight[uid] = append(seen, rv)
+		}
+		return
+	}
 	if w, ok := c.written[uid]; ok && !w.behind(rv) {
 		delete(c.written, uid)
 	}

@@ -372,6 +372,7 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 		},
 		"status": want,
 	}}
+	defer c.beginWrite(parent.GetUID())()
 	resp, err := c.m.client.Resource(c.gvr).Namespace(parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), obj,
 		metav1.ApplyOptions{FieldManager: c.m.opts.FieldManager, Force: true})
 	if apierrors.IsNotFound(err) {
@@ -392,15 +393,22 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 
 // rememberWritten keeps the status Loom wrote to parent (the object the
 // write was based on), which the write gave resourceVersion rv, until the
-// cache catches up with it (caughtUp, from the parent's update event). The
-// event may have come first, before the write's response: then the cache
-// is checked here. The copy is stored before the cache is read, so that an
-// event either finds it or is already in the cache. A write that changed
-// nothing (rv is the version it was based on) leaves no copy: the cache
-// holds that status already.
+// cache catches up with it (caughtUp, from the parent's update event).
+// While the write was in flight, caughtUp only recorded the versions the
+// cache delivered (beginWrite); here, knowing rv, they are sorted: the
+// cache holds this write already when it delivered rv (or holds it now),
+// and otherwise every version it delivered or holds is older than the
+// write, so stale. A write that changed nothing (rv is the version it was
+// based on) leaves no copy: the cache holds that status already.
 func (c *parentController) rememberWritten(parent *unstructured.Unstructured, rv string, st map[string]any) {
 	uid := parent.GetUID()
+	cachedRV := ""
+	if id, ok := c.parentID(cache.MetaObjectToName(parent)); ok && id.GetUID() == uid {
+		cachedRV = id.GetResourceVersion()
+	}
 	c.mu.Lock()
+	delivered := c.inflight[uid] // since the write began, and after cachedRV's read
+	delete(c.inflight, uid)
 	if rv == parent.GetResourceVersion() {
 		delete(c.written, uid)
 		delete(c.noStatus, uid)
@@ -412,16 +420,29 @@ func (c *parentController) rememberWritten(parent *unstructured.Unstructured, rv
 		// Written again before the cache caught up with the last write:
 		// that write's version is older than this one too.
 		stale = append(slices.Clone(prev.stale), prev.wrote)
-		if len(stale) > maxStale {
-			stale = stale[len(stale)-maxStale:]
+	}
+	caught := cachedRV == rv || slices.Contains(delivered, rv)
+	if !caught {
+		// The cache may have moved on since this reconcile read the
+		// parent, but not through this write's version: what it holds and
+		// delivered came between the read and the write (an earlier
+		// write's echo, say), so is older than this write.
+		for _, v := range append(delivered, cachedRV) {
+			if v != "" && !slices.Contains(stale, v) {
+				stale = append(stale, v)
+			}
 		}
 	}
-	c.written[uid] = writtenStatus{stale: stale, wrote: rv, status: st}
+	if len(stale) > maxStale {
+		stale = stale[len(stale)-maxStale:]
+	}
+	if caught {
+		delete(c.written, uid) // the cache holds this write, or a later version, already
+	} else {
+		c.written[uid] = writtenStatus{stale: stale, wrote: rv, status: st}
+	}
 	delete(c.noStatus, uid) // it has a status subresource now
 	c.mu.Unlock()
-	if id, ok := c.parentID(cache.MetaObjectToName(parent)); ok && id.GetUID() == uid {
-		c.caughtUp(uid, id.GetResourceVersion())
-	}
 }
 
 // previous returns the parent with the newest status Loom knows of: the
@@ -438,10 +459,39 @@ func (c *parentController) previous(parent *unstructured.Unstructured) *unstruct
 	}
 	c.mu.Unlock()
 	if !ok || caughtUp {
-		return parent
+		return c.newerStatus(parent)
 	}
 	p := parent.DeepCopy()
 	p.Object["status"] = w.status
+	return p
+}
+
+// newerStatus returns parent, as the reconcile read it, with the status
+// of the cached parent when the cache moved on since that read: a status
+// Loom wrote meanwhile is there (its copy dropped when the cache caught
+// up), and comparing against the older one would stamp a new
+// lastTransitionTime on conditions that did not change. The rest (the
+// generation, which the status reports as observed) stays the read's: the
+// children were rendered from it.
+func (c *parentController) newerStatus(parent *unstructured.Unstructured) *unstructured.Unstructured {
+	if c.informer == nil {
+		return parent // not started
+	}
+	key := cache.MetaObjectToName(parent)
+	id, ok := c.parentID(key)
+	if !ok || id.GetUID() != parent.GetUID() || id.GetResourceVersion() == parent.GetResourceVersion() {
+		return parent
+	}
+	cur, ok := c.parentGet(key)
+	if !ok || cur.GetUID() != parent.GetUID() {
+		return parent
+	}
+	p := parent.DeepCopy()
+	if st, found := cur.Object["status"]; found {
+		p.Object["status"] = st
+	} else {
+		delete(p.Object, "status")
+	}
 	return p
 }
 

@@ -213,18 +213,23 @@ func TestWrittenStatusIsDroppedWhenTheWatchCatchesUp(t *testing.T) {
 
 // The watch event of a status write can reach the cache before the write's
 // response reaches Loom: then no later event drops the copy Loom keeps, so
-// it must not be kept at all.
+// it must not be kept at all. Which versions came while the write was in
+// flight tells a newer update from an older one.
 func TestWrittenStatusIsNotKeptWhenTheCacheIsAhead(t *testing.T) {
 	tests := []struct {
 		name     string
 		cachedRV string
 		cachedID types.UID
-		wantKept bool
+		// delivered are the versions the cache delivered while the write
+		// was in flight.
+		delivered []string
+		wantKept  bool
 	}{
-		{"cache already holds the write", "10", "u1", false},
-		{"cache holds a newer update", "12", "u1", false},
-		{"cache behind the write (at the version it was based on)", "1", "u1", true},
-		{"cache holds another object of that name", "10", "u2", true},
+		{"cache already holds the write", "10", "u1", nil, false},
+		{"cache holds a newer update, delivered after the write's", "12", "u1", []string{"10", "12"}, false},
+		{"cache holds a version delivered before the write's", "8", "u1", []string{"8"}, true},
+		{"cache behind the write (at the version it was based on)", "1", "u1", nil, true},
+		{"cache holds another object of that name", "10", "u2", nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,7 +241,12 @@ func TestWrittenStatusIsNotKeptWhenTheCacheIsAhead(t *testing.T) {
 			if err := c.informer.GetIndexer().Add(packParent(t, cached)); err != nil {
 				t.Fatal(err)
 			}
+			end := c.beginWrite(parent.GetUID())
+			for _, v := range tt.delivered {
+				c.caughtUp(parent.GetUID(), v)
+			}
 			c.rememberWritten(parent, "10", map[string]any{"state": "Ready"})
+			end()
 			if _, kept := c.written[parent.GetUID()]; kept != tt.wantKept {
 				t.Errorf("written status kept = %v, want %v", kept, tt.wantKept)
 			}
@@ -361,5 +371,64 @@ func TestWrittenStatusSurvivesTheEchoOfAnEarlierWrite(t *testing.T) {
 	}
 	if _, kept := c.written[parent.GetUID()]; kept {
 		t.Error("the written status is kept after the cache caught up with the last write")
+	}
+}
+
+// A reconcile that read the parent at version 1 writes its status (3)
+// after the cache moved on to 2, the echo of an earlier status write of
+// Loom's whose copy the cache already replaced. Version 2 is older than 3,
+// so a cache still at 2 is behind this write: the next reconcile must
+// compare against what Loom wrote at 3, or it stamps a new
+// lastTransitionTime on a Ready that did not change (TestBadInputMatrix,
+// with other tests creating CRDs in parallel, saw it every run).
+func TestWrittenStatusFromAnOlderReadThanTheCache(t *testing.T) {
+	c := stateController(t)
+	parent := u(t, parentYAML)
+	parent.SetResourceVersion("1")
+	cached := parent.DeepCopy()
+	cached.SetResourceVersion("2")
+	cached.Object["status"] = map[string]any{"state": "Building"}
+	if err := c.informer.GetIndexer().Add(packParent(t, cached)); err != nil {
+		t.Fatal(err)
+	}
+	c.rememberWritten(parent, "3", map[string]any{"state": "Ready"})
+	if got := c.previous(cached).Object["status"].(map[string]any)["state"]; got != "Ready" {
+		t.Fatalf("previous with the cache at 2 = %v, want the status Loom wrote at 3", got)
+	}
+	latest := parent.DeepCopy()
+	latest.SetResourceVersion("3")
+	if err := c.informer.GetIndexer().Update(packParent(t, latest)); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.previous(latest); got != latest {
+		t.Fatal("previous with the cache at 3 should be the cached parent")
+	}
+}
+
+// A reconcile reads its parent when it starts; by the time it computes the
+// status, the cache may hold a newer version, with the status Loom wrote
+// meanwhile (whose copy the cache's catching up dropped). The status to
+// compare against is the newest: the cache's, not the reconcile's read,
+// or a Ready that never changed gets a new lastTransitionTime
+// (TestBadInputMatrix under load).
+func TestPreviousStatusIsTheCachesWhenTheReadIsOlder(t *testing.T) {
+	c := stateController(t)
+	read := u(t, parentYAML)
+	read.SetResourceVersion("1")
+	read.SetGeneration(3)
+	read.Object["status"] = map[string]any{"state": "Building"}
+	cached := read.DeepCopy()
+	cached.SetResourceVersion("2")
+	cached.SetGeneration(4) // the spec changed too: the reconcile renders generation 3
+	cached.Object["status"] = map[string]any{"state": "Ready"}
+	if err := c.informer.GetIndexer().Add(packParent(t, cached)); err != nil {
+		t.Fatal(err)
+	}
+	got := c.previous(read)
+	if state := got.Object["status"].(map[string]any)["state"]; state != "Ready" {
+		t.Errorf("previous status = %v, want the cache's newer one", state)
+	}
+	if got.GetGeneration() != 3 {
+		t.Errorf("previous generation = %d, want the reconcile's read (3): its status describes that spec", got.GetGeneration())
 	}
 }

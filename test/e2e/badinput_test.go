@@ -179,7 +179,7 @@ func runBadCase(t *testing.T, group string, tc badCase) {
 	l.mustBeRunning(t)
 	waitConditionGVR(t, kind.gvr, ns, "good", "Degraded", "False")
 	if got := readyTransition(t, kind.gvr, ns, "good"); got != readySince {
-		t.Errorf("the good parent's Ready condition changed at %s (it became Ready at %s)", got, readySince)
+		t.Errorf("the good parent's Ready condition changed at %s (it became Ready at %s); its Events: %s", got, readySince, eventSummary(ns, "good"))
 	}
 	patchObject(t, kind.gvr, ns, "good", `{"spec":{"replicas":2}}`)
 	waitReplicas(t, ns, "good", 2)
@@ -333,4 +333,17 @@ data:
 {{- end }}
 `,
 	}
+}
+
+// eventSummary lists the Events on an object, for a failure message.
+func eventSummary(ns, name string) string {
+	evs, err := events(context.Background(), ns, name)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, e := range evs {
+		out = append(out, fmt.Sprintf("%s %s %s: %.300s", e.LastTimestamp.Format("15:04:05"), e.Type, e.Reason, e.Message))
+	}
+	return strings.Join(out, "; ")
 }
