@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,55 +70,6 @@ type parentController struct {
 	// Manager.
 	rollouts *rollouts
 }
-
-// writtenStatus is the status Loom last wrote to a parent, kept while the
-// cache is behind that write: the reconcile compares against it instead
-// of the stale cache.
-//
-// resourceVersions are opaque (after an etcd restore they even go
-// backwards), so whether the cache is behind is never read from their
-// order: the cache is behind while it holds a version known to be older
-// than the write (stale): the one the write was based on, the parent as
-// the reconcile that wrote read it, and, when Loom wrote again before the
-// cache caught up, the earlier writes' versions and what they were based
-// on. A cache moves forward through a parent's versions, so any other
-// version it holds or delivers is the write's or a later one, or the world
-// as an etcd restore left it; in every case it is the parent as it is. One
-// case costs more than it needs to: another writer's change to the parent
-// that lands between Loom's read and its status write, seen by a reconcile
-// before the write's echo, drops the copy early, and that reconcile
-// applies the status again (a no-op on the server).
-type writtenStatus struct {
-	stale  []string
-	wrote  string
-	status map[string]any
-}
-
-// maxStale bounds the versions a writtenStatus remembers: writes chained
-// faster than the cache follows are rare, and forgetting the oldest only
-// drops the copy early (the old behaviour, which costs a no-op write).
-const maxStale = 8
-
-// beginWrite starts recording the versions of the parent with uid that
-// the cache delivers while its status write is in flight, which
-// rememberWritten takes; the returned func stops it, for a write that
-// failed.
-func (c *parentController) beginWrite(uid types.UID) (end func()) {
-	c.mu.Lock()
-	if c.inflight == nil {
-		c.inflight = map[types.UID][]string{}
-	}
-	c.inflight[uid] = []string{}
-	c.mu.Unlock()
-	return func() {
-		c.mu.Lock()
-		delete(c.inflight, uid)
-		c.mu.Unlock()
-	}
-}
-
-// behind reports whether a cache at rv is behind the write.
-func (w writtenStatus) behind(rv string) bool { return slices.Contains(w.stale, rv) }
 
 func newParentController(m *Manager, set *render.Set) *parentController {
 	c := &parentController{m: m, gvk: set.ParentGVK(), written: map[types.UID]writtenStatus{}, noStatus: map[types.UID]bool{},
@@ -216,27 +166,6 @@ func (c *parentController) onUpdate(old, cur any) {
 		return
 	}
 	c.enqueue(cur)
-}
-
-// caughtUp drops the status Loom wrote to the parent with uid once the
-// cache holds resourceVersion rv of it, if rv is not the version the write
-// was based on (see writtenStatus). A status write triggers no reconcile (onUpdate ignores it), so this, and
-// not the next reconcile (previous), is what keeps Loom from holding a
-// copy of every parent's status at steady state.
-func (c *parentController) caughtUp(uid types.UID, rv string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if seen, ok := c.inflight[uid]; ok {
-		// A status write is in flight: rememberWritten decides, knowing
-		// whether this version came before that write's or is it.
-		if len(seen) < maxStale {
-			c.inflight[uid] = append(seen, rv)
-		}
-		return
-	}
-	if w, ok := c.written[uid]; ok && !w.behind(rv) {
-		delete(c.written, uid)
-	}
 }
 
 // renderInputChanged reports whether an update of one object changed what
