@@ -253,7 +253,7 @@ func (a *Applier) target(gvk schema.GroupVersionKind, namespace string) (schema.
 	case !namespaced && namespace != "":
 		return gvr, &object.ClusterScopedChildError{Kind: gvk.Kind, Group: gvk.Group}
 	case namespaced && namespace == "":
-		return gvr, fmt.Errorf("%s is namespaced, but loom.yaml's clusterScoped declares it cluster-scoped", gvk.GroupKind())
+		return gvr, fmt.Errorf("%s is namespaced, but the child has no namespace: a cluster-scoped parent's template must set metadata.namespace, and loom.yaml's clusterScoped must not declare a namespaced kind", gvk.GroupKind())
 	}
 	return gvr, nil
 }
