@@ -81,12 +81,7 @@ func releasedCM(t *testing.T, ns, name, image string) {
 // goneCM waits until the ConfigMap ns/name is deleted.
 func goneCM(t *testing.T, ns, name, why string) {
 	t.Helper()
-	eventually(t, 60*time.Second, name+" is deleted ("+why+")", func(ctx context.Context) error {
-		if _, err := get(ctx, configMapGVR, ns, name); !isNotFound(err) {
-			return fmt.Errorf("still there (%v)", err)
-		}
-		return nil
-	})
+	waitGone(t, configMapGVR, ns, name, why)
 }
 
 // finalizers reads a MyResource's finalizers.
