@@ -1,0 +1,135 @@
+package chart
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v4/pkg/chart/common"
+	cutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/engine"
+)
+
+// helmRender renders a chart as Helm 4's SDK does for `helm template`:
+// loader, ProcessDependencies, ToRenderValuesWithSchemaValidation and
+// engine.Render. NOTES.txt files are kept; partials are not in the map.
+func helmRender(t testing.TB, dir string, values map[string]any, rel Release) (map[string]string, error) {
+	t.Helper()
+	ch, err := loader.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chartutil.ProcessDependencies(ch, values); err != nil {
+		return nil, err
+	}
+	opts := common.ReleaseOptions{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Revision, IsInstall: rel.IsInstall, IsUpgrade: !rel.IsInstall}
+	top, err := cutil.ToRenderValuesWithSchemaValidation(ch, values, opts, common.DefaultCapabilities, false)
+	if err != nil {
+		return nil, err
+	}
+	files, err := engine.Render(ch, top)
+	if err != nil {
+		return nil, err
+	}
+	for name := range files {
+		if strings.HasPrefix(filepath.Base(name), "_") {
+			delete(files, name)
+		}
+	}
+	return files, nil
+}
+
+// loomRender renders the same chart with this package.
+func loomRender(t testing.TB, dir string, values map[string]any, rel Release) (map[string]string, error) {
+	t.Helper()
+	c, _, err := Load(os.DirFS(filepath.Dir(dir)), filepath.Base(dir), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Render(values, Env{Release: rel})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, f := range res.Files {
+		out[f.Name] = f.Text
+	}
+	return out, nil
+}
+
+// readValues parses values as Helm reads a values file (numbers are
+// float64).
+func readValues(t testing.TB, y string) map[string]any {
+	t.Helper()
+	v, err := common.ReadValues([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.AsMap()
+}
+
+func TestRenderAgreesWithHelm(t *testing.T) {
+	web := filepath.Join("testdata", "charts", "web")
+	rel := Release{Name: "shop", Namespace: "team-a", Revision: 1, IsInstall: true}
+	tests := []struct {
+		name   string
+		dir    string
+		values string
+		rel    Release
+	}{
+		{name: "defaults", dir: web, rel: rel},
+		{name: "upgrade revision", dir: web, rel: Release{Name: "shop", Namespace: "team-a", Revision: 7}},
+		{name: "release name contains the chart name", dir: web, rel: Release{Name: "my-web", Namespace: "x", Revision: 1, IsInstall: true}},
+		{name: "overrides", dir: web, rel: rel, values: `
+replicaCount: 5
+image: {repository: other/web, tag: "1.0", pullPolicy: Always}
+service: {type: NodePort, port: 8080, annotations: {a: "1", b: two}}
+bigNumber: 123456789
+ratio: 1.5e-7
+podLabels: {tier: back, extra: "yes"}
+resources: {limits: {cpu: 100m, memory: 64Mi}}
+ingress: {enabled: true}
+fullnameOverride: custom-name-that-is-quite-long-and-goes-on-and-on-past-sixty-three-characters
+`},
+		{name: "conditions off", dir: web, rel: rel, values: `
+db: {enabled: false}
+redis: {enabled: false}
+hooks: {migrate: false}
+`},
+		{name: "condition list falls through to global", dir: web, rel: rel, values: `
+db: {enabled: "not a bool"}
+global: {dbEnabled: false}
+`},
+		{name: "tags", dir: web, rel: rel, values: `
+tags: {backend: false, extras: true}
+memcache: {size: huge}
+`},
+		{name: "nested subchart off and globals", dir: web, rel: rel, values: `
+db: {backup: {enabled: false}, port: 6543}
+global: {region: ap-south, extra: [1, 2]}
+`},
+		{name: "null removes a default", dir: web, rel: rel, values: `
+podLabels: null
+service: {annotations: null}
+`},
+		{name: "tpl defines", dir: web, rel: rel, values: `
+config: {greeting: '{{ define "x" }}X{{ .Release.Name }}{{ end }}{{ include "x" . }}-{{ include "web.name" . }}'}
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, werr := helmRender(t, tt.dir, readValues(t, tt.values), tt.rel)
+			got, gerr := loomRender(t, tt.dir, readValues(t, tt.values), tt.rel)
+			if werr != nil || gerr != nil {
+				t.Fatalf("helm: %v\nloom: %v", werr, gerr)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("output differs from Helm's (-helm +loom):\n%s", diff)
+			}
+		})
+	}
+}

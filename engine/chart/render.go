@@ -1,0 +1,403 @@
+package chart
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+	"text/template"
+
+	ci "helm.sh/helm/v4/pkg/chart"
+	"helm.sh/helm/v4/pkg/chart/common"
+	cutil "helm.sh/helm/v4/pkg/chart/common/util"
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+)
+
+// Release is what .Release holds, besides Service ("Helm").
+type Release struct {
+	// Name is .Release.Name.
+	Name string
+	// Namespace is .Release.Namespace.
+	Namespace string
+	// Revision is .Release.Revision.
+	Revision int
+	// IsInstall is .Release.IsInstall; IsUpgrade is its opposite.
+	IsInstall bool
+}
+
+// Position is where a template is while it runs: the file, and how many
+// bytes of it have been written.
+type Position struct {
+	File   string
+	Offset int
+}
+
+// Env is what one render may see besides the values.
+type Env struct {
+	// Release fills .Release.
+	Release Release
+	// Capabilities fills .Capabilities; nil is Helm's defaults.
+	Capabilities *common.Capabilities
+	// Lookup answers the lookup function; nil finds nothing, as under
+	// `helm template`.
+	Lookup func(at Position, apiVersion, kind, namespace, name string) (map[string]any, error)
+	// Writer, when set, wraps each file's output writer (to count or cap
+	// what the templates write).
+	Writer func(io.Writer) io.Writer
+}
+
+// File is one rendered template file.
+type File struct {
+	// Name is the template's path, e.g. web/templates/deployment.yaml or
+	// web/charts/db/templates/service.yaml.
+	Name string
+	// Text is what it rendered, with Helm's "<no value>" removed.
+	Text string
+}
+
+// Result is one render of a chart.
+type Result struct {
+	// Files are the rendered templates, partials left out, in the order
+	// Helm executes them.
+	Files []File
+	// Values are the values the root chart's templates saw (.Values).
+	Values map[string]any
+}
+
+// NotesFile reports whether name is a NOTES.txt, which Helm renders but
+// never installs.
+func NotesFile(name string) bool { return path.Base(name) == "NOTES.txt" }
+
+// Error is a failure of one template file; Err is text/template's error,
+// which names the file and line.
+type Error struct {
+	// File is the template's path; "" for a failure of the values.
+	File string
+	// Err is the cause.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.File == "" {
+		return e.Err.Error()
+	}
+	return e.File + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Render renders the chart with values, as Helm 4 installs it: subcharts
+// enabled and imported by ProcessDependencies, values coalesced over each
+// chart's values.yaml and checked against values.schema.json, Chart.yaml's
+// kubeVersion checked, then every template executed. values is not
+// changed. An error is an *Error.
+func (c *Chart) Render(values map[string]any, env Env) (*Result, error) {
+	ch := copyTree(c.chart)
+	caps := env.Capabilities
+	if caps == nil {
+		caps = common.DefaultCapabilities
+	}
+	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+		return nil, &Error{Err: fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", kv, caps.KubeVersion.String())}
+	}
+	if err := chartutil.ProcessDependencies(ch, values); err != nil {
+		return nil, &Error{Err: err}
+	}
+	opts := common.ReleaseOptions{
+		Name: env.Release.Name, Namespace: env.Release.Namespace,
+		Revision: env.Release.Revision, IsInstall: env.Release.IsInstall, IsUpgrade: !env.Release.IsInstall,
+	}
+	top, err := cutil.ToRenderValuesWithSchemaValidation(ch, values, opts, caps, false)
+	if err != nil {
+		return nil, &Error{Err: err}
+	}
+	tpls := map[string]renderable{}
+	c.collect(ch, tpls, top)
+	order := executionOrder(tpls)
+	sh, err := c.shape(order, tpls)
+	if err != nil {
+		return nil, err
+	}
+	r := sh.get()
+	defer sh.put(r)
+	r.lookup = env.Lookup
+	res := &Result{Values: top["Values"].(common.Values)}
+	var buf strings.Builder
+	for _, name := range order {
+		if strings.HasPrefix(path.Base(name), "_") {
+			continue
+		}
+		t := tpls[name]
+		t.vals["Template"] = common.Values{"Name": name, "BasePath": t.basePath}
+		buf.Reset()
+		if err := r.execute(&buf, name, t.vals, env.Writer); err != nil {
+			return nil, &Error{File: name, Err: err}
+		}
+		res.Files = append(res.Files, File{Name: name, Text: strings.ReplaceAll(buf.String(), "<no value>", "")})
+	}
+	return res, nil
+}
+
+// renderable is a template and the data it runs with.
+type renderable struct {
+	text     string
+	vals     common.Values
+	basePath string
+}
+
+// collect gathers the templates of ch and its enabled subcharts, with
+// each chart's data (.Values scoped to the chart), as Helm's engine does.
+func (c *Chart) collect(ch *chartv2.Chart, tpls map[string]renderable, parent common.Values) map[string]any {
+	acc, _ := ci.NewAccessor(ch)
+	meta := acc.MetadataAsMap()
+	meta["IsRoot"] = acc.IsRoot()
+	subcharts := map[string]any{}
+	next := common.Values{
+		"Chart":        meta,
+		"Files":        c.filesOf(ch),
+		"Release":      parent["Release"],
+		"Capabilities": parent["Capabilities"],
+		"Values":       make(common.Values),
+		"Subcharts":    subcharts,
+	}
+	if acc.IsRoot() {
+		next["Values"] = parent["Values"]
+	} else if vs, err := parent.Table("Values." + acc.Name()); err == nil {
+		next["Values"] = vs
+	}
+	for _, d := range ch.Dependencies() {
+		subcharts[d.Name()] = c.collect(d, tpls, next)
+	}
+	base := acc.ChartFullPath()
+	for _, t := range ch.Templates {
+		if t == nil || (acc.IsLibraryChart() && !strings.HasPrefix(path.Base(t.Name), "_")) {
+			continue
+		}
+		tpls[path.Join(base, t.Name)] = renderable{text: string(t.Data), vals: next, basePath: path.Join(base, "templates")}
+	}
+	return map[string]any(next)
+}
+
+// executionOrder is Helm's order of parsing and executing: the deepest
+// paths first, and among paths as deep, in reverse name order (so a
+// parent chart's define overrides a subchart's).
+func executionOrder(tpls map[string]renderable) []string {
+	keys := make([]string, 0, len(tpls))
+	for k := range tpls {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		ca, cb := strings.Count(a, "/"), strings.Count(b, "/")
+		if ca != cb {
+			return ca > cb
+		}
+		return a > b
+	})
+	return keys
+}
+
+// maxShapes bounds the parsed shapes kept per chart; past it a shape is
+// parsed for the render and dropped.
+const maxShapes = 32
+
+// shape is the parsed templates of one set of enabled subcharts.
+type shape struct {
+	root *template.Template
+	pool chan *renderer
+	c    *Chart
+}
+
+// shape returns the parsed templates for order, parsing them the first
+// time this set of files is seen.
+func (c *Chart) shape(order []string, tpls map[string]renderable) (*shape, error) {
+	key := strings.Join(order, "\x00")
+	c.mu.Lock()
+	sh := c.shapes[key]
+	c.mu.Unlock()
+	if sh != nil {
+		return sh, nil
+	}
+	root := template.New("gotpl").Option("missingkey=zero").Funcs(helmFuncs()).Funcs(c.overrides)
+	for _, name := range order {
+		if _, err := root.New(name).Parse(tpls[name].text); err != nil {
+			return nil, &Error{File: name, Err: err}
+		}
+	}
+	sh = &shape{root: root, pool: make(chan *renderer, 8), c: c}
+	c.mu.Lock()
+	if len(c.shapes) < maxShapes {
+		c.shapes[key] = sh
+	}
+	c.mu.Unlock()
+	return sh, nil
+}
+
+// Parse parses every template of the chart and of all its subcharts,
+// whatever the values, for checks that read the templates (functions
+// they call). Templates are named by their path.
+func (c *Chart) Parse() (*template.Template, map[string]string, error) {
+	tpls := map[string]renderable{}
+	var walk func(ch *chartv2.Chart)
+	walk = func(ch *chartv2.Chart) {
+		acc, _ := ci.NewAccessor(ch)
+		for _, t := range ch.Templates {
+			if t != nil {
+				tpls[path.Join(acc.ChartFullPath(), t.Name)] = renderable{text: string(t.Data)}
+			}
+		}
+		for _, d := range ch.Dependencies() {
+			walk(d)
+		}
+	}
+	walk(c.chart)
+	order := executionOrder(tpls)
+	root := template.New("gotpl").Option("missingkey=zero").Funcs(helmFuncs()).Funcs(c.overrides)
+	texts := make(map[string]string, len(order))
+	for _, name := range order {
+		texts[name] = tpls[name].text
+		if _, err := root.New(name).Parse(tpls[name].text); err != nil {
+			return nil, nil, &Error{File: name, Err: err}
+		}
+	}
+	return root, texts, nil
+}
+
+// renderer is a clone of a shape's templates with include, tpl, required,
+// fail and lookup bound to it.
+type renderer struct {
+	t      *template.Template
+	depth  int
+	lookup func(Position, string, string, string, string) (map[string]any, error)
+	file   string
+	out    *countWriter
+}
+
+func (sh *shape) get() *renderer {
+	select {
+	case r := <-sh.pool:
+		return r
+	default:
+	}
+	r := &renderer{}
+	t, err := sh.root.Clone()
+	if err != nil {
+		panic(err) // Clone fails only after the tree has executed, and the root never does
+	}
+	r.t = t.Funcs(r.funcs())
+	return r
+}
+
+func (sh *shape) put(r *renderer) {
+	r.lookup, r.out = nil, nil
+	select {
+	case sh.pool <- r:
+	default:
+	}
+}
+
+// MaxIncludeDepth caps how deeply include and tpl may nest, as Helm's
+// recursion limit does.
+const MaxIncludeDepth = 1000
+
+func (r *renderer) funcs() template.FuncMap {
+	return template.FuncMap{
+		"include":  r.include,
+		"tpl":      r.tpl,
+		"required": required,
+		"fail":     fail,
+		"lookup":   r.lookupFunc,
+	}
+}
+
+// execute runs one file, turning a panic (mustToYaml's, say) into an error.
+func (r *renderer) execute(w *strings.Builder, name string, data any, wrap func(io.Writer) io.Writer) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("rendering template failed: %v", p)
+		}
+	}()
+	r.file = name
+	r.out = &countWriter{w: w}
+	var out io.Writer = r.out
+	if wrap != nil {
+		out = wrap(out)
+	}
+	return r.t.ExecuteTemplate(out, name, data)
+}
+
+func (r *renderer) include(name string, data any) (string, error) {
+	if r.depth >= MaxIncludeDepth {
+		return "", fmt.Errorf("rendering template has a nested reference name: %s: unable to execute template", name)
+	}
+	r.depth++
+	defer func() { r.depth-- }()
+	var b strings.Builder
+	err := r.t.ExecuteTemplate(&b, name, data)
+	return b.String(), err
+}
+
+// tplName names the template that tpl parses its text into.
+const tplName = "tpl"
+
+func (r *renderer) tpl(text string, data any) (string, error) {
+	if r.depth >= MaxIncludeDepth {
+		return "", fmt.Errorf("tpl: nesting deeper than %d", MaxIncludeDepth)
+	}
+	t, err := r.t.Clone()
+	if err != nil {
+		return "", fmt.Errorf("cannot clone template: %w", err)
+	}
+	// The clone's include and tpl see the defines that text adds.
+	sub := &renderer{t: t, depth: r.depth + 1, lookup: r.lookup, file: r.file, out: r.out}
+	t.Option("missingkey=zero").Funcs(sub.funcs())
+	if t, err = t.New(tplName).Parse(text); err != nil {
+		return "", fmt.Errorf("cannot parse template %q: %w", text, err)
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("error during tpl function execution for %q: %w", text, err)
+	}
+	return strings.ReplaceAll(b.String(), "<no value>", ""), nil
+}
+
+func (r *renderer) lookupFunc(apiVersion, kind, namespace, name string) (map[string]any, error) {
+	if r.lookup == nil {
+		return map[string]any{}, nil
+	}
+	at := Position{File: r.file}
+	if r.out != nil {
+		at.Offset = r.out.n
+	}
+	return r.lookup(at, apiVersion, kind, namespace, name)
+}
+
+// required fails with msg when v is nil or "".
+func required(msg string, v any) (any, error) {
+	if v == nil {
+		return v, errors.New(msg)
+	}
+	if s, ok := v.(string); ok && s == "" {
+		return v, errors.New(msg)
+	}
+	return v, nil
+}
+
+// fail fails the render with msg.
+func fail(msg string) (string, error) { return "", errors.New(msg) }
+
+// countWriter counts what a file writes.
+type countWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
+}

@@ -1,0 +1,3 @@
+{{- define "lib.labels" -}}
+lib.example/owner: {{ .Release.Name }}
+{{- end }}
