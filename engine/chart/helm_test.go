@@ -133,3 +133,52 @@ config: {greeting: '{{ define "x" }}X{{ .Release.Name }}{{ end }}{{ include "x" 
 		})
 	}
 }
+
+func TestRenderFailsAsHelmDoes(t *testing.T) {
+	web := filepath.Join("testdata", "charts", "web")
+	rel := Release{Name: "shop", Namespace: "team-a", Revision: 1, IsInstall: true}
+	tests := []struct {
+		name   string
+		values string
+		// where is the file:line Loom's error must name ("" for values).
+		where string
+	}{
+		{name: "schema: type", values: `replicaCount: many`},
+		{name: "schema: minimum", values: `replicaCount: -1`},
+		{name: "schema: enum and required", values: `image: {repository: "", pullPolicy: Sometimes}`},
+		{name: "schema: nested port", values: `service: {port: 70000}`},
+		{name: "fail", values: `mustFail: stop here`, where: "web/templates/service.yaml:2"},
+		{name: "required", values: `needName: {other: 1}`, where: "web/templates/service.yaml:3"},
+		{name: "required empty string", values: `needName: {name: ""}`, where: "web/templates/service.yaml:3"},
+		{name: "tpl parse error", values: `config: {greeting: "{{ .Release.Name"}`, where: "web/templates/deployment.yaml:"},
+		{name: "include of a missing define", values: `config: {greeting: '{{ include "nope" . }}'}`, where: "web/templates/deployment.yaml:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, werr := helmRender(t, web, readValues(t, tt.values), rel)
+			_, gerr := loomRender(t, web, readValues(t, tt.values), rel)
+			if werr == nil || gerr == nil {
+				t.Fatalf("both must fail\nhelm: %v\nloom: %v", werr, gerr)
+			}
+			if tt.where == "" {
+				// The values' failures are Helm's own functions' errors.
+				if werr.Error() != gerr.Error() {
+					t.Errorf("errors differ\nhelm: %v\nloom: %v", werr, gerr)
+				}
+				return
+			}
+			if !strings.Contains(gerr.Error(), tt.where) {
+				t.Errorf("loom's error does not name %s: %v", tt.where, gerr)
+			}
+			// Helm's message (after its location) is in Loom's.
+			msg := werr.Error()
+			if i := strings.LastIndex(msg, "): "); i >= 0 {
+				msg = msg[i+3:]
+			}
+			msg = strings.TrimSpace(msg[strings.LastIndex(msg, "\n")+1:])
+			if !strings.Contains(gerr.Error(), msg) {
+				t.Errorf("loom's error lacks Helm's message %q\nhelm: %v\nloom: %v", msg, werr, gerr)
+			}
+		})
+	}
+}

@@ -341,8 +341,9 @@ func (r *renderer) include(name string, data any) (string, error) {
 	return b.String(), err
 }
 
-// tplName names the template that tpl parses its text into.
-const tplName = "tpl"
+// TplName names the template that tpl parses its text into: Helm's
+// name for it, which its error messages show.
+const TplName = "gotpl"
 
 func (r *renderer) tpl(text string, data any) (string, error) {
 	if r.depth >= MaxIncludeDepth {
@@ -355,7 +356,7 @@ func (r *renderer) tpl(text string, data any) (string, error) {
 	// The clone's include and tpl see the defines that text adds.
 	sub := &renderer{t: t, depth: r.depth + 1, lookup: r.lookup, file: r.file, out: r.out}
 	t.Option("missingkey=zero").Funcs(sub.funcs())
-	if t, err = t.New(tplName).Parse(text); err != nil {
+	if t, err = t.New(TplName).Parse(text); err != nil {
 		return "", fmt.Errorf("cannot parse template %q: %w", text, err)
 	}
 	var b strings.Builder
