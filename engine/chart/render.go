@@ -41,6 +41,8 @@ type Env struct {
 	Release Release
 	// Capabilities fills .Capabilities; nil is Helm's defaults.
 	Capabilities *common.Capabilities
+	// Service is .Release.Service; "" is Helm's "Helm".
+	Service string
 	// Lookup answers the lookup function; nil finds nothing, as under
 	// `helm template`.
 	Lookup func(at Position, apiVersion, kind, namespace, name string) (map[string]any, error)
@@ -114,6 +116,9 @@ func (c *Chart) Render(values map[string]any, env Env) (*Result, error) {
 	top, err := cutil.ToRenderValuesWithSchemaValidation(ch, values, opts, caps, false)
 	if err != nil {
 		return nil, &Error{Err: err}
+	}
+	if env.Service != "" {
+		top["Release"].(map[string]any)["Service"] = env.Service
 	}
 	tpls := map[string]renderable{}
 	c.collect(ch, tpls, top)

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -58,6 +59,10 @@ type Config struct {
 	// Rollout, when set, moves a new revision of the set to its parents
 	// in health-gated steps instead of all at once.
 	Rollout *Policy `json:"rollout,omitempty"`
+	// Chart, when set, is a Helm chart (a folder or a .tgz, relative to
+	// loom.yaml and inside the set's folder) that renders the children in
+	// place of the set's own templates: the parent's spec is its values.
+	Chart string `json:"chart,omitempty"`
 	// Schema, when set, is the parent's API: Loom generates the parent's
 	// CRD from it, defaults and validates specs offline and checks what
 	// the templates read against it. Without it the spec is free-form.
@@ -161,6 +166,9 @@ func (c *Config) Validate() error {
 	}
 	if err := validateSchema(c.Schema); err != nil {
 		return err
+	}
+	if c.Chart != "" && !filepath.IsLocal(c.Chart) {
+		return fmt.Errorf("chart %q: must be a path inside the set's folder (a symlink to a chart elsewhere works)", c.Chart)
 	}
 	for i, r := range c.Readiness {
 		if r.Kind == "" {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"github.com/loom-operator/loom/engine/chart"
 	"errors"
 	"fmt"
 	"regexp"
@@ -84,7 +85,7 @@ func fromTemplateError(file string, err error) *Error {
 	// Text that tpl parsed is in no file: name the innermost file instead,
 	// and say where in the tpl text the error is.
 	at := len(locs) - 1
-	for at > 0 && msg[locs[at][2]:locs[at][3]] == tplName {
+	for at > 0 && isTplName(msg[locs[at][2]:locs[at][3]]) {
 		at--
 	}
 	if at < len(locs)-1 {
@@ -100,7 +101,7 @@ func fromTemplateError(file string, err error) *Error {
 	}
 	var trail []string
 	for _, l := range locs[:at] {
-		if msg[l[2]:l[3]] != tplName {
+		if !isTplName(msg[l[2]:l[3]]) {
 			trail = append(trail, loc(l))
 		}
 	}
@@ -131,3 +132,7 @@ func foldRepeats(locs []string) string {
 	}
 	return b.String()
 }
+
+// isTplName reports whether a template name is text that tpl parsed:
+// Loom's name for it, or Helm's in a chart.
+func isTplName(name string) bool { return name == tplName || name == chart.TplName }

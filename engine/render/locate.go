@@ -10,6 +10,15 @@ import (
 	"text/template/parse"
 )
 
+// source is a template file's text: a set's own file, or one of its
+// chart's templates (by its path in the chart, e.g. web/templates/a.yaml).
+func (s *Set) source(file string) []byte {
+	if b, ok := s.sources[file]; ok {
+		return b
+	}
+	return s.chartTexts[file]
+}
+
 // docLine returns the source line where document idx (1-based) of file
 // starts, counting the literal "---" separators in the template source.
 // When the template emits separators from actions, it falls back to line 1.
@@ -17,7 +26,7 @@ func (s *Set) docLine(file string, idx int) int {
 	if idx <= 1 {
 		return 1
 	}
-	src := s.sources[file]
+	src := s.source(file)
 	line, seen := 1, 0
 	for _, l := range bytes.Split(src, []byte("\n")) {
 		if isSeparator(l) {
@@ -55,7 +64,7 @@ func (s *Set) findKeyLine(file string, from int, key string) int {
 // findMatch returns the first line, at or after from and within the same
 // document, that match accepts, or from when none does.
 func (s *Set) findMatch(file string, from int, match func(line []byte) bool) int {
-	lines := bytes.Split(s.sources[file], []byte("\n"))
+	lines := bytes.Split(s.source(file), []byte("\n"))
 	for i := from - 1; i >= 0 && i < len(lines); i++ {
 		if i > from-1 && isSeparator(lines[i]) {
 			break

@@ -88,17 +88,22 @@ func (r Read) key() string { return readKey(r.GroupKind(), r.Namespace, r.Name) 
 // lookup is Helm's lookup: the live object as a map, an empty map when
 // there is none, and {items: [...]} for a name of "".
 func (r *renderer) lookup(apiVersion, kind, namespace, name string) (map[string]any, error) {
-	st := r.lk
-	if st == nil {
+	if r.lk == nil {
 		return map[string]any{}, nil // the parser's stub tree, or a partial's check
 	}
+	return r.lk.lookup(r.out.n, apiVersion, kind, namespace, name)
+}
+
+// lookup answers one lookup made at offset pos of the current file's
+// output.
+func (st *lookupState) lookup(pos int, apiVersion, kind, namespace, name string) (map[string]any, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return nil, fmt.Errorf("lookup: apiVersion %q: %w", apiVersion, err)
 	}
 	gvk := gv.WithKind(kind)
 	rule := st.rule(gvk.GroupKind())
-	read := Read{GVK: gvk, Namespace: namespace, Name: name, Own: rule == nil, file: st.file, pos: r.out.n}
+	read := Read{GVK: gvk, Namespace: namespace, Name: name, Own: rule == nil, file: st.file, pos: pos}
 	if err := st.allowed(&read, rule); err != nil {
 		return nil, err
 	}

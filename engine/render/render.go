@@ -54,6 +54,8 @@ type Output struct {
 	// All is every lookup made, in the order made, for the caller to
 	// watch what the render read.
 	All []Read
+	// Notes is a chart set's rendered NOTES.txt (the root chart's).
+	Notes string
 }
 
 // Deferred is a file whose render failed after it looked up one of the
@@ -97,6 +99,40 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 	var kids []renderedChild
 	var failed []Deferred
 	seen := map[string]origin{} // group, kind and name → where rendered
+	add := func(file string, objs []renderedDoc, reads []Read) error {
+		docReads := readsByDoc(objs, reads)
+		for i, o := range objs {
+			if s.chart != nil && testHook(o.obj) {
+				continue
+			}
+			if err := owner.inject(o.obj); err != nil {
+				return &Error{File: file, Line: o.line, Doc: o.doc, Object: objectName(o.obj), Err: err}
+			}
+			child := &unstructured.Unstructured{Object: o.obj}
+			if err := checkDuplicate(seen, child, file, o); err != nil {
+				return err
+			}
+			kids = append(kids, renderedChild{obj: child, reads: docReads[i]})
+		}
+		return nil
+	}
+	var notes string
+	if s.chart != nil {
+		files, n, err := s.chartFiles(parent, r.lk, r)
+		if err != nil {
+			return nil, err
+		}
+		notes = n
+		for _, f := range files {
+			objs, err := s.decodeFile(f.Name, []byte(f.Text))
+			if err != nil {
+				return nil, err
+			}
+			if err := add(f.Name, objs, readsOf(r.lk.reads, f.Name)); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, file := range s.files {
 		before := len(r.lk.reads)
 		objs, err := s.renderFile(r, buf, file, data)
@@ -105,19 +141,11 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 			failed = append(failed, Deferred{File: file, Err: err, Reads: reads})
 			continue
 		}
-		docReads := readsByDoc(objs, reads)
-		for i, o := range objs {
-			if err := owner.inject(o.obj); err != nil {
-				return nil, &Error{File: file, Line: o.line, Doc: o.doc, Object: objectName(o.obj), Err: err}
-			}
-			child := &unstructured.Unstructured{Object: o.obj}
-			if err := checkDuplicate(seen, child, file, o); err != nil {
-				return nil, err
-			}
-			kids = append(kids, renderedChild{obj: child, reads: docReads[i]})
+		if err := add(file, objs, reads); err != nil {
+			return nil, err
 		}
 	}
-	out := &Output{All: r.lk.reads}
+	out := &Output{All: r.lk.reads, Notes: notes}
 	names := make(map[string]bool, len(kids))
 	for _, k := range kids {
 		names[keyOf(k.obj)] = true
@@ -128,7 +156,7 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 		}
 		out.Deferred = append(out.Deferred, f)
 	}
-	if err := s.refuseForeign(r, buf, data, out.All, names); err != nil {
+	if err := s.refuseForeign(r, buf, parent, data, out.All, names); err != nil {
 		return nil, err
 	}
 	sortForApply(kids)
@@ -138,6 +166,17 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 		out.Children[i], out.Reads[i] = k.obj, k.reads
 	}
 	return out, nil
+}
+
+// readsOf is the reads made while file rendered.
+func readsOf(reads []Read, file string) []Read {
+	var out []Read
+	for _, rd := range reads {
+		if rd.file == file {
+			out = append(out, rd)
+		}
+	}
+	return out
 }
 
 // renderedChild is one child while a render is assembled.
@@ -208,7 +247,7 @@ func foreignReads(reads []Read, children map[string]bool) (string, map[string]bo
 // refuseForeign fails the render when a lookup of an undeclared kind read
 // something that is not a child this parent renders. The file is run
 // again with that read refused, so that the error has the lookup's line.
-func (s *Set) refuseForeign(r *renderer, buf *bytes.Buffer, data map[string]any, reads []Read, children map[string]bool) error {
+func (s *Set) refuseForeign(r *renderer, buf *bytes.Buffer, parent *unstructured.Unstructured, data map[string]any, reads []Read, children map[string]bool) error {
 	file, refuse := foreignReads(reads, children)
 	if file == "" {
 		return nil
@@ -217,7 +256,11 @@ func (s *Set) refuseForeign(r *renderer, buf *bytes.Buffer, data map[string]any,
 	r.lk.refuse = refuse
 	r.lk.reads = nil
 	defer func() { r.lk.refuse, r.lk.reads = nil, saved }()
-	if _, err := s.renderFile(r, buf, file, data); err != nil {
+	if s.chart != nil {
+		if _, _, err := s.chartFiles(parent, r.lk, r); err != nil {
+			return err
+		}
+	} else if _, err := s.renderFile(r, buf, file, data); err != nil {
 		return err
 	}
 	// The second run did not reach the lookup: say so without a line.
@@ -312,7 +355,7 @@ type renderedDoc struct {
 // decodeFile splits a file's output into documents and decodes each one,
 // through the cache when the exact bytes were seen before.
 func (s *Set) decodeFile(file string, out []byte) ([]renderedDoc, error) {
-	cache := s.caches[file]
+	cache := s.cacheFor(file)
 	var docs []renderedDoc
 	for i, d := range splitDocuments(out) {
 		idx := i + 1

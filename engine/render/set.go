@@ -11,8 +11,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing/fstest"
 	"text/template"
+
+	"github.com/loom-operator/loom/engine/chart"
 
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/crd"
@@ -38,6 +41,12 @@ type Set struct {
 	sources map[string][]byte
 	pool    rendererPool
 	caches  map[string]*decodeCache // per child template file
+
+	// chart renders the children of a chart set (loom.yaml's chart);
+	// chartTexts are its templates' sources, by path in the chart.
+	chart      *chart.Chart
+	chartTexts map[string][]byte
+	cacheMu    sync.Mutex // guards caches for a chart set, filled as files render
 }
 
 // Fingerprint is a hash of every file the set was parsed from, loom.yaml
@@ -112,6 +121,8 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 		case strings.HasPrefix(name, "_"):
 			partials = append(partials, name)
 		case name == s.Config.Status:
+		case strings.HasSuffix(name, ".yaml") && s.Config.Chart != "":
+			return nil, &Error{File: name, Err: fmt.Errorf("a set whose %s names a chart renders the chart's templates only: move %s into the chart's templates/ folder", config.File, name)}
 		case strings.HasSuffix(name, ".yaml"):
 			s.files = append(s.files, name)
 		default:
@@ -126,7 +137,7 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 			return nil, &Error{File: config.File, Err: fmt.Errorf("status template: %w", err)}
 		}
 	}
-	if len(s.files) == 0 {
+	if len(s.files) == 0 && s.Config.Chart == "" {
 		return nil, &Error{File: ".", Err: errors.New("template set has no *.yaml templates")}
 	}
 	sort.Strings(s.files)
@@ -134,7 +145,11 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	if err := s.parse(partials); err != nil {
 		return nil, err
 	}
-	if err := s.checkSpec(); err != nil {
+	if s.Config.Chart != "" {
+		if err := s.loadChart(fsys); err != nil {
+			return nil, err
+		}
+	} else if err := s.checkSpec(); err != nil {
 		return nil, err
 	}
 	s.caches = make(map[string]*decodeCache, len(s.files))

@@ -1,0 +1,213 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"regexp"
+	"strings"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+	"github.com/loom-operator/loom/engine/chart"
+	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/object"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// HookAnnotation marks a chart's hook; Loom never applies a test hook.
+const HookAnnotation = "helm.sh/hook"
+
+// loadChart loads the chart that loom.yaml names, keeps its files among
+// the set's sources (so that the revision covers the whole chart) and
+// refuses it, as any set, when a template calls a function whose value
+// differs on every render.
+func (s *Set) loadChart(fsys fs.FS) error {
+	c, src, err := chart.Load(fsys, s.Config.Chart, chart.Options{Funcs: chartOverrides})
+	if err != nil {
+		return &Error{File: config.File, Err: fmt.Errorf("chart: %w", err)}
+	}
+	for name, b := range src {
+		s.sources[name] = b
+	}
+	root, texts, err := c.Parse()
+	if err != nil {
+		return chartError(err)
+	}
+	s.chartTexts = make(map[string][]byte, len(texts))
+	for name, text := range texts {
+		s.chartTexts[name] = []byte(text)
+	}
+	if err := checkRefused(root, s.chartTexts); err != nil {
+		return err
+	}
+	s.chart = c
+	s.caches = map[string]*decodeCache{}
+	return nil
+}
+
+// Chart is the set's Helm chart, or nil for a set of Loom templates.
+func (s *Set) Chart() *chart.Chart { return s.chart }
+
+// chartOverrides make Helm's function map hermetic, as Loom's own is (see
+// hermetic): the functions whose value differs on every render fail, the
+// date functions refuse to read the clock, keys and values list a map in
+// key order (one of the orders Helm may print), printf refuses %p, and
+// the functions that build a list or string whole are capped. A chart
+// that renders under Helm the same way every time renders the same here.
+var chartOverrides = func() template.FuncMap {
+	m := sprig.TxtFuncMap()
+	hermetic(m)
+	out := template.FuncMap{
+		"until": until, "untilStep": untilStep, "seq": seq, "repeat": repeat,
+	}
+	for _, name := range []string{"printf", "date", "dateInZone", "date_in_zone", "htmlDate", "htmlDateInZone", "durationRound", "keys", "values"} {
+		out[name] = m[name]
+	}
+	for name := range refusedFuncs {
+		out[name] = m[name]
+	}
+	return out
+}()
+
+// cacheFor is the decode cache of one template file.
+func (s *Set) cacheFor(file string) *decodeCache {
+	if s.chart == nil {
+		return s.caches[file]
+	}
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	c := s.caches[file]
+	if c == nil {
+		c = newDecodeCache(defaultCacheBytes)
+		s.caches[file] = c
+	}
+	return c
+}
+
+// chartError turns a failure of the chart into an *Error at the template's
+// file and line, or at loom.yaml for a failure of the values.
+func chartError(err error) error {
+	var ce *chart.Error
+	if !errors.As(err, &ce) {
+		return &Error{File: config.File, Err: err}
+	}
+	if ce.File == "" {
+		return &Error{File: config.File, Err: fmt.Errorf("chart values: %w", ce.Err)}
+	}
+	return keepCause(fromTemplateError(ce.File, ce.Err), ce.Err)
+}
+
+// release is what .Release says of a parent: its name and namespace, its
+// generation as the revision (a spec change is an upgrade), and an
+// install until the spec first changes.
+func release(parent *unstructured.Unstructured) chart.Release {
+	rev := int(max(parent.GetGeneration(), 1))
+	return chart.Release{Name: parent.GetName(), Namespace: parent.GetNamespace(), Revision: rev, IsInstall: rev == 1}
+}
+
+// helmValues is the parent's spec as Helm reads a values file: every
+// number a float64 (so that a template prints 1000000 as 1e+06, as under
+// Helm), copied so that templates cannot change the parent.
+func helmValues(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = helmValues(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = helmValues(e)
+		}
+		return out
+	case int64:
+		return float64(x)
+	case int:
+		return float64(x)
+	case int32:
+		return float64(x)
+	}
+	return v
+}
+
+// chartFiles renders a chart set's templates for parent, recording its
+// lookups in st. NOTES.txt files are returned apart: Helm never installs
+// them.
+func (s *Set) chartFiles(parent *unstructured.Unstructured, st *lookupState, r *renderer) ([]chart.File, string, error) {
+	spec, _ := parent.Object["spec"].(map[string]any)
+	values, _ := helmValues(spec).(map[string]any)
+	if values == nil {
+		values = map[string]any{}
+	}
+	res, err := s.chart.Render(values, chart.Env{
+		Release: release(parent),
+		// Loom manages the children: a chart's managed-by label says so,
+		// and agrees with the label Loom sets.
+		Service: object.ManagedByValue,
+		Lookup: func(at chart.Position, apiVersion, kind, namespace, name string) (map[string]any, error) {
+			st.file = at.File
+			return st.lookup(at.Offset, apiVersion, kind, namespace, name)
+		},
+		Writer: func(w io.Writer) io.Writer { return &capWriter{w: w, r: r} },
+	})
+	if err != nil {
+		if errors.Is(err, errOutputTooLarge) {
+			var ce *chart.Error
+			errors.As(err, &ce)
+			return nil, "", &Error{File: ce.File, Err: errOutputTooLarge}
+		}
+		return nil, "", chartError(err)
+	}
+	var files []chart.File
+	var notes string
+	for _, f := range res.Files {
+		// Helm splits documents at any line that starts with "---" (even
+		// "---kind: X"); Loom's splitter wants "---" alone.
+		if strings.Contains(f.Text, "---") {
+			f.Text = helmSeparator.ReplaceAllString(f.Text, "---\n")
+		}
+		if chart.NotesFile(f.Name) {
+			if f.Name == s.chart.Name()+"/templates/NOTES.txt" {
+				notes = f.Text
+			}
+			continue
+		}
+		files = append(files, f)
+	}
+	return files, notes, nil
+}
+
+// helmSeparator is where Helm 4 splits a file into documents.
+var helmSeparator = regexp.MustCompile(`(?m)^---[ \t]*`)
+
+// capWriter counts a chart's output against MaxOutputBytes.
+type capWriter struct {
+	w io.Writer
+	r *renderer
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	if err := c.r.count(len(p)); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}
+
+// testHook reports whether a chart's object is a test hook, which Helm
+// runs only on `helm test` and Loom never applies.
+func testHook(obj map[string]any) bool {
+	meta, _ := obj["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	hooks, _ := ann[HookAnnotation].(string)
+	for h := range strings.SplitSeq(hooks, ",") {
+		switch strings.TrimSpace(h) {
+		case "test", "test-success", "test-failure":
+			return true
+		}
+	}
+	return false
+}
