@@ -1,9 +1,9 @@
 package render
 
 import (
-	"github.com/loom-operator/loom/engine/chart"
 	"errors"
 	"fmt"
+	"github.com/loom-operator/loom/engine/chart"
 	"regexp"
 	"strconv"
 	"strings"
