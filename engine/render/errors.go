@@ -3,10 +3,11 @@ package render
 import (
 	"errors"
 	"fmt"
-	"github.com/loom-operator/loom/engine/chart"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/loom-operator/loom/engine/chart"
 )
 
 // Error is a render failure located in a template set. Every error that
