@@ -70,7 +70,7 @@ var errOutside = errors.New("called outside a render")
 
 // toYAML is YAML without the final newline; "" when v cannot be marshalled.
 func toYAML(v any) string {
-	b, err := yaml.Marshal(v)
+	b, err := marshalYAML(v)
 	if err != nil {
 		return ""
 	}
@@ -78,7 +78,7 @@ func toYAML(v any) string {
 }
 
 func mustToYAML(v any) string {
-	b, err := yaml.Marshal(v)
+	b, err := marshalYAML(v)
 	if err != nil {
 		panic(err)
 	}
@@ -97,13 +97,7 @@ func toYAMLPretty(v any) string {
 }
 
 // fromYAML parses a mapping; an error is the map's "Error" key.
-func fromYAML(s string) map[string]any {
-	m := map[string]any{}
-	if err := yaml.Unmarshal([]byte(s), &m); err != nil {
-		m["Error"] = err.Error()
-	}
-	return m
-}
+func fromYAML(s string) map[string]any { return unmarshalYAMLMap(s) }
 
 // fromYAMLArray parses a sequence; an error is its only item.
 func fromYAMLArray(s string) []any {

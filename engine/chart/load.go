@@ -27,8 +27,10 @@ type Chart struct {
 	// copy of a chart, aliased or not, shares the loaded one's files.
 	files map[*common.File]Files
 
-	mu     sync.Mutex
-	shapes map[string]*shape
+	mu       sync.Mutex
+	shapes   map[string]*shape
+	prepared map[[32]byte]*prepared // by the hash of the values' JSON
+	outputs  memo[*Result]           // by outputKey
 }
 
 // Options tune how a chart is executed.
@@ -71,7 +73,7 @@ func Load(fsys fs.FS, dir string, opts Options) (*Chart, Sources, error) {
 	if err := c.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("chart %s: %w", dir, err)
 	}
-	out := &Chart{chart: c, overrides: opts.Funcs, files: map[*common.File]Files{}, shapes: map[string]*shape{}}
+	out := &Chart{chart: c, overrides: opts.Funcs, files: map[*common.File]Files{}, shapes: map[string]*shape{}, prepared: map[[32]byte]*prepared{}}
 	out.indexFiles(c)
 	return out, src, nil
 }

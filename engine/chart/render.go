@@ -1,6 +1,8 @@
 package chart
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -63,10 +65,9 @@ type File struct {
 // Result is one render of a chart.
 type Result struct {
 	// Files are the rendered templates, partials left out, in the order
-	// Helm executes them.
+	// Helm executes them. A Result may be shared with later renders of
+	// the same input (see Chart.Render): it must not be changed.
 	Files []File
-	// Values are the values the root chart's templates saw (.Values).
-	Values map[string]any
 }
 
 // NotesFile reports whether name is a NOTES.txt, which Helm renders but
@@ -98,41 +99,51 @@ func (e *Error) Unwrap() error { return e.Err }
 // kubeVersion checked, then every template executed. values is not
 // changed. An error is an *Error.
 func (c *Chart) Render(values map[string]any, env Env) (*Result, error) {
-	ch := copyTree(c.chart)
 	caps := env.Capabilities
 	if caps == nil {
 		caps = common.DefaultCapabilities
 	}
-	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+	if kv := c.chart.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
 		return nil, &Error{Err: fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", kv, caps.KubeVersion.String())}
 	}
-	if err := chartutil.ProcessDependencies(ch, values); err != nil {
-		return nil, &Error{Err: err}
-	}
-	opts := common.ReleaseOptions{
-		Name: env.Release.Name, Namespace: env.Release.Namespace,
-		Revision: env.Release.Revision, IsInstall: env.Release.IsInstall, IsUpgrade: !env.Release.IsInstall,
-	}
-	top, err := cutil.ToRenderValuesWithSchemaValidation(ch, values, opts, caps, false)
+	p, err := c.prepare(values)
 	if err != nil {
-		return nil, &Error{Err: err}
+		return nil, err
+	}
+	key := outputKey(p.key, env, caps)
+	if res, ok := c.outputs.get(key); ok {
+		return res, nil
+	}
+	top := common.Values{
+		"Capabilities": caps,
+		"Release": map[string]any{
+			"Name":      env.Release.Name,
+			"Namespace": env.Release.Namespace,
+			"IsUpgrade": !env.Release.IsInstall,
+			"IsInstall": env.Release.IsInstall,
+			"Revision":  env.Release.Revision,
+			"Service":   "Helm",
+		},
+		// A copy: templates may change .Values (set, unset), and Helm
+		// gives each render values of its own.
+		"Values": deepCopy(p.values),
 	}
 	if env.Service != "" {
 		top["Release"].(map[string]any)["Service"] = env.Service
 	}
 	tpls := map[string]renderable{}
-	c.collect(ch, tpls, top)
-	order := executionOrder(tpls)
-	sh, err := c.shape(order, tpls)
+	i := 0
+	c.collect(p.ch, tpls, top, p.meta, &i)
+	sh, err := c.shape(p.order, tpls)
 	if err != nil {
 		return nil, err
 	}
 	r := sh.get()
 	defer sh.put(r)
-	r.lookup = env.Lookup
-	res := &Result{Values: top["Values"].(common.Values)}
+	r.lookup, r.looked = env.Lookup, false
+	res := &Result{}
 	var buf strings.Builder
-	for _, name := range order {
+	for _, name := range p.order {
 		if strings.HasPrefix(path.Base(name), "_") {
 			continue
 		}
@@ -144,22 +155,146 @@ func (c *Chart) Render(values map[string]any, env Env) (*Result, error) {
 		}
 		res.Files = append(res.Files, File{Name: name, Text: strings.ReplaceAll(buf.String(), "<no value>", "")})
 	}
+	if !r.looked {
+		size := 0
+		for _, f := range res.Files {
+			size += len(f.Text)
+		}
+		c.outputs.put(key, res, size+len(key))
+	}
 	return res, nil
+}
+
+// outputKey names a render's input: the values, the release, and the
+// capabilities. Rendering is hermetic (the functions whose value differs
+// on every render are refused, see Options.Funcs), so a render that made
+// no lookup gives the same files for the same key, and Render keeps them:
+// the controller renders an unchanged parent again on every event of its
+// children.
+func outputKey(values [32]byte, env Env, caps *common.Capabilities) string {
+	h := sha256.New()
+	h.Write(values[:])
+	fmt.Fprintf(h, "\x00%s\x00%s\x00%d\x00%t\x00%s\x00%s\x00", env.Release.Name, env.Release.Namespace,
+		env.Release.Revision, env.Release.IsInstall, env.Service, caps.KubeVersion.Version)
+	for _, v := range caps.APIVersions {
+		h.Write([]byte(v))
+		h.Write([]byte{0})
+	}
+	return string(h.Sum(nil))
+}
+
+// prepared is what Helm's functions make of one set of values: the chart
+// with its enabled subcharts (aliased, their values imported), the
+// coalesced values, checked against the schemas, and each chart's
+// .Chart, in collect's order. It depends on nothing but the values, so it
+// is kept, read-only, for the next render of the same values.
+type prepared struct {
+	key    [32]byte // the hash of the values' JSON
+	ch     *chartv2.Chart
+	values common.Values
+	meta   []map[string]any
+	order  []string
+}
+
+// maxPrepared bounds the prepared values kept per chart.
+const maxPrepared = 256
+
+// prepare runs Helm's ProcessDependencies and
+// ToRenderValuesWithSchemaValidation on a copy of the chart, or returns
+// what an earlier render of the same values made. values is not changed.
+func (c *Chart) prepare(values map[string]any) (*prepared, error) {
+	raw, err := json.Marshal(values)
+	if err != nil {
+		return nil, &Error{Err: fmt.Errorf("values: %w", err)}
+	}
+	key := sha256.Sum256(raw)
+	c.mu.Lock()
+	p, ok := c.prepared[key]
+	c.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	// Helm's functions get a copy of their own: import-values and
+	// coalescing must not reach the caller's values.
+	values = deepCopy(values).(map[string]any)
+	ch := copyTree(c.chart)
+	if err := chartutil.ProcessDependencies(ch, values); err != nil {
+		return nil, &Error{Err: err}
+	}
+	top, err := cutil.ToRenderValuesWithSchemaValidation(ch, values, common.ReleaseOptions{}, common.DefaultCapabilities, false)
+	if err != nil {
+		return nil, &Error{Err: err}
+	}
+	p = &prepared{key: key, ch: ch, values: top["Values"].(common.Values)}
+	tpls := map[string]renderable{}
+	c.collectMeta(ch, &p.meta)
+	i := 0
+	c.collect(ch, tpls, common.Values{"Values": p.values}, p.meta, &i)
+	p.order = executionOrder(tpls)
+	c.mu.Lock()
+	if len(c.prepared) >= maxPrepared {
+		for k := range c.prepared { // drop one, any
+			delete(c.prepared, k)
+			break
+		}
+	}
+	c.prepared[key] = p
+	c.mu.Unlock()
+	return p, nil
+}
+
+// collectMeta is each chart's .Chart (Chart.yaml as a map, and IsRoot), in
+// the order collect visits them.
+func (c *Chart) collectMeta(ch *chartv2.Chart, out *[]map[string]any) {
+	acc, _ := ci.NewAccessor(ch)
+	meta := acc.MetadataAsMap()
+	meta["IsRoot"] = acc.IsRoot()
+	*out = append(*out, meta)
+	for _, d := range ch.Dependencies() {
+		c.collectMeta(d, out)
+	}
+}
+
+// deepCopy copies the maps and lists of a value tree; anything else is
+// shared (strings, numbers, and values templates cannot change).
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = deepCopy(e)
+		}
+		return out
+	case common.Values:
+		out := make(common.Values, len(x))
+		for k, e := range x {
+			out[k] = deepCopy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = deepCopy(e)
+		}
+		return out
+	}
+	return v
 }
 
 // renderable is a template and the data it runs with.
 type renderable struct {
-	text     string
+	text     []byte
 	vals     common.Values
 	basePath string
 }
 
 // collect gathers the templates of ch and its enabled subcharts, with
 // each chart's data (.Values scoped to the chart), as Helm's engine does.
-func (c *Chart) collect(ch *chartv2.Chart, tpls map[string]renderable, parent common.Values) map[string]any {
+// metas are the charts' .Chart maps in visiting order; *i counts them.
+func (c *Chart) collect(ch *chartv2.Chart, tpls map[string]renderable, parent common.Values, metas []map[string]any, i *int) map[string]any {
 	acc, _ := ci.NewAccessor(ch)
-	meta := acc.MetadataAsMap()
-	meta["IsRoot"] = acc.IsRoot()
+	meta := deepCopy(metas[*i]).(map[string]any)
+	*i++
 	subcharts := map[string]any{}
 	next := common.Values{
 		"Chart":        meta,
@@ -175,14 +310,14 @@ func (c *Chart) collect(ch *chartv2.Chart, tpls map[string]renderable, parent co
 		next["Values"] = vs
 	}
 	for _, d := range ch.Dependencies() {
-		subcharts[d.Name()] = c.collect(d, tpls, next)
+		subcharts[d.Name()] = c.collect(d, tpls, next, metas, i)
 	}
 	base := acc.ChartFullPath()
 	for _, t := range ch.Templates {
 		if t == nil || (acc.IsLibraryChart() && !strings.HasPrefix(path.Base(t.Name), "_")) {
 			continue
 		}
-		tpls[path.Join(base, t.Name)] = renderable{text: string(t.Data), vals: next, basePath: path.Join(base, "templates")}
+		tpls[path.Join(base, t.Name)] = renderable{text: t.Data, vals: next, basePath: path.Join(base, "templates")}
 	}
 	return map[string]any(next)
 }
@@ -229,7 +364,7 @@ func (c *Chart) shape(order []string, tpls map[string]renderable) (*shape, error
 	}
 	root := template.New("gotpl").Option("missingkey=zero").Funcs(helmFuncs()).Funcs(c.overrides)
 	for _, name := range order {
-		if _, err := root.New(name).Parse(tpls[name].text); err != nil {
+		if _, err := root.New(name).Parse(string(tpls[name].text)); err != nil {
 			return nil, &Error{File: name, Err: err}
 		}
 	}
@@ -252,7 +387,7 @@ func (c *Chart) Parse() (*template.Template, map[string]string, error) {
 		acc, _ := ci.NewAccessor(ch)
 		for _, t := range ch.Templates {
 			if t != nil {
-				tpls[path.Join(acc.ChartFullPath(), t.Name)] = renderable{text: string(t.Data)}
+				tpls[path.Join(acc.ChartFullPath(), t.Name)] = renderable{text: t.Data}
 			}
 		}
 		for _, d := range ch.Dependencies() {
@@ -264,8 +399,8 @@ func (c *Chart) Parse() (*template.Template, map[string]string, error) {
 	root := template.New("gotpl").Option("missingkey=zero").Funcs(helmFuncs()).Funcs(c.overrides)
 	texts := make(map[string]string, len(order))
 	for _, name := range order {
-		texts[name] = tpls[name].text
-		if _, err := root.New(name).Parse(tpls[name].text); err != nil {
+		texts[name] = string(tpls[name].text)
+		if _, err := root.New(name).Parse(texts[name]); err != nil {
 			return nil, nil, &Error{File: name, Err: err}
 		}
 	}
@@ -280,6 +415,11 @@ type renderer struct {
 	lookup func(Position, string, string, string, string) (map[string]any, error)
 	file   string
 	out    *countWriter
+	// tpls are the texts tplFast has parsed into t.
+	tpls map[string]*template.Template
+	// looked is set when the render called lookup: its output depends on
+	// the cluster, and is not kept.
+	looked bool
 }
 
 func (sh *shape) get() *renderer {
@@ -298,7 +438,7 @@ func (sh *shape) get() *renderer {
 }
 
 func (sh *shape) put(r *renderer) {
-	r.lookup, r.out = nil, nil
+	r.lookup, r.out, r.looked = nil, nil, false
 	select {
 	case sh.pool <- r:
 	default:
@@ -354,6 +494,9 @@ func (r *renderer) tpl(text string, data any) (string, error) {
 	if r.depth >= MaxIncludeDepth {
 		return "", fmt.Errorf("tpl: nesting deeper than %d", MaxIncludeDepth)
 	}
+	if out, ok := r.tplFast(text, data); ok {
+		return out, nil
+	}
 	t, err := r.t.Clone()
 	if err != nil {
 		return "", fmt.Errorf("cannot clone template: %w", err)
@@ -371,7 +514,44 @@ func (r *renderer) tpl(text string, data any) (string, error) {
 	return strings.ReplaceAll(b.String(), "<no value>", ""), nil
 }
 
+// maxTplCache bounds the tpl texts a renderer keeps parsed.
+const maxTplCache = 512
+
+// tplFast runs text that defines no template without cloning the whole
+// tree, as Helm's tpl does on every call: the text is parsed once, into
+// the renderer's own tree under a name of its own, and executed there.
+// It reports false when it cannot: text that may define a template (a
+// define would outlive the call), or that fails, which the slow path
+// runs again for Helm's error message.
+func (r *renderer) tplFast(text string, data any) (string, bool) {
+	if strings.Contains(text, "define") || strings.Contains(text, "block") {
+		return "", false
+	}
+	t, ok := r.tpls[text]
+	if !ok {
+		if len(r.tpls) >= maxTplCache {
+			return "", false
+		}
+		var err error
+		if t, err = r.t.New(fmt.Sprintf("%s\x00%d", TplName, len(r.tpls))).Parse(text); err != nil {
+			return "", false
+		}
+		if r.tpls == nil {
+			r.tpls = map[string]*template.Template{}
+		}
+		r.tpls[text] = t
+	}
+	r.depth++
+	defer func() { r.depth-- }()
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		return "", false
+	}
+	return strings.ReplaceAll(b.String(), "<no value>", ""), true
+}
+
 func (r *renderer) lookupFunc(apiVersion, kind, namespace, name string) (map[string]any, error) {
+	r.looked = true
 	if r.lookup == nil {
 		return map[string]any{}, nil
 	}

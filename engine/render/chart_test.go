@@ -251,3 +251,45 @@ func TestChartSetKinds(t *testing.T) {
 		t.Errorf("children (-want +got):\n%s", diff)
 	}
 }
+
+// TestChartSetLookupIsReadEachRender renders a chart whose template looks
+// up a Secret, twice with the same parent: the second render must read
+// the Secret again (Loom keeps a chart's output only for renders that
+// made no lookup), see it, and record the read.
+func TestChartSetLookupIsReadEachRender(t *testing.T) {
+	set, err := Load(webChartSet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := webApp("shop", "team-a", 1, map[string]any{})
+	annotation := func(out *Output) string {
+		for _, c := range out.Children {
+			if c.GetKind() == "Deployment" {
+				return c.GetAnnotations()["lookup"]
+			}
+		}
+		return ""
+	}
+	first, err := set.RenderWith(parent, NewObjectsReader(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": "missing", "namespace": "team-a"},
+		"data":     map[string]any{"k": "dg=="},
+	}}
+	second, err := set.RenderWith(parent, NewObjectsReader([]*unstructured.Unstructured{secret}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := annotation(first); got != "0" {
+		t.Errorf("first render, no Secret: lookup annotation %q, want 0", got)
+	}
+	if got := annotation(second); got != "4" {
+		t.Errorf("second render, with the Secret: lookup annotation %q, want 4 (its keys)", got)
+	}
+	if len(second.All) != 1 || second.All[0].Object == nil {
+		t.Errorf("second render's reads: %v", second.All)
+	}
+}
