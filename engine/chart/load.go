@@ -30,7 +30,7 @@ type Chart struct {
 	mu       sync.Mutex
 	shapes   map[string]*shape
 	prepared map[[32]byte]*prepared // by the hash of the values' JSON
-	outputs  memo[*Result]           // by outputKey
+	outputs  memo[*Result]          // by outputKey
 }
 
 // Options tune how a chart is executed.
