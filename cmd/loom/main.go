@@ -5,10 +5,17 @@ package main
 
 import (
 	"errors"
+	"log/slog"
 	"os"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 )
 
 func main() {
+	// Helm's SDK, which renders chart sets, warns through log/slog: its
+	// warnings join Loom's own log, structured as klog writes it.
+	slog.SetDefault(slog.New(logr.ToSlogHandler(klog.Background())))
 	if err := newRootCommand().Execute(); err != nil {
 		var ee *exitError
 		if errors.As(err, &ee) {
