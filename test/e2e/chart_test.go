@@ -1,0 +1,231 @@
+//go:build e2e
+
+package e2e
+
+// A chart set (loom.yaml's chart:) on the cluster: an unmodified Helm
+// chart's children are applied with Loom's promises: Ready in status,
+// drift repaired, silent at steady state, values edits applied, cluster-
+// scoped children deleted with the parent and never taken over.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var chartAppGVR = schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "chartapps"}
+
+// chartSetFiles is a set over a chart written for this test, the shape of
+// a typical application chart: helpers, a ServiceAccount, a Deployment, a
+// Service, and a ClusterRole with its binding (named after the release,
+// unless values.clusterRoleName says otherwise).
+var chartSetFiles = map[string]string{
+	"loom.yaml": `parent:
+  apiVersion: charts.e2e.loom.dev/v1
+  kind: ChartApp
+chart: chart
+clusterScoped:
+  - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole}
+  - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRoleBinding}
+`,
+	"chart/Chart.yaml": "apiVersion: v2\nname: shop\nversion: 0.1.0\nappVersion: \"1.0\"\n",
+	"chart/values.yaml": `replicaCount: 1
+image: {repository: nginx, tag: "1.27"}
+service: {port: 80}
+clusterRoleName: ""
+`,
+	"chart/templates/_helpers.tpl": `{{- define "shop.fullname" -}}{{ printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" }}{{- end }}
+{{- define "shop.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+{{- define "shop.role" -}}{{ default (printf "loom-e2e-%s-%s" .Release.Namespace (include "shop.fullname" .)) .Values.clusterRoleName }}{{- end }}
+`,
+	"chart/templates/serviceaccount.yaml": `apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ include "shop.fullname" . }}
+  labels: {{- include "shop.labels" . | nindent 4 }}
+`,
+	"chart/templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "shop.fullname" . }}
+  labels: {{- include "shop.labels" . | nindent 4 }}
+spec:
+  replicas: {{ .Values.replicaCount }}
+  selector:
+    matchLabels:
+      app.kubernetes.io/instance: {{ .Release.Name }}
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/instance: {{ .Release.Name }}
+    spec:
+      serviceAccountName: {{ include "shop.fullname" . }}
+      containers:
+        - name: web
+          image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
+`,
+	"chart/templates/service.yaml": `apiVersion: v1
+kind: Service
+metadata:
+  name: {{ include "shop.fullname" . }}
+  labels: {{- include "shop.labels" . | nindent 4 }}
+spec:
+  ports:
+    - port: {{ .Values.service.port }}
+  selector:
+    app.kubernetes.io/instance: {{ .Release.Name }}
+`,
+	"chart/templates/clusterrole.yaml": `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ include "shop.role" . }}
+rules:
+  - apiGroups: [""]
+    resources: [configmaps]
+    verbs: [get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ include "shop.role" . }}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {{ include "shop.role" . }}}
+subjects:
+  - kind: ServiceAccount
+    name: {{ include "shop.fullname" . }}
+    namespace: {{ .Release.Namespace }}
+`,
+	"chart/templates/NOTES.txt": "Installed {{ .Release.Name }}.\n",
+}
+
+func writeChartSet(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, text := range chartSetFiles {
+		p := filepath.Join(root, "shop", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func createChartApp(t *testing.T, ns, name, spec string) *unstructured.Unstructured {
+	t.Helper()
+	return createObject(t, chartAppGVR, ns, fmt.Sprintf("apiVersion: charts.e2e.loom.dev/v1\nkind: ChartApp\nmetadata:\n  name: %s\nspec: %s\n", name, spec))
+}
+
+func TestChartSet(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	role := "loom-e2e-" + ns + "-a-shop"
+	deleteClusterObjects(t, role, "loom-e2e-shared")
+	t.Cleanup(func() {
+		_ = dyn.Resource(crdGVR).Delete(context.Background(), "chartapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
+	})
+	l := startLoom(t, writeChartSet(t), ns, loomOptions{installCRDs: true})
+	eventually(t, 60*time.Second, "the ChartApp CRD is served", func(ctx context.Context) error {
+		_, err := dyn.Resource(chartAppGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+		return err
+	})
+	createChartApp(t, ns, "a", `{replicaCount: 2}`)
+	waitConditionGVR(t, chartAppGVR, ns, "a", "Ready", "True")
+
+	// Every child is there, with the chart's labels and Loom's.
+	for _, c := range []struct {
+		gvr      schema.GroupVersionResource
+		ns, name string
+	}{
+		{serviceAccountGVR, ns, "a-shop"}, {deployGVR, ns, "a-shop"}, {serviceGVR, ns, "a-shop"},
+		{clusterRoleGVR, "", role}, {clusterRoleBindingGVR, "", role},
+	} {
+		obj, err := get(context.Background(), c.gvr, c.ns, c.name)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.gvr.Resource, c.name, err)
+		}
+		if got := obj.GetLabels()["app.kubernetes.io/managed-by"]; got != "loom" {
+			t.Errorf("%s %s: managed-by %q, want loom (.Release.Service)", c.gvr.Resource, c.name, got)
+		}
+	}
+	d, _ := get(context.Background(), deployGVR, ns, "a-shop")
+	if r, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas"); r != 2 {
+		t.Errorf("replicas %d, want the parent's 2", r)
+	}
+
+	// Steady state: nothing is written for 30 s.
+	quiesce(t, 2*time.Second, func() float64 { n, _ := l.writes.snapshot(); return float64(n) })
+	l.writes.reset()
+	time.Sleep(30 * time.Second)
+	if n, reqs := l.writes.snapshot(); n != 0 {
+		t.Errorf("%d writes at steady state: %v", n, reqs)
+	}
+
+	// Drift is repaired.
+	patchObject(t, deployGVR, ns, "a-shop", `{"spec":{"replicas":5}}`)
+	eventually(t, 30*time.Second, "the Deployment's replicas are repaired", func(ctx context.Context) error {
+		d, err := get(ctx, deployGVR, ns, "a-shop")
+		if err != nil {
+			return err
+		}
+		if r, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas"); r != 2 {
+			return fmt.Errorf("replicas %d", r)
+		}
+		return nil
+	})
+
+	// A values edit reaches the children.
+	patchObject(t, chartAppGVR, ns, "a", `{"spec":{"replicaCount":3,"image":{"tag":"1.28"}}}`)
+	eventually(t, 30*time.Second, "the values edit is applied", func(ctx context.Context) error {
+		d, err := get(ctx, deployGVR, ns, "a-shop")
+		if err != nil {
+			return err
+		}
+		r, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+		cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		if r != 3 || len(cs) != 1 || cs[0].(map[string]any)["image"] != "nginx:1.28" {
+			return fmt.Errorf("replicas %d, containers %v", r, cs)
+		}
+		return nil
+	})
+
+	// A second parent whose chart renders the same ClusterRole name is
+	// refused, and the first keeps it.
+	patchObject(t, chartAppGVR, ns, "a", `{"spec":{"clusterRoleName":"loom-e2e-shared"}}`)
+	waitConditionGVR(t, chartAppGVR, ns, "a", "Ready", "True")
+	waitGone(t, clusterRoleGVR, "", role, "it stopped rendering")
+	createChartApp(t, ns, "b", `{clusterRoleName: loom-e2e-shared}`)
+	waitDegraded(t, chartAppGVR, ns, "b", "ApplyFailed", "loom-e2e-shared")
+	shared, err := get(context.Background(), clusterRoleGVR, "", "loom-e2e-shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, _ := get(context.Background(), chartAppGVR, ns, "a")
+	want := fmt.Sprintf("charts.e2e.loom.dev/v1/ChartApp/%s/a/%s", ns, pa.GetUID())
+	if got := shared.GetAnnotations()["loom.dev/owner"]; got != want {
+		t.Errorf("shared ClusterRole's owner %q, want %q (the first parent's)", got, want)
+	}
+
+	// Deleting the parent deletes its cluster-scoped children.
+	if err := dyn.Resource(chartAppGVR).Namespace(ns).Delete(context.Background(), "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dyn.Resource(chartAppGVR).Namespace(ns).Delete(context.Background(), "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, clusterRoleGVR, "", "loom-e2e-shared", "its parent was deleted")
+	waitGone(t, clusterRoleBindingGVR, "", "loom-e2e-shared", "its parent was deleted")
+	waitGone(t, chartAppGVR, ns, "a", "the finalizer is removed")
+}
