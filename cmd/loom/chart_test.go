@@ -1,0 +1,68 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// chartSet copies the differential tests' web chart into a new set that
+// names it (chart: chart), with one golden case, and returns the set.
+func chartSet(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "web")
+	if err := os.CopyFS(filepath.Join(dir, "chart"), os.DirFS(filepath.Join(repoRoot, "engine/chart/testdata/charts/web"))); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"loom.yaml":       "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: WebApp\nchart: chart\nlookups:\n  - {apiVersion: v1, kind: Secret}\n",
+		"tests/shop.yaml": "apiVersion: example.loom.dev/v1alpha1\nkind: WebApp\nmetadata: {name: shop, namespace: team-a}\nspec:\n  replicaCount: 3\n  db: {enabled: false}\n",
+	}
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// loom test holds a chart set to its golden files: an edit of the chart's
+// values.yaml is a diff, and --update accepts it.
+func TestGoldenCommandOnChartSet(t *testing.T) {
+	dir := chartSet(t)
+	if out, err := execute(t, "", "test", "--update", dir); err != nil || !strings.Contains(out, "1 updated") {
+		t.Fatalf("--update: err %v\n%s", err, out)
+	}
+	golden, err := os.ReadFile(filepath.Join(dir, "tests", "shop.golden.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kind: Deployment", "replicas: 3", "name: shop-web-migrate", "app.kubernetes.io/managed-by: loom"} {
+		if !strings.Contains(string(golden), want) {
+			t.Errorf("golden file lacks %q:\n%s", want, golden)
+		}
+	}
+	if strings.Contains(string(golden), "test-connection") {
+		t.Error("the golden file holds the chart's test hook")
+	}
+	if out, err := execute(t, "", "test", dir); err != nil || !strings.Contains(out, "1 passed, 0 failed") {
+		t.Fatalf("test: err %v\n%s", err, out)
+	}
+	values := filepath.Join(dir, "chart", "values.yaml")
+	b, err := os.ReadFile(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(values, []byte(strings.Replace(string(b), "pullPolicy: IfNotPresent", "pullPolicy: Always", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := execute(t, "", "test", dir)
+	if err == nil || !strings.Contains(out, "+        imagePullPolicy: Always") {
+		t.Fatalf("after a values.yaml edit: err %v, want a failure with a diff:\n%s", err, out)
+	}
+}
