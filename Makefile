@@ -10,7 +10,7 @@ KUBECONFIG_LOCAL := $(ROOT)/.cluster/kubeconfig
 GO_TEST_FLAGS ?= -count=1
 # Packages whose tests run again under the race detector: the controller
 # runs informers, workers, reloads and CRD watches on goroutines of their own.
-RACE_PKGS ?= ./engine/controller/...
+RACE_PKGS ?= ./engine/controller/... ./engine/chart/...
 # Flags of the e2e run: its controllers run in process, so -race covers the
 # Manager, its reloads and informers against the real API server.
 E2E_FLAGS ?= -race
@@ -38,7 +38,7 @@ build: ## Build bin/loom.
 	go build -o $(BIN)/loom ./cmd/loom
 
 .PHONY: test
-test: build ## Run every test: unit, fuzz seeds, golden files, each render benchmark once, and e2e against the local cluster (controller and e2e with -race).
+test: build ## Run every test: unit, fuzz seeds, golden files, each render benchmark once, and e2e against the local cluster (controller, chart and e2e with -race).
 	go vet ./...
 	go vet -tags e2e ./test/e2e/... ./test/faults/...
 	go test $(GO_TEST_FLAGS) ./...
