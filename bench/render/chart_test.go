@@ -26,7 +26,7 @@ var chartSets = []struct {
 	children        int
 }{
 	{name: "app", dir: "testdata/appset", kind: "App", children: 9},
-	{name: "web", dir: "../../engine/render/testdata/chartsets/web", kind: "WebApp", children: 9},
+	{name: "web", dir: "../../engine/render/testdata/chartsets/web", kind: "WebApp", children: 11},
 }
 
 // chartParent is a parent whose spec changes one value per n, so that

@@ -18,6 +18,9 @@ func chartSet(t *testing.T) string {
 	files := map[string]string{
 		"loom.yaml":       "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: WebApp\nchart: chart\nlookups:\n  - {apiVersion: v1, kind: Secret}\n",
 		"tests/shop.yaml": "apiVersion: example.loom.dev/v1alpha1\nkind: WebApp\nmetadata: {name: shop, namespace: team-a}\nspec:\n  replicaCount: 3\n  db: {enabled: false}\n",
+		// The chart's pre-install Job has completed: the other children
+		// no longer wait for it.
+		"tests/shop.lookups.yaml": "apiVersion: batch/v1\nkind: Job\nmetadata: {name: shop-web-migrate, namespace: team-a}\nstatus:\n  succeeded: 1\n  conditions:\n  - {type: Complete, status: \"True\"}\n",
 	}
 	for name, text := range files {
 		p := filepath.Join(dir, name)
@@ -31,14 +34,34 @@ func chartSet(t *testing.T) string {
 	return dir
 }
 
+// jobDone is the chart's pre-install Jobs, complete, as a lookups file.
+const jobDone = `apiVersion: batch/v1
+kind: Job
+metadata: {name: shop-web-early, namespace: team-a}
+status: {succeeded: 1, conditions: [{type: Complete, status: "True"}]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: shop-web-migrate, namespace: team-a}
+status: {succeeded: 1, conditions: [{type: Complete, status: "True"}]}
+`
+
 // loom test holds a chart set to its golden files: an edit of the chart's
-// values.yaml is a diff, and --update accepts it.
+// values.yaml is a diff, and --update accepts it. The golden file holds
+// what Loom would apply now: with the pre-install Jobs complete (in the
+// case's lookups file) every child but the post-install hook, which waits
+// for the others to be ready; without them only the first Job.
 func TestGoldenCommandOnChartSet(t *testing.T) {
 	dir := chartSet(t)
+	lookups := filepath.Join(dir, "tests", "shop.lookups.yaml")
+	goldenFile := filepath.Join(dir, "tests", "shop.golden.yaml")
+	if err := os.WriteFile(lookups, []byte(jobDone), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := execute(t, "", "test", "--update", dir); err != nil || !strings.Contains(out, "1 updated") {
 		t.Fatalf("--update: err %v\n%s", err, out)
 	}
-	golden, err := os.ReadFile(filepath.Join(dir, "tests", "shop.golden.yaml"))
+	golden, err := os.ReadFile(goldenFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +76,7 @@ func TestGoldenCommandOnChartSet(t *testing.T) {
 	if out, err := execute(t, "", "test", dir); err != nil || !strings.Contains(out, "1 passed, 0 failed") {
 		t.Fatalf("test: err %v\n%s", err, out)
 	}
+
 	values := filepath.Join(dir, "chart", "values.yaml")
 	b, err := os.ReadFile(values)
 	if err != nil {
@@ -64,5 +88,19 @@ func TestGoldenCommandOnChartSet(t *testing.T) {
 	out, err := execute(t, "", "test", dir)
 	if err == nil || !strings.Contains(out, "+        imagePullPolicy: Always") {
 		t.Fatalf("after a values.yaml edit: err %v, want a failure with a diff:\n%s", err, out)
+	}
+
+	// Without the Job complete, everything else waits for it.
+	if err := os.Remove(lookups); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := execute(t, "", "test", "--update", dir); err != nil || !strings.Contains(out, "1 updated") {
+		t.Fatalf("--update: err %v\n%s", err, out)
+	}
+	if golden, err = os.ReadFile(goldenFile); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(golden), "\nkind: "); n != 1 || !strings.Contains(string(golden), "name: shop-web-early") {
+		t.Errorf("without the Jobs complete, want only the first (the lightest) in the golden file, got %d objects:\n%s", n, golden)
 	}
 }

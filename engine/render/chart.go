@@ -196,18 +196,3 @@ func (c *capWriter) Write(p []byte) (int, error) {
 	}
 	return c.w.Write(p)
 }
-
-// testHook reports whether a chart's object is a test hook, which Helm
-// runs only on `helm test` and Loom never applies.
-func testHook(obj map[string]any) bool {
-	meta, _ := obj["metadata"].(map[string]any)
-	ann, _ := meta["annotations"].(map[string]any)
-	hooks, _ := ann[HookAnnotation].(string)
-	for h := range strings.SplitSeq(hooks, ",") {
-		switch strings.TrimSpace(h) {
-		case "test", "test-success", "test-failure":
-			return true
-		}
-	}
-	return false
-}

@@ -102,9 +102,6 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 	add := func(file string, objs []renderedDoc, reads []Read) error {
 		docReads := readsByDoc(objs, reads)
 		for i, o := range objs {
-			if s.chart != nil && testHook(o.obj) {
-				continue
-			}
 			if err := owner.inject(o.obj); err != nil {
 				return &Error{File: file, Line: o.line, Doc: o.doc, Object: objectName(o.obj), Err: err}
 			}
@@ -131,6 +128,9 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 			if err := add(f.Name, objs, readsOf(r.lk.reads, f.Name)); err != nil {
 				return nil, err
 			}
+		}
+		if kids, err = orderHooks(r.lk, kids); err != nil {
+			return nil, err
 		}
 	}
 	for _, file := range s.files {

@@ -1,0 +1,102 @@
+package render_test
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/loom-operator/loom/engine/depend"
+	"github.com/loom-operator/loom/engine/render"
+)
+
+// job is a Job of the web chart's hooks as the cluster holds it.
+func job(name string, complete bool) *unstructured.Unstructured {
+	j := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]any{"name": name, "namespace": "team-a", "generation": int64(1),
+			// The parent's child, as Loom applied it: a lookup of a kind the
+			// set does not declare finds only the parent's own children.
+			"ownerReferences": []any{map[string]any{"apiVersion": "example.loom.dev/v1alpha1", "kind": "WebApp", "name": "shop", "uid": "u-shop", "controller": true}}},
+		"status":   map[string]any{"active": int64(1)},
+	}}
+	if complete {
+		j.Object["status"] = map[string]any{"succeeded": int64(1), "conditions": []any{map[string]any{"type": "Complete", "status": "True"}}}
+	}
+	return j
+}
+
+// Hooks run in Helm's order, on Loom's dependency stage: the pre-install
+// Jobs first, by weight; every ordinary child once they are complete; the
+// post-install hook once every ordinary child is ready; a pre-delete hook
+// never.
+func TestChartHooksWait(t *testing.T) {
+	set, err := render.Load("testdata/chartsets/web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.loom.dev/v1alpha1", "kind": "WebApp",
+		"metadata": map[string]any{"name": "shop", "namespace": "team-a", "uid": "u-shop", "generation": int64(1)},
+		"spec":     map[string]any{"db": map[string]any{"enabled": false}},
+	}}
+	ordinary := []string{"ConfigMap/shop-redis", "ConfigMap/shop-web-files", "Deployment/shop-web", "Secret/shop-web-files", "Service/shop-metrics", "Service/shop-web"}
+	tests := []struct {
+		name    string
+		cluster []*unstructured.Unstructured
+		want    []string
+		waits   []string
+	}{
+		{name: "nothing yet: the lightest pre-install hook first",
+			want:  []string{"Job/shop-web-early"},
+			waits: []string{"Job shop-web-migrate waits for Job shop-web-early: not found yet", "Deployment shop-web waits for Job shop-web-early: not found yet"}},
+		{name: "the first hook running",
+			cluster: []*unstructured.Unstructured{job("shop-web-early", false)},
+			want:    []string{"Job/shop-web-early"},
+			waits:   []string{"Job shop-web-migrate waits for Job shop-web-early"}},
+		{name: "the first hook complete: the second",
+			cluster: []*unstructured.Unstructured{job("shop-web-early", true)},
+			want:    []string{"Job/shop-web-early", "Job/shop-web-migrate"},
+			waits:   []string{"Deployment shop-web waits for Job shop-web-migrate: not found yet"}},
+		{name: "both complete: the ordinary children, the post-install hook waits for them",
+			cluster: []*unstructured.Unstructured{job("shop-web-early", true), job("shop-web-migrate", true)},
+			want:    append([]string{"Job/shop-web-early", "Job/shop-web-migrate"}, ordinary...),
+			waits:   []string{"ConfigMap shop-web-installed waits for "}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := set.RenderWith(parent, render.NewObjectsReader(tt.cluster))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range out.Children {
+				if strings.HasSuffix(c.GetName(), "goodbye") || strings.HasSuffix(c.GetName(), "test-connection") {
+					t.Errorf("%s %s is rendered: Loom never applies a pre-delete or test hook", c.GetKind(), c.GetName())
+				}
+			}
+			plan := depend.Decide(out, nil)
+			var got []string
+			for _, c := range plan.Apply {
+				got = append(got, c.GetKind()+"/"+c.GetName())
+			}
+			sort.Strings(got)
+			want := append([]string(nil), tt.want...)
+			sort.Strings(want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("applied now (-want +got):\n%s", diff)
+			}
+			var waits []string
+			for _, w := range plan.Waits {
+				waits = append(waits, w.Message)
+			}
+			all := strings.Join(waits, "\n")
+			for _, w := range tt.waits {
+				if !strings.Contains(all, w) {
+					t.Errorf("waits lack %q:\n%s", w, all)
+				}
+			}
+		})
+	}
+}
