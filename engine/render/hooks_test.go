@@ -20,7 +20,7 @@ func job(name string, complete bool) *unstructured.Unstructured {
 			// The parent's child, as Loom applied it: a lookup of a kind the
 			// set does not declare finds only the parent's own children.
 			"ownerReferences": []any{map[string]any{"apiVersion": "example.loom.dev/v1alpha1", "kind": "WebApp", "name": "shop", "uid": "u-shop", "controller": true}}},
-		"status":   map[string]any{"active": int64(1)},
+		"status": map[string]any{"active": int64(1)},
 	}}
 	if complete {
 		j.Object["status"] = map[string]any{"succeeded": int64(1), "conditions": []any{map[string]any{"type": "Complete", "status": "True"}}}
