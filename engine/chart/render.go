@@ -48,6 +48,9 @@ type Env struct {
 	// Lookup answers the lookup function; nil finds nothing, as under
 	// `helm template`.
 	Lookup func(at Position, apiVersion, kind, namespace, name string) (map[string]any, error)
+	// Seed makes the random functions (SeededFuncs) give this render's
+	// values: the same seed, the same values. Without it they fail.
+	Seed []byte
 	// Writer, when set, wraps each file's output writer (to count or cap
 	// what the templates write).
 	Writer func(io.Writer) io.Writer
@@ -140,7 +143,7 @@ func (c *Chart) Render(values map[string]any, env Env) (*Result, error) {
 	}
 	r := sh.get()
 	defer sh.put(r)
-	r.lookup, r.looked = env.Lookup, false
+	r.lookup, r.looked, r.seed = env.Lookup, false, env.Seed
 	res := &Result{}
 	var buf strings.Builder
 	for _, name := range p.order {
@@ -174,6 +177,8 @@ func (c *Chart) Render(values map[string]any, env Env) (*Result, error) {
 func outputKey(values [32]byte, env Env, caps *common.Capabilities) string {
 	h := sha256.New()
 	h.Write(values[:])
+	h.Write(env.Seed)
+	h.Write([]byte{0})
 	fmt.Fprintf(h, "\x00%s\x00%s\x00%d\x00%t\x00%s\x00%s\x00", env.Release.Name, env.Release.Namespace,
 		env.Release.Revision, env.Release.IsInstall, env.Service, caps.KubeVersion.Version)
 	for _, v := range caps.APIVersions {
@@ -420,6 +425,9 @@ type renderer struct {
 	// looked is set when the render called lookup: its output depends on
 	// the cluster, and is not kept.
 	looked bool
+	// seed is the render's Env.Seed; calls counts each file's random calls.
+	seed  []byte
+	calls map[string]int
 }
 
 func (sh *shape) get() *renderer {
@@ -428,7 +436,7 @@ func (sh *shape) get() *renderer {
 		return r
 	default:
 	}
-	r := &renderer{}
+	r := &renderer{calls: map[string]int{}}
 	t, err := sh.root.Clone()
 	if err != nil {
 		panic(err) // Clone fails only after the tree has executed, and the root never does
@@ -438,7 +446,7 @@ func (sh *shape) get() *renderer {
 }
 
 func (sh *shape) put(r *renderer) {
-	r.lookup, r.out, r.looked = nil, nil, false
+	r.lookup, r.out, r.looked, r.seed = nil, nil, false, nil
 	select {
 	case sh.pool <- r:
 	default:
@@ -450,13 +458,13 @@ func (sh *shape) put(r *renderer) {
 const MaxIncludeDepth = 1000
 
 func (r *renderer) funcs() template.FuncMap {
-	return template.FuncMap{
-		"include":  r.include,
-		"tpl":      r.tpl,
-		"required": required,
-		"fail":     fail,
-		"lookup":   r.lookupFunc,
-	}
+	m := r.seededFuncs()
+	m["include"] = r.include
+	m["tpl"] = r.tpl
+	m["required"] = required
+	m["fail"] = fail
+	m["lookup"] = r.lookupFunc
+	return m
 }
 
 // execute runs one file, turning a panic (mustToYaml's, say) into an error.
@@ -467,6 +475,7 @@ func (r *renderer) execute(w *strings.Builder, name string, data any, wrap func(
 		}
 	}()
 	r.file = name
+	clear(r.calls)
 	r.out = &countWriter{w: w}
 	var out io.Writer = r.out
 	if wrap != nil {
@@ -502,7 +511,7 @@ func (r *renderer) tpl(text string, data any) (string, error) {
 		return "", fmt.Errorf("cannot clone template: %w", err)
 	}
 	// The clone's include and tpl see the defines that text adds.
-	sub := &renderer{t: t, depth: r.depth + 1, lookup: r.lookup, file: r.file, out: r.out}
+	sub := &renderer{t: t, depth: r.depth + 1, lookup: r.lookup, file: r.file, out: r.out, seed: r.seed, calls: r.calls}
 	t.Option("missingkey=zero").Funcs(sub.funcs())
 	if t, err = t.New(TplName).Parse(text); err != nil {
 		return "", fmt.Errorf("cannot parse template %q: %w", text, err)

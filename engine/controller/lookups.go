@@ -48,6 +48,8 @@ type lookupCache struct {
 	pool     *informerPool
 	// enqueue re-reconciles a parent that read a changed object.
 	enqueue func(parentKey)
+	// seeds keeps the seeds of charts' random functions.
+	seeds *seedStore
 
 	mu      sync.Mutex
 	index   lookupIndex
@@ -66,7 +68,7 @@ func newLookupCache(ctx context.Context, client dynamic.Interface, mc metadata.I
 	namespace string, resync time.Duration, enqueue func(parentKey)) *lookupCache {
 	lc := &lookupCache{
 		client: client, mapper: mapper, children: children, enqueue: enqueue,
-		index: newLookupIndex(), content: map[objectKey]content{},
+		index: newLookupIndex(), content: map[objectKey]content{}, seeds: newSeedStore(client),
 	}
 	lc.pool = newInformerPool(ctx, mc, namespace, resync, lc.changed)
 	return lc

@@ -1,13 +1,16 @@
 package render
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"regexp"
+	"slices"
 	"strings"
 	"text/template"
+	"text/template/parse"
 
 	"github.com/Masterminds/sprig/v3"
 	"github.com/loom-operator/loom/engine/chart"
@@ -39,8 +42,15 @@ func (s *Set) loadChart(fsys fs.FS) error {
 	for name, text := range texts {
 		s.chartTexts[name] = []byte(text)
 	}
-	if err := checkRefused(root, s.chartTexts); err != nil {
+	if err := checkRefused(root, s.chartTexts, chart.SeededFuncs...); err != nil {
 		return err
+	}
+	for _, tmpl := range root.Templates() {
+		if tmpl.Tree != nil && tmpl.Tree.Root != nil {
+			walkIdentifiers(tmpl.Tree.Root, func(id *parse.IdentifierNode) {
+				s.seeded = s.seeded || slices.Contains(chart.SeededFuncs, id.Ident)
+			})
+		}
 	}
 	s.chart = c
 	s.caches = map[string]*decodeCache{}
@@ -143,8 +153,16 @@ func (s *Set) chartFiles(parent *unstructured.Unstructured, st *lookupState, r *
 	if values == nil {
 		values = map[string]any{}
 	}
+	var seed []byte
+	if s.seeded {
+		var err error
+		if seed, err = seedOf(parent, st.reader); err != nil {
+			return nil, "", &Error{File: config.File, Err: fmt.Errorf("the chart's random functions need the parent's seed: %w", err)}
+		}
+	}
 	res, err := s.chart.Render(values, chart.Env{
 		Release: release(parent),
+		Seed:    seed,
 		// Loom manages the children: a chart's managed-by label says so,
 		// and agrees with the label Loom sets.
 		Service: object.ManagedByValue,
@@ -183,6 +201,27 @@ func (s *Set) chartFiles(parent *unstructured.Unstructured, st *lookupState, r *
 
 // helmSeparator is where Helm 4 splits a file into documents.
 var helmSeparator = regexp.MustCompile(`(?m)^---[ \t]*`)
+
+// Seeder gives a parent's seed: secret bytes, the same on every call for
+// one parent and different for another, from which a chart's random
+// functions take their values (see chart.SeededFuncs). The controller's
+// Reader is one: it keeps each parent's seed in a Secret of the parent's
+// namespace.
+type Seeder interface {
+	Seed(parent *unstructured.Unstructured) ([]byte, error)
+}
+
+// seedOf is the parent's seed from reader, or, for a Reader that keeps
+// none (loom render, loom test), one made from the parent's namespace and
+// name: the same values on every offline render of that parent, and not
+// the values the cluster's parent gets.
+func seedOf(parent *unstructured.Unstructured, reader Reader) ([]byte, error) {
+	if s, ok := reader.(Seeder); ok {
+		return s.Seed(parent)
+	}
+	sum := sha256.Sum256([]byte("loom offline seed\x00" + parent.GetNamespace() + "/" + parent.GetName()))
+	return sum[:], nil
+}
 
 // capWriter counts a chart's output against MaxOutputBytes.
 type capWriter struct {

@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
@@ -43,7 +44,8 @@ var refusedFuncs = map[string]string{
 
 // refusalAdvice says what to do instead of calling a refused function.
 const refusalAdvice = "take the value from the parent (its spec, or metadata.creationTimestamp through toDate for a time) " +
-	"or read it from a Secret with lookup; stable random values per parent are not supported yet"
+	"or read it from a Secret with lookup; in a chart set (chart: in loom.yaml), the rand functions, shuffle and uuidv4 " +
+	"give stable values per parent, and a certificate is best left to cert-manager"
 
 // refusedError is the error of a template that calls fn, a refused function.
 func refusedError(fn string) error {
@@ -137,7 +139,7 @@ func sortedValues(dict map[string]any) []any {
 // checkRefused fails when a template of t calls a refused function,
 // naming the first call by file and line, wherever it is: in a file, in a
 // define (used or not), in the status template.
-func checkRefused(t *template.Template, sources map[string][]byte) error {
+func checkRefused(t *template.Template, sources map[string][]byte, allowed ...string) error {
 	var found *Error
 	pos := 0
 	for _, tmpl := range t.Templates() {
@@ -146,7 +148,7 @@ func checkRefused(t *template.Template, sources map[string][]byte) error {
 		}
 		file := tmpl.Tree.ParseName
 		walkIdentifiers(tmpl.Tree.Root, func(id *parse.IdentifierNode) {
-			if _, ok := refusedFuncs[id.Ident]; !ok {
+			if _, ok := refusedFuncs[id.Ident]; !ok || slices.Contains(allowed, id.Ident) {
 				return
 			}
 			if found == nil || file < found.File || (file == found.File && int(id.Pos) < pos) {

@@ -46,6 +46,7 @@ type Set struct {
 	// chartTexts are its templates' sources, by path in the chart.
 	chart      *chart.Chart
 	chartTexts map[string][]byte
+	seeded     bool       // the chart calls a random function (chart.SeededFuncs)
 	cacheMu    sync.Mutex // guards caches for a chart set, filled as files render
 }
 

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,12 +21,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-var chartAppGVR = schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "chartapps"}
+var (
+	chartAppGVR = schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "chartapps"}
+	jobGVR      = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+)
 
 // chartSetFiles is a set over a chart written for this test, the shape of
-// a typical application chart: helpers, a ServiceAccount, a Deployment, a
-// Service, and a ClusterRole with its binding (named after the release,
-// unless values.clusterRoleName says otherwise).
+// a typical application chart: helpers, a pre-install Job, a
+// ServiceAccount, a Deployment, a Service, and a ClusterRole with its
+// binding (named after the release, unless values.clusterRoleName says
+// otherwise).
 var chartSetFiles = map[string]string{
 	"loom.yaml": `parent:
   apiVersion: charts.e2e.loom.dev/v1
@@ -106,6 +111,20 @@ subjects:
     namespace: {{ .Release.Namespace }}
 `,
 	"chart/templates/NOTES.txt": "Installed {{ .Release.Name }}.\n",
+	"chart/templates/migrate.yaml": `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ include "shop.fullname" . }}-migrate
+  annotations:
+    helm.sh/hook: pre-install
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: migrate
+          image: busybox
+`,
 }
 
 func writeChartSet(t *testing.T) string {
@@ -163,6 +182,20 @@ func TestChartSet(t *testing.T) {
 	d, _ := get(context.Background(), deployGVR, ns, "a-shop")
 	if r, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas"); r != 2 {
 		t.Errorf("replicas %d, want the parent's 2", r)
+	}
+	// The pre-install hook's Job completed before the Deployment was
+	// created.
+	job, err := get(context.Background(), jobGVR, ns, "a-shop-migrate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, _, _ := unstructured.NestedString(job.Object, "status", "completionTime")
+	completed, err := time.Parse(time.RFC3339, done)
+	if err != nil {
+		t.Fatalf("the pre-install Job has not completed (status %v): %v", job.Object["status"], err)
+	}
+	if created := d.GetCreationTimestamp().Time; created.Before(completed) {
+		t.Errorf("the Deployment was created at %s, before the pre-install Job completed at %s", created, completed)
 	}
 
 	// Steady state: nothing is written for 30 s.
@@ -228,4 +261,107 @@ func TestChartSet(t *testing.T) {
 	waitGone(t, clusterRoleGVR, "", "loom-e2e-shared", "its parent was deleted")
 	waitGone(t, clusterRoleBindingGVR, "", "loom-e2e-shared", "its parent was deleted")
 	waitGone(t, chartAppGVR, ns, "a", "the finalizer is removed")
+}
+
+// randomChartFiles is a set over a chart that makes its database password
+// with randAlphaNum unless the Secret exists already (the common lookup
+// pattern), and a replication key with randAlphaNum always.
+var randomChartFiles = map[string]string{
+	"loom.yaml": `parent:
+  apiVersion: charts.e2e.loom.dev/v1
+  kind: RandomApp
+chart: chart
+lookups:
+  - {apiVersion: v1, kind: Secret}
+`,
+	"chart/Chart.yaml":  "apiVersion: v2\nname: db\nversion: 0.1.0\n",
+	"chart/values.yaml": "auth: {password: \"\"}\n",
+	"chart/templates/secret.yaml": `{{- $existing := lookup "v1" "Secret" .Release.Namespace (printf "%s-auth" .Release.Name) }}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-auth
+data:
+  {{- if .Values.auth.password }}
+  password: {{ .Values.auth.password | b64enc | quote }}
+  {{- else if $existing }}
+  password: {{ index $existing.data "password" }}
+  {{- else }}
+  password: {{ randAlphaNum 24 | b64enc | quote }}
+  {{- end }}
+  replication: {{ randAlphaNum 24 | b64enc | quote }}
+`,
+}
+
+// A chart's random values are the parent's: each parent gets its own, and
+// they survive a SIGKILL of Loom and a new process with no write.
+func TestChartRandomValuesSurviveARestart(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	root := t.TempDir()
+	for name, text := range randomChartFiles {
+		p := filepath.Join(root, "db", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gvr := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "randomapps"}
+	t.Cleanup(func() {
+		_ = dyn.Resource(crdGVR).Delete(context.Background(), "randomapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
+	})
+	args := []string{"--templates", root, "--install-crds"}
+	first := startLoomProcess(t, ns, args...)
+	eventually(t, 60*time.Second, "the RandomApp CRD is served", func(ctx context.Context) error {
+		_, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		return err
+	})
+	for _, name := range []string{"a", "b"} {
+		createObject(t, gvr, ns, fmt.Sprintf("apiVersion: charts.e2e.loom.dev/v1\nkind: RandomApp\nmetadata:\n  name: %s\nspec: {}\n", name))
+	}
+	waitConditionGVR(t, gvr, ns, "a", "Ready", "True")
+	waitConditionGVR(t, gvr, ns, "b", "Ready", "True")
+	secret := func(name string) *unstructured.Unstructured {
+		s, err := get(context.Background(), secretGVR, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := secret("a-auth"), secret("b-auth")
+	pw := func(s *unstructured.Unstructured, key string) string { v, _, _ := unstructured.NestedString(s.Object, "data", key); return v }
+	if pw(a, "password") == "" || pw(a, "password") == pw(b, "password") || pw(a, "replication") == pw(b, "replication") {
+		t.Fatalf("two parents, want two passwords and two replication keys: %v / %v", a.Object["data"], b.Object["data"])
+	}
+	seed := secret("loom-seed-randomapp-a")
+	if refs := seed.GetOwnerReferences(); len(refs) != 1 || refs[0].Name != "a" || (refs[0].Controller != nil && *refs[0].Controller) {
+		t.Errorf("seed Secret's owners %v, want parent a, not as controller", refs)
+	}
+
+	// SIGKILL, then a new process: the same values, and no write.
+	if err := first.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-first.Done()
+	second := startLoomProcess(t, ns, args...)
+	eventually(t, 60*time.Second, "the new process reconciles", func(context.Context) error {
+		if !second.leading() {
+			return errNotYet
+		}
+		return nil
+	})
+	// The new process has reconciled both parents (a resync writes nothing
+	// for an unchanged parent; a change here would be a write).
+	time.Sleep(10 * time.Second)
+	for _, s := range []*unstructured.Unstructured{a, b} {
+		now := secret(s.GetName())
+		if now.GetResourceVersion() != s.GetResourceVersion() {
+			t.Errorf("%s was written after the restart: %v, was %v", s.GetName(), now.Object["data"], s.Object["data"])
+		}
+	}
+	if out := second.Output(); !strings.Contains(out, "Started workers") {
+		t.Errorf("the second process did not start:\n%s", out)
+	}
 }

@@ -1,0 +1,126 @@
+package render
+
+import (
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// seedReader is a Reader with a seed per parent name, as the
+// controller's, which keeps each in a Secret.
+type seedReader struct {
+	Reader
+	seeds map[string][]byte
+}
+
+func (r seedReader) Seed(p *unstructured.Unstructured) ([]byte, error) { return r.seeds[p.GetName()], nil }
+
+func database(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.loom.dev/v1alpha1", "kind": "Database",
+		"metadata": map[string]any{"name": name, "namespace": "team-a", "uid": "u-" + name},
+		"spec":     map[string]any{},
+	}}
+}
+
+// secretData renders parent's Secret and returns its data, decoded.
+func secretData(t *testing.T, set *Set, parent *unstructured.Unstructured, reader Reader) map[string]string {
+	t.Helper()
+	out, err := set.RenderWith(parent, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string]string{}
+	for k, v := range out.Children[0].Object["data"].(map[string]any) {
+		b, err := base64.StdEncoding.DecodeString(v.(string))
+		if err != nil {
+			t.Fatalf("data.%s: %v", k, err)
+		}
+		data[k] = string(b)
+	}
+	for k, v := range out.Children[0].Object["stringData"].(map[string]any) {
+		data[k] = v.(string)
+	}
+	return data
+}
+
+// A chart's random functions take their values from the parent's seed:
+// the same seed, the same values, render after render and in any
+// process; another parent, or another seed, other values; two identical
+// calls in one file, two values.
+func TestChartRandomFunctionsAreSeeded(t *testing.T) {
+	set, err := Load("testdata/chartsets/secrets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := seedReader{Reader: NewObjectsReader(nil), seeds: map[string][]byte{"a": []byte("seed-of-a"), "b": []byte("seed-of-b")}}
+	a1 := secretData(t, set, database("a"), reader)
+	again, err := Load("testdata/chartsets/secrets") // another process
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2 := secretData(t, again, database("a"), reader)
+	b := secretData(t, set, database("b"), reader)
+	if a1["password"] != a2["password"] || a1["id"] != a2["id"] || a1["pin"] != a2["pin"] {
+		t.Errorf("the same parent and seed gave other values: %v, then %v", a1, a2)
+	}
+	if a1["password"] == b["password"] || a1["id"] == b["id"] {
+		t.Errorf("two parents got the same values: %v and %v", a1, b)
+	}
+	if a1["password"] == a1["replication"] {
+		t.Errorf("two identical calls in one file gave one value: %q", a1["password"])
+	}
+	if !regexp.MustCompile(`^[a-zA-Z0-9]{24}$`).MatchString(a1["password"]) || !regexp.MustCompile(`^[0-9]{6}$`).MatchString(a1["pin"]) {
+		t.Errorf("values not of their function's alphabet: %v", a1)
+	}
+	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(a1["id"]) {
+		t.Errorf("uuidv4 %q is not a version 4 UUID", a1["id"])
+	}
+	// Another seed for the same parent (its Secret was lost): other values.
+	reader.seeds["a"] = []byte("another seed")
+	if c := secretData(t, set, database("a"), reader); c["password"] == a1["password"] {
+		t.Error("a new seed gave the old password")
+	}
+	// Offline, each parent still gets values of its own, the same each time.
+	o1, o2 := secretData(t, set, database("a"), nil), secretData(t, set, database("a"), nil)
+	if o1["password"] != o2["password"] || o1["password"] == secretData(t, set, database("b"), nil)["password"] {
+		t.Errorf("offline values: %v, %v", o1, o2)
+	}
+}
+
+// The random functions Loom cannot seed (the clock, keys and
+// certificates, salted hashes) still refuse the chart, at the line.
+func TestChartUnseedableFunctionsRefused(t *testing.T) {
+	for fn, call := range map[string]string{"now": "now", "genCA": `genCA "x" 365`, "bcrypt": `bcrypt "x"`} {
+		dir := t.TempDir()
+		writeSet(t, dir, map[string]string{
+			"loom.yaml":                  "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: Database\nchart: chart\n",
+			"chart/Chart.yaml":           "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+			"chart/templates/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: {{ " + call + " | toString | quote }}\n",
+			"chart/templates/_empty.tpl": "",
+		})
+		_, err := Load(dir)
+		if err == nil || !strings.Contains(err.Error(), "c/templates/cm.yaml:6") || !strings.Contains(err.Error(), fn) {
+			t.Errorf("%s: want a refusal at c/templates/cm.yaml:6, got %v", fn, err)
+		}
+	}
+}
+
+// writeSet writes files (paths relative to dir) for a set.
+func writeSet(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
