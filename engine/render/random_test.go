@@ -18,7 +18,9 @@ type seedReader struct {
 	seeds map[string][]byte
 }
 
-func (r seedReader) Seed(p *unstructured.Unstructured) ([]byte, error) { return r.seeds[p.GetName()], nil }
+func (r seedReader) Seed(p *unstructured.Unstructured) ([]byte, error) {
+	return r.seeds[p.GetName()], nil
+}
 
 func database(name string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{

@@ -331,7 +331,10 @@ func TestChartRandomValuesSurviveARestart(t *testing.T) {
 		return s
 	}
 	a, b := secret("a-auth"), secret("b-auth")
-	pw := func(s *unstructured.Unstructured, key string) string { v, _, _ := unstructured.NestedString(s.Object, "data", key); return v }
+	pw := func(s *unstructured.Unstructured, key string) string {
+		v, _, _ := unstructured.NestedString(s.Object, "data", key)
+		return v
+	}
 	if pw(a, "password") == "" || pw(a, "password") == pw(b, "password") || pw(a, "replication") == pw(b, "replication") {
 		t.Fatalf("two parents, want two passwords and two replication keys: %v / %v", a.Object["data"], b.Object["data"])
 	}
