@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/loom-operator/loom/engine/chart"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/internal/golden"
 )
@@ -20,6 +21,9 @@ func newRenderCommand() *cobra.Command {
 		files     []string
 		namespace string
 		lookups   string
+		// A chart set's .Capabilities, as helm template's flags.
+		kubeVersion string
+		apiVersions []string
 	)
 	cmd := &cobra.Command{
 		Use:   "render -t SET -f PARENT.yaml [-f ...] [--lookups OBJECTS.yaml]",
@@ -66,17 +70,29 @@ message, naming the file. The metadata and status stay as given.`,
 				return errors.New("-f - and --lookups - cannot both read stdin")
 			}
 			var reader render.Reader // nil, not a nil *ObjectsReader: lookups find nothing
+			var objs *render.ObjectsReader
 			if lookups != "" {
 				r, err := openFile(cmd.InOrStdin(), lookups)
 				if err != nil {
 					return err
 				}
-				objs, err := golden.ReadLookups(r, namespace)
+				objs, err = golden.ReadLookups(r, namespace)
 				r.Close()
 				if err != nil {
 					return fmt.Errorf("read %s: %w", lookups, err)
 				}
 				reader = objs
+			}
+			if kubeVersion != "" || len(apiVersions) > 0 {
+				caps, err := chart.CapabilitiesWith(kubeVersion, apiVersions)
+				if err != nil {
+					return err
+				}
+				if objs == nil {
+					objs = render.NewObjectsReader(nil)
+					reader = objs
+				}
+				objs.Caps = caps
 			}
 			ad, err := golden.NewAdmission(set)
 			if err != nil {
@@ -116,6 +132,8 @@ message, naming the file. The metadata and status stay as given.`,
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "a YAML file of parent objects; repeatable; - reads stdin")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace for parents, and lookup objects, that name none")
 	cmd.Flags().StringVar(&lookups, "lookups", "", "a YAML file of the objects templates' lookups find; - reads stdin (default: they find nothing)")
+	cmd.Flags().StringVar(&kubeVersion, "kube-version", "", "a chart set's .Capabilities.KubeVersion, as helm template's (default: Helm SDK's)")
+	cmd.Flags().StringSliceVarP(&apiVersions, "api-versions", "a", nil, "API versions a chart set's .Capabilities.APIVersions has besides Helm SDK's defaults, as helm template's; repeatable")
 	_ = cmd.MarkFlagRequired("templates")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd

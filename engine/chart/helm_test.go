@@ -20,6 +20,12 @@ import (
 // engine.Render. NOTES.txt files are kept; partials are not in the map.
 func helmRender(t testing.TB, dir string, values map[string]any, rel Release) (map[string]string, error) {
 	t.Helper()
+	return helmRenderCaps(t, dir, values, rel, common.DefaultCapabilities)
+}
+
+// helmRenderCaps is helmRender with capabilities.
+func helmRenderCaps(t testing.TB, dir string, values map[string]any, rel Release, caps *common.Capabilities) (map[string]string, error) {
+	t.Helper()
 	ch, err := loader.Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +34,7 @@ func helmRender(t testing.TB, dir string, values map[string]any, rel Release) (m
 		return nil, err
 	}
 	opts := common.ReleaseOptions{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Revision, IsInstall: rel.IsInstall, IsUpgrade: !rel.IsInstall}
-	top, err := cutil.ToRenderValuesWithSchemaValidation(ch, values, opts, common.DefaultCapabilities, false)
+	top, err := cutil.ToRenderValuesWithSchemaValidation(ch, values, opts, caps, false)
 	if err != nil {
 		return nil, err
 	}
@@ -270,6 +276,84 @@ func TestAppChartAgreesWithHelm(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("values %s: output differs from Helm's (-helm +loom):\n%s", values, diff)
+		}
+	}
+}
+
+// With capabilities of its own (a cluster's, or helm template's
+// --kube-version and --api-versions), a chart renders as under Helm with
+// the same: .Capabilities.APIVersions.Has and the version both follow.
+func TestCapabilitiesAgreeWithHelm(t *testing.T) {
+	web := filepath.Join("testdata", "charts", "web")
+	caps, err := CapabilitiesWith("v1.29.3", []string{"monitoring.coreos.com/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := Release{Name: "shop", Namespace: "team-a", Revision: 1, IsInstall: true}
+	want, err := helmRenderCaps(t, web, nil, rel, caps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := Load(os.DirFS(filepath.Dir(web)), filepath.Base(web), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Render(map[string]any{}, Env{Release: rel, Capabilities: caps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range res.Files {
+		got[f.Name] = f.Text
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-helm +loom):\n%s", diff)
+	}
+	d := got["web/templates/deployment.yaml"]
+	if !strings.Contains(d, `hasMonitoring: "true"`) || !strings.Contains(d, `kube: "1.29"`) {
+		t.Errorf("the capabilities did not reach the templates:\n%s", d)
+	}
+	// The same chart and values with Helm's defaults: another output, not
+	// the one kept for the other capabilities.
+	res, err = c.Render(map[string]any{}, Env{Release: rel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.Files {
+		if f.Name == "web/templates/deployment.yaml" && strings.Contains(f.Text, `hasMonitoring: "true"`) {
+			t.Error("a render with Helm's defaults got the output of the other capabilities")
+		}
+	}
+	// The app chart makes no lookup, so its output is kept: a render with
+	// other capabilities must not get it.
+	app := filepath.Join("testdata", "charts", "app")
+	ac, _, err := Load(os.DirFS(filepath.Dir(app)), filepath.Base(app), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (Under go test, Helm's default Kubernetes version is 1.20.)
+	newer, err := CapabilitiesWith("v1.30.5", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdb := func(caps *Capabilities) string {
+		res, err := ac.Render(map[string]any{}, Env{Release: rel, Capabilities: caps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range res.Files {
+			if f.Name == "app/templates/pdb.yaml" {
+				return strings.SplitN(f.Text, "\n", 3)[1]
+			}
+		}
+		return ""
+	}
+	for range 2 {
+		if got := pdb(nil); got != "apiVersion: policy/v1beta1" {
+			t.Errorf("Helm's defaults (Kubernetes 1.20): %q", got)
+		}
+		if got := pdb(newer); got != "apiVersion: policy/v1" {
+			t.Errorf("Kubernetes 1.30: %q", got)
 		}
 	}
 }

@@ -50,6 +50,8 @@ type lookupCache struct {
 	enqueue func(parentKey)
 	// seeds keeps the seeds of charts' random functions.
 	seeds *seedStore
+	// caps is the cluster's capabilities, for charts.
+	caps *capsCache
 
 	mu      sync.Mutex
 	index   lookupIndex

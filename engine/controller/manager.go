@@ -100,6 +100,8 @@ type Manager struct {
 	// installed holds, per set folder, the CRD last installed for it as
 	// JSON (InstallCRDs); used by Run, then by the template watcher only.
 	installed map[string]string
+	// caps is the cluster's capabilities, for charts' .Capabilities.
+	caps *capsCache
 }
 
 // New builds a Manager. It loads no templates and contacts no server until
@@ -177,6 +179,7 @@ func New(opts Options) (*Manager, error) {
 		dirs:        map[string]schema.GroupKind{},
 		awaited:     make(chan struct{}, 1),
 		installed:   map[string]string{},
+		caps:        &capsCache{dc: disco},
 	}
 	registerLookupGauges(opts.Registry, func() lookupStats {
 		m.mu.Lock()
@@ -207,6 +210,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.ctx = ctx
 	m.children = newChildWatcher(ctx, m.slim, m.opts.Namespace, m.opts.ResyncPeriod, m.route, m.childSynced)
 	m.lookups = newLookupCache(ctx, m.client, m.meta, m.mapper, m.children, m.opts.Namespace, m.opts.ResyncPeriod, m.enqueueParent)
+	m.lookups.caps = m.caps
 	for _, s := range sets {
 		if refused[s.Dir] != nil {
 			continue

@@ -160,9 +160,14 @@ func (s *Set) chartFiles(parent *unstructured.Unstructured, st *lookupState, r *
 			return nil, "", &Error{File: config.File, Err: fmt.Errorf("the chart's random functions need the parent's seed: %w", err)}
 		}
 	}
+	caps, err := capabilitiesOf(st.reader)
+	if err != nil {
+		return nil, "", &Error{File: config.File, Err: fmt.Errorf("the cluster's capabilities (.Capabilities): %w", err)}
+	}
 	res, err := s.chart.Render(values, chart.Env{
-		Release: release(parent),
-		Seed:    seed,
+		Release:      release(parent),
+		Seed:         seed,
+		Capabilities: caps,
 		// Loom manages the children: a chart's managed-by label says so,
 		// and agrees with the label Loom sets.
 		Service: object.ManagedByValue,
@@ -221,6 +226,22 @@ func seedOf(parent *unstructured.Unstructured, reader Reader) ([]byte, error) {
 	}
 	sum := sha256.Sum256([]byte("loom offline seed\x00" + parent.GetNamespace() + "/" + parent.GetName()))
 	return sum[:], nil
+}
+
+// CapabilitiesReader gives what a chart's .Capabilities holds. The
+// controller's Reader reads the cluster's discovery; an ObjectsReader
+// holds what loom render's flags say. Without one, a chart sees Helm
+// SDK's defaults, as under `helm template`.
+type CapabilitiesReader interface {
+	Capabilities() (*chart.Capabilities, error)
+}
+
+// capabilitiesOf is reader's capabilities, or nil (Helm's defaults).
+func capabilitiesOf(reader Reader) (*chart.Capabilities, error) {
+	if c, ok := reader.(CapabilitiesReader); ok {
+		return c.Capabilities()
+	}
+	return nil, nil
 }
 
 // capWriter counts a chart's output against MaxOutputBytes.

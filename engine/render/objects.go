@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/engine/chart"
 )
 
 // ObjectsReader is a Reader over a fixed list of objects, such as a file
@@ -12,6 +14,10 @@ import (
 // NAME.lookups.yaml. Objects are matched by group, kind, namespace and
 // name, whatever version they are written at.
 type ObjectsReader struct {
+	// Caps, when set, is what a chart's .Capabilities holds (see
+	// CapabilitiesReader); nil is Helm SDK's defaults.
+	Caps *chart.Capabilities
+
 	objs []*unstructured.Unstructured
 	// clusterScoped are the kinds known to have no namespace.
 	clusterScoped map[schema.GroupKind]bool
@@ -68,3 +74,6 @@ func isBuiltinClusterScoped(gk schema.GroupKind) bool {
 	group, ok := clusterScoped[gk.Kind]
 	return ok && group == gk.Group
 }
+
+// Capabilities is r.Caps (nil: Helm's defaults).
+func (r *ObjectsReader) Capabilities() (*chart.Capabilities, error) { return r.Caps, nil }

@@ -111,6 +111,14 @@ subjects:
     namespace: {{ .Release.Namespace }}
 `,
 	"chart/templates/NOTES.txt": "Installed {{ .Release.Name }}.\n",
+	"chart/templates/capabilities.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ include "shop.fullname" . }}-capabilities
+data:
+  kubeVersion: {{ .Capabilities.KubeVersion.Version | quote }}
+  servesChartApps: {{ .Capabilities.APIVersions.Has "charts.e2e.loom.dev/v1/ChartApp" | quote }}
+`,
 	"chart/templates/migrate.yaml": `apiVersion: batch/v1
 kind: Job
 metadata:
@@ -182,6 +190,19 @@ func TestChartSet(t *testing.T) {
 	d, _ := get(context.Background(), deployGVR, ns, "a-shop")
 	if r, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas"); r != 2 {
 		t.Errorf("replicas %d, want the parent's 2", r)
+	}
+	// .Capabilities are the cluster's: its version, and the API versions
+	// it serves (the parent's own CRD among them).
+	cm, err := get(context.Background(), configMapGVR, ns, "a-shop-capabilities")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := kube.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _, _ := unstructured.NestedStringMap(cm.Object, "data"); data["kubeVersion"] != server.GitVersion || data["servesChartApps"] != "true" {
+		t.Errorf(".Capabilities: %v, want the server's version %s and its ChartApp API", data, server.GitVersion)
 	}
 	// The pre-install hook's Job completed before the Deployment was
 	// created.
