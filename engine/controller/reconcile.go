@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/depend"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
@@ -127,6 +128,12 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	// 5. Write the parent's status.
 	in := status.Input{Rendered: out.Children, Results: results, Live: live, Waits: plan.Waits, Cycles: plan.Cycles, Revision: revision}
 	in.Extra, in.ExtraErr = c.renderStatusExtra(set, parent, out.Children, live, reader)
+	if out.Notes != "" {
+		if in.Extra == nil {
+			in.Extra = map[string]any{}
+		}
+		in.Extra[crd.StatusNotes] = out.Notes
+	}
 	if err := c.writeStatus(ctx, set, parent, in); err != nil {
 		return err
 	}

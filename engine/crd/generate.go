@@ -16,13 +16,18 @@ import (
 // (KEP-3659); every generated CRD carries it with the value "true".
 const ParentTypeLabel = "applyset.kubernetes.io/is-parent-type"
 
+// StatusNotes is the status field of a chart set's parent that holds the
+// chart's rendered NOTES.txt.
+const StatusNotes = "notes"
+
 // Generate builds the parent's CRD from a set's loom.yaml: one version
 // (served, storage) with the status subresource, the schema (the compact
 // form compiled, or the OpenAPI form as given) with Loom's own status
 // fields merged in, the names, scope and printer columns. A set without
 // a schema gets a CRD whose spec is free-form
 // (x-kubernetes-preserve-unknown-fields). The result is the same for the
-// same loom.yaml, field for field.
+// same loom.yaml, field for field. A chart set's status also has notes
+// (StatusNotes).
 func Generate(c config.Config) (*apiextv1.CustomResourceDefinition, error) {
 	gvk := c.ParentGVK()
 	if !strings.Contains(gvk.Group, ".") {
@@ -31,6 +36,12 @@ func Generate(c config.Config) (*apiextv1.CustomResourceDefinition, error) {
 	schema, err := parentSchema(c)
 	if err != nil {
 		return nil, err
+	}
+	if c.Chart != "" {
+		// A chart set writes the chart's rendered NOTES.txt.
+		st := schema.Properties["status"]
+		st.Properties[StatusNotes] = apiextv1.JSONSchemaProps{Type: "string", Description: "The chart's NOTES.txt, rendered for this parent."}
+		schema.Properties["status"] = st
 	}
 	cols, err := printerColumns(c.Parent.PrinterColumns, schema)
 	if err != nil {

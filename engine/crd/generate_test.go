@@ -188,3 +188,19 @@ func TestPlural(t *testing.T) {
 		}
 	}
 }
+
+// A chart set's parent has status.notes, for the chart's NOTES.txt; other
+// sets' parents do not.
+func TestGenerateChartSetHasNotes(t *testing.T) {
+	for chart, want := range map[string]bool{"chart": true, "": false} {
+		c := config.Config{Parent: config.ParentRef{APIVersion: "example.loom.dev/v1", Kind: "App"}, Chart: chart}
+		crd, err := Generate(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, got := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties[StatusNotes]
+		if got != want {
+			t.Errorf("chart %q: status.notes in the schema: %v, want %v", chart, got, want)
+		}
+	}
+}

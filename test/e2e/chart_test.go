@@ -191,6 +191,14 @@ func TestChartSet(t *testing.T) {
 	if r, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas"); r != 2 {
 		t.Errorf("replicas %d, want the parent's 2", r)
 	}
+	// The chart's NOTES.txt is in the parent's status.
+	pa, err := get(context.Background(), chartAppGVR, ns, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if notes, _, _ := unstructured.NestedString(pa.Object, "status", "notes"); notes != "Installed a.\n" {
+		t.Errorf("status.notes %q, want the chart's NOTES.txt", notes)
+	}
 	// .Capabilities are the cluster's: its version, and the API versions
 	// it serves (the parent's own CRD among them).
 	cm, err := get(context.Background(), configMapGVR, ns, "a-shop-capabilities")
@@ -266,7 +274,7 @@ func TestChartSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pa, _ := get(context.Background(), chartAppGVR, ns, "a")
+	pa, _ = get(context.Background(), chartAppGVR, ns, "a")
 	want := fmt.Sprintf("charts.e2e.loom.dev/v1/ChartApp/%s/a/%s", ns, pa.GetUID())
 	if got := shared.GetAnnotations()["loom.dev/owner"]; got != want {
 		t.Errorf("shared ClusterRole's owner %q, want %q (the first parent's)", got, want)
