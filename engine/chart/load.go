@@ -199,3 +199,13 @@ func (c *Chart) filesOf(ch *chartv2.Chart) Files {
 	}
 	return f
 }
+
+// CRDFiles are the files in crds/ of the chart and of every subchart (as
+// Helm's CRDObjects lists them), named by their path in the chart tree.
+func (c *Chart) CRDFiles() []File {
+	var out []File
+	for _, crd := range c.chart.CRDObjects() {
+		out = append(out, File{Name: crd.Filename, Text: string(crd.File.Data)})
+	}
+	return out
+}

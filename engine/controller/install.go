@@ -64,6 +64,12 @@ func (m *Manager) installCRDs(ctx context.Context, sets []*render.Set) (results 
 	}
 	logger := klog.FromContext(ctx)
 	for _, s := range sets {
+		// A chart's own CRDs (crds/): created when missing, never updated.
+		// A failure is logged, and the set runs: its children of those
+		// kinds fail to apply, and their parents say so.
+		if err := m.installChartCRDs(ctx, s); err != nil {
+			logger.Error(err, "A chart's CRD was not installed", "set", s.Dir)
+		}
 		gen, err := crd.Generate(s.Config)
 		if err != nil {
 			results[s.Dir] = fmt.Errorf("generate the CRD of set %s: %w", s.Dir, err)

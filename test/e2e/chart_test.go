@@ -119,6 +119,31 @@ data:
   kubeVersion: {{ .Capabilities.KubeVersion.Version | quote }}
   servesChartApps: {{ .Capabilities.APIVersions.Has "charts.e2e.loom.dev/v1/ChartApp" | quote }}
 `,
+	"chart/crds/gadgets.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.charts.e2e.loom.dev
+spec:
+  group: charts.e2e.loom.dev
+  names: {kind: Gadget, plural: gadgets, singular: gadget, listKind: GadgetList}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`,
+	"chart/templates/gadget.yaml": `apiVersion: charts.e2e.loom.dev/v1
+kind: Gadget
+metadata:
+  name: {{ include "shop.fullname" . }}
+spec:
+  size: {{ .Values.replicaCount }}
+`,
 	"chart/templates/migrate.yaml": `apiVersion: batch/v1
 kind: Job
 metadata:
@@ -162,6 +187,7 @@ func TestChartSet(t *testing.T) {
 	deleteClusterObjects(t, role, "loom-e2e-shared")
 	t.Cleanup(func() {
 		_ = dyn.Resource(crdGVR).Delete(context.Background(), "chartapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
+		_ = dyn.Resource(crdGVR).Delete(context.Background(), "gadgets.charts.e2e.loom.dev", metav1.DeleteOptions{})
 	})
 	l := startLoom(t, writeChartSet(t), ns, loomOptions{installCRDs: true})
 	eventually(t, 60*time.Second, "the ChartApp CRD is served", func(ctx context.Context) error {
@@ -190,6 +216,13 @@ func TestChartSet(t *testing.T) {
 	d, _ := get(context.Background(), deployGVR, ns, "a-shop")
 	if r, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas"); r != 2 {
 		t.Errorf("replicas %d, want the parent's 2", r)
+	}
+	// The chart's crds/ were installed, and its Gadget applied.
+	gadgetGVR := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "gadgets"}
+	if g, err := get(context.Background(), gadgetGVR, ns, "a-shop"); err != nil {
+		t.Errorf("the chart's Gadget: %v", err)
+	} else if size, _, _ := unstructured.NestedInt64(g.Object, "spec", "size"); size != 2 {
+		t.Errorf("Gadget spec.size %d, want 2", size)
 	}
 	// The chart's NOTES.txt is in the parent's status.
 	pa, err := get(context.Background(), chartAppGVR, ns, "a")
