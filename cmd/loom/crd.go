@@ -37,7 +37,7 @@ validation.`,
 			if err != nil {
 				return fmt.Errorf("load template set %s: %w", setDir, err)
 			}
-			if ran, err := check.run(cmd.Context(), cmd.OutOrStdout(), set.Config); ran {
+			if ran, err := check.run(cmd.Context(), cmd.OutOrStdout(), set); ran {
 				if errors.Is(err, errBreakingChanges) {
 					cmd.SilenceErrors = true // the report says it; exit 1 like loom diff
 				}
@@ -56,7 +56,7 @@ validation.`,
 // set (by its folder's name, so the output does not depend on the path
 // it was given).
 func printCRD(w io.Writer, set *render.Set) error {
-	def, err := crd.Generate(set.Config)
+	def, err := set.CRD()
 	if err != nil {
 		return fmt.Errorf("generate the CRD of template set %s: %w", set.Dir, err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/controller"
-	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/object"
 )
 
@@ -48,11 +48,12 @@ func newCRDCheck(f *pflag.FlagSet) *crdCheck {
 // prints what the generated CRD would break, and returns true with an
 // exitError: code 1 when something breaks that loom run --install-crds
 // would refuse (not when loom.yaml allows it), 2 when the check failed.
-func (c *crdCheck) run(ctx context.Context, w io.Writer, cfg config.Config) (bool, error) {
+func (c *crdCheck) run(ctx context.Context, w io.Writer, set *render.Set) (bool, error) {
 	if !c.enabled {
 		return false, nil
 	}
-	gen, err := crd.Generate(cfg)
+	cfg := set.Config
+	gen, err := set.CRD()
 	if err != nil {
 		return true, &exitError{code: 2, err: fmt.Errorf("generate the CRD: %w", err)}
 	}

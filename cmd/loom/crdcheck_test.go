@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/render"
 )
 
 // widgetCRD is a Widget CRD whose spec has the given fields, all strings.
@@ -128,7 +129,7 @@ func TestCRDCheck(t *testing.T) {
 		})
 	}
 	t.Run("without --check", func(t *testing.T) {
-		ran, err := (&crdCheck{}).run(context.Background(), &bytes.Buffer{}, config.Config{})
+		ran, err := (&crdCheck{}).run(context.Background(), &bytes.Buffer{}, &render.Set{})
 		if ran || err != nil {
 			t.Errorf("run = %v, %v; want false, nil", ran, err)
 		}

@@ -70,7 +70,7 @@ func (m *Manager) installCRDs(ctx context.Context, sets []*render.Set) (results 
 		if err := m.installChartCRDs(ctx, s); err != nil {
 			logger.Error(err, "A chart's CRD was not installed", "set", s.Dir)
 		}
-		gen, err := crd.Generate(s.Config)
+		gen, err := s.CRD()
 		if err != nil {
 			results[s.Dir] = fmt.Errorf("generate the CRD of set %s: %w", s.Dir, err)
 			logger.Error(err, "Could not generate the set's CRD; the set does not start or keeps its running version", "set", s.Dir)

@@ -15,7 +15,9 @@ import (
 	"github.com/Masterminds/sprig/v3"
 	"github.com/loom-operator/loom/engine/chart"
 	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/object"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -255,4 +257,14 @@ func (c *capWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.w.Write(p)
+}
+
+// CRD is the parent's CRD for this set (crd.Generate), with, for a chart
+// set without a schema in loom.yaml, the spec's schema inferred from the
+// chart's values.yaml (crd.GenerateForChart).
+func (s *Set) CRD() (*apiextv1.CustomResourceDefinition, error) {
+	if s.chart != nil {
+		return crd.GenerateForChart(s.Config, s.chart.ValuesYAML())
+	}
+	return crd.Generate(s.Config)
 }

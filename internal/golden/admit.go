@@ -22,12 +22,13 @@ type Admission struct {
 }
 
 // NewAdmission compiles the set's schema once, for every parent the set
-// renders offline. It returns nil for a set without a schema.
+// renders offline. It returns nil for a set without a schema (a chart
+// set has one: inferred from its values.yaml).
 func NewAdmission(set *render.Set) (*Admission, error) {
-	if set.Config.Schema == nil {
+	if set.Config.Schema == nil && set.Chart() == nil {
 		return nil, nil
 	}
-	def, err := crd.Generate(set.Config)
+	def, err := set.CRD()
 	if err != nil {
 		return nil, fmt.Errorf("generate the parent's CRD for %s: %w", set.Dir, err)
 	}
