@@ -13,8 +13,8 @@ import (
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/controller"
-	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/render"
 )
 
 var errBreakingChanges = errors.New("the CRD change would break stored parents")
