@@ -251,10 +251,19 @@ func TestChartSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Succeeded is when its pod succeeded: the SuccessCriteriaMet
+	// condition (Kubernetes 1.31 and later), which the Job controller sets
+	// a moment before Complete and completionTime.
 	done, _, _ := unstructured.NestedString(job.Object, "status", "completionTime")
+	conds, _, _ := unstructured.NestedSlice(job.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, _ := c.(map[string]any); m["type"] == "SuccessCriteriaMet" && m["status"] == "True" {
+			done, _ = m["lastTransitionTime"].(string)
+		}
+	}
 	completed, err := time.Parse(time.RFC3339, done)
 	if err != nil {
-		t.Fatalf("the pre-install Job has not completed (status %v): %v", job.Object["status"], err)
+		t.Fatalf("the pre-install Job has not succeeded (status %v): %v", job.Object["status"], err)
 	}
 	if created := d.GetCreationTimestamp().Time; created.Before(completed) {
 		t.Errorf("the Deployment was created at %s, before the pre-install Job completed at %s", created, completed)
@@ -400,10 +409,6 @@ func TestChartRandomValuesSurviveARestart(t *testing.T) {
 	if pw(a, "password") == "" || pw(a, "password") == pw(b, "password") || pw(a, "replication") == pw(b, "replication") {
 		t.Fatalf("two parents, want two passwords and two replication keys: %v / %v", a.Object["data"], b.Object["data"])
 	}
-	seed := secret("loom-seed-randomapp-a")
-	if refs := seed.GetOwnerReferences(); len(refs) != 1 || refs[0].Name != "a" || (refs[0].Controller != nil && *refs[0].Controller) {
-		t.Errorf("seed Secret's owners %v, want parent a, not as controller", refs)
-	}
 
 	// SIGKILL, then a new process: the same values, and no write.
 	if err := first.Kill(); err != nil {
@@ -428,5 +433,9 @@ func TestChartRandomValuesSurviveARestart(t *testing.T) {
 	}
 	if out := second.Output(); !strings.Contains(out, "Started workers") {
 		t.Errorf("the second process did not start:\n%s", out)
+	}
+	seed := secret("loom-seed-randomapp-a")
+	if refs := seed.GetOwnerReferences(); len(refs) != 1 || refs[0].Name != "a" || (refs[0].Controller != nil && *refs[0].Controller) {
+		t.Errorf("seed Secret's owners %v, want parent a, not as controller", refs)
 	}
 }
