@@ -30,10 +30,12 @@ const (
 )
 
 // rng returns the generator of one call: HMAC-SHA256 of the seed over
-// the file being rendered, the function, its arguments and how many
-// identical calls this file made before, as a ChaCha8 key. A call's value
-// depends on nothing else, so an edit elsewhere in the chart does not
-// change it, and two identical calls in one file differ.
+// the file being rendered, the call's site (see site; for text that tpl
+// parsed, which has no site, the function), its arguments and how many
+// calls with the same key this file made before (a site in a loop or a
+// define included twice), as a ChaCha8 key. A call's value depends on
+// nothing else, so an edit elsewhere in the chart does not change it,
+// and two calls at two sites differ.
 func (r *renderer) rng(fn string, args ...any) (*rand.Rand, error) {
 	if r.seed == nil {
 		return nil, errNoSeed
@@ -51,17 +53,17 @@ func (r *renderer) rng(fn string, args ...any) (*rand.Rand, error) {
 	return rand.New(rand.NewChaCha8(k)), nil
 }
 
-// randString is count characters drawn from chars.
-func (r *renderer) randString(fn string, count int, chars string) (string, error) {
-	g, err := r.rng(fn, count)
+// randString is count characters drawn from chars, keyed by key.
+func (r *renderer) randString(key string, count int, chars string) (string, error) {
+	g, err := r.rng(key, count)
 	if err != nil {
 		return "", err
 	}
 	if count < 0 {
-		return "", fmt.Errorf("%s: count %d is negative", fn, count)
+		return "", fmt.Errorf("count %d is negative", count)
 	}
 	if count > 1<<20 {
-		return "", fmt.Errorf("%s: count %d is over 1 MiB", fn, count)
+		return "", fmt.Errorf("count %d is over 1 MiB", count)
 	}
 	var b strings.Builder
 	for range count {
@@ -70,19 +72,41 @@ func (r *renderer) randString(fn string, count int, chars string) (string, error
 	return b.String(), nil
 }
 
-// seededFuncs binds the random functions to this renderer's seed.
-func (r *renderer) seededFuncs() template.FuncMap {
-	ascii := make([]byte, 0, 95)
-	for c := byte(32); c < 127; c++ {
-		ascii = append(ascii, c)
+// siteFuncs binds each site's renamed function (siteFunc) to the
+// seeded function it calls, keyed by the site.
+func (r *renderer) siteFuncs() template.FuncMap {
+	m := template.FuncMap{}
+	for i, s := range r.sites {
+		m[siteFunc(i)] = r.seededFunc(s.fn, "site\x00"+s.key)
 	}
-	return template.FuncMap{
-		"randAlpha":    func(n int) (string, error) { return r.randString("randAlpha", n, alpha) },
-		"randAlphaNum": func(n int) (string, error) { return r.randString("randAlphaNum", n, alpha+numeric) },
-		"randNumeric":  func(n int) (string, error) { return r.randString("randNumeric", n, numeric) },
-		"randAscii":    func(n int) (string, error) { return r.randString("randAscii", n, string(ascii)) },
-		"randBytes": func(n int) (string, error) {
-			g, err := r.rng("randBytes", n)
+	return m
+}
+
+// seededFuncs binds the random functions, as text that tpl parses calls
+// them, to this renderer's seed.
+func (r *renderer) seededFuncs() template.FuncMap {
+	m := template.FuncMap{}
+	for _, fn := range SeededFuncs {
+		m[fn] = r.seededFunc(fn, "tpl\x00"+fn)
+	}
+	return m
+}
+
+// seededFunc is the random function fn, its values keyed by key.
+func (r *renderer) seededFunc(fn, key string) any {
+	str := func(n int, chars string) (string, error) { return r.randString(key, n, chars) }
+	switch fn {
+	case "randAlpha":
+		return func(n int) (string, error) { return str(n, alpha) }
+	case "randAlphaNum":
+		return func(n int) (string, error) { return str(n, alpha+numeric) }
+	case "randNumeric":
+		return func(n int) (string, error) { return str(n, numeric) }
+	case "randAscii":
+		return func(n int) (string, error) { return str(n, ascii) }
+	case "randBytes":
+		return func(n int) (string, error) {
+			g, err := r.rng(key, n)
 			if err != nil {
 				return "", err
 			}
@@ -94,9 +118,10 @@ func (r *renderer) seededFuncs() template.FuncMap {
 				b[i] = byte(g.Uint32())
 			}
 			return base64.StdEncoding.EncodeToString(b), nil
-		},
-		"randInt": func(min, max int) (int, error) {
-			g, err := r.rng("randInt", min, max)
+		}
+	case "randInt":
+		return func(min, max int) (int, error) {
+			g, err := r.rng(key, min, max)
 			if err != nil {
 				return 0, err
 			}
@@ -104,18 +129,20 @@ func (r *renderer) seededFuncs() template.FuncMap {
 				return 0, fmt.Errorf("randInt: max %d is not above min %d", max, min)
 			}
 			return min + g.IntN(max-min), nil
-		},
-		"shuffle": func(s string) (string, error) {
-			g, err := r.rng("shuffle", s)
+		}
+	case "shuffle":
+		return func(s string) (string, error) {
+			g, err := r.rng(key, s)
 			if err != nil {
 				return "", err
 			}
 			rs := []rune(s)
 			g.Shuffle(len(rs), func(i, j int) { rs[i], rs[j] = rs[j], rs[i] })
 			return string(rs), nil
-		},
-		"uuidv4": func() (string, error) {
-			g, err := r.rng("uuidv4")
+		}
+	case "uuidv4":
+		return func() (string, error) {
+			g, err := r.rng(key)
 			if err != nil {
 				return "", err
 			}
@@ -126,6 +153,16 @@ func (r *renderer) seededFuncs() template.FuncMap {
 			u[6] = u[6]&0x0f | 0x40 // version 4
 			u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
 			return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]), nil
-		},
+		}
 	}
+	panic("chart: no seeded function " + fn)
 }
+
+// ascii is sprig's randAscii alphabet: printable ASCII.
+var ascii = func() string {
+	var b strings.Builder
+	for c := byte(32); c < 127; c++ {
+		b.WriteByte(c)
+	}
+	return b.String()
+}()

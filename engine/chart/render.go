@@ -352,9 +352,10 @@ const maxShapes = 32
 
 // shape is the parsed templates of one set of enabled subcharts.
 type shape struct {
-	root *template.Template
-	pool chan *renderer
-	c    *Chart
+	root  *template.Template
+	pool  chan *renderer
+	c     *Chart
+	sites []site // the random functions' calls, renamed (markSites)
 }
 
 // shape returns the parsed templates for order, parsing them the first
@@ -373,7 +374,13 @@ func (c *Chart) shape(order []string, tpls map[string]renderable) (*shape, error
 			return nil, &Error{File: name, Err: err}
 		}
 	}
-	sh = &shape{root: root, pool: make(chan *renderer, 8), c: c}
+	sites := markSites(root)
+	stubs := template.FuncMap{}
+	for i := range sites {
+		stubs[siteFunc(i)] = func(...any) (any, error) { return nil, errOutside }
+	}
+	root.Funcs(stubs)
+	sh = &shape{root: root, pool: make(chan *renderer, 8), c: c, sites: sites}
 	c.mu.Lock()
 	if len(c.shapes) < maxShapes {
 		c.shapes[key] = sh
@@ -428,6 +435,8 @@ type renderer struct {
 	// seed is the render's Env.Seed; calls counts each file's random calls.
 	seed  []byte
 	calls map[string]int
+	// sites are the shape's random calls (markSites).
+	sites []site
 }
 
 func (sh *shape) get() *renderer {
@@ -436,12 +445,12 @@ func (sh *shape) get() *renderer {
 		return r
 	default:
 	}
-	r := &renderer{calls: map[string]int{}}
+	r := &renderer{calls: map[string]int{}, sites: sh.sites}
 	t, err := sh.root.Clone()
 	if err != nil {
 		panic(err) // Clone fails only after the tree has executed, and the root never does
 	}
-	r.t = t.Funcs(r.funcs())
+	r.t = t.Funcs(r.funcs()).Funcs(r.siteFuncs())
 	return r
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -126,3 +127,35 @@ func writeSet(t *testing.T, dir string, files map[string]string) {
 		}
 	}
 }
+
+// The chart that keeps its password by looking up its own Secret renders
+// the same Secret when the lookup finds it: the value made in the other
+// branch is kept, and the key made after the if keeps its value too (a
+// call's value is keyed by where it is in the source, not by how many
+// calls ran before it). Two calls never share a value.
+func TestChartRandomValuesDoNotDependOnBranches(t *testing.T) {
+	set, err := Load("testdata/chartsets/secrets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := database("a")
+	reader := seedReader{Reader: NewObjectsReader(nil), seeds: map[string][]byte{"a": []byte("seed-of-a")}}
+	out, err := set.RenderWith(parent, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := out.Children[0].DeepCopy()
+	first.SetOwnerReferences(nil)
+	first.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "example.loom.dev/v1alpha1", Kind: "Database", Name: "a", UID: "u-a", Controller: ptrTrue()}})
+	before := secretData(t, set, parent, reader)
+	if before["password"] == before["replication"] {
+		t.Errorf("the password and the replication key are the same value %q", before["password"])
+	}
+	reader.Reader = NewObjectsReader([]*unstructured.Unstructured{first})
+	after := secretData(t, set, parent, reader)
+	if after["password"] != before["password"] || after["replication"] != before["replication"] {
+		t.Errorf("the Secret changes once the lookup finds it (a write, and a rotated key):\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+func ptrTrue() *bool { b := true; return &b }

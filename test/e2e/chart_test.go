@@ -406,8 +406,8 @@ func TestChartRandomValuesSurviveARestart(t *testing.T) {
 		v, _, _ := unstructured.NestedString(s.Object, "data", key)
 		return v
 	}
-	if pw(a, "password") == "" || pw(a, "password") == pw(b, "password") || pw(a, "replication") == pw(b, "replication") {
-		t.Fatalf("two parents, want two passwords and two replication keys: %v / %v", a.Object["data"], b.Object["data"])
+	if pw(a, "password") == "" || pw(a, "password") == pw(b, "password") || pw(a, "replication") == pw(b, "replication") || pw(a, "password") == pw(a, "replication") {
+		t.Fatalf("two parents, want four values: %v / %v", a.Object["data"], b.Object["data"])
 	}
 
 	// SIGKILL, then a new process: the same values, and no write.
