@@ -25,7 +25,9 @@ children, templateRevision) beside the status template's, the status
 subresource, the names (plural, singular, shortNames, categories with
 "loom"), the scope, the printer columns (Ready, State, Age, then the set's)
 and the ApplySet parent-type label. A set without a schema gets a free-form
-spec. It needs no cluster; the output passes the API server's CRD
+spec, but a chart set's spec types each value its values.yaml lists and
+keeps the others. A chart set's status also has notes (its NOTES.txt).
+It needs no cluster; the output passes the API server's CRD
 validation.`,
 		Example: `  loom crd -t templates/myresource
   loom crd -t templates/myresource | kubectl apply --server-side -f -

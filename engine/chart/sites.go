@@ -113,3 +113,35 @@ func walkBranch(b *parse.BranchNode, visit func(*parse.CommandNode)) {
 		walkCommands(b.ElseList, visit)
 	}
 }
+
+// KindRef is a kind named by apiVersion and kind.
+type KindRef struct{ APIVersion, Kind string }
+
+// Lookups lists the kinds the chart's templates look up with literal
+// arguments (lookup "v1" "Secret" ...), each once, in order of first
+// appearance by file.
+func (c *Chart) Lookups() ([]KindRef, error) {
+	root, _, err := c.Parse()
+	if err != nil {
+		return nil, err
+	}
+	var out []KindRef
+	for _, t := range root.Templates() {
+		if t.Tree == nil || t.Tree.Root == nil {
+			continue
+		}
+		walkCommands(t.Tree.Root, func(cmd *parse.CommandNode) {
+			id, ok := cmd.Args[0].(*parse.IdentifierNode)
+			if !ok || id.Ident != "lookup" || len(cmd.Args) < 3 {
+				return
+			}
+			av, ok1 := cmd.Args[1].(*parse.StringNode)
+			k, ok2 := cmd.Args[2].(*parse.StringNode)
+			if ok1 && ok2 && !slices.Contains(out, KindRef{av.Text, k.Text}) {
+				out = append(out, KindRef{av.Text, k.Text})
+			}
+		})
+	}
+	slices.SortFunc(out, func(a, b KindRef) int { return strings.Compare(a.APIVersion+"/"+a.Kind, b.APIVersion+"/"+b.Kind) })
+	return out, nil
+}
