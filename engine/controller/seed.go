@@ -83,10 +83,18 @@ func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured)
 		return nil, fmt.Errorf("seed Secret %s/%s: %w", parent.GetNamespace(), name, err)
 	}
 	s.mu.Lock()
+	if len(s.known) >= maxKnownSeeds {
+		// Deleted parents' seeds are never removed one by one: start over,
+		// and read each live parent's Secret again.
+		clear(s.known)
+	}
 	s.known[uid] = b
 	s.mu.Unlock()
 	return b, nil
 }
+
+// maxKnownSeeds bounds the seeds kept in memory (about 100 bytes each).
+const maxKnownSeeds = 100_000
 
 // create makes a new seed Secret for parent.
 func (s *seedStore) create(ctx context.Context, secrets dynamic.ResourceInterface, parent *unstructured.Unstructured, name string) (*unstructured.Unstructured, error) {
