@@ -1,6 +1,7 @@
 package crd
 
 import (
+	"fmt"
 	"sort"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -13,14 +14,31 @@ import (
 // so that kubectl explain shows the values and the API server checks
 // their types, with unknown fields kept (a chart reads values its
 // values.yaml does not list: globals, subcharts' values, optional keys).
-func GenerateForChart(c config.Config, values map[string]any) (*apiextv1.CustomResourceDefinition, error) {
+//
+// With a values.schema.json (schemaJSON), the spec's schema is made from
+// it instead (fromJSONSchema); a schema the API server would refuse, or
+// that cannot check the chart's own defaults, is an error naming it.
+func GenerateForChart(c config.Config, values map[string]any, schemaJSON []byte) (*apiextv1.CustomResourceDefinition, error) {
 	def, err := Generate(c)
-	if err != nil || c.Schema != nil || values == nil {
+	if err != nil || c.Schema != nil {
 		return def, err
 	}
-	spec := inferObject(values)
-	spec.Description = "The chart's values, merged over its values.yaml."
+	var spec apiextv1.JSONSchemaProps
+	if len(schemaJSON) > 0 {
+		if spec, err = fromJSONSchema(schemaJSON, values); err != nil {
+			return nil, err
+		}
+		spec.Description = "The chart's values, merged over its values.yaml, as its values.schema.json describes them."
+	} else if values != nil {
+		spec = inferObject(values)
+		spec.Description = "The chart's values, merged over its values.yaml."
+	} else {
+		return def, nil
+	}
 	def.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	if _, err := NewAdmitter(def); err != nil {
+		return nil, fmt.Errorf("the spec's schema made from the chart (values.schema.json or values.yaml) is not one the API server takes: %w", err)
+	}
 	return def, nil
 }
 

@@ -1,6 +1,7 @@
 package crd
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestGenerateForChartInfersTheValues(t *testing.T) {
 		"extra":        map[string]any{},
 	}
 	c := config.Config{Parent: config.ParentRef{APIVersion: "example.loom.dev/v1", Kind: "App"}, Chart: "chart"}
-	def, err := GenerateForChart(c, values)
+	def, err := GenerateForChart(c, values, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +47,82 @@ func TestGenerateForChartInfersTheValues(t *testing.T) {
 	}
 	// A schema in loom.yaml wins over inference.
 	c.Schema = &config.Schema{Spec: map[string]any{"size": "integer"}}
-	def, err = GenerateForChart(c, values)
+	def, err = GenerateForChart(c, values, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := def.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["size"]; !ok {
 		t.Error("loom.yaml's schema was replaced by the inferred one")
+	}
+}
+
+// With a values.schema.json, the spec's schema is made from it: the API
+// server checks types, enums, bounds and patterns; a key values.yaml gives
+// a default is not required of the parent; what OpenAPI cannot say
+// (anyOf) takes anything, and Helm checks it at render.
+func TestGenerateForChartFromValuesSchema(t *testing.T) {
+	schema := []byte(`{
+  "$schema": "https://json-schema.org/draft-07/schema#",
+  "type": "object",
+  "required": ["replicaCount", "image", "name"],
+  "definitions": {"port": {"type": "integer", "minimum": 1, "maximum": 65535}},
+  "properties": {
+    "replicaCount": {"type": "integer", "minimum": 0, "description": "How many pods."},
+    "name": {"type": "string", "pattern": "^[a-z]+$"},
+    "image": {"type": "object", "required": ["repository"], "additionalProperties": false, "properties": {
+      "repository": {"type": "string", "minLength": 1},
+      "pullPolicy": {"type": "string", "enum": ["Always", "IfNotPresent", "Never"]}}},
+    "service": {"type": "object", "properties": {"port": {"$ref": "#/definitions/port"}}},
+    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+    "tag": {"type": ["string", "null"]},
+    "anything": {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+  }
+}`)
+	values := map[string]any{"replicaCount": 1.0, "image": map[string]any{"repository": "nginx"}}
+	c := config.Config{Parent: config.ParentRef{APIVersion: "example.loom.dev/v1", Kind: "App"}, Chart: "chart"}
+	def, err := GenerateForChart(c, values, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := def.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	if fmt.Sprint(spec.Required) != "[name]" {
+		t.Errorf("required %v, want only name (replicaCount and image have defaults)", spec.Required)
+	}
+	if spec.Properties["replicaCount"].Description != "How many pods." {
+		t.Errorf("description lost: %+v", spec.Properties["replicaCount"])
+	}
+	a, err := NewAdmitter(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := func(spec map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "example.loom.dev/v1", "kind": "App", "metadata": map[string]any{"name": "a", "namespace": "ns"}, "spec": spec}
+	}
+	if _, err := a.Admit(app(map[string]any{"name": "web", "labels": map[string]any{"a": "b"}, "tag": nil, "anything": int64(3), "extra": true})); err != nil {
+		t.Errorf("good values refused: %v", err)
+	}
+	for _, tt := range []struct {
+		spec map[string]any
+		want string
+	}{
+		{map[string]any{"name": "web", "replicaCount": int64(-1)}, "spec.replicaCount"},
+		{map[string]any{"name": "Web"}, "spec.name"},
+		{map[string]any{}, "spec.name: Required value"},
+		{map[string]any{"name": "web", "image": map[string]any{"repository": "x", "pullPolicy": "Sometimes"}}, "spec.image.pullPolicy"},
+		{map[string]any{"name": "web", "service": map[string]any{"port": int64(70000)}}, "spec.service.port"},
+		{map[string]any{"name": "web", "labels": map[string]any{"a": int64(1)}}, "spec.labels.a"},
+	} {
+		if _, err := a.Admit(app(tt.spec)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: err %v, want one about %s", tt.spec, err, tt.want)
+		}
+	}
+	// image's additionalProperties: false prunes a key it does not list,
+	// as the API server does.
+	out, err := a.Admit(app(map[string]any{"name": "web", "image": map[string]any{"repository": "x", "other": "y"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, kept := out["spec"].(map[string]any)["image"].(map[string]any)["other"]; kept {
+		t.Error("a key additionalProperties: false forbids was kept")
 	}
 }

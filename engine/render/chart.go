@@ -264,7 +264,7 @@ func (c *capWriter) Write(p []byte) (int, error) {
 // chart's values.yaml (crd.GenerateForChart).
 func (s *Set) CRD() (*apiextv1.CustomResourceDefinition, error) {
 	if s.chart != nil {
-		return crd.GenerateForChart(s.Config, s.chart.ValuesYAML())
+		return crd.GenerateForChart(s.Config, s.chart.ValuesYAML(), s.chart.Schema())
 	}
 	return crd.Generate(s.Config)
 }
