@@ -202,7 +202,7 @@ type prepared struct {
 }
 
 // maxPrepared bounds the prepared values kept per chart.
-const maxPrepared = 256
+const maxPrepared = 64
 
 // prepare runs Helm's ProcessDependencies and
 // ToRenderValuesWithSchemaValidation on a copy of the chart, or returns

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
 )
 
@@ -80,6 +82,13 @@ func installGenerated(ctx context.Context, t *testing.T, c config.Config) schema
 	if err != nil {
 		t.Fatalf("Generate() = %v", err)
 	}
+	return installCRDDef(ctx, t, def)
+}
+
+// installCRDDef applies def, deletes it when the test ends, and waits
+// until its kind is served.
+func installCRDDef(ctx context.Context, t *testing.T, def *apiextv1.CustomResourceDefinition) schema.GroupVersionResource {
+	t.Helper()
 	obj, err := crd.Unstructured(def)
 	if err != nil {
 		t.Fatal(err)
@@ -283,4 +292,53 @@ func testSetConfig(t *testing.T, name string) config.Config {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// The CRDs of chart sets, one from the chart's values.schema.json and one
+// inferred from its values.yaml, are accepted by the API server: it
+// stores a parent whose values fit, and refuses one whose values the
+// schema refuses, as loom render does offline.
+func TestChartSetCRDsAreServed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := newNamespace(t)
+	for _, tt := range []struct {
+		set, good, bad, refusal string
+	}{
+		{set: "web", good: `{replicaCount: 3, image: {pullPolicy: Always}, extra: {kept: true}}`, bad: `{image: {pullPolicy: Sometimes}}`, refusal: "spec.image.pullPolicy"},
+		{set: "secrets", good: `{auth: {password: pw}, other: 1}`, bad: `{auth: {password: 5}}`, refusal: "spec.auth.password"},
+	} {
+		t.Run(tt.set, func(t *testing.T) {
+			set, err := render.Load(filepath.Join(repoRoot, "engine/render/testdata/chartsets", tt.set))
+			if err != nil {
+				t.Fatal(err)
+			}
+			def, err := set.CRD()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A kind of its own, so that no other test's CRD is touched.
+			def.Spec.Group = "charts.gen.test.loom.dev"
+			def.Name = def.Spec.Names.Plural + "." + def.Spec.Group
+			gvr := installCRDDef(ctx, t, def)
+			mk := func(name, spec string) *unstructured.Unstructured {
+				u := &unstructured.Unstructured{Object: map[string]any{"spec": decode(t, spec)}}
+				u.SetAPIVersion(def.Spec.Group + "/" + def.Spec.Versions[0].Name)
+				u.SetKind(def.Spec.Names.Kind)
+				u.SetName(name)
+				return u
+			}
+			stored, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, mk("good", tt.good), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("good values refused: %v", err)
+			}
+			if got, want := stored.Object["spec"], decode(t, tt.good); !cmp.Equal(got, want) {
+				t.Errorf("stored spec %v, want %v", got, want)
+			}
+			_, err = dyn.Resource(gvr).Namespace(ns).Create(ctx, mk("bad", tt.bad), metav1.CreateOptions{})
+			if err == nil || !strings.Contains(err.Error(), tt.refusal) {
+				t.Errorf("bad values: %v, want a refusal of %s", err, tt.refusal)
+			}
+		})
+	}
 }
