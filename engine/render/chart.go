@@ -56,8 +56,16 @@ func (s *Set) loadChart(fsys fs.FS) error {
 	}
 	s.chart = c
 	s.caches = map[string]*decodeCache{}
+	// A chart's Job is ready when it has completed, not when it has
+	// started (kstatus's Current): a pre-install hook's Job must finish
+	// before the other children are applied. A rule of loom.yaml's for
+	// Jobs wins over this one (it comes first).
+	s.Config.Readiness = append(s.Config.Readiness, jobsComplete)
 	return nil
 }
+
+// jobsComplete is the readiness of a chart set's Jobs.
+var jobsComplete = config.ReadinessRule{Kind: "Job", Condition: "Complete", FailedCondition: "Failed"}
 
 // Chart is the set's Helm chart, or nil for a set of Loom templates.
 func (s *Set) Chart() *chart.Chart { return s.chart }

@@ -20,7 +20,8 @@ func job(name string, complete bool) *unstructured.Unstructured {
 			// The parent's child, as Loom applied it: a lookup of a kind the
 			// set does not declare finds only the parent's own children.
 			"ownerReferences": []any{map[string]any{"apiVersion": "example.loom.dev/v1alpha1", "kind": "WebApp", "name": "shop", "uid": "u-shop", "controller": true}}},
-		"status": map[string]any{"active": int64(1)},
+		// Started and running: kstatus calls such a Job Current.
+		"status": map[string]any{"active": int64(1), "startTime": "2026-11-26T10:00:00Z"},
 	}}
 	if complete {
 		j.Object["status"] = map[string]any{"succeeded": int64(1), "conditions": []any{map[string]any{"type": "Complete", "status": "True"}}}
@@ -76,7 +77,7 @@ func TestChartHooksWait(t *testing.T) {
 					t.Errorf("%s %s is rendered: Loom never applies a pre-delete or test hook", c.GetKind(), c.GetName())
 				}
 			}
-			plan := depend.Decide(out, nil)
+			plan := depend.Decide(out, set.Config.Readiness)
 			var got []string
 			for _, c := range plan.Apply {
 				got = append(got, c.GetKind()+"/"+c.GetName())
