@@ -73,6 +73,9 @@ func Load(fsys fs.FS, dir string, opts Options) (*Chart, Sources, error) {
 	if err := c.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("chart %s: %w", dir, err)
 	}
+	if err := checkSchemas(c); err != nil {
+		return nil, nil, fmt.Errorf("chart %s: %w", dir, err)
+	}
 	out := &Chart{chart: c, overrides: opts.Funcs, files: map[*common.File]Files{}, shapes: map[string]*shape{}, prepared: map[[32]byte]*prepared{}}
 	out.indexFiles(c)
 	return out, src, nil
