@@ -13,9 +13,6 @@ import (
 // the API versions the cluster serves.
 type Capabilities = common.Capabilities
 
-// DefaultCapabilities are Helm SDK's, as `helm template` uses them.
-func DefaultCapabilities() *Capabilities { return common.DefaultCapabilities }
-
 // CapabilitiesWith are Helm's defaults with kubeVersion (when not "") and
 // extra API versions added, as `helm template --kube-version
 // --api-versions` makes them.

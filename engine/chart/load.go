@@ -152,13 +152,6 @@ func (c *Chart) indexFiles(ch *chartv2.Chart) {
 // Name is the chart's name, from Chart.yaml.
 func (c *Chart) Name() string { return c.chart.Name() }
 
-// Metadata is the chart's Chart.yaml.
-func (c *Chart) Metadata() *chartv2.Metadata { return c.chart.Metadata }
-
-// Helm returns a fresh copy of the loaded chart, for Helm's own functions
-// (which mutate what they are given).
-func (c *Chart) Helm() *chartv2.Chart { return copyTree(c.chart) }
-
 // ValuesYAML is the root chart's values.yaml, as loaded.
 func (c *Chart) ValuesYAML() map[string]any { return c.chart.Values }
 

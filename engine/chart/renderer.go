@@ -1,0 +1,196 @@
+package chart
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/template"
+)
+
+// renderer is a clone of a shape's templates with include, tpl, required,
+// fail and lookup bound to it.
+type renderer struct {
+	t      *template.Template
+	depth  int
+	lookup func(Position, string, string, string, string) (map[string]any, error)
+	file   string
+	out    *countWriter
+	// tpls are the texts tplFast has parsed into t.
+	tpls map[string]*template.Template
+	// looked is set when the render called lookup: its output depends on
+	// the cluster, and is not kept.
+	looked bool
+	// seed is the render's Env.Seed; calls counts each file's random calls.
+	seed  []byte
+	calls map[string]int
+	// sites are the shape's random calls (markSites).
+	sites []site
+}
+
+func (sh *shape) get() *renderer {
+	select {
+	case r := <-sh.pool:
+		return r
+	default:
+	}
+	r := &renderer{calls: map[string]int{}, sites: sh.sites}
+	t, err := sh.root.Clone()
+	if err != nil {
+		panic(err) // Clone fails only after the tree has executed, and the root never does
+	}
+	r.t = t.Funcs(r.funcs()).Funcs(r.siteFuncs())
+	return r
+}
+
+func (sh *shape) put(r *renderer) {
+	r.lookup, r.out, r.looked, r.seed = nil, nil, false, nil
+	select {
+	case sh.pool <- r:
+	default:
+	}
+}
+
+// MaxIncludeDepth caps how deeply include and tpl may nest, as Helm's
+// recursion limit does.
+const MaxIncludeDepth = 1000
+
+func (r *renderer) funcs() template.FuncMap {
+	m := r.seededFuncs()
+	m["include"] = r.include
+	m["tpl"] = r.tpl
+	m["required"] = required
+	m["fail"] = fail
+	m["lookup"] = r.lookupFunc
+	return m
+}
+
+// execute runs one file, turning a panic (mustToYaml's, say) into an error.
+func (r *renderer) execute(w *strings.Builder, name string, data any, wrap func(io.Writer) io.Writer) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("rendering template failed: %v", p)
+		}
+	}()
+	r.file = name
+	clear(r.calls)
+	r.out = &countWriter{w: w}
+	var out io.Writer = r.out
+	if wrap != nil {
+		out = wrap(out)
+	}
+	return r.t.ExecuteTemplate(out, name, data)
+}
+
+func (r *renderer) include(name string, data any) (string, error) {
+	if r.depth >= MaxIncludeDepth {
+		return "", fmt.Errorf("rendering template has a nested reference name: %s: unable to execute template", name)
+	}
+	r.depth++
+	defer func() { r.depth-- }()
+	var b strings.Builder
+	err := r.t.ExecuteTemplate(&b, name, data)
+	return b.String(), err
+}
+
+// TplName names the template that tpl parses its text into: Helm's
+// name for it, which its error messages show.
+const TplName = "gotpl"
+
+func (r *renderer) tpl(text string, data any) (string, error) {
+	if r.depth >= MaxIncludeDepth {
+		return "", fmt.Errorf("tpl: nesting deeper than %d", MaxIncludeDepth)
+	}
+	if out, ok := r.tplFast(text, data); ok {
+		return out, nil
+	}
+	t, err := r.t.Clone()
+	if err != nil {
+		return "", fmt.Errorf("cannot clone template: %w", err)
+	}
+	// The clone's include and tpl see the defines that text adds.
+	sub := &renderer{t: t, depth: r.depth + 1, lookup: r.lookup, file: r.file, out: r.out, seed: r.seed, calls: r.calls}
+	t.Option("missingkey=zero").Funcs(sub.funcs())
+	if t, err = t.New(TplName).Parse(text); err != nil {
+		return "", fmt.Errorf("cannot parse template %q: %w", text, err)
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("error during tpl function execution for %q: %w", text, err)
+	}
+	return strings.ReplaceAll(b.String(), "<no value>", ""), nil
+}
+
+// maxTplCache bounds the tpl texts a renderer keeps parsed.
+const maxTplCache = 512
+
+// tplFast runs text that defines no template without cloning the whole
+// tree, as Helm's tpl does on every call: the text is parsed once, into
+// the renderer's own tree under a name of its own, and executed there.
+// It reports false when it cannot: text that may define a template (a
+// define would outlive the call), or that fails, which the slow path
+// runs again for Helm's error message.
+func (r *renderer) tplFast(text string, data any) (string, bool) {
+	if strings.Contains(text, "define") || strings.Contains(text, "block") {
+		return "", false
+	}
+	t, ok := r.tpls[text]
+	if !ok {
+		if len(r.tpls) >= maxTplCache {
+			return "", false
+		}
+		var err error
+		if t, err = r.t.New(fmt.Sprintf("%s\x00%d", TplName, len(r.tpls))).Parse(text); err != nil {
+			return "", false
+		}
+		if r.tpls == nil {
+			r.tpls = map[string]*template.Template{}
+		}
+		r.tpls[text] = t
+	}
+	r.depth++
+	defer func() { r.depth-- }()
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		return "", false
+	}
+	return strings.ReplaceAll(b.String(), "<no value>", ""), true
+}
+
+func (r *renderer) lookupFunc(apiVersion, kind, namespace, name string) (map[string]any, error) {
+	r.looked = true
+	if r.lookup == nil {
+		return map[string]any{}, nil
+	}
+	at := Position{File: r.file}
+	if r.out != nil {
+		at.Offset = r.out.n
+	}
+	return r.lookup(at, apiVersion, kind, namespace, name)
+}
+
+// required fails with msg when v is nil or "".
+func required(msg string, v any) (any, error) {
+	if v == nil {
+		return v, errors.New(msg)
+	}
+	if s, ok := v.(string); ok && s == "" {
+		return v, errors.New(msg)
+	}
+	return v, nil
+}
+
+// fail fails the render with msg.
+func fail(msg string) (string, error) { return "", errors.New(msg) }
+
+// countWriter counts what a file writes.
+type countWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
+}
