@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 // chartSet copies the differential tests' web chart into a new set that
@@ -22,15 +24,7 @@ func chartSet(t *testing.T) string {
 		// no longer wait for it.
 		"tests/shop.lookups.yaml": "apiVersion: batch/v1\nkind: Job\nmetadata: {name: shop-web-migrate, namespace: team-a}\nstatus:\n  succeeded: 1\n  conditions:\n  - {type: Complete, status: \"True\"}\n",
 	}
-	for name, text := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.WriteFiles(t, dir, files)
 	return dir
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/loom-operator/loom/engine/config"
+
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 // loom init makes a set from a chart: loom.yaml declares the chart's
@@ -14,7 +16,7 @@ import (
 // and a second init into the same folder is refused.
 func TestInitFromChart(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "ops")
-	for name, text := range map[string]string{
+	testutil.WriteFiles(t, src, map[string]string{
 		"Chart.yaml":  "apiVersion: v2\nname: ops\nversion: 0.1.0\n",
 		"values.yaml": "replicas: 1\n",
 		"templates/role.yaml": `apiVersion: rbac.authorization.k8s.io/v1
@@ -32,15 +34,7 @@ data:
   replicas: {{ .Values.replicas | quote }}
   token: {{ randAlphaNum 8 | quote }}
 `,
-	} {
-		p := filepath.Join(src, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	dir := filepath.Join(t.TempDir(), "set")
 	out, err := execute(t, "", "init", dir, "--chart", src, "--kind", "Ops", "--api-version", "ops.example.com/v1")
 	if err != nil {

@@ -5,10 +5,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 // A values.schema.json that points outside itself (a URL, a file) is
@@ -44,15 +45,7 @@ func TestSchemaRefsOutsideTheFileRefused(t *testing.T) {
 				files["c/charts/s/values.schema.json"] = `{"$ref": "` + srv.URL + `/s.json"}`
 				tt.want = "c/charts/s/values.schema.json: /$ref"
 			}
-			for name, text := range files {
-				p := filepath.Join(dir, name)
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			testutil.WriteFiles(t, dir, files)
 			_, _, err := Load(os.DirFS(dir), "c", Options{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err %v, want one with %q", err, tt.want)

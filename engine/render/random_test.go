@@ -2,14 +2,14 @@ package render
 
 import (
 	"encoding/base64"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 // seedReader is a Reader with a seed per parent name, as the
@@ -101,7 +101,7 @@ func TestChartRandomFunctionsAreSeeded(t *testing.T) {
 func TestChartUnseedableFunctionsRefused(t *testing.T) {
 	for fn, call := range map[string]string{"now": "now", "genCA": `genCA "x" 365`, "bcrypt": `bcrypt "x"`} {
 		dir := t.TempDir()
-		writeSet(t, dir, map[string]string{
+		testutil.WriteFiles(t, dir, map[string]string{
 			"loom.yaml":                  "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: Database\nchart: chart\n",
 			"chart/Chart.yaml":           "apiVersion: v2\nname: c\nversion: 0.1.0\n",
 			"chart/templates/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: {{ " + call + " | toString | quote }}\n",
@@ -110,20 +110,6 @@ func TestChartUnseedableFunctionsRefused(t *testing.T) {
 		_, err := Load(dir)
 		if err == nil || !strings.Contains(err.Error(), "c/templates/cm.yaml:6") || !strings.Contains(err.Error(), fn) {
 			t.Errorf("%s: want a refusal at c/templates/cm.yaml:6, got %v", fn, err)
-		}
-	}
-}
-
-// writeSet writes files (paths relative to dir) for a set.
-func writeSet(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, text := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
 		}
 	}
 }

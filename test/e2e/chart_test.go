@@ -10,7 +10,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 var (
@@ -163,15 +164,7 @@ spec:
 func writeChartSet(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	for name, text := range chartSetFiles {
-		p := filepath.Join(root, "shop", name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.WriteFiles(t, filepath.Join(root, "shop"), chartSetFiles)
 	return root
 }
 
@@ -363,15 +356,7 @@ func TestChartRandomValuesSurviveARestart(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	root := t.TempDir()
-	for name, text := range randomChartFiles {
-		p := filepath.Join(root, "db", name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.WriteFiles(t, filepath.Join(root, "db"), randomChartFiles)
 	gvr := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "randomapps"}
 	t.Cleanup(func() {
 		_ = dyn.Resource(crdGVR).Delete(context.Background(), "randomapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
