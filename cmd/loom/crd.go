@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/crd"
@@ -13,7 +14,7 @@ import (
 )
 
 func newCRDCommand() *cobra.Command {
-	var setDir string
+	var setDir, output string
 	var check *crdCheck // --check (crdcheck.go)
 	cmd := &cobra.Command{
 		Use:   "crd -t SET",
@@ -28,13 +29,22 @@ and the ApplySet parent-type label. A set without a schema gets a free-form
 spec, but a chart set's spec types each value its values.yaml lists and
 keeps the others. A chart set's status also has notes (its NOTES.txt).
 It needs no cluster; the output passes the API server's CRD
-validation.`,
+validation. -o json and -o yaml print the CRD alone, without the comment.
+
+Exit status: 0 when the CRD was printed, or --check found nothing that
+'loom run --install-crds' would refuse; 1 when --check found changes that
+would break stored parents and loom.yaml does not allow them; 2 when the
+command failed (the set does not load, the cluster cannot be reached) or
+was used wrongly, so that a failure never reads as --check's 1.`,
 		Example: `  loom crd -t templates/myresource
   loom crd -t templates/myresource | kubectl apply --server-side -f -
   loom crd -t templates/myresource > crds/myresources.example.loom.dev.yaml
   loom crd -t templates/myresource --check   # what the change would break in the cluster`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "" && check.enabled {
+				return errors.New("--output and --check cannot be used together")
+			}
 			set, err := render.Load(setDir)
 			if err != nil {
 				return fmt.Errorf("load template set %s: %w", setDir, err)
@@ -45,19 +55,21 @@ validation.`,
 				}
 				return err
 			}
-			return printCRD(cmd.OutOrStdout(), set)
+			return printCRD(cmd.OutOrStdout(), output, set)
 		},
 	}
 	check = newCRDCheck(cmd.Flags())
 	cmd.Flags().StringVarP(&setDir, "templates", "t", "", "the template set's folder")
+	addOutputFlag(cmd, &output, "YAML after a comment naming the set")
 	_ = cmd.MarkFlagRequired("templates")
-	return cmd
+	_ = cmd.MarkFlagDirname("templates")
+	return failsWith(cmd, exitTrouble) // with --check, 1 says something would break
 }
 
-// printCRD writes the set's CRD as YAML, after a comment that names the
-// set (by its folder's name, so the output does not depend on the path
-// it was given).
-func printCRD(w io.Writer, set *render.Set) error {
+// printCRD writes the set's CRD in format (-o). The default, "", is YAML
+// after a comment that names the set (by its folder's name, so the output
+// does not depend on the path it was given).
+func printCRD(w io.Writer, format string, set *render.Set) error {
 	def, err := set.CRD()
 	if err != nil {
 		return fmt.Errorf("generate the CRD of template set %s: %w", set.Dir, err)
@@ -65,6 +77,9 @@ func printCRD(w io.Writer, set *render.Set) error {
 	obj, err := crd.Unstructured(def)
 	if err != nil {
 		return err
+	}
+	if format != "" {
+		return printObject(w, format, &unstructured.Unstructured{Object: obj})
 	}
 	out, err := yaml.Marshal(obj)
 	if err != nil {

@@ -28,16 +28,6 @@ import (
 	"github.com/loom-operator/loom/internal/golden"
 )
 
-// exitError ends the process with a given code. diff uses kubectl diff's
-// codes: 1 when there are differences, 2 when it failed.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
 var errDifferences = errors.New("the cluster differs from what the templates render")
 
 type diffOptions struct {
@@ -66,8 +56,10 @@ live object, alone; while a whole template file waits, nothing is pruned.
 Use it before saving a template edit into the folder a running Loom watches:
 Loom applies an edit to every parent at once.
 
-Exit status: 0 when nothing would change, 1 when something would, 2 when
-the diff itself failed (a template does not render, a request failed).`,
+Exit status: 0 when nothing would change; 1 when something would; 2 when
+the diff itself failed (a template does not render, the cluster cannot be
+reached, a request failed) or the command was used wrongly (an unknown
+flag, no -t), so that a failure never reads as "something would change".`,
 		Example: `  loom diff -t templates/myresource
   loom diff -t templates/myresource -n shop web
   loom diff -t templates/myresource -l tier=frontend --kubeconfig .cluster/kubeconfig`,
@@ -89,7 +81,7 @@ the diff itself failed (a template does not render, a request failed).`,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "only parents in this namespace (default: all)")
 	f.StringVarP(&o.selector, "selector", "l", "", "only parents matching this label selector")
 	_ = cmd.MarkFlagRequired("templates")
-	return cmd
+	return failsWith(cmd, exitTrouble) // 1 says something would change
 }
 
 // differ holds what one diff run needs.

@@ -34,7 +34,9 @@ what it declares is what a user who may create a parent may make Loom do.
 
 Then: 'loom crd -t DIR' prints the parent's CRD (its spec's schema
 inferred from values.yaml), 'loom test DIR' checks the golden case, and
-'loom run --templates DIR' runs it.`,
+'loom run --templates DIR' runs it.
+
+` + exitStatusPlain,
 		Example: `  loom init sets/podinfo --chart ./podinfo --kind Podinfo --api-version apps.example.com/v1
   loom init sets/shop --chart shop-1.2.3.tgz --kind Shop`,
 		Args: cobra.ExactArgs(1),

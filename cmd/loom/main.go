@@ -4,7 +4,6 @@
 package main
 
 import (
-	"errors"
 	"log/slog"
 	"os"
 
@@ -16,11 +15,5 @@ func main() {
 	// Helm's SDK, which renders chart sets, warns through log/slog: its
 	// warnings join Loom's own log, structured as klog writes it.
 	slog.SetDefault(slog.New(logr.ToSlogHandler(klog.Background())))
-	if err := newRootCommand().Execute(); err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
-		}
-		os.Exit(1)
-	}
+	os.Exit(exitCode(newRootCommand().ExecuteC()))
 }

@@ -21,6 +21,7 @@ func newRenderCommand() *cobra.Command {
 		files     []string
 		namespace string
 		lookups   string
+		output    string // -o
 		// A chart set's .Capabilities, as helm template's flags.
 		kubeVersion string
 		apiVersions []string
@@ -31,7 +32,10 @@ func newRenderCommand() *cobra.Command {
 		Long: `Render prints, as one YAML stream, exactly the objects that Loom would apply
 for each parent: validated, with the namespace, controller ownerReference and
 ApplySet labels injected. Like 'helm template', it needs no cluster. The
-ownerReference's uid is filled in only when the parent has one.
+ownerReference's uid is filled in only when the parent has one. With -o json
+or -o yaml it prints the same objects, in the same order, as one v1 List, as
+'kubectl get -o json|yaml' prints several objects ('kubectl apply -f' reads
+it; jq '.items[]' splits it).
 
 Templates' lookups find the objects in the --lookups file (a YAML stream or
 a List, such as 'kubectl get -o yaml' prints); without it they find nothing.
@@ -52,9 +56,12 @@ When loom.yaml has a schema, each parent is first admitted as the API
 server admits it on create: fields the schema does not know are pruned (a
 warning names each, as kubectl prints it), defaults are applied, and a
 parent the API server would refuse fails the render with the API server's
-message, naming the file. The metadata and status stay as given.`,
+message, naming the file. The metadata and status stay as given.
+
+` + exitStatusPlain,
 		Example: `  loom render -t templates/myresource -f examples/myresource.yaml
   loom render -t templates/myresource -f examples/myresource.yaml -f examples/myresource-full.yaml
+  loom render -t templates/myresource -f examples/myresource.yaml -o json | jq -r '.items[].kind'
   kubectl get myresource web -o yaml | loom render -t templates/myresource -f -
 
   # Answer lookups from what the cluster holds:
@@ -120,6 +127,9 @@ message, naming the file. The metadata and status stay as given.`,
 					fmt.Fprintln(cmd.ErrOrStderr(), h)
 				}
 			}
+			if output != "" {
+				return printObjects(cmd.OutOrStdout(), output, all)
+			}
 			out, err := render.MarshalStream(all)
 			if err != nil {
 				return err
@@ -134,8 +144,12 @@ message, naming the file. The metadata and status stay as given.`,
 	cmd.Flags().StringVar(&lookups, "lookups", "", "a YAML file of the objects templates' lookups find; - reads stdin (default: they find nothing)")
 	cmd.Flags().StringVar(&kubeVersion, "kube-version", "", "a chart set's .Capabilities.KubeVersion, as helm template's (default: Helm SDK's)")
 	cmd.Flags().StringSliceVarP(&apiVersions, "api-versions", "a", nil, "API versions a chart set's .Capabilities.APIVersions has besides Helm SDK's defaults, as helm template's; repeatable")
+	addOutputFlag(cmd, &output, "a YAML stream")
 	_ = cmd.MarkFlagRequired("templates")
 	_ = cmd.MarkFlagRequired("filename")
+	_ = cmd.MarkFlagDirname("templates")
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	_ = cmd.MarkFlagFilename("lookups", "yaml", "yml", "json")
 	return cmd
 }
 

@@ -82,7 +82,10 @@ its parents step by step. Loom keeps the rollout in the status of the set's
 TemplateSet, a cluster-scoped object named after the set's folder (plus
 .NAMESPACE for a Loom of one namespace); kubectl get templatesets lists them.
 These commands read that status, and write the TemplateSet's spec, which
-Loom only reads.`,
+Loom only reads.
+
+Exit status: pause, resume, promote and abort exit 0 when they wrote the
+spec, and 1 when they failed or were used wrongly; status's is in its help.`,
 		Example: `  loom rollout status myresource
   loom rollout status myresource --watch --timeout 15m
   loom rollout pause myresource
@@ -138,7 +141,8 @@ API server refuses the watch. --timeout ends the watch.
 Exit status: 0 when the phase is Complete; 2 when it is Failed or
 RolledBack; 3 when it is Progressing or Paused (not done yet), or when
 --timeout ends a watch first; 1 when the command failed (the TemplateSet
-does not exist, the cluster cannot be reached, bad arguments).`,
+does not exist, the cluster cannot be reached, an unknown flag, a missing
+argument).`,
 		Example: `  loom rollout status myresource
   loom rollout status myresource -w --timeout 10m && echo rolled out`,
 		Args: cobra.ExactArgs(1),
@@ -464,7 +468,9 @@ func (o *rolloutOptions) pauseCommand() *cobra.Command {
 		Short: "Stop a template set's rollout from taking its next step",
 		Long: `Pause sets spec.paused on the TemplateSet SET. Loom then takes no further
 step: parents already moved stay on the candidate, the others on the stable
-revision. A step's timeout and soak count again from the resume.`,
+revision. A step's timeout and soak count again from the resume.
+
+` + exitStatusPlain,
 		Example: `  loom rollout pause myresource`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -484,7 +490,9 @@ func (o *rolloutOptions) resumeCommand() *cobra.Command {
 		Short: "Let a paused rollout go on, and retry a step that failed",
 		Long: `Resume clears spec.paused on the TemplateSet SET and writes a new token (the
 time) in spec.resume. The new token makes Loom retry a step that failed
-with onFailure: pause.`,
+with onFailure: pause.
+
+` + exitStatusPlain,
 		Example: `  loom rollout resume myresource`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -504,7 +512,7 @@ func (o *rolloutOptions) candidateCommand(verb, past, short, long string) *cobra
 	return &cobra.Command{
 		Use:     verb + " SET",
 		Short:   short,
-		Long:    long,
+		Long:    long + "\n\n" + exitStatusPlain,
 		Example: fmt.Sprintf("  loom rollout %s myresource", verb),
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -57,20 +57,8 @@ func runRollout(t *testing.T, client dynamic.Interface, args ...string) (string,
 	cmd.SetArgs(args)
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
-	code := exitCode(cmd.Execute())
+	code := exitCode(cmd.ExecuteC())
 	return out.String(), errOut.String(), code
-}
-
-// exitCode is the exit status main gives err.
-func exitCode(err error) int {
-	var ee *exitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
-		return ee.code
-	}
-	return 1
 }
 
 const progressing = `status:

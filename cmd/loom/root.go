@@ -32,6 +32,7 @@ tests/ folder of golden-file cases.`,
   loom run --templates templates/`,
 		SilenceUsage: true,
 	}
+	root.SetFlagErrorFunc(usageHint)
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))

@@ -67,7 +67,11 @@ Warning Event on the CRD names the parents. A CRD that Loom did not install is
 left alone unless annotated loom.dev/adopt=loom.
 
 It uses --kubeconfig, then $KUBECONFIG, then the in-cluster config.
-SIGTERM or SIGINT drains in-flight reconciles and exits.`,
+SIGTERM or SIGINT drains in-flight reconciles and exits.
+
+Exit status: 0 after SIGTERM or SIGINT, once drained; 1 when it could not
+start (bad flags, no kubeconfig, the cluster cannot be reached), when it
+failed, or when it lost the leader-election Lease (--leader-elect).`,
 		Example: `  loom run --templates templates/
   loom run --templates /etc/loom/templates --namespace shop --workers 8
   loom run --templates templates/ --kubeconfig .cluster/kubeconfig --metrics-bind-address :8080

@@ -19,7 +19,7 @@ func newTestCommand() *cobra.Command {
 with the expected output. A case is an input parent, tests/NAME.yaml, and its
 expected children, tests/NAME.golden.yaml. Given a folder that is not itself
 a set, test finds every set below it. A mismatch prints a unified diff
-(-golden +rendered) and makes the command exit non-zero.
+(-golden +rendered) and makes the command exit 1.
 
 A case's lookups find the objects in tests/NAME.lookups.yaml, when there is
 one, read as 'loom render --lookups' reads its file (objects that name no
@@ -32,7 +32,11 @@ ready, in NAME.lookups.yaml) is left out, as 'loom render' leaves it out.
 When loom.yaml has a schema, each case's parent is first admitted as the
 API server admits it on create (see 'loom render'): the golden file holds
 what renders for the parent the cluster would store, and a parent the API
-server would refuse fails the case with the API server's message.`,
+server would refuse fails the case with the API server's message.
+
+Exit status: 0 when every case passed (or, with --update, was rewritten); 1
+when a case failed, a set could not be loaded, or the command was used
+wrongly.`,
 		Example: `  loom test templates/myresource
   loom test templates/            # every set below
   loom test --update templates/   # rewrite the golden files; review the diff
