@@ -27,9 +27,9 @@ func runLoom(t *testing.T, stdin string, args ...string) (string, string, int) {
 // Every exit status the commands' help and the README document, except
 // those that need a cluster's answer: loom diff's 0 and 1 (test/e2e
 // diff_test.go), loom crd --check's 0 and 1 (crdcheck_test.go), loom
-// rollout status's 0, 2 and 3 (rollout_test.go), loom version's servers
-// (version_test.go), and loom run's 0 after SIGTERM (test/e2e
-// steady_test.go).
+// rollout status's 0, 2 and 3 (rollout_test.go), loom version's 1 for a
+// cluster that refuses or does not answer (version_test.go), and loom
+// run's 0 after SIGTERM (test/e2e steady_test.go).
 func TestExitCodes(t *testing.T) {
 	set := filepath.Join(repoRoot, "templates", "myresource")
 	parent := filepath.Join(repoRoot, "examples", "myresource.yaml")
@@ -96,6 +96,14 @@ func TestExitCodes(t *testing.T) {
 		{name: "run: an argument", args: []string{"run", "extra"}, want: 1},
 		{name: "run: bad --workers", args: []string{"run", "--workers", "many"}, want: 1},
 		{name: "run: no cluster", args: []string{"run", "--kubeconfig", noKubeconfig}, want: 1},
+
+		{name: "version --client", args: []string{"version", "--client", "--kubeconfig", noKubeconfig}, want: 0},
+		{name: "version: no cluster", args: []string{"version", "--kubeconfig", noKubeconfig}, want: 1},
+		{name: "version: unknown -o", args: []string{"version", "--client", "-o", "table"}, want: 1},
+
+		{name: "completion bash", args: []string{"completion", "bash"}, want: 0},
+		{name: "completion: unknown shell", args: []string{"completion", "tcsh"}, want: 1},
+		{name: "completion: no shell", args: []string{"completion"}, want: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,7 +18,14 @@ status.
 
 A template set is a folder with a loom.yaml naming the parent kind, *.yaml
 templates that render children, _*.tpl partials with define blocks, and a
-tests/ folder of golden-file cases.`,
+tests/ folder of golden-file cases.
+
+Exit status: 0 when a command succeeded; 1 when it failed or was used
+wrongly (an unknown command or flag, a missing argument, an unknown -o
+value). 'loom diff' and 'loom crd' exit 2 instead of 1 when they fail,
+because their 1 is an answer ("something would change", "--check found
+changes that break"); 'loom rollout status' exits 2 and 3 for a rollout
+that failed or is not done yet. Each command's help says which it uses.`,
 		Example: `  # Print what a MyResource renders, without a cluster:
   loom render -t templates/myresource -f examples/myresource.yaml
 
@@ -36,6 +43,7 @@ tests/ folder of golden-file cases.`,
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
-	root.AddCommand(newRenderCommand(), newTestCommand(), newDiffCommand(), newRunCommand(), newRolloutCommand(), newCRDCommand(), newInitCommand())
+	root.AddCommand(newRenderCommand(), newTestCommand(), newDiffCommand(), newRunCommand(), newRolloutCommand(), newCRDCommand(), newInitCommand(), newVersionCommand())
+	root.AddCommand(newCompletionCommand())
 	return root
 }
