@@ -34,8 +34,8 @@ help: ## List the targets.
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## Build bin/loom.
-	go build -o $(BIN)/loom ./cmd/loom
+build: ## Build bin/loom (VERSION=v1.2.3 sets what loom version says).
+	go build $(if $(VERSION),-ldflags "-X github.com/loom-operator/loom/internal/version.Version=$(VERSION)") -o $(BIN)/loom ./cmd/loom
 
 .PHONY: test
 test: build ## Run every test: unit, fuzz seeds, golden files, each render benchmark once, and e2e against the local cluster (controller, chart and e2e with -race).
