@@ -71,6 +71,10 @@ golden: build ## Rewrite every golden file: the template sets' and the Go tests'
 crds: build ## Regenerate crds/myresources.example.loom.dev.yaml from templates/myresource/loom.yaml (loom crd).
 	$(BIN)/loom crd -t templates/myresource > crds/myresources.example.loom.dev.yaml
 
+.PHONY: manifests
+manifests: ## Regenerate deploy/loom.yaml from deploy/chart (default values, release loom in loom-system).
+	go test $(GO_TEST_FLAGS) ./deploy -run '^TestManifestIsTheChartsOutput$$' -update
+
 .PHONY: bench
 bench: build ## Run the render benchmarks (Loom vs Helm's engine), then the converge benchmark (bin/loom in its own process) on the local cluster.
 	hack/bench-render.sh

@@ -8,9 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/internal/testutil"
@@ -189,34 +187,6 @@ func TestEveryCommandExplainsItselfWithAnExample(t *testing.T) {
 				t.Errorf("help has no example:\n%s", out)
 			}
 		})
-	}
-}
-
-// The in-cluster manifest passes only flags that `loom run` has.
-func TestDeployManifestArgsAreRunFlags(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "loom.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dep appsv1.Deployment
-	if err := yaml.UnmarshalStrict(b, &dep); err != nil {
-		t.Fatalf("deploy/loom.yaml: %v", err)
-	}
-	containers := dep.Spec.Template.Spec.Containers
-	if len(containers) != 1 || len(containers[0].Args) == 0 || containers[0].Args[0] != "run" {
-		t.Fatalf("want one container running `loom run ...`, got %+v", containers)
-	}
-	cmd := newRunCommand()
-	if err := cmd.ParseFlags(containers[0].Args[1:]); err != nil {
-		t.Fatalf("deploy/loom.yaml args %v: %v", containers[0].Args, err)
-	}
-	if got, _ := cmd.Flags().GetString("templates"); !strings.HasPrefix(containers[0].VolumeMounts[0].MountPath, got+"/") {
-		t.Errorf("--templates %s does not hold the mounted set %s", got, containers[0].VolumeMounts[0].MountPath)
-	}
-	grace := *dep.Spec.Template.Spec.TerminationGracePeriodSeconds
-	timeout, _ := cmd.Flags().GetDuration("reconcile-timeout")
-	if float64(grace) <= timeout.Seconds() {
-		t.Errorf("terminationGracePeriodSeconds %d leaves no time to drain reconciles of up to %s", grace, timeout)
 	}
 }
 

@@ -92,7 +92,7 @@ func (s *rolloutStore) canRead(ctx context.Context) error {
 	defer cancel()
 	if _, err := s.sets().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + s.name, Limit: 1}); err != nil {
 		if apierrors.IsForbidden(err) {
-			return fmt.Errorf("Loom may not read TemplateSets (see deploy/rbac.yaml): %w", err)
+			return fmt.Errorf("Loom may not read TemplateSets (see deploy/chart/files/rbac/rules.yaml): %w", err)
 		}
 		return fmt.Errorf("list TemplateSet %s: %w", s.name, err)
 	}

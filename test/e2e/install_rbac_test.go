@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// With --install-crds, Loom needs what deploy/rbac.yaml grants plus what
-// its comment documents: create and patch on CRDs (and, as for every
+// With --install-crds, Loom needs what deploy/loom.yaml grants plus what
+// its rules' comment documents: create and patch on CRDs (and, as for every
 // parent kind, the parents, their status and finalizers). The test runs Loom as the
 // shipped ServiceAccount with only that added, from no CRD to a Ready
 // parent.

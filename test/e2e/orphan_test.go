@@ -155,29 +155,22 @@ func (l *loom) stop(t *testing.T) {
 	}
 }
 
-// grantShippedRBAC grants user the ClusterRole that deploy/rbac.yaml ships.
+// grantShippedRBAC grants user the ClusterRole that deploy/loom.yaml ships.
 func grantShippedRBAC(t *testing.T, user string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "rbac.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range strings.Split(string(b), "\n---\n") {
+	for _, doc := range manifestDocs(t, "ClusterRole") {
 		var role rbacv1.ClusterRole
 		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
 			t.Fatal(err)
 		}
-		if role.Kind == "ClusterRole" {
-			grant(t, user, user, role.Rules...)
-			return
-		}
+		grant(t, user, user, role.Rules...)
+		return
 	}
-	t.Fatal("deploy/rbac.yaml has no ClusterRole")
 }
 
 // A child to keep survives its parent's deletion, released before the
 // garbage collector runs, while its sibling is deleted by the collector;
-// Loom runs with exactly the ClusterRole deploy/rbac.yaml ships.
+// Loom runs with exactly the ClusterRole deploy/loom.yaml ships.
 func TestOrphanPolicyOnParentDelete(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)

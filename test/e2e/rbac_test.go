@@ -8,15 +8,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 )
 
-// Loom works with exactly the permissions deploy/rbac.yaml grants: the test
+// Loom works with exactly the permissions deploy/loom.yaml grants: the test
 // runs it as that ServiceAccount, through impersonation.
 func TestShippedRBACIsEnough(t *testing.T) {
 	t.Parallel()
@@ -40,12 +43,12 @@ func TestShippedRBACIsEnough(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(evs) == 0 {
-		t.Fatal("no Events recorded: is events/create in deploy/rbac.yaml?")
+		t.Fatal("no Events recorded: is events/create in deploy/chart/files/rbac/rules.yaml?")
 	}
 }
 
-// deploy/loom.yaml deploys: with deploy/rbac.yaml and the templates
-// ConfigMap its comment describes, the Deployment becomes Available (kwok
+// deploy/loom.yaml deploys: with the templates ConfigMap its comment
+// describes, the Deployment becomes Available (kwok
 // plays the kubelet, so the image is not pulled; the API server validates
 // everything else).
 func TestInClusterManifestsDeploy(t *testing.T) {
@@ -53,29 +56,13 @@ func TestInClusterManifestsDeploy(t *testing.T) {
 	ctx := context.Background()
 	installRBAC(t)
 	// What `kubectl create configmap --from-file=templates/myresource` makes.
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "loom-templates-myresource", Namespace: "loom-system"}, Data: map[string]string{}}
-	set := filepath.Join(repoRoot, "templates", "myresource")
-	entries, err := os.ReadDir(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(set, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cm.Data[e.Name()] = string(b)
-	}
-	if _, err := kube.CoreV1().ConfigMaps("loom-system").Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	createTemplatesConfigMap(t, "loom-system", "loom-templates-myresource")
 	kubectl(t, "apply", "--server-side", "--field-manager", "e2e", "-f", filepath.Join(repoRoot, "deploy", "loom.yaml"))
 	t.Cleanup(func() {
 		_ = kube.AppsV1().Deployments("loom-system").Delete(ctx, "loom", metav1.DeleteOptions{})
-		_ = kube.CoreV1().ConfigMaps("loom-system").Delete(ctx, cm.Name, metav1.DeleteOptions{})
+		_ = kube.CoreV1().ConfigMaps("loom-system").Delete(ctx, "loom-templates-myresource", metav1.DeleteOptions{})
+		_ = kube.CoreV1().Services("loom-system").Delete(ctx, "loom-metrics", metav1.DeleteOptions{})
+		_ = kube.PolicyV1().PodDisruptionBudgets("loom-system").Delete(ctx, "loom", metav1.DeleteOptions{})
 	})
 	eventually(t, 60*time.Second, "the loom Deployment is Available", func(ctx context.Context) error {
 		d, err := kube.AppsV1().Deployments("loom-system").Get(ctx, "loom", metav1.GetOptions{})
@@ -91,15 +78,45 @@ func TestInClusterManifestsDeploy(t *testing.T) {
 	})
 }
 
-// installRBAC creates the loom-system namespace and applies deploy/rbac.yaml,
-// as the README's install steps do. Tests that need it may run together.
+// installRBAC applies the Namespace, ServiceAccount and RBAC of
+// deploy/loom.yaml (not its Deployment), as the README's install steps do.
+// Tests that need it may run together.
 func installRBAC(t *testing.T) {
 	t.Helper()
 	_, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "loom-system"}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	kubectl(t, "apply", "--server-side", "--field-manager", "e2e", "-f", filepath.Join(repoRoot, "deploy", "rbac.yaml"))
+	docs := manifestDocs(t, "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+	file := filepath.Join(t.TempDir(), "rbac.yaml")
+	if err := os.WriteFile(file, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "apply", "--server-side", "--field-manager", "e2e", "-f", file)
+}
+
+// manifestDocs returns the documents of deploy/loom.yaml whose kind is
+// one of kinds.
+func manifestDocs(t *testing.T, kinds ...string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "loom.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var head struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			t.Fatalf("deploy/loom.yaml: %v", err)
+		}
+		if slices.Contains(kinds, head.Kind) {
+			out = append(out, doc)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("deploy/loom.yaml has no %v", kinds)
+	}
+	return out
 }
 
 // kubectl runs kubectl against the local cluster and fails the test if it fails.

@@ -1,0 +1,107 @@
+{{/*
+loom.fullname names the release's objects: fullnameOverride, else the
+release name when it contains "loom", else "<release>-loom"; at most 63
+characters.
+*/}}
+{{- define "loom.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* loom.serviceAccountName is the ServiceAccount Loom runs as. */}}
+{{- define "loom.serviceAccountName" -}}
+{{- default (include "loom.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{/*
+loom.selectorLabels select Loom's pods. They never change after install
+(a Deployment's selector is immutable).
+*/}}
+{{- define "loom.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/*
+loom.labels go on every object. app.kubernetes.io/name and
+app.kubernetes.io/version on the Deployment and its pods are how
+`loom version` finds an installation.
+*/}}
+{{- define "loom.labels" -}}
+{{ include "loom.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: operator
+app.kubernetes.io/part-of: loom
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* loom.image is repository:tag, or repository@digest when pinned. */}}
+{{- define "loom.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+loom.leaderElect is "true" when leader election is on: as set, or when
+replicas > 1.
+*/}}
+{{- define "loom.leaderElect" -}}
+{{- if kindIs "bool" .Values.leaderElection.enabled -}}
+{{- .Values.leaderElection.enabled -}}
+{{- else -}}
+{{- gt (int .Values.replicas) 1 -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+loom.rules is Loom's PolicyRules as a YAML list: files/rbac/rules.yaml,
+the CRD writes --install-crds needs, and rbac.extraRules.
+*/}}
+{{- define "loom.rules" -}}
+{{- $rules := include "loom.fileRules" . | fromYamlArray -}}
+{{- if .Values.installCRDs -}}
+{{- $rules = append $rules (dict "apiGroups" (list "apiextensions.k8s.io") "resources" (list "customresourcedefinitions") "verbs" (list "create" "patch")) -}}
+{{- end -}}
+{{- concat $rules .Values.rbac.extraRules | toYaml -}}
+{{- end -}}
+
+{{/*
+loom.fileRules is files/rbac/rules.yaml, checked to be a list of rules.
+*/}}
+{{- define "loom.fileRules" -}}
+{{- $text := .Files.Get "files/rbac/rules.yaml" -}}
+{{- if not $text -}}
+{{- fail "files/rbac/rules.yaml is missing or empty: it holds Loom's RBAC rules" -}}
+{{- end -}}
+{{- range $i, $rule := fromYamlArray $text -}}
+{{- if not (and (kindIs "map" $rule) (hasKey $rule "verbs")) -}}
+{{- fail (printf "files/rbac/rules.yaml: item %d is not a PolicyRule: %v" $i $rule) -}}
+{{- end -}}
+{{- end -}}
+{{- $text -}}
+{{- end -}}
+
+{{/*
+loom.clusterScoped lists the cluster-scoped resources a rule may name
+(built-in kinds): with watchNamespace, only these are granted by a
+ClusterRole.
+*/}}
+{{- define "loom.clusterScoped" -}}
+{{- list "namespaces" "nodes" "persistentvolumes" "customresourcedefinitions" "clusterroles" "clusterrolebindings" "storageclasses" "priorityclasses" "ingressclasses" "runtimeclasses" "csidrivers" "csinodes" "volumeattachments" "validatingwebhookconfigurations" "mutatingwebhookconfigurations" "validatingadmissionpolicies" "validatingadmissionpolicybindings" "apiservices" "certificatesigningrequests" "flowschemas" "prioritylevelconfigurations" | toJson -}}
+{{- end -}}
+
+{{/* loom.subjects binds a role to Loom's ServiceAccount. */}}
+{{- define "loom.subjects" -}}
+- kind: ServiceAccount
+  name: {{ include "loom.serviceAccountName" . }}
+  namespace: {{ .Release.Namespace }}
+{{- end -}}

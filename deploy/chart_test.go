@@ -1,0 +1,250 @@
+package deploy
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// sampleDashboard and sampleAlerts stand in for files/dashboards/loom.json
+// and files/alerts/loom-rules.yaml, which another branch adds.
+const (
+	sampleDashboard = `{"title": "Loom", "panels": []}`
+	sampleAlerts    = `groups:
+  - name: loom
+    rules:
+      - alert: LoomReconcileErrors
+        expr: sum(rate(loom_reconcile_total{result="error"}[5m])) > 0
+        for: 15m
+        labels:
+          severity: warning
+        annotations:
+          summary: Loom fails to reconcile parents.
+`
+)
+
+// TestRender renders the chart with value sets and checks what each
+// makes, beside the properties every render must have (checkInvariants).
+func TestRender(t *testing.T) {
+	withFiles := map[string]string{"files/dashboards/loom.json": sampleDashboard, "files/alerts/loom-rules.yaml": sampleAlerts}
+	tests := []struct {
+		name   string
+		values string
+		files  map[string]string
+		// kinds is how many objects of each kind render.
+		kinds map[string]int
+		// args must be among the container's args; noArgs must not (by
+		// prefix).
+		args, noArgs []string
+		check        func(t *testing.T, r rendered)
+	}{{
+		name:   "defaults",
+		values: "{}",
+		kinds: map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
+			"Service": 1, "Deployment": 1, "PodDisruptionBudget": 1},
+		args:   []string{"run", "--templates=/templates", "--leader-elect", "--leader-election-namespace=ops", "--leader-election-id=loom", "--reconcile-timeout=30s", "--workers=8", "--metrics-bind-address=:8080"},
+		noArgs: []string{"--namespace", "--install-crds", "--log-format", "-v"},
+		check: func(t *testing.T, r rendered) {
+			d := r.deployment(t)
+			if got := d.Spec.Template.Spec.Containers[0].Image; got != "ghcr.io/loom-operator/loom:0.1.0" {
+				t.Errorf("image %s, want the appVersion's tag", got)
+			}
+			role := r.objects["Role/loom-leader-election"].(*rbacv1.Role)
+			if role.Namespace != "ops" || role.Rules[0].Resources[0] != "leases" {
+				t.Errorf("leader-election Role: %+v", role)
+			}
+			cr := r.objects["ClusterRole/loom"].(*rbacv1.ClusterRole)
+			if want := fileRules(t); !cmp.Equal(want, cr.Rules) {
+				t.Errorf("ClusterRole rules are not files/rbac/rules.yaml (-want +got):\n%s", cmp.Diff(want, cr.Rules))
+			}
+		},
+	}, {
+		name:   "one replica: no leader election",
+		values: "replicas: 1",
+		kinds:  map[string]int{"Role": 0, "RoleBinding": 0, "ClusterRole": 1},
+		noArgs: []string{"--leader-elect"},
+	}, {
+		name:   "one replica, leader election asked for",
+		values: "{replicas: 1, leaderElection: {enabled: true}}",
+		kinds:  map[string]int{"Role": 1, "RoleBinding": 1},
+		args:   []string{"--leader-elect"},
+	}, {
+		name:   "three replicas, leader election off",
+		values: "{replicas: 3, leaderElection: {enabled: false}}",
+		kinds:  map[string]int{"Role": 0},
+		noArgs: []string{"--leader-elect"},
+	}, {
+		name:   "one namespace watched: Roles there, a ClusterRole for cluster-scoped kinds only",
+		values: "{watchNamespace: shop, replicas: 1, installCRDs: true, rbac: {extraRules: [{apiGroups: [''], resources: [secrets, persistentvolumes], verbs: [get]}]}}",
+		kinds:  map[string]int{"Role": 1, "RoleBinding": 1, "ClusterRole": 1, "ClusterRoleBinding": 1},
+		args:   []string{"--namespace=shop", "--install-crds"},
+		check: func(t *testing.T, r rendered) {
+			role := r.objects["Role/loom"].(*rbacv1.Role)
+			cr := r.objects["ClusterRole/loom"].(*rbacv1.ClusterRole)
+			if role.Namespace != "shop" {
+				t.Errorf("Role in %q, want shop", role.Namespace)
+			}
+			if rb := r.objects["RoleBinding/loom"].(*rbacv1.RoleBinding); rb.Namespace != "shop" || rb.Subjects[0].Namespace != "ops" {
+				t.Errorf("RoleBinding: %+v", rb)
+			}
+			namespaced, cluster := resources(role.Rules), resources(cr.Rules)
+			for _, want := range []string{"myresources", "myresources/status", "configmaps", "deployments", "events", "templatesets", "secrets"} {
+				if !slices.Contains(namespaced, want) || slices.Contains(cluster, want) {
+					t.Errorf("%s: want it in the Role only; Role %v, ClusterRole %v", want, namespaced, cluster)
+				}
+			}
+			for _, want := range []string{"namespaces", "customresourcedefinitions", "persistentvolumes"} {
+				if slices.Contains(namespaced, want) || !slices.Contains(cluster, want) {
+					t.Errorf("%s: want it in the ClusterRole only; Role %v, ClusterRole %v", want, namespaced, cluster)
+				}
+			}
+			if !hasVerb(cr.Rules, "customresourcedefinitions", "create") {
+				t.Errorf("--install-crds without create on CRDs: %+v", cr.Rules)
+			}
+		},
+	}, {
+		name:   "install CRDs, cluster-wide",
+		values: "installCRDs: true",
+		args:   []string{"--install-crds"},
+		check: func(t *testing.T, r rendered) {
+			cr := r.objects["ClusterRole/loom"].(*rbacv1.ClusterRole)
+			if !hasVerb(cr.Rules, "customresourcedefinitions", "patch") {
+				t.Errorf("--install-crds without patch on CRDs: %+v", cr.Rules)
+			}
+		},
+	}, {
+		name:   "extra rules are added to the ClusterRole",
+		values: "{rbac: {extraRules: [{apiGroups: [shop.example.com], resources: [shops], verbs: [get, list, watch, patch]}]}}",
+		check: func(t *testing.T, r rendered) {
+			cr := r.objects["ClusterRole/loom"].(*rbacv1.ClusterRole)
+			if !hasVerb(cr.Rules, "shops", "watch") || len(cr.Rules) != len(fileRules(t))+1 {
+				t.Errorf("extra rule missing: %+v", cr.Rules)
+			}
+		},
+	}, {
+		name:   "three template sets",
+		values: "templateSets: [{name: a, configMap: cm-a}, {name: b, configMap: cm-b}, {name: c, configMap: cm-c}]",
+		check: func(t *testing.T, r rendered) {
+			if got := templateVolumes(r.deployment(t)); !cmp.Equal(got, map[string]string{"/templates/a": "cm-a", "/templates/b": "cm-b", "/templates/c": "cm-c"}) {
+				t.Errorf("template volumes %v", got)
+			}
+		},
+	}, {
+		name:   "no template sets",
+		values: "templateSets: []",
+		check: func(t *testing.T, r rendered) {
+			if got := templateVolumes(r.deployment(t)); len(got) != 0 {
+				t.Errorf("template volumes %v, want none", got)
+			}
+		},
+	}, {
+		name:   "json logs, verbosity, extra args and env",
+		values: "{logFormat: json, verbosity: 2, extraArgs: [--resync-period=5m], extraEnv: [{name: GOGC, value: '75'}]}",
+		args:   []string{"--log-format=json", "-v=2", "--resync-period=5m"},
+		check: func(t *testing.T, r rendered) {
+			if env := r.deployment(t).Spec.Template.Spec.Containers[0].Env; len(env) != 1 || env[0].Name != "GOGC" {
+				t.Errorf("env %+v", env)
+			}
+		},
+	}, {
+		name:   "image pinned by digest",
+		values: "image: {digest: 'sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', tag: dev}",
+		check: func(t *testing.T, r rendered) {
+			if got := r.deployment(t).Spec.Template.Spec.Containers[0].Image; got != "ghcr.io/loom-operator/loom@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" {
+				t.Errorf("image %s", got)
+			}
+		},
+	}, {
+		name:   "no PDB, no metrics Service",
+		values: "{podDisruptionBudget: {enabled: false}, metrics: {service: {enabled: false}}}",
+		kinds:  map[string]int{"PodDisruptionBudget": 0, "Service": 0},
+	}, {
+		name:   "network policy",
+		values: "networkPolicy: {enabled: true, apiServer: {ports: [6443], cidrs: [10.0.0.1/32]}}",
+		kinds:  map[string]int{"NetworkPolicy": 1},
+		check:  checkNetworkPolicy,
+	}, {
+		name:   "dashboard and alerts on, their files absent: nothing",
+		values: "{dashboard: {enabled: true}, alerts: {enabled: true}}",
+		files:  map[string]string{"files/dashboards/loom.json": "", "files/alerts/loom-rules.yaml": "\n"},
+		kinds:  map[string]int{"ConfigMap": 0, "PrometheusRule": 0},
+	}, {
+		name:   "dashboard and alerts on, with their files",
+		values: "{dashboard: {enabled: true}, alerts: {enabled: true}}",
+		files:  withFiles,
+		kinds:  map[string]int{"ConfigMap": 1, "PrometheusRule": 1},
+		check: func(t *testing.T, r rendered) {
+			cm := r.objects["ConfigMap/loom-dashboard"].(*corev1.ConfigMap)
+			if cm.Labels["grafana_dashboard"] != "1" || cm.Data["loom.json"] != sampleDashboard {
+				t.Errorf("dashboard ConfigMap: %+v", cm)
+			}
+			var rule struct{ Spec map[string]any }
+			if err := yaml.Unmarshal([]byte(r.doc(t, "PrometheusRule", "loom").Content), &rule); err != nil {
+				t.Fatal(err)
+			}
+			var want map[string]any
+			if err := yaml.Unmarshal([]byte(sampleAlerts), &want); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, rule.Spec); diff != "" {
+				t.Errorf("PrometheusRule spec is not the file (-want +got):\n%s", diff)
+			}
+		},
+	}, {
+		name:   "dashboard and alerts off, with their files",
+		values: "{}",
+		files:  withFiles,
+		kinds:  map[string]int{"ConfigMap": 0, "PrometheusRule": 0},
+	}, {
+		name:   "everything on",
+		values: allOnValues,
+		files:  withFiles,
+		kinds: map[string]int{"Namespace": 1, "NetworkPolicy": 1, "ServiceMonitor": 1, "PrometheusRule": 1, "ConfigMap": 1,
+			"PodDisruptionBudget": 1, "ClusterRole": 1, "Role": 2, "RoleBinding": 2},
+		args: []string{"--namespace=team-a", "--install-crds", "--log-format=json", "--leader-elect", "--leader-election-id=loom-all"},
+		check: func(t *testing.T, r rendered) {
+			ns := r.objects["Namespace/ops"].(*corev1.Namespace)
+			for _, mode := range []string{"enforce", "warn", "audit"} {
+				if ns.Labels["pod-security.kubernetes.io/"+mode] != "restricted" {
+					t.Errorf("Namespace labels %v: want %s restricted", ns.Labels, mode)
+				}
+			}
+			spec := r.deployment(t).Spec.Template.Spec
+			if spec.PriorityClassName == "" || len(spec.TopologySpreadConstraints) != 1 || spec.TopologySpreadConstraints[0].LabelSelector == nil ||
+				len(spec.Tolerations) != 1 || spec.Affinity == nil || len(spec.NodeSelector) != 1 || len(spec.ImagePullSecrets) != 1 {
+				t.Errorf("scheduling fields missing: %+v", spec)
+			}
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := render(t, loadChart(t, tt.files), readValues(t, tt.values))
+			checkInvariants(t, r)
+			kinds := r.kinds()
+			for kind, n := range tt.kinds {
+				if kinds[kind] != n {
+					t.Errorf("%d %s rendered, want %d (all: %v)", kinds[kind], kind, n, kinds)
+				}
+			}
+			args := r.deployment(t).Spec.Template.Spec.Containers[0].Args
+			for _, a := range tt.args {
+				if !slices.Contains(args, a) {
+					t.Errorf("args %v lack %s", args, a)
+				}
+			}
+			for _, a := range tt.noArgs {
+				if i := slices.IndexFunc(args, func(s string) bool { return s == a || strings.HasPrefix(s, a+"=") }); i >= 0 {
+					t.Errorf("args %v have %s", args, args[i])
+				}
+			}
+			if tt.check != nil {
+				tt.check(t, r)
+			}
+		})
+	}
+}
