@@ -285,6 +285,7 @@ func (m *Manager) runController(c *parentController, prev *parentController) {
 		// What its parents read goes with it; a controller that replaces it
 		// starts after this, and reads again as it reconciles each parent.
 		lookups.forgetKind(c.gvk.GroupKind())
+		m.metrics.parents.untrack(c)
 		close(c.done)
 	}()
 	logger := klog.FromContext(m.ctx).WithValues("kind", c.gvk.Kind)

@@ -19,6 +19,7 @@ type metrics struct {
 	reloads      *prometheus.CounterVec
 	rolloutStep  *prometheus.GaugeVec
 	revParents   *prometheus.GaugeVec
+	parents      *parentsCollector
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -51,9 +52,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		revParents: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "loom_rollout_parents", Help: "Parents of each template set by the revision they render (stable, candidate).",
 		}, []string{"set", "revision"}),
+		parents: newParentsCollector(),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.sets, m.reloads, m.rolloutStep, m.revParents)
+		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.sets, m.reloads, m.rolloutStep, m.revParents,
+			m.parents)
 	}
 	return m
 }

@@ -109,6 +109,9 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 		UpdateFunc: c.onUpdate,
 		DeleteFunc: c.onDelete,
 	})
+	states := &parentStates{}
+	_, _ = c.informer.AddEventHandler(states)
+	c.m.metrics.parents.track(c, c.gvk.Kind, states)
 	go c.informer.Run(ctx.Done())
 	logger := klog.FromContext(ctx).WithValues("kind", c.gvk.Kind)
 	c.logger = logger
