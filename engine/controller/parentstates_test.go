@@ -38,7 +38,9 @@ func TestParentStates(t *testing.T) {
 		return func(t *testing.T, s *parentStates) { s.OnAdd(packedParent(t, name, state), false) }
 	}
 	update := func(name, from, to string) event {
-		return func(t *testing.T, s *parentStates) { s.OnUpdate(packedParent(t, name, from), packedParent(t, name, to)) }
+		return func(t *testing.T, s *parentStates) {
+			s.OnUpdate(packedParent(t, name, from), packedParent(t, name, to))
+		}
 	}
 	del := func(name, state string) event {
 		return func(t *testing.T, s *parentStates) { s.OnDelete(packedParent(t, name, state)) }
