@@ -20,7 +20,15 @@ type metrics struct {
 	rolloutStep  *prometheus.GaugeVec
 	revParents   *prometheus.GaugeVec
 	parents      *parentsCollector
+	// rolloutFailures counts failed rollout steps by set and outcome.
+	rolloutFailures *prometheus.CounterVec
 }
+
+// Outcomes of a failed rollout step (loom_rollout_failures_total).
+const (
+	outcomePaused     = "paused"
+	outcomeRolledBack = "rolled_back"
+)
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
@@ -53,12 +61,24 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "loom_rollout_parents", Help: "Parents of each template set by the revision they render (stable, candidate).",
 		}, []string{"set", "revision"}),
 		parents: newParentsCollector(),
+		rolloutFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loom_rollout_failures_total", Help: "Rollout steps that failed, by template set and what the policy's onFailure did (paused, rolled_back).",
+		}, []string{"set", "outcome"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.sets, m.reloads, m.rolloutStep, m.revParents,
-			m.parents)
+			m.parents, m.rolloutFailures)
 	}
 	return m
+}
+
+// initRollout makes set's rollout series exist from the start, at 0: its
+// step and its failures by outcome, so that dashboards show them and an
+// alert on increase() sees the first failure.
+func (m *metrics) initRollout(set string) {
+	m.rolloutStep.WithLabelValues(set).Add(0)
+	m.rolloutFailures.WithLabelValues(set, outcomePaused).Add(0)
+	m.rolloutFailures.WithLabelValues(set, outcomeRolledBack).Add(0)
 }
 
 // registerLookupGauges registers, on reg (nil for none), gauges of what
