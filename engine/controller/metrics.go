@@ -72,6 +72,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
+// initKind makes a parent kind's series exist, at 0, once its controller
+// starts: reconciles by result, their duration, status writes, drift
+// reverted and failed child changes. Dashboards then show the kind, and an
+// alert on rate() or increase() sees the first error.
+func (m *metrics) initKind(kind string) {
+	m.reconciles.WithLabelValues(kind, "success").Add(0)
+	m.reconciles.WithLabelValues(kind, "error").Add(0)
+	m.duration.WithLabelValues(kind)
+	m.statusWrites.WithLabelValues(kind).Add(0)
+	m.driftRepairs.WithLabelValues(kind).Add(0)
+	m.changes.WithLabelValues(kind, string(object.Failed)).Add(0)
+}
+
 // initRollout makes set's rollout series exist from the start, at 0: its
 // step and its failures by outcome, so that dashboards show them and an
 // alert on increase() sees the first failure.
