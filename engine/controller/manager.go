@@ -252,6 +252,7 @@ func (m *Manager) addSetLocked(s *render.Set) error {
 	delete(m.retired, gk) // c waits for it, and whoever follows c waits for c
 	m.controllers[gk] = c
 	m.dirs[s.Dir] = gk
+	m.metrics.initSet(s.Dir)
 	m.runs.Add(1)
 	go m.runController(c, prev)
 	return nil

@@ -85,11 +85,20 @@ func (m *metrics) initKind(kind string) {
 	m.changes.WithLabelValues(kind, string(object.Failed)).Add(0)
 }
 
+// initSet makes a template set's reload series exist, at 0, once it is
+// loaded (dir is the set's folder, the set label of its reloads).
+func (m *metrics) initSet(dir string) {
+	m.reloads.WithLabelValues(dir, "success").Add(0)
+	m.reloads.WithLabelValues(dir, "error").Add(0)
+}
+
 // initRollout makes set's rollout series exist from the start, at 0: its
 // step and its failures by outcome, so that dashboards show them and an
 // alert on increase() sees the first failure.
 func (m *metrics) initRollout(set string) {
 	m.rolloutStep.WithLabelValues(set).Add(0)
+	m.revParents.WithLabelValues(set, "stable").Add(0)
+	m.revParents.WithLabelValues(set, "candidate").Add(0)
 	m.rolloutFailures.WithLabelValues(set, outcomePaused).Add(0)
 	m.rolloutFailures.WithLabelValues(set, outcomeRolledBack).Add(0)
 }

@@ -59,6 +59,9 @@ loom_rollout_failures_total{outcome="rolled_back",set="web"} 1
 	if n := testutil.CollectAndCount(m.rolloutStep, "loom_rollout_step"); n != 1 {
 		t.Errorf("%d loom_rollout_step series, want 1", n)
 	}
+	if n := testutil.CollectAndCount(m.revParents, "loom_rollout_parents"); n != 2 {
+		t.Errorf("%d loom_rollout_parents series, want 2 (stable, candidate)", n)
+	}
 }
 
 // A kind's reconcile, drift and failure series exist, at 0, once its
