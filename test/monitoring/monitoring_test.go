@@ -2,6 +2,7 @@ package monitoring
 
 import (
 	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
 )
 
 var update = flag.Bool("update", false, "rewrite metrics.txt from the dashboard and the alert rules")
@@ -163,5 +166,16 @@ func TestMetricsList(t *testing.T) {
 	got := string(read(t, filepath.Clean(metricsFile)))
 	if got != want {
 		t.Errorf("%s is stale; run go test ./... -update in test/monitoring.\n--- want:\n%s--- got:\n%s", metricsFile, want, got)
+	}
+}
+
+// The rules load as Prometheus loads a rule file (rulefmt): known fields
+// only, every expression parsed and every label and annotation template
+// (such as {{ $value | humanizePercentage }}) checked.
+func TestRulesLoadAsPrometheusLoadsThem(t *testing.T) {
+	_, errs := rulefmt.Parse(read(t, rulesFile), false, model.UTF8Validation,
+		parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
+	for _, err := range errs {
+		t.Error(err)
 	}
 }
