@@ -45,6 +45,7 @@ test: build ## Run every test: unit, fuzz seeds, golden files, each render bench
 	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 	$(BIN)/loom test templates/
 	cd bench && go test $(GO_TEST_FLAGS) -bench . -benchtime 1x ./...
+	$(MAKE) --no-print-directory test-monitoring
 	hack/e2e.sh $(E2E_FLAGS)
 
 .PHONY: test-unit
@@ -53,6 +54,11 @@ test-unit: build ## Run the tests that need no cluster.
 	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 	$(BIN)/loom test templates/
 	cd bench && go test $(GO_TEST_FLAGS) -bench . -benchtime 1x ./...
+	$(MAKE) --no-print-directory test-monitoring
+
+.PHONY: test-monitoring
+test-monitoring: ## Parse the dashboard's and the alerts' PromQL with Prometheus's parser, check the alerts' runbooks, and that test/monitoring/metrics.txt is current (its own module; no cluster).
+	cd test/monitoring && go vet ./... && go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
 test-e2e: build ## Run the e2e tests, then the fault tests (starts the local cluster if it is not up).

@@ -10,6 +10,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -43,6 +44,9 @@ type runOptions struct {
 	leaseNS     string
 	leaseName   string
 	installCRDs bool
+	logFormat   string
+	// verbosity is -v, for --log-format json.
+	verbosity int
 }
 
 func newRunCommand() *cobra.Command {
@@ -77,7 +81,12 @@ failed, or when it lost the leader-election Lease (--leader-elect).`,
   loom run --templates templates/ --kubeconfig .cluster/kubeconfig --metrics-bind-address :8080
   loom run --templates templates/ --install-crds`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if v := cmd.Flag("v"); v != nil {
+				o.verbosity, _ = strconv.Atoi(v.Value.String())
+			}
+			return run(cmd.Context(), o)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.templates, "templates", "t", "templates", "folder of template sets, searched recursively")
@@ -93,6 +102,7 @@ failed, or when it lost the leader-election Lease (--leader-elect).`,
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "run several replicas, of which one (holding a Lease) reconciles")
 	f.StringVar(&o.leaseNS, "leader-election-namespace", "loom-system", "namespace of the leader-election Lease")
 	f.StringVar(&o.leaseName, "leader-election-id", "loom", "name of the leader-election Lease")
+	f.StringVar(&o.logFormat, "log-format", logFormatText, "log format: text (klog's) or json (one JSON object per line: time, level, msg, then the line's keys)")
 	f.BoolVar(&o.installCRDs, "install-crds", false, "server-side apply each set's generated CRD (loom crd) at start and on every template reload, refusing a change that would break stored parents unless loom.yaml sets schema.allowBreakingChanges (needs get, list, watch, create and patch on customresourcedefinitions)")
 	return cmd
 }
@@ -100,6 +110,9 @@ failed, or when it lost the leader-election Lease (--leader-elect).`,
 func run(ctx context.Context, o runOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if err := setLogFormat(o.logFormat, o.verbosity, os.Stderr); err != nil {
+		return err
+	}
 	logger := klog.Background()
 	ctx = klog.NewContext(ctx, logger)
 	setMemoryLimit(logger)
@@ -114,6 +127,7 @@ func run(ctx context.Context, o runOptions) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerQueueMetrics(reg)
+	registerClientMetrics(reg)
 	mgr, err := controller.New(controller.Options{
 		Config: cfg, TemplatesDir: o.templates, Workers: o.workers, Namespace: o.namespace,
 		ResyncPeriod: o.resync, Registry: reg, ReconcileTimeout: o.timeout, InstallCRDs: o.installCRDs,
@@ -125,6 +139,14 @@ func run(ctx context.Context, o runOptions) error {
 	// until then it is a standby, which the probes say is fine.
 	var leading atomic.Bool
 	standby := func() bool { return o.leaderElect && !leading.Load() }
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loom_leader",
+		Help: "1 while this replica leads: it holds the leader-election Lease, or runs without --leader-elect; 0 while it waits to lead."},
+		func() float64 {
+			if standby() {
+				return 0
+			}
+			return 1
+		}))
 	if o.metricsAddr != "" {
 		srv, err := serveMetrics(o.metricsAddr, reg, mgr, standby)
 		if err != nil {

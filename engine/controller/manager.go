@@ -252,6 +252,7 @@ func (m *Manager) addSetLocked(s *render.Set) error {
 	delete(m.retired, gk) // c waits for it, and whoever follows c waits for c
 	m.controllers[gk] = c
 	m.dirs[s.Dir] = gk
+	m.metrics.initSet(s.Dir)
 	m.runs.Add(1)
 	go m.runController(c, prev)
 	return nil
@@ -285,6 +286,7 @@ func (m *Manager) runController(c *parentController, prev *parentController) {
 		// What its parents read goes with it; a controller that replaces it
 		// starts after this, and reads again as it reconciles each parent.
 		lookups.forgetKind(c.gvk.GroupKind())
+		m.metrics.parents.untrack(c)
 		close(c.done)
 	}()
 	logger := klog.FromContext(m.ctx).WithValues("kind", c.gvk.Kind)

@@ -19,7 +19,16 @@ type metrics struct {
 	reloads      *prometheus.CounterVec
 	rolloutStep  *prometheus.GaugeVec
 	revParents   *prometheus.GaugeVec
+	parents      *parentsCollector
+	// rolloutFailures counts failed rollout steps by set and outcome.
+	rolloutFailures *prometheus.CounterVec
 }
+
+// Outcomes of a failed rollout step (loom_rollout_failures_total).
+const (
+	outcomePaused     = "paused"
+	outcomeRolledBack = "rolled_back"
+)
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
@@ -51,11 +60,47 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		revParents: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "loom_rollout_parents", Help: "Parents of each template set by the revision they render (stable, candidate).",
 		}, []string{"set", "revision"}),
+		parents: newParentsCollector(),
+		rolloutFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loom_rollout_failures_total", Help: "Rollout steps that failed, by template set and what the policy's onFailure did (paused, rolled_back).",
+		}, []string{"set", "outcome"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.sets, m.reloads, m.rolloutStep, m.revParents)
+		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.sets, m.reloads, m.rolloutStep, m.revParents,
+			m.parents, m.rolloutFailures)
 	}
 	return m
+}
+
+// initKind makes a parent kind's series exist, at 0, once its controller
+// starts: reconciles by result, their duration, status writes, drift
+// reverted and failed child changes. Dashboards then show the kind, and an
+// alert on rate() or increase() sees the first error.
+func (m *metrics) initKind(kind string) {
+	m.reconciles.WithLabelValues(kind, "success").Add(0)
+	m.reconciles.WithLabelValues(kind, "error").Add(0)
+	m.duration.WithLabelValues(kind)
+	m.statusWrites.WithLabelValues(kind).Add(0)
+	m.driftRepairs.WithLabelValues(kind).Add(0)
+	m.changes.WithLabelValues(kind, string(object.Failed)).Add(0)
+}
+
+// initSet makes a template set's reload series exist, at 0, once it is
+// loaded (dir is the set's folder, the set label of its reloads).
+func (m *metrics) initSet(dir string) {
+	m.reloads.WithLabelValues(dir, "success").Add(0)
+	m.reloads.WithLabelValues(dir, "error").Add(0)
+}
+
+// initRollout makes set's rollout series exist from the start, at 0: its
+// step and its failures by outcome, so that dashboards show them and an
+// alert on increase() sees the first failure.
+func (m *metrics) initRollout(set string) {
+	m.rolloutStep.WithLabelValues(set).Add(0)
+	m.revParents.WithLabelValues(set, "stable").Add(0)
+	m.revParents.WithLabelValues(set, "candidate").Add(0)
+	m.rolloutFailures.WithLabelValues(set, outcomePaused).Add(0)
+	m.rolloutFailures.WithLabelValues(set, outcomeRolledBack).Add(0)
 }
 
 // registerLookupGauges registers, on reg (nil for none), gauges of what

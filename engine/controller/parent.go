@@ -109,6 +109,10 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 		UpdateFunc: c.onUpdate,
 		DeleteFunc: c.onDelete,
 	})
+	states := &parentStates{}
+	_, _ = c.informer.AddEventHandler(states)
+	c.m.metrics.parents.track(c, c.gvk.Kind, states)
+	c.m.metrics.initKind(c.gvk.Kind)
 	go c.informer.Run(ctx.Done())
 	logger := klog.FromContext(ctx).WithValues("kind", c.gvk.Kind)
 	c.logger = logger

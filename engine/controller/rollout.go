@@ -89,6 +89,7 @@ type rollouts struct {
 
 func newRollouts(c *parentController) *rollouts {
 	name := templateSetName(c.set.Load(), c.m.opts.Namespace)
+	c.m.metrics.initRollout(name)
 	return &rollouts{c: c, name: name, kick: make(chan struct{}, 1), stored: map[string]bool{},
 		store: &rolloutStore{client: c.m.client, name: name, namespace: c.m.opts.Namespace, fieldManager: c.m.opts.FieldManager,
 			timeout: c.m.opts.ReconcileTimeout}}

@@ -88,6 +88,9 @@ func (r *rollouts) sync(ctx context.Context) error {
 		}
 		logger.Info("Rollout", "reason", e.Reason, "message", e.Message)
 	}
+	for _, o := range rolloutFailureOutcomes(d) {
+		c.m.metrics.rolloutFailures.WithLabelValues(r.name, o).Inc()
+	}
 
 	// 4. Publish the view, and reconcile the parents whose revision moved.
 	old := r.view.Swap(&rolloutView{state: d.State, sets: sets})
@@ -350,6 +353,25 @@ func (r *rollouts) metrics(s rollout.State) {
 	m.rolloutStep.WithLabelValues(r.name).Set(float64(s.Step))
 	m.revParents.WithLabelValues(r.name, "candidate").Set(float64(s.Parents.Moved))
 	m.revParents.WithLabelValues(r.name, "stable").Set(float64(s.Parents.Total - s.Parents.Moved))
+}
+
+// rolloutFailureOutcomes returns what each step that d failed turned into:
+// outcomePaused when the policy's onFailure kept the candidate (the phase
+// is Failed), outcomeRolledBack when it withdrew it. A decision fails at
+// most one step; an abort is a user's choice, not a failure.
+func rolloutFailureOutcomes(d rollout.Decision) []string {
+	var out []string
+	for _, e := range d.Events {
+		if e.Reason != "RolloutFailed" {
+			continue
+		}
+		if d.State.Phase == rollout.Failed {
+			out = append(out, outcomePaused)
+		} else {
+			out = append(out, outcomeRolledBack)
+		}
+	}
+	return out
 }
 
 // sameSet refuses a TemplateSet that another set's Loom keeps: one whose

@@ -46,7 +46,8 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 		}
 		return nil
 	})
-	b := startLoomProcess(t, ns, elect...)
+	addrB := freeAddr(t)
+	b := startLoomProcess(t, ns, append(elect, "--metrics-bind-address", addrB)...)
 	createParent(t, ns, fullParent)
 	waitReplicas(t, ns, "web", 2)
 	// b tries to acquire the Lease as soon as it says it will; once a has
@@ -71,6 +72,16 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	if b.leading() {
 		t.Fatalf("both replicas reconcile:\n--- a:\n%s\n--- b:\n%s", a.Output(), b.Output())
 	}
+	leaderIs := func(want float64) func(context.Context) error {
+		return func(ctx context.Context) error {
+			f, err := scrape(ctx, addrB)
+			if err != nil {
+				return err
+			}
+			return wantGauge(f, "loom_leader", nil, want)
+		}
+	}
+	eventually(t, 10*time.Second, "the waiting replica's loom_leader is 0", leaderIs(0))
 
 	a.stop(t, 20*time.Second)
 	if !strings.Contains(a.Output(), "Shut down") {
@@ -84,6 +95,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 		return nil
 	})
 	t.Logf("handover took %s", time.Since(handover).Round(100*time.Millisecond))
+	eventually(t, 10*time.Second, "the new leader's loom_leader is 1", leaderIs(1))
 	patch := `{"spec":{"replicas":3}}`
 	patchSpec(t, ns, "web", patch)
 	waitReplicas(t, ns, "web", 3)
