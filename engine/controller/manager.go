@@ -102,6 +102,8 @@ type Manager struct {
 	installed map[string]string
 	// caps is the cluster's capabilities, for charts' .Capabilities.
 	caps *capsCache
+	// perms is what Loom may not do of what its sets need.
+	perms *permissions
 }
 
 // New builds a Manager. It loads no templates and contacts no server until
@@ -180,6 +182,7 @@ func New(opts Options) (*Manager, error) {
 		awaited:     make(chan struct{}, 1),
 		installed:   map[string]string{},
 		caps:        &capsCache{dc: disco},
+		perms:       &permissions{reviews: kube.AuthorizationV1().SelfSubjectAccessReviews(), kick: make(chan struct{}, 1)},
 	}
 	registerLookupGauges(opts.Registry, func() lookupStats {
 		m.mu.Lock()
@@ -225,6 +228,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.metrics.sets.Set(float64(len(m.dirs)))
 	m.mu.Unlock()
 	go m.watchCRDs(ctx)
+	go m.watchPermissions(ctx)
 	reloadDone := make(chan struct{})
 	go func() {
 		defer close(reloadDone)

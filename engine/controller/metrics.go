@@ -19,6 +19,9 @@ type metrics struct {
 	reloads      *prometheus.CounterVec
 	rolloutStep  *prometheus.GaugeVec
 	revParents   *prometheus.GaugeVec
+	// missingPermissions counts the RBAC permissions the sets need that
+	// Loom lacks (permissions.go).
+	missingPermissions prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -51,9 +54,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		revParents: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "loom_rollout_parents", Help: "Parents of each template set by the revision they render (stable, candidate).",
 		}, []string{"set", "revision"}),
+		missingPermissions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "loom_rbac_missing_permissions", Help: "RBAC permissions that the template sets need (loom rbac) and Loom lacks; /readyz names them.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.sets, m.reloads, m.rolloutStep, m.revParents)
+		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.sets, m.reloads, m.rolloutStep, m.revParents, m.missingPermissions)
 	}
 	return m
 }

@@ -158,3 +158,25 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+func TestChecks(t *testing.T) {
+	p := Policy{
+		Cluster: []rbacv1.PolicyRule{{APIGroups: []string{"x.example"}, Resources: []string{"ws", "ws/status"}, Verbs: []string{"get", "patch"}}},
+		Namespaces: map[string][]rbacv1.PolicyRule{
+			"b": {{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}}},
+			"a": {{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},
+		},
+	}
+	var got []string
+	for _, c := range p.Checks() {
+		got = append(got, c.String())
+	}
+	want := []string{
+		"get ws.x.example in every namespace", "patch ws.x.example in every namespace",
+		"get ws/status.x.example in every namespace", "patch ws/status.x.example in every namespace",
+		"get secrets in namespace a", "create events in namespace b",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("checks (-want +got):\n%s", diff)
+	}
+}
