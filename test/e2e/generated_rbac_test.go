@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loom-operator/loom/engine/rbac"
@@ -163,4 +166,46 @@ func missingChecks(full, less rbac.Policy) []string {
 		}
 	}
 	return out
+}
+
+// rbac.Resource names offline every kind the API server has built in
+// (not its CRDs) as the server's discovery does: the generated rules
+// name real resources.
+func TestGeneratedResourceNamesAreServed(t *testing.T) {
+	t.Parallel()
+	lists, err := kube.Discovery().ServerPreferredResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := dyn.Resource(crdGVR).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	custom := map[string]bool{}
+	for _, c := range crds.Items {
+		g, _, _ := unstructured.NestedString(c.Object, "spec", "group")
+		custom[g] = true
+	}
+	checked := 0
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if custom[gv.Group] {
+			continue // CRDs: their plurals are their own
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") {
+				continue // subresources, and reviews that are only created
+			}
+			checked++
+			if got := rbac.Resource(schema.GroupKind{Group: gv.Group, Kind: r.Kind}); got.Resource != r.Name {
+				t.Errorf("rbac.Resource(%s %s) = %q, the server serves %q", gv.Group, r.Kind, got.Resource, r.Name)
+			}
+		}
+	}
+	if checked < 40 {
+		t.Errorf("only %d built-in kinds checked", checked)
+	}
 }
