@@ -120,7 +120,7 @@ func (m *Manager) missingPermissions(ctx context.Context) ([]string, error) {
 	for _, c := range policy.Checks() {
 		cctx, cancel := context.WithTimeout(ctx, m.opts.ReconcileTimeout)
 		review, err := m.perms.reviews.Create(cctx, &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authv1.ResourceAttributes{Namespace: c.Namespace, Verb: c.Verb, Group: c.Group, Resource: c.Resource, Subresource: c.Subresource},
+			ResourceAttributes: &authv1.ResourceAttributes{Namespace: c.Namespace, Verb: c.Verb, Group: c.Group, Resource: c.Resource, Subresource: c.Subresource, Name: c.Name},
 		}}, metav1.CreateOptions{})
 		cancel()
 		if err != nil {

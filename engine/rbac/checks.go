@@ -13,6 +13,8 @@ import (
 // all of them.
 type Check struct {
 	Namespace, Verb, Group, Resource, Subresource string
+	// Name, when set, is the one object the permission is for.
+	Name string
 }
 
 // String names the permission as RBAC would: "patch
@@ -24,6 +26,9 @@ func (c Check) String() string {
 	}
 	if c.Group != "" {
 		res += "." + c.Group
+	}
+	if c.Name != "" {
+		res += " " + c.Name
 	}
 	where := "in every namespace"
 	if c.Namespace != "" {
@@ -41,8 +46,14 @@ func (p Policy) Checks() []Check {
 			for _, g := range r.APIGroups {
 				for _, res := range r.Resources {
 					name, sub, _ := strings.Cut(res, "/")
+					names := r.ResourceNames
+					if len(names) == 0 {
+						names = []string{""}
+					}
 					for _, v := range r.Verbs {
-						out = append(out, Check{Namespace: ns, Verb: v, Group: g, Resource: name, Subresource: sub})
+						for _, obj := range names {
+							out = append(out, Check{Namespace: ns, Verb: v, Group: g, Resource: name, Subresource: sub, Name: obj})
+						}
 					}
 				}
 			}

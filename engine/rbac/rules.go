@@ -63,7 +63,7 @@ type Options struct {
 var (
 	readVerbs  = []string{"get", "list", "watch"}
 	childVerbs = []string{"get", "list", "watch", "create", "patch", "delete"}
-	verbOrder  = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	verbOrder  = []string{"get", "list", "watch", "create", "update", "patch", "delete", "impersonate"}
 )
 
 // Policy is the rules Loom needs: Cluster for a ClusterRole, and
@@ -73,17 +73,24 @@ type Policy struct {
 	Namespaces map[string][]rbacv1.PolicyRule
 }
 
-// scopeKey is one resource in one namespace ("" for cluster-wide).
+// scopeKey is one resource in one namespace ("" for cluster-wide), or
+// one object of it when name is set.
 type scopeKey struct {
 	namespace string
 	gr        schema.GroupResource
+	name      string
 }
 
 // needs collects the verbs per resource and namespace.
 type needs map[scopeKey]map[string]bool
 
 func (n needs) add(namespace string, gr schema.GroupResource, verbs ...string) {
-	k := scopeKey{namespace: namespace, gr: gr}
+	n.addNamed(namespace, gr, "", verbs...)
+}
+
+// addNamed adds verbs on one object of gr (all of them for "").
+func (n needs) addNamed(namespace string, gr schema.GroupResource, name string, verbs ...string) {
+	k := scopeKey{namespace: namespace, gr: gr, name: name}
 	if n[k] == nil {
 		n[k] = map[string]bool{}
 	}
@@ -151,12 +158,25 @@ func (s Set) add(n needs, ns string) {
 	if s.Seeded {
 		n.add(parentNS, schema.GroupResource{Resource: "secrets"}, "get", "create")
 	}
+	// With a ServiceAccount, the account writes the children and Loom
+	// only watches them; it impersonates the account, checks that it
+	// exists, and asks the API server what it may look up.
+	verbs := childVerbs
+	if sa := s.Config.ServiceAccountName; sa != "" {
+		verbs = readVerbs
+		accounts := schema.GroupResource{Resource: "serviceaccounts"}
+		n.addNamed(parentNS, accounts, sa, "impersonate")
+		n.add(parentNS, accounts, "list", "watch")
+		if len(s.Config.Lookups) > 0 {
+			n.add("", schema.GroupResource{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}, "create")
+		}
+	}
 	for _, k := range s.Children {
 		where := ns
 		if clusterScoped[k.GroupKind] || builtinClusterScoped(k.GroupKind) {
 			where = ""
 		}
-		n.add(where, Resource(k.GroupKind), childVerbs...)
+		n.add(where, Resource(k.GroupKind), verbs...)
 	}
 	for _, l := range s.Config.Lookups {
 		gk := config.KindRef{APIVersion: l.APIVersion, Kind: l.Kind}.GroupKind()
@@ -201,7 +221,7 @@ func Resource(gk schema.GroupKind) schema.GroupResource {
 // policy merges the needs into rules: per namespace, one rule per group
 // and set of verbs, with the resources sorted.
 func (n needs) policy() Policy {
-	type ruleKey struct{ namespace, group, verbs string }
+	type ruleKey struct{ namespace, group, verbs, name string }
 	resources := map[ruleKey][]string{}
 	for k, verbs := range n {
 		var vs []string
@@ -210,7 +230,7 @@ func (n needs) policy() Policy {
 				vs = append(vs, v)
 			}
 		}
-		rk := ruleKey{namespace: k.namespace, group: k.gr.Group, verbs: strings.Join(vs, ",")}
+		rk := ruleKey{namespace: k.namespace, group: k.gr.Group, verbs: strings.Join(vs, ","), name: k.name}
 		resources[rk] = append(resources[rk], k.gr.Resource)
 	}
 	keys := make([]ruleKey, 0, len(resources))
@@ -229,13 +249,19 @@ func (n needs) policy() Policy {
 		if ra != rb {
 			return ra < rb
 		}
-		return a.verbs < b.verbs
+		if a.verbs != b.verbs {
+			return a.verbs < b.verbs
+		}
+		return a.name < b.name
 	})
 	p := Policy{Namespaces: map[string][]rbacv1.PolicyRule{}}
 	for _, k := range keys {
 		res := resources[k]
 		sort.Strings(res)
 		rule := rbacv1.PolicyRule{APIGroups: []string{k.group}, Resources: res, Verbs: strings.Split(k.verbs, ",")}
+		if k.name != "" {
+			rule.ResourceNames = []string{k.name}
+		}
 		if k.namespace == "" {
 			p.Cluster = append(p.Cluster, rule)
 		} else {

@@ -107,6 +107,22 @@ func TestGenerate(t *testing.T) {
 				"shop '' events create,patch",
 			},
 		},
+		{
+			name: "a ServiceAccount writes the children: Loom reads them, impersonates it and reviews its lookups",
+			sets: []Set{{Config: config.Config{Parent: parent, ServiceAccountName: "deployer",
+				Lookups: []config.LookupRule{{APIVersion: "v1", Kind: "Secret"}}}, Children: []Kind{cm}}},
+			want: []string{
+				"* '' configmaps,secrets get,list,watch",
+				"* '' events create,patch",
+				"* '' serviceaccounts impersonate [deployer]",
+				"* '' serviceaccounts list,watch",
+				"* apiextensions.k8s.io customresourcedefinitions get,list,watch",
+				"* authorization.k8s.io subjectaccessreviews create",
+				"* shop.example shops get,list,watch",
+				"* shop.example shops/finalizers update",
+				"* shop.example shops/status patch",
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := lines(Generate(tc.sets, tc.opts))
@@ -127,7 +143,11 @@ func view(rules []rbacPolicyRule) []ruleView {
 		if g == "" {
 			g = "''"
 		}
-		out = append(out, ruleView{group: g, resources: strings.Join(r.Resources, ","), verbs: strings.Join(r.Verbs, ",")})
+		v := ruleView{group: g, resources: strings.Join(r.Resources, ","), verbs: strings.Join(r.Verbs, ",")}
+		if len(r.ResourceNames) > 0 {
+			v.verbs += " [" + strings.Join(r.ResourceNames, ",") + "]"
+		}
+		out = append(out, v)
 	}
 	return out
 }
