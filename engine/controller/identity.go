@@ -147,7 +147,7 @@ func (ids *identities) authorize(ctx context.Context, id *identity, verb string,
 // make: Loom reads through its own caches, but only what the account
 // could read itself.
 type ForbiddenLookupError struct {
-	ServiceAccount  types.NamespacedName
+	ServiceAccount    types.NamespacedName
 	Verb, What, Where string
 }
 
