@@ -43,7 +43,8 @@ that failed or is not done yet. Each command's help says which it uses.`,
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
-	root.AddCommand(newRenderCommand(), newTestCommand(), newDiffCommand(), newRunCommand(), newRolloutCommand(), newCRDCommand(), newInitCommand(), newVersionCommand())
+	root.AddCommand(newRenderCommand(), newTestCommand(), newDiffCommand(), newRunCommand(), newRolloutCommand(), newCRDCommand(), newInitCommand(),
+		newRBACCommand(), newVersionCommand())
 	root.AddCommand(newCompletionCommand())
 	return root
 }

@@ -26,7 +26,13 @@ const FieldManager = "loom"
 // Applier applies children with server-side apply and prunes them. It is
 // safe for concurrent use.
 type Applier struct {
-	client  dynamic.Interface
+	client dynamic.Interface
+	*shared
+}
+
+// shared is what every view of one Applier (As) shares: the records of
+// what was applied, whoever wrote it.
+type shared struct {
 	mapper  meta.RESTMapper
 	manager string
 
@@ -150,7 +156,14 @@ func New(client dynamic.Interface, mapper meta.RESTMapper, manager string) *Appl
 	if manager == "" {
 		manager = FieldManager
 	}
-	return &Applier{client: client, mapper: mapper, manager: manager, applied: map[recordKey]record{}}
+	return &Applier{client: client, shared: &shared{mapper: mapper, manager: manager, applied: map[recordKey]record{}}}
+}
+
+// As returns a view of a that sends its requests through client (one
+// that impersonates a set's ServiceAccount, say) and shares a's records,
+// so that what one identity applied is known to every other.
+func (a *Applier) As(client dynamic.Interface) *Applier {
+	return &Applier{client: client, shared: a.shared}
 }
 
 // Manager is the field manager the Applier writes as.

@@ -63,6 +63,12 @@ type Config struct {
 	// loom.yaml and inside the set's folder) that renders the children in
 	// place of the set's own templates: the parent's spec is its values.
 	Chart string `json:"chart,omitempty"`
+	// ServiceAccountName, when set, names a ServiceAccount of each
+	// parent's namespace that Loom acts as for that parent's children:
+	// it applies, prunes and releases them, and answers the templates'
+	// lookups, with that account's permissions and no more of its own.
+	// The parent kind must be namespaced.
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 	// Schema, when set, is the parent's API: Loom generates the parent's
 	// CRD from it, defaults and validates specs offline and checks what
 	// the templates read against it. Without it the spec is free-form.
@@ -166,6 +172,14 @@ func (c *Config) Validate() error {
 	}
 	if err := validateSchema(c.Schema); err != nil {
 		return err
+	}
+	if n := c.ServiceAccountName; n != "" {
+		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+			return fmt.Errorf("serviceAccountName %q: %s", n, strings.Join(errs, "; "))
+		}
+		if c.Parent.Scope == "Cluster" {
+			return fmt.Errorf("serviceAccountName %q: a cluster-scoped parent has no namespace to find the ServiceAccount in", n)
+		}
 	}
 	if c.Chart != "" && !filepath.IsLocal(c.Chart) {
 		return fmt.Errorf("chart %q: must be a path inside the set's folder (a symlink to a chart elsewhere works)", c.Chart)

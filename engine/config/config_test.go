@@ -38,6 +38,9 @@ rollout: {steps: [1, 100%]}
 		{name: "bad scope", src: "parent: {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, scope: Global}\n", err: `parent.scope: "Global"`},
 		{name: "bad short name", src: "parent: {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, shortNames: [My_R]}\n", err: `parent.shortNames[0]: "My_R"`},
 		{name: "printer column without path", src: "parent: {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, printerColumns: [{name: Image, type: string}]}\n", err: "parent.printerColumns[0]"},
+		{name: "service account", src: parent + "serviceAccountName: deployer\n"},
+		{name: "bad service account", src: parent + "serviceAccountName: Deployer_1\n", err: `serviceAccountName "Deployer_1"`},
+		{name: "service account of a cluster-scoped parent", src: "parent: {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, scope: Cluster}\nserviceAccountName: d\n", err: "a cluster-scoped parent has no namespace"},
 		{name: "bad rollout", src: parent + "rollout: {steps: [1, 50%]}\n", err: `rollout.steps: the last step must be "100%"`},
 	}
 	for _, tt := range tests {

@@ -119,7 +119,7 @@ func (c *parentController) deleteClusterChildren(ctx context.Context, parent *un
 		slices.Sort(fins)
 		blocked = append(blocked, fmt.Sprintf("%s %s (finalizers: %s)", o.GetKind(), o.GetName(), strings.Join(fins, ", ")))
 	}
-	cs := c.m.applier.Prune(ctx, now)
+	cs := c.applier(ctx).Prune(ctx, now)
 	c.m.metrics.observeChanges(c.gvk.Kind, cs)
 	for _, r := range cs {
 		if r.Err == nil {

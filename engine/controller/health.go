@@ -28,7 +28,9 @@ type startResult struct{ err error }
 
 // Ready reports whether Loom is ready to reconcile: Run has loaded the
 // template sets, the CRD cache has synced, and every set's controller
-// has synced its parent cache and started its workers. A controller whose
+// has synced its parent cache and started its workers, and Loom holds
+// every RBAC permission its running sets need (permissions.go: a missing
+// one is named here). A controller whose
 // parent kind has no CRD does not hold readiness back: its CRD may come
 // much later, or never, and the controller starts when it comes; nothing
 // an orchestrator does with an unready Loom would help it.
@@ -38,10 +40,13 @@ func (m *Manager) Ready() error {
 	if m.ctx == nil {
 		return errors.New("the template sets are not loaded yet")
 	}
-	if m.crds == nil {
-		return errors.New("the CRD cache has not synced yet")
-	}
 	var errs []error
+	if err := m.perms.err(); err != nil {
+		errs = append(errs, err)
+	}
+	if m.crds == nil {
+		return errors.Join(append(errs, errors.New("the CRD cache has not synced yet"))...)
+	}
 	for _, gk := range sortedKinds(m.controllers) {
 		c := m.controllers[gk]
 		if c.running.Load() {

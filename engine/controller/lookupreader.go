@@ -31,6 +31,10 @@ type lookupReader struct {
 	read   []objectKey
 	fresh  map[object.Ref]*unstructured.Unstructured
 	err    error
+	// as, when set, is the set's ServiceAccount: a lookup of a declared
+	// kind is answered only if the account may make it (identity.go).
+	as     *identity
+	idents *identities
 }
 
 // Namespaced reports whether the kind is namespaced.
@@ -49,6 +53,9 @@ func (r *lookupReader) Get(gvk schema.GroupVersionKind, namespace, name string) 
 	if err != nil {
 		return nil, err
 	}
+	if err := r.authorize("get", gvr, gvk, namespace, name); err != nil {
+		return nil, err
+	}
 	key := objectKey{gr: gvr.GroupResource(), namespace: namespace, name: name}
 	r.watch(key)
 	if f := r.fresh[ref]; f != nil {
@@ -65,6 +72,9 @@ func (r *lookupReader) Get(gvk schema.GroupVersionKind, namespace, name string) 
 func (r *lookupReader) List(gvk schema.GroupVersionKind, namespace string) ([]map[string]any, error) {
 	gvr, err := r.resource(gvk)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.authorize("list", gvr, gvk, namespace, ""); err != nil {
 		return nil, err
 	}
 	key := objectKey{gr: gvr.GroupResource(), namespace: namespace}
@@ -133,6 +143,32 @@ func (r *lookupReader) resourceVersion(gvr schema.GroupVersionResource, gvk sche
 		return "", false, nil
 	}
 	return m.ResourceVersion, true, nil
+}
+
+// authorize checks that the set's ServiceAccount, if it has one, may
+// make a lookup of a declared kind. The parent's own children need no
+// check: the account wrote them.
+func (r *lookupReader) authorize(verb string, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, namespace, name string) error {
+	if r.as == nil || !declared(r.rules, gvk.GroupKind()) {
+		return nil
+	}
+	if err := r.idents.authorize(r.ctx, r.as, verb, gvr, namespace, name); err != nil {
+		return r.fail(err)
+	}
+	return nil
+}
+
+// exists says whether an object exists, from a metadata informer of its
+// name, and watches it for this parent: its creation or deletion
+// reconciles the parent again.
+func (r *lookupReader) exists(gvr schema.GroupVersionResource, namespace, name string) (bool, error) {
+	r.watch(objectKey{gr: gvr.GroupResource(), namespace: namespace, name: name})
+	mi, err := r.lc.pool.acquire(r.ctx, gvr, namespace, name)
+	if err != nil {
+		return false, r.fail(err)
+	}
+	_, ok, _ := mi.inf.GetStore().GetByKey(namespace + "/" + name)
+	return ok, nil
 }
 
 // fail records the first error of the environment and returns it.

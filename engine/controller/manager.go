@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -102,6 +103,10 @@ type Manager struct {
 	installed map[string]string
 	// caps is the cluster's capabilities, for charts' .Capabilities.
 	caps *capsCache
+	// perms is what Loom may not do of what its sets need.
+	perms *permissions
+	// idents are the sets' ServiceAccounts Loom acts as.
+	idents *identities
 }
 
 // New builds a Manager. It loads no templates and contacts no server until
@@ -180,7 +185,10 @@ func New(opts Options) (*Manager, error) {
 		awaited:     make(chan struct{}, 1),
 		installed:   map[string]string{},
 		caps:        &capsCache{dc: disco},
+		perms:       &permissions{reviews: kube.AuthorizationV1().SelfSubjectAccessReviews(), kick: make(chan struct{}, 1)},
 	}
+	m.idents = &identities{cfg: opts.Config, rt: httpClient.Transport, timeout: httpClient.Timeout, applier: m.applier,
+		reviews: kube.AuthorizationV1().SubjectAccessReviews(), byName: map[types.NamespacedName]*identity{}, decisions: map[decisionKey]decision{}}
 	registerLookupGauges(opts.Registry, func() lookupStats {
 		m.mu.Lock()
 		lc := m.lookups
@@ -225,6 +233,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.metrics.sets.Set(float64(len(m.dirs)))
 	m.mu.Unlock()
 	go m.watchCRDs(ctx)
+	go m.watchPermissions(ctx)
 	reloadDone := make(chan struct{})
 	go func() {
 		defer close(reloadDone)

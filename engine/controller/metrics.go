@@ -22,6 +22,9 @@ type metrics struct {
 	parents      *parentsCollector
 	// rolloutFailures counts failed rollout steps by set and outcome.
 	rolloutFailures *prometheus.CounterVec
+	// missingPermissions counts the RBAC permissions the sets need that
+	// Loom lacks (permissions.go).
+	missingPermissions prometheus.Gauge
 }
 
 // Outcomes of a failed rollout step (loom_rollout_failures_total).
@@ -64,10 +67,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		rolloutFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loom_rollout_failures_total", Help: "Rollout steps that failed, by template set and what the policy's onFailure did (paused, rolled_back).",
 		}, []string{"set", "outcome"}),
+		missingPermissions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "loom_rbac_missing_permissions", Help: "RBAC permissions that the template sets need (loom rbac) and Loom lacks; /readyz names them.",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.sets, m.reloads, m.rolloutStep, m.revParents,
-			m.parents, m.rolloutFailures)
+			m.parents, m.rolloutFailures, m.missingPermissions)
 	}
 	return m
 }

@@ -242,7 +242,11 @@ func liveList(live map[object.Ref]*unstructured.Unstructured) []*unstructured.Un
 // (Degraded: DeletionBlocked), and so does the Warning Event of that
 // condition's transition.
 func (c *parentController) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
-	var err error
+	id, err := c.identityFinalizing(parent)
+	if err != nil {
+		return err
+	}
+	ctx = withIdentity(ctx, id)
 	if orphanGuard.has(parent) {
 		err = c.releaseOrphans(ctx, parent)
 		if err == nil {
@@ -282,7 +286,7 @@ func (c *parentController) releaseOrphans(ctx context.Context, parent *unstructu
 	if err != nil {
 		return err
 	}
-	cs := c.m.applier.Release(ctx, kept, parent.GetUID())
+	cs := c.applier(ctx).Release(ctx, kept, parent.GetUID())
 	c.m.metrics.observeChanges(c.gvk.Kind, cs)
 	c.recordOrphans(ctx, parent, cs, "before "+c.gvk.Kind+" "+parent.GetName()+" is deleted")
 	return cs.Err()

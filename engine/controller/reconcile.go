@@ -55,6 +55,18 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) 
 	}
 	reader := c.m.lookups.reader(ctx, parentKey{gk: c.gvk.GroupKind(), key: key}, set.Config.Lookups)
 	defer reader.done()
+	// The set's ServiceAccount, if it names one, applies, prunes and
+	// looks up for this parent (identity.go); ctx carries it.
+	id, idErr := c.identityFor(ctx, set, parent, reader)
+	if idErr != nil {
+		logger.V(2).Info("Cannot act as the set's ServiceAccount", "err", idErr)
+		if err := c.writeStatus(ctx, set, parent, status.Input{IdentityErr: idErr, Revision: revision}); err != nil {
+			return err
+		}
+		return reader.err // a read the cluster could not answer is retried
+	}
+	ctx = withIdentity(ctx, id)
+	reader.as, reader.idents = id, c.m.idents
 
 	// 2. Render the children, answering lookups from the caches, and
 	//    decide which wait for others they looked up (engine/depend).
@@ -195,7 +207,7 @@ func (c *parentController) applyAll(ctx context.Context, rendered []*unstructure
 		if cached == nil {
 			cached = c.m.children.get(gr, ref.Namespace, ref.Name)
 		}
-		r := c.m.applier.Apply(ctx, child, cached)
+		r := c.applier(ctx).Apply(ctx, child, cached)
 		results = append(results, r)
 		if r.Object != nil {
 			live[ref] = r.Object
@@ -254,8 +266,8 @@ func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstr
 			stale = append(stale, child)
 		}
 	}
-	cs := c.m.applier.Prune(ctx, stale)
-	cs = append(cs, c.m.applier.Release(ctx, orphans, parent.GetUID())...)
+	cs := c.applier(ctx).Prune(ctx, stale)
+	cs = append(cs, c.applier(ctx).Release(ctx, orphans, parent.GetUID())...)
 	return cs, retryableOf(cs)
 }
 

@@ -64,7 +64,7 @@ func Compute(in Input) map[string]any {
 	// 1. Judge each child: the rendered ones, or the last known ones when
 	//    the templates did not render.
 	var kids []child
-	if in.RenderErr != nil || in.RolloutErr != nil || in.Deleting != nil {
+	if in.RenderErr != nil || in.RolloutErr != nil || in.IdentityErr != nil || in.Deleting != nil {
 		kids = previousChildren(parent, in.Live, in.Rules)
 	} else {
 		kids = renderedChildren(in)

@@ -146,6 +146,8 @@ const ownedMsg = "Deployment.apps default/app is controlled by Widget w, not by 
 
 var renderErr = &render.Error{File: "deployment.yaml", Line: 12, Err: errors.New(`at <.Spec.image>: map has no entry for key "image"`)}
 
+var identityErr = errors.New(`ServiceAccount shop/deployer not found: create it, or fix loom.yaml's serviceAccountName`)
+
 var rolloutErr = errors.New(`list TemplateSet app: templatesets.loom.dev "app" is forbidden`)
 
 var allGood = map[string]cond{
@@ -200,6 +202,15 @@ func TestComputeConditions(t *testing.T) {
 			TypeReady:       {"False", ReasonRolloutUnavailable, "cannot tell which template revision to render: " + rolloutErr.Error()},
 			TypeProgressing: {"False", ReasonRolloutUnavailable, "nothing is rolled out while the set's rollout state is unavailable"},
 			TypeDegraded:    {"True", ReasonRolloutUnavailable, rolloutErr.Error()},
+		},
+		wantState: StateFailed,
+	}, {
+		name: "the set's ServiceAccount is missing",
+		edit: func(t *testing.T, in *Input) { in.Rendered, in.Results, in.IdentityErr = nil, nil, identityErr },
+		wantConds: map[string]cond{
+			TypeReady:       {"False", ReasonServiceAccountUnavailable, "cannot act as the set's ServiceAccount: " + identityErr.Error()},
+			TypeProgressing: {"False", ReasonServiceAccountUnavailable, "nothing is rolled out while the set's ServiceAccount is unavailable"},
+			TypeDegraded:    {"True", ReasonServiceAccountUnavailable, identityErr.Error()},
 		},
 		wantState: StateFailed,
 	}, {

@@ -20,6 +20,9 @@ type findings struct {
 	// rolloutErr says why nothing was rendered: the set's rollout state
 	// is unavailable.
 	rolloutErr error
+	// identityErr says why nothing was rendered: the set's ServiceAccount
+	// cannot be acted as.
+	identityErr error
 	// deleting says why a deleted parent waits (Input.Deleting).
 	deleting error
 	// applyFailures name each failed apply or prune.
@@ -40,7 +43,7 @@ type findings struct {
 
 // gather sorts the children and results of one pass into findings.
 func gather(in Input, kids []child, templateProblems []string) findings {
-	f := findings{renderErr: in.RenderErr, rolloutErr: in.RolloutErr, deleting: in.Deleting, templateProblems: templateProblems, cycles: in.Cycles}
+	f := findings{renderErr: in.RenderErr, rolloutErr: in.RolloutErr, identityErr: in.IdentityErr, deleting: in.Deleting, templateProblems: templateProblems, cycles: in.Cycles}
 	for _, w := range in.Waits {
 		f.dependencies = append(f.dependencies, w.Message)
 	}
@@ -106,6 +109,8 @@ func (f findings) ready() metav1.Condition {
 		c.Reason, c.Message = ReasonDeletionBlocked, "being deleted: "+f.deleting.Error()
 	case f.rolloutErr != nil:
 		c.Reason, c.Message = ReasonRolloutUnavailable, "cannot tell which template revision to render: "+f.rolloutErr.Error()
+	case f.identityErr != nil:
+		c.Reason, c.Message = ReasonServiceAccountUnavailable, "cannot act as the set's ServiceAccount: "+f.identityErr.Error()
 	case f.renderErr != nil:
 		c.Reason, c.Message = ReasonRenderFailed, "cannot render children: "+f.renderErr.Error()
 	case len(f.applyFailures) > 0:
@@ -154,6 +159,8 @@ func (f findings) progressing() metav1.Condition {
 		c.Reason, c.Message = ReasonDeletionBlocked, "the deletion waits: "+f.deleting.Error()
 	case f.rolloutErr != nil:
 		c.Reason, c.Message = ReasonRolloutUnavailable, "nothing is rolled out while the set's rollout state is unavailable"
+	case f.identityErr != nil:
+		c.Reason, c.Message = ReasonServiceAccountUnavailable, "nothing is rolled out while the set's ServiceAccount is unavailable"
 	case f.renderErr != nil:
 		c.Reason, c.Message = ReasonRenderFailed, "nothing is rolled out while the templates fail to render"
 	case len(f.dependencies) > 0:
@@ -184,6 +191,9 @@ func (f findings) degraded() metav1.Condition {
 	if f.rolloutErr != nil {
 		msgs = append(msgs, f.rolloutErr.Error())
 	}
+	if f.identityErr != nil {
+		msgs = append(msgs, f.identityErr.Error())
+	}
 	if f.renderErr != nil {
 		msgs = append(msgs, f.renderErr.Error())
 	}
@@ -193,6 +203,8 @@ func (f findings) degraded() metav1.Condition {
 		c.Reason = ReasonDeletionBlocked
 	case f.rolloutErr != nil:
 		c.Reason = ReasonRolloutUnavailable
+	case f.identityErr != nil:
+		c.Reason = ReasonServiceAccountUnavailable
 	case f.renderErr != nil:
 		c.Reason = ReasonRenderFailed
 	case len(f.applyFailures) > 0:
@@ -217,7 +229,7 @@ func (f findings) state(ready metav1.Condition) string {
 	switch {
 	case f.deleting != nil:
 		return StateDeleting
-	case f.rolloutErr != nil || f.renderErr != nil || len(f.applyFailures) > 0 || len(f.childFailures) > 0 || len(f.cycles) > 0:
+	case f.rolloutErr != nil || f.identityErr != nil || f.renderErr != nil || len(f.applyFailures) > 0 || len(f.childFailures) > 0 || len(f.cycles) > 0:
 		return StateFailed
 	case ready.Status == metav1.ConditionTrue:
 		return StateReady

@@ -64,6 +64,11 @@ const (
 	// or its RBAC does not cover them), so it does not know which template
 	// revision the parent renders and renders none.
 	ReasonRolloutUnavailable = "RolloutUnavailable"
+	// ReasonServiceAccountUnavailable: the set names a ServiceAccount
+	// (loom.yaml's serviceAccountName) that Loom cannot act as for this
+	// parent (it does not exist in the parent's namespace), so nothing is
+	// rendered or applied.
+	ReasonServiceAccountUnavailable = "ServiceAccountUnavailable"
 	// ReasonDeletionBlocked: the parent is deleted, and Loom cannot finish
 	// what must happen first (release children to keep, delete
 	// cluster-scoped children); the message says what it waits on.
@@ -107,6 +112,10 @@ type Input struct {
 	// its set's rollout state is unavailable. Like RenderErr, nothing was
 	// applied, and the children stay as last reported.
 	RolloutErr error
+	// IdentityErr, when set, says why Loom cannot act as the set's
+	// ServiceAccount for this parent. Like RolloutErr, nothing was
+	// rendered or applied, and the children stay as last reported.
+	IdentityErr error
 	// Deleting, when set, says why a deleted parent still waits for Loom:
 	// a child to keep it could not release, or a cluster-scoped child that
 	// is not gone. Nothing was rendered; the children stay as last

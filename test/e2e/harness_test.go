@@ -77,6 +77,10 @@ type loomOptions struct {
 	bufferLogs bool
 	// installCRDs is Options.InstallCRDs (loom run --install-crds).
 	installCRDs bool
+	// token, when set, is the bearer token Loom authenticates with (a
+	// ServiceAccount's, from the TokenRequest API) instead of the admin's:
+	// unlike impersonate, it lets Loom impersonate in turn.
+	token string
 }
 
 // startLoom runs a controller over templates, watching only namespace, and
@@ -86,6 +90,10 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 	l := &loom{templates: templates, registry: prometheus.NewRegistry(), writes: &writeCounter{}, done: make(chan error, 1)}
 	c := rest.CopyConfig(cfg)
 	c.Impersonate.UserName = o.impersonate
+	if o.token != "" {
+		c.BearerToken, c.BearerTokenFile = o.token, ""
+		c.CertData, c.KeyData, c.CertFile, c.KeyFile = nil, nil, "", ""
+	}
 	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return &countingTransport{next: rt, n: l.writes, hang: o.hang}
 	})

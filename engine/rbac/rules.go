@@ -1,0 +1,272 @@
+package rbac
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/render"
+)
+
+// Set is what one template set makes Loom do to the cluster.
+type Set struct {
+	// Name names the set in errors.
+	Name string
+	// Config is the set's loom.yaml.
+	Config config.Config
+	// Children are the kinds its templates render (see ScanKinds).
+	Children []Kind
+	// Orphans is true when a template sets loom.dev/delete-policy:
+	// Loom then reads Namespaces and writes the parent's finalizers.
+	Orphans bool
+	// Seeded is true for a chart that calls a random function: Loom keeps
+	// a seed Secret per parent (get and create in the parent's namespace).
+	Seeded bool
+}
+
+// FromSet reduces a loaded set to what its permissions depend on.
+func FromSet(s *render.Set) (Set, error) {
+	texts := s.ChildTexts()
+	kinds, err := ScanKinds(texts)
+	if err != nil {
+		return Set{}, fmt.Errorf("set %s: %w", s.Name, err)
+	}
+	out := Set{Name: s.Name, Config: s.Config, Children: kinds, Seeded: s.Seeded()}
+	for _, b := range texts {
+		if strings.Contains(string(b), object.AnnotationDeletePolicy) {
+			out.Orphans = true
+		}
+	}
+	return out, nil
+}
+
+// Options are the flags of `loom run` that change what it needs.
+type Options struct {
+	// Namespace is --namespace: Loom watches only it. Empty means every
+	// namespace, and every namespaced permission is cluster-wide.
+	Namespace string
+	// InstallCRDs is --install-crds.
+	InstallCRDs bool
+	// LeaseNamespace, when set, is --leader-election-namespace of a Loom
+	// run with --leader-elect.
+	LeaseNamespace string
+}
+
+// Verbs Loom uses, in the order RBAC documents them.
+var (
+	readVerbs  = []string{"get", "list", "watch"}
+	childVerbs = []string{"get", "list", "watch", "create", "patch", "delete"}
+	verbOrder  = []string{"get", "list", "watch", "create", "update", "patch", "delete", "impersonate"}
+)
+
+// Policy is the rules Loom needs: Cluster for a ClusterRole, and
+// Namespaces for a Role in each namespace.
+type Policy struct {
+	Cluster    []rbacv1.PolicyRule
+	Namespaces map[string][]rbacv1.PolicyRule
+}
+
+// scopeKey is one resource in one namespace ("" for cluster-wide), or
+// one object of it when name is set.
+type scopeKey struct {
+	namespace string
+	gr        schema.GroupResource
+	name      string
+}
+
+// needs collects the verbs per resource and namespace.
+type needs map[scopeKey]map[string]bool
+
+func (n needs) add(namespace string, gr schema.GroupResource, verbs ...string) {
+	n.addNamed(namespace, gr, "", verbs...)
+}
+
+// addNamed adds verbs on one object of gr (all of them for "").
+func (n needs) addNamed(namespace string, gr schema.GroupResource, name string, verbs ...string) {
+	k := scopeKey{namespace: namespace, gr: gr, name: name}
+	if n[k] == nil {
+		n[k] = map[string]bool{}
+	}
+	for _, v := range verbs {
+		n[k][v] = true
+	}
+}
+
+// Generate returns the least-privilege rules with which a Loom run with o
+// reconciles sets. Each rule has a reason in the README's "What Loom's
+// RBAC grants"; a test removes each in turn.
+func Generate(sets []Set, o Options) Policy {
+	n := needs{}
+	// ns is where a namespaced permission is needed: the watched
+	// namespace, or cluster-wide.
+	ns := o.Namespace
+	// CRDs: discovery refresh and readiness watch them; --install-crds
+	// creates and applies the sets' own and charts' crds/.
+	crds := schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
+	n.add("", crds, readVerbs...)
+	if o.InstallCRDs {
+		n.add("", crds, "create", "patch")
+	}
+	events := schema.GroupResource{Resource: "events"}
+	n.add(ns, events, "create", "patch")
+	if ns != "" {
+		// Events about cluster-scoped objects (a set's CRD) go to default.
+		n.add("default", events, "create", "patch")
+	}
+	if o.LeaseNamespace != "" {
+		n.add(o.LeaseNamespace, schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "get", "create", "update")
+	}
+	for _, s := range sets {
+		s.add(n, ns)
+	}
+	return n.policy()
+}
+
+// add adds what one set needs; ns is the watched namespace or "".
+func (s Set) add(n needs, ns string) {
+	parent := s.Config.ParentGVK()
+	pres := s.Config.Parent.Plural
+	if pres == "" {
+		pres = crd.Plural(parent.Kind)
+	}
+	clusterScoped := s.Config.ClusterScopedKinds()
+	parentNS := ns
+	if s.Config.Parent.Scope == "Cluster" {
+		parentNS = ""
+	}
+	gr := func(res string) schema.GroupResource { return schema.GroupResource{Group: parent.Group, Resource: res} }
+	n.add(parentNS, gr(pres), readVerbs...)
+	// A status write is a server-side apply of the status subresource.
+	n.add(parentNS, gr(pres+"/status"), "patch")
+	// blockOwnerDeletion on every child's ownerReference: under the
+	// OwnerReferencesPermissionEnforcement admission plugin.
+	n.add(parentNS, gr(pres+"/finalizers"), "update")
+	if s.Orphans || len(clusterScoped) > 0 {
+		// The loom.dev/orphan and loom.dev/cluster-children finalizers.
+		n.add(parentNS, gr(pres), "patch")
+	}
+	if s.Orphans {
+		n.add("", schema.GroupResource{Resource: "namespaces"}, "get")
+	}
+	if s.Seeded {
+		n.add(parentNS, schema.GroupResource{Resource: "secrets"}, "get", "create")
+	}
+	// With a ServiceAccount, the account writes the children and Loom
+	// only watches them; it impersonates the account, checks that it
+	// exists, and asks the API server what it may look up.
+	verbs := childVerbs
+	if sa := s.Config.ServiceAccountName; sa != "" {
+		verbs = readVerbs
+		accounts := schema.GroupResource{Resource: "serviceaccounts"}
+		n.addNamed(parentNS, accounts, sa, "impersonate")
+		n.add(parentNS, accounts, "list", "watch")
+		if len(s.Config.Lookups) > 0 {
+			n.add("", schema.GroupResource{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}, "create")
+		}
+	}
+	for _, k := range s.Children {
+		where := ns
+		if clusterScoped[k.GroupKind] || builtinClusterScoped(k.GroupKind) {
+			where = ""
+		}
+		n.add(where, Resource(k.GroupKind), verbs...)
+	}
+	for _, l := range s.Config.Lookups {
+		gk := config.KindRef{APIVersion: l.APIVersion, Kind: l.Kind}.GroupKind()
+		res := Resource(gk)
+		if ns == "" || clusterScoped[gk] || builtinClusterScoped(gk) {
+			n.add("", res, readVerbs...)
+			continue
+		}
+		n.add(ns, res, readVerbs...)
+		for _, other := range l.Namespaces {
+			n.add(other, res, readVerbs...)
+		}
+	}
+	if s.Config.Rollout != nil {
+		sets := schema.GroupResource{Group: "loom.dev", Resource: "templatesets"}
+		n.add("", sets, "get", "list", "watch", "create")
+		n.add("", schema.GroupResource{Group: "loom.dev", Resource: "templatesets/status"}, "update")
+		n.add("", schema.GroupResource{Group: "loom.dev", Resource: "templaterevisions"}, "get", "list", "create", "delete")
+	}
+}
+
+// builtinClusterScoped reports whether gk is a cluster-scoped kind built
+// into Kubernetes.
+func builtinClusterScoped(gk schema.GroupKind) bool {
+	return render.IsClusterScoped(schema.GroupVersion{Group: gk.Group, Version: "v1"}.String(), gk.Kind)
+}
+
+// irregular are built-in kinds whose resource is not Plural(kind).
+var irregular = map[string]string{"Endpoints": "endpoints"}
+
+// Resource returns the resource of a kind: its name in URLs and RBAC.
+// Offline this is a guess that holds for every built-in kind (a test
+// compares it with the local API server's discovery) and for CRDs that
+// keep the default plural.
+func Resource(gk schema.GroupKind) schema.GroupResource {
+	if r, ok := irregular[gk.Kind]; ok && gk.Group == "" {
+		return schema.GroupResource{Resource: r}
+	}
+	return schema.GroupResource{Group: gk.Group, Resource: crd.Plural(gk.Kind)}
+}
+
+// policy merges the needs into rules: per namespace, one rule per group
+// and set of verbs, with the resources sorted.
+func (n needs) policy() Policy {
+	type ruleKey struct{ namespace, group, verbs, name string }
+	resources := map[ruleKey][]string{}
+	for k, verbs := range n {
+		var vs []string
+		for _, v := range verbOrder {
+			if verbs[v] {
+				vs = append(vs, v)
+			}
+		}
+		rk := ruleKey{namespace: k.namespace, group: k.gr.Group, verbs: strings.Join(vs, ","), name: k.name}
+		resources[rk] = append(resources[rk], k.gr.Resource)
+	}
+	keys := make([]ruleKey, 0, len(resources))
+	for k := range resources {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.namespace != b.namespace {
+			return a.namespace < b.namespace
+		}
+		if a.group != b.group {
+			return a.group < b.group
+		}
+		ra, rb := slices.Min(resources[a]), slices.Min(resources[b])
+		if ra != rb {
+			return ra < rb
+		}
+		if a.verbs != b.verbs {
+			return a.verbs < b.verbs
+		}
+		return a.name < b.name
+	})
+	p := Policy{Namespaces: map[string][]rbacv1.PolicyRule{}}
+	for _, k := range keys {
+		res := resources[k]
+		sort.Strings(res)
+		rule := rbacv1.PolicyRule{APIGroups: []string{k.group}, Resources: res, Verbs: strings.Split(k.verbs, ",")}
+		if k.name != "" {
+			rule.ResourceNames = []string{k.name}
+		}
+		if k.namespace == "" {
+			p.Cluster = append(p.Cluster, rule)
+		} else {
+			p.Namespaces[k.namespace] = append(p.Namespaces[k.namespace], rule)
+		}
+	}
+	return p
+}

@@ -1,0 +1,211 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/loom-operator/loom/engine/rbac"
+	"github.com/loom-operator/loom/engine/render"
+)
+
+// generatedPolicy is what `loom rbac -t templates/ --namespace ns` prints.
+func generatedPolicy(t *testing.T, ns string) rbac.Policy {
+	t.Helper()
+	sets, err := render.LoadAll(filepath.Join(repoRoot, "templates"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []rbac.Set
+	for _, s := range sets {
+		r, err := rbac.FromSet(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	return rbac.Generate(rs, rbac.Options{Namespace: ns})
+}
+
+// bindPolicy creates p's objects for the ServiceAccount sa (which need not
+// exist: Loom impersonates its user name) and deletes them when the test
+// ends.
+func bindPolicy(t *testing.T, p rbac.Policy, name string, sa types.NamespacedName) {
+	t.Helper()
+	ctx := context.Background()
+	for _, obj := range p.Objects(name, sa) {
+		if err := createRBACObject(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = deleteRBACObject(context.Background(), obj) })
+	}
+}
+
+func createRBACObject(ctx context.Context, obj runtime.Object) error {
+	var err error
+	r := kube.RbacV1()
+	switch o := obj.(type) {
+	case *rbacv1.ClusterRole:
+		_, err = r.ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.ClusterRoleBinding:
+		_, err = r.ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.Role:
+		_, err = r.Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.RoleBinding:
+		_, err = r.RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	default:
+		return fmt.Errorf("unexpected %T", obj)
+	}
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+func deleteRBACObject(ctx context.Context, obj runtime.Object) error {
+	r := kube.RbacV1()
+	switch o := obj.(type) {
+	case *rbacv1.ClusterRole:
+		return r.ClusterRoles().Delete(ctx, o.Name, metav1.DeleteOptions{})
+	case *rbacv1.ClusterRoleBinding:
+		return r.ClusterRoleBindings().Delete(ctx, o.Name, metav1.DeleteOptions{})
+	case *rbacv1.Role:
+		return r.Roles(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{})
+	case *rbacv1.RoleBinding:
+		return r.RoleBindings(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{})
+	}
+	return nil
+}
+
+// Loom run as a ServiceAccount that holds exactly what `loom rbac`
+// generates for the shipped sets (Roles in the watched namespace, a
+// ClusterRole for CRDs) converges a parent with every child, prunes, and
+// reports no missing permission.
+func TestGeneratedRBACIsEnough(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	sa := types.NamespacedName{Namespace: ns, Name: "loom"}
+	bindPolicy(t, generatedPolicy(t, ns), "loom-gen-"+ns, sa)
+	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{impersonate: "system:serviceaccount:" + ns + ":loom"})
+	createParent(t, ns, fullParent)
+	waitCondition(t, ns, "web", "Ready", "True")
+	patchSpec(t, ns, "web", `{"spec":{"config":null}}`)
+	eventually(t, 30*time.Second, "the ConfigMap is pruned", func(ctx context.Context) error {
+		if _, err := get(ctx, configMapGVR, ns, "web-config"); !isNotFound(err) {
+			return errNotYet
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, "Loom is ready, with no missing permission", func(context.Context) error { return l.mgr.Ready() })
+}
+
+// Each rule `loom rbac` generates is one Loom checks: with any one rule
+// removed, Loom's readiness names a permission of that rule within
+// seconds, instead of waiting on a cache that can never sync; granting it
+// back heals readiness with no restart.
+func TestEachGeneratedRuleIsChecked(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	full := generatedPolicy(t, ns)
+	if full.Count() < 5 {
+		t.Fatalf("only %d rules generated", full.Count())
+	}
+	for i := range full.Count() {
+		less := full.Without(i)
+		removed := missingChecks(full, less)
+		t.Run(strings.ReplaceAll(removed[0], " ", "_"), func(t *testing.T) {
+			t.Parallel()
+			user := fmt.Sprintf("loom-less-%d", i)
+			sa := types.NamespacedName{Namespace: ns, Name: user}
+			bindPolicy(t, less, "loom-less-"+ns+"-"+fmt.Sprint(i), sa)
+			l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{impersonate: "system:serviceaccount:" + ns + ":" + user, quiet: true})
+			eventually(t, 30*time.Second, "readiness names the removed rule", func(context.Context) error {
+				err := l.mgr.Ready()
+				if err == nil {
+					return fmt.Errorf("Loom is ready without %s", removed[0])
+				}
+				for _, c := range removed {
+					if strings.Contains(err.Error(), c) {
+						return nil
+					}
+				}
+				return fmt.Errorf("readiness does not name %v: %w", removed, err)
+			})
+			if i == 0 { // granting heals, with no restart (once is enough)
+				bindPolicy(t, full, "loom-full-"+ns, sa)
+				eventually(t, 60*time.Second, "Loom becomes ready once granted", func(context.Context) error { return l.mgr.Ready() })
+			}
+		})
+	}
+}
+
+// missingChecks names the permissions full has and less lacks.
+func missingChecks(full, less rbac.Policy) []string {
+	have := map[string]bool{}
+	for _, c := range less.Checks() {
+		have[c.String()] = true
+	}
+	var out []string
+	for _, c := range full.Checks() {
+		if !have[c.String()] {
+			out = append(out, c.String())
+		}
+	}
+	return out
+}
+
+// rbac.Resource names offline every kind the API server has built in
+// (not its CRDs) as the server's discovery does: the generated rules
+// name real resources.
+func TestGeneratedResourceNamesAreServed(t *testing.T) {
+	t.Parallel()
+	lists, err := kube.Discovery().ServerPreferredResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := dyn.Resource(crdGVR).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	custom := map[string]bool{}
+	for _, c := range crds.Items {
+		g, _, _ := unstructured.NestedString(c.Object, "spec", "group")
+		custom[g] = true
+	}
+	checked := 0
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if custom[gv.Group] {
+			continue // CRDs: their plurals are their own
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") {
+				continue // subresources, and reviews that are only created
+			}
+			checked++
+			if got := rbac.Resource(schema.GroupKind{Group: gv.Group, Kind: r.Kind}); got.Resource != r.Name {
+				t.Errorf("rbac.Resource(%s %s) = %q, the server serves %q", gv.Group, r.Kind, got.Resource, r.Name)
+			}
+		}
+	}
+	if checked < 40 {
+		t.Errorf("only %d built-in kinds checked", checked)
+	}
+}
