@@ -93,12 +93,12 @@ func TestRender(t *testing.T) {
 				t.Errorf("RoleBinding: %+v", rb)
 			}
 			namespaced, cluster := resources(role.Rules), resources(cr.Rules)
-			for _, want := range []string{"myresources", "myresources/status", "configmaps", "deployments", "events", "templatesets", "secrets"} {
+			for _, want := range []string{"myresources", "myresources/status", "configmaps", "deployments", "events", "secrets"} {
 				if !slices.Contains(namespaced, want) || slices.Contains(cluster, want) {
 					t.Errorf("%s: want it in the Role only; Role %v, ClusterRole %v", want, namespaced, cluster)
 				}
 			}
-			for _, want := range []string{"namespaces", "customresourcedefinitions", "persistentvolumes"} {
+			for _, want := range []string{"customresourcedefinitions", "persistentvolumes"} {
 				if slices.Contains(namespaced, want) || !slices.Contains(cluster, want) {
 					t.Errorf("%s: want it in the ClusterRole only; Role %v, ClusterRole %v", want, namespaced, cluster)
 				}

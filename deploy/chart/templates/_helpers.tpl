@@ -96,7 +96,7 @@ loom.clusterScoped lists the cluster-scoped resources a rule may name
 ClusterRole.
 */}}
 {{- define "loom.clusterScoped" -}}
-{{- list "namespaces" "nodes" "persistentvolumes" "customresourcedefinitions" "clusterroles" "clusterrolebindings" "storageclasses" "priorityclasses" "ingressclasses" "runtimeclasses" "csidrivers" "csinodes" "volumeattachments" "validatingwebhookconfigurations" "mutatingwebhookconfigurations" "validatingadmissionpolicies" "validatingadmissionpolicybindings" "apiservices" "certificatesigningrequests" "flowschemas" "prioritylevelconfigurations" | toJson -}}
+{{- list "namespaces" "nodes" "persistentvolumes" "customresourcedefinitions" "clusterroles" "clusterrolebindings" "storageclasses" "priorityclasses" "ingressclasses" "runtimeclasses" "csidrivers" "csinodes" "volumeattachments" "validatingwebhookconfigurations" "mutatingwebhookconfigurations" "validatingadmissionpolicies" "validatingadmissionpolicybindings" "apiservices" "certificatesigningrequests" "flowschemas" "prioritylevelconfigurations" "templatesets" "templaterevisions" "subjectaccessreviews" | toJson -}}
 {{- end -}}
 
 {{/* loom.subjects binds a role to Loom's ServiceAccount. */}}

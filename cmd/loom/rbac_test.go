@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// The chart's ClusterRole rules are `loom rbac`'s for the shipped sets:
+// `make manifests` (go test -update) rewrites the file.
+func TestChartRBACRulesAreGenerated(t *testing.T) {
+	got, err := execute(t, "", "rbac", "-t", filepath.Join(repoRoot, "templates"), "-o", "rules")
+	if err != nil {
+		t.Fatalf("loom rbac: %v\n%s", err, got)
+	}
+	path := filepath.Join(repoRoot, "deploy", "chart", "files", "rbac", "rules.yaml")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s is not what loom rbac generates (run make manifests) (-file +generated):\n%s", path, diff)
+	}
+}
+
+func TestRBACCommand(t *testing.T) {
+	set := filepath.Join(repoRoot, "templates", "myresource")
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		kinds   []string // kind/name of each object printed
+		wantErr string
+	}{
+		{name: "a ClusterRole", args: []string{"-t", set}, kinds: []string{"ClusterRole/loom", "ClusterRoleBinding/loom"}},
+		{name: "the Lease in its namespace", args: []string{"-t", set, "--leader-elect", "--name", "x"},
+			kinds: []string{"ClusterRole/x", "ClusterRoleBinding/x", "Role/x", "RoleBinding/x"}},
+		{name: "one namespace: Roles", args: []string{"-t", set, "-n", "shop"},
+			kinds: []string{"ClusterRole/loom", "ClusterRoleBinding/loom", "Role/loom", "RoleBinding/loom", "Role/loom", "RoleBinding/loom"}},
+		{name: "bad output", args: []string{"-t", set, "-o", "toml"}, wantErr: `-o "toml"`},
+		{name: "bad account", args: []string{"-t", set, "--service-account", "loom"}, wantErr: "want NAMESPACE/NAME"},
+		{name: "rules with Roles", args: []string{"-t", set, "-n", "shop", "-o", "rules"}, wantErr: "with --namespace there are Roles too"},
+		{name: "no set", args: []string{"-t", t.TempDir()}, wantErr: "no template set"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := execute(t, "", append([]string{"rbac"}, tc.args...)...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			for _, doc := range strings.Split(out, "\n---\n") {
+				var o struct {
+					Kind     string
+					Metadata struct{ Name string }
+					Rules    []rbacv1.PolicyRule
+				}
+				if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+					t.Fatal(err)
+				}
+				kinds = append(kinds, o.Kind+"/"+o.Metadata.Name)
+			}
+			if diff := cmp.Diff(tc.kinds, kinds); diff != "" {
+				t.Errorf("objects (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
