@@ -26,7 +26,13 @@ import (
 // generatedPolicy is what `loom rbac -t templates/ --namespace ns` prints.
 func generatedPolicy(t *testing.T, ns string) rbac.Policy {
 	t.Helper()
-	sets, err := render.LoadAll(filepath.Join(repoRoot, "templates"))
+	return policyFor(t, filepath.Join(repoRoot, "templates"), rbac.Options{Namespace: ns})
+}
+
+// policyFor is what `loom rbac -t dir` prints with the flags of o.
+func policyFor(t *testing.T, dir string, o rbac.Options) rbac.Policy {
+	t.Helper()
+	sets, err := render.LoadAll(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +44,7 @@ func generatedPolicy(t *testing.T, ns string) rbac.Policy {
 		}
 		rs = append(rs, r)
 	}
-	return rbac.Generate(rs, rbac.Options{Namespace: ns})
+	return rbac.Generate(rs, o)
 }
 
 // bindPolicy creates p's objects for the ServiceAccount sa (which need not

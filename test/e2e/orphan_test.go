@@ -9,6 +9,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"github.com/loom-operator/loom/engine/rbac"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,11 +17,9 @@ import (
 	"testing"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 )
 
 // orphanSet writes a set for MyResource whose files render one ConfigMap
@@ -155,28 +154,24 @@ func (l *loom) stop(t *testing.T) {
 	}
 }
 
-// grantShippedRBAC grants user the ClusterRole that deploy/loom.yaml ships.
-func grantShippedRBAC(t *testing.T, user string) {
+// grantGeneratedRBAC grants user what `loom rbac -t dir` prints: the
+// ClusterRole of the sets in dir.
+func grantGeneratedRBAC(t *testing.T, user, dir string) {
 	t.Helper()
-	for _, doc := range manifestDocs(t, "ClusterRole") {
-		var role rbacv1.ClusterRole
-		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
-			t.Fatal(err)
-		}
-		grant(t, user, user, role.Rules...)
-		return
-	}
+	grant(t, user, user, policyFor(t, dir, rbac.Options{}).Cluster...)
 }
 
 // A child to keep survives its parent's deletion, released before the
 // garbage collector runs, while its sibling is deleted by the collector;
-// Loom runs with exactly the ClusterRole deploy/loom.yaml ships.
+// Loom runs with exactly the ClusterRole `loom rbac` generates for the set
+// (which reads Namespaces, for the kept child's second owner).
 func TestOrphanPolicyOnParentDelete(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	user := "loom-orphan-" + ns
-	grantShippedRBAC(t, user)
-	startLoom(t, orphanSet(t, []string{"keep", "plain"}, map[string]bool{"keep": true}, nil), ns, loomOptions{impersonate: user})
+	dir := orphanSet(t, []string{"keep", "plain"}, map[string]bool{"keep": true}, nil)
+	grantGeneratedRBAC(t, user, dir)
+	startLoom(t, dir, ns, loomOptions{impersonate: user})
 	stripFinalizers(t, ns)
 	parent := createParent(t, ns, minimalParent)
 	waitCondition(t, ns, "hello", "Ready", "True")
