@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -100,9 +101,13 @@ func TestPerSetServiceAccount(t *testing.T) {
 	s.create(t, d, "app", `{image: nginx, size: L}`)
 
 	waitDegraded(t, s.gvr, a, "app", "ApplyFailed", "system:serviceaccount:"+a+":deployer", "secrets")
-	if _, err := get(ctx, configMapGVR, a, "app"); err != nil {
-		t.Errorf("tenant a's ConfigMap, which its account may write: %v", err)
-	}
+	// The API server's owner-reference admission learns a new CRD's kind
+	// a few seconds after it is served; until then a tenant's child is
+	// refused for that, and retried.
+	eventually(t, 30*time.Second, "tenant a's ConfigMap, which its account may write, is applied", func(ctx context.Context) error {
+		_, err := get(ctx, configMapGVR, a, "app")
+		return err
+	})
 	waitConditionGVR(t, s.gvr, b, "app", "Ready", "True")
 	sec, err := kube.CoreV1().Secrets(b).Get(ctx, "app-token", metav1.GetOptions{})
 	if err != nil || string(sec.Data["region"]) != "eu-west" {
