@@ -7,7 +7,9 @@ RUN go mod download
 COPY cmd/ cmd/
 COPY engine/ engine/
 COPY internal/ internal/
-RUN CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /out/loom ./cmd/loom
+# docker build --build-arg VERSION=v0.1.0 sets what `loom version` says.
+ARG VERSION=""
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -X github.com/loom-operator/loom/internal/version.Version=${VERSION}" -o /out/loom ./cmd/loom
 
 FROM gcr.io/distroless/static:nonroot
 COPY --from=build /out/loom /loom
