@@ -63,7 +63,7 @@ type Options struct {
 var (
 	readVerbs  = []string{"get", "list", "watch"}
 	childVerbs = []string{"get", "list", "watch", "create", "patch", "delete"}
-	verbOrder  = []string{"get", "list", "watch", "create", "update", "patch", "delete", "impersonate"}
+	verbOrder  = []string{"get", "list", "watch", "create", "update", "patch", "delete", "escalate", "bind", "impersonate"}
 )
 
 // Policy is the rules Loom needs: Cluster for a ClusterRole, and
@@ -124,13 +124,13 @@ func Generate(sets []Set, o Options) Policy {
 		n.add(o.LeaseNamespace, schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "get", "create", "update")
 	}
 	for _, s := range sets {
-		s.add(n, ns)
+		s.add(n, ns, o.InstallCRDs)
 	}
 	return n.policy()
 }
 
 // add adds what one set needs; ns is the watched namespace or "".
-func (s Set) add(n needs, ns string) {
+func (s Set) add(n needs, ns string, installCRDs bool) {
 	parent := s.Config.ParentGVK()
 	pres := s.Config.Parent.Plural
 	if pres == "" {
@@ -143,6 +143,11 @@ func (s Set) add(n needs, ns string) {
 	}
 	gr := func(res string) schema.GroupResource { return schema.GroupResource{Group: parent.Group, Resource: res} }
 	n.add(parentNS, gr(pres), readVerbs...)
+	if installCRDs && parentNS != "" {
+		// Before a schema change, --install-crds reads the stored parents
+		// of every namespace.
+		n.add("", gr(pres), "list")
+	}
 	// A status write is a server-side apply of the status subresource.
 	n.add(parentNS, gr(pres+"/status"), "patch")
 	// blockOwnerDeletion on every child's ownerReference: under the
@@ -177,6 +182,9 @@ func (s Set) add(n needs, ns string) {
 			where = ""
 		}
 		n.add(where, Resource(k.GroupKind), verbs...)
+		if s.Config.ServiceAccountName == "" {
+			grantsRBAC(n, where, k.GroupKind)
+		}
 	}
 	for _, l := range s.Config.Lookups {
 		gk := config.KindRef{APIVersion: l.APIVersion, Kind: l.Kind}.GroupKind()
@@ -195,6 +203,28 @@ func (s Set) add(n needs, ns string) {
 		n.add("", sets, "get", "list", "watch", "create")
 		n.add("", schema.GroupResource{Group: "loom.dev", Resource: "templatesets/status"}, "update")
 		n.add("", schema.GroupResource{Group: "loom.dev", Resource: "templaterevisions"}, "get", "list", "create", "delete")
+	}
+}
+
+// grantsRBAC adds what the API server wants of whoever writes an RBAC
+// object whose grants it does not hold itself: escalate on the role kind
+// it writes, bind on the role kinds a binding may refer to. The rules a
+// template renders are not known before it renders, so Loom cannot hold
+// them instead; whoever may create a parent of such a set may grant
+// through Loom (give the set a serviceAccountName to make the tenant's
+// own RBAC decide).
+func grantsRBAC(n needs, where string, gk schema.GroupKind) {
+	if gk.Group != rbacv1.GroupName {
+		return
+	}
+	switch gk.Kind {
+	case "Role", "ClusterRole":
+		n.add(where, Resource(gk), "escalate")
+	case "RoleBinding":
+		n.add(where, schema.GroupResource{Group: rbacv1.GroupName, Resource: "roles"}, "bind")
+		n.add(where, schema.GroupResource{Group: rbacv1.GroupName, Resource: "clusterroles"}, "bind")
+	case "ClusterRoleBinding":
+		n.add("", schema.GroupResource{Group: rbacv1.GroupName, Resource: "clusterroles"}, "bind")
 	}
 }
 

@@ -53,6 +53,20 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
+			name: "--install-crds in one namespace lists the parents of all",
+			sets: []Set{{Config: config.Config{Parent: parent}}},
+			opts: Options{Namespace: "shop", InstallCRDs: true},
+			want: []string{
+				"* apiextensions.k8s.io customresourcedefinitions get,list,watch,create,patch",
+				"* shop.example shops list",
+				"default '' events create,patch",
+				"shop '' events create,patch",
+				"shop shop.example shops get,list,watch",
+				"shop shop.example shops/finalizers update",
+				"shop shop.example shops/status patch",
+			},
+		},
+		{
 			name: "lookups read only; --install-crds; the Lease",
 			sets: []Set{{Config: config.Config{Parent: parent, Lookups: []config.LookupRule{{APIVersion: "v1", Kind: "Secret", Namespaces: []string{"shared"}}}}, Children: []Kind{cm}}},
 			opts: Options{InstallCRDs: true, LeaseNamespace: "loom-system"},
@@ -76,7 +90,7 @@ func TestGenerate(t *testing.T) {
 			opts: Options{Namespace: "shop"},
 			want: []string{
 				"* apiextensions.k8s.io customresourcedefinitions get,list,watch",
-				"* rbac.authorization.k8s.io clusterroles get,list,watch,create,patch,delete",
+				"* rbac.authorization.k8s.io clusterroles get,list,watch,create,patch,delete,escalate",
 				"default '' events create,patch",
 				"shared '' secrets get,list,watch",
 				"shop '' configmaps get,list,watch,create,patch,delete",
@@ -105,6 +119,27 @@ func TestGenerate(t *testing.T) {
 				"default '' events create,patch",
 				"shop '' configmaps get,list,watch,create,patch,delete",
 				"shop '' events create,patch",
+			},
+		},
+		{
+			name: "RBAC children: escalate on the roles written, bind on the roles a binding names",
+			sets: []Set{{Config: config.Config{Parent: parent}, Children: []Kind{
+				{GroupKind: schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "Role"}},
+				{GroupKind: schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}},
+				{GroupKind: schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}}}}},
+			opts: Options{Namespace: "shop"},
+			want: []string{
+				"* apiextensions.k8s.io customresourcedefinitions get,list,watch",
+				"* rbac.authorization.k8s.io clusterrolebindings get,list,watch,create,patch,delete",
+				"* rbac.authorization.k8s.io clusterroles bind",
+				"default '' events create,patch",
+				"shop '' events create,patch",
+				"shop rbac.authorization.k8s.io clusterroles bind",
+				"shop rbac.authorization.k8s.io rolebindings get,list,watch,create,patch,delete",
+				"shop rbac.authorization.k8s.io roles get,list,watch,create,patch,delete,escalate,bind",
+				"shop shop.example shops get,list,watch",
+				"shop shop.example shops/finalizers update",
+				"shop shop.example shops/status patch",
 			},
 		},
 		{

@@ -214,7 +214,7 @@ func TestChildKindPublishedAfterItsCRDEvent(t *testing.T) {
 	group := fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
 	installTestCRD(t, group, "Widget", "widgets")
 	disco := &staleDiscovery{last: map[string]recorded{}}
-	startLoom(t, gadgetWidgetSet(t, group), ns, loomOptions{transport: func(rt http.RoundTripper) http.RoundTripper {
+	startLoom(t, gadgetWidgetSet(t, group), ns, loomOptions{admin: crdJustCreated, transport: func(rt http.RoundTripper) http.RoundTripper {
 		disco.next = rt
 		return disco
 	}})

@@ -97,7 +97,7 @@ func TestMissingCRDs(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	group := fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
-	l := startLoom(t, gadgetWidgetSet(t, group), ns, loomOptions{bufferLogs: true})
+	l := startLoom(t, gadgetWidgetSet(t, group), ns, loomOptions{bufferLogs: true, admin: crdJustCreated})
 	eventually(t, 30*time.Second, "Loom waits for the Widget CRD", func(context.Context) error {
 		if !strings.Contains(l.logs(), "Parent kind is not served yet; waiting for its CRD") {
 			return errNotYet
@@ -358,7 +358,7 @@ func TestParentVersionSwitchRestartsTheController(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	group, dir, set := widgetVersionSet(t)
-	startLoom(t, dir, ns, loomOptions{})
+	startLoom(t, dir, ns, loomOptions{admin: crdJustCreated})
 	widgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
 	createObject(t, widgets, ns, `{"apiVersion":"`+group+`/v1","kind":"Widget","metadata":{"name":"w1"}}`)
 	seenAs := func(want string) {
@@ -416,7 +416,7 @@ spec:
 		"loom.yaml":      "parent:\n  apiVersion: " + group + "/v1\n  kind: Gizmo\n",
 		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-cm\ndata:\n  a: b\n",
 	})
-	l := startLoom(t, dir, ns, loomOptions{})
+	l := startLoom(t, dir, ns, loomOptions{admin: crdJustCreated})
 	gizmos := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gizmos"}
 	createObject(t, gizmos, ns, `{"apiVersion":"`+group+`/v1","kind":"Gizmo","metadata":{"name":"g1"}}`)
 	eventually(t, 30*time.Second, "the child is applied", func(ctx context.Context) error {

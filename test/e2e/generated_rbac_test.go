@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,6 +158,47 @@ func TestEachGeneratedRuleIsChecked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// crdJustCreated runs Loom as admin in a test that creates a CRD just
+// before Loom writes children of its kind. Admission
+// (OwnerReferencesPermissionEnforcement) resolves the owner's kind of a
+// child with blockOwnerDeletion through a mapping the API server refreshes
+// about every 30 s, and refuses any user but an admin until it knows the
+// kind; Loom retries and converges, but later than these tests wait.
+const crdJustCreated = true
+
+// generatedUsers numbers the users generatedUser makes.
+var generatedUsers atomic.Int64
+
+// generatedUser returns a new user bound to exactly what `loom rbac`
+// prints for the sets in templates that load, with loom run's namespace
+// and --install-crds; the bindings go when the test ends.
+func generatedUser(t *testing.T, templates, namespace string, installCRDs bool) string {
+	t.Helper()
+	sets, _ := render.LoadAll(templates) // a set that fails to load is some test's bad input
+	var rs []rbac.Set
+	for _, s := range sets {
+		if r, err := rbac.FromSet(s); err == nil {
+			rs = append(rs, r)
+		}
+	}
+	p := rbac.Generate(rs, rbac.Options{Namespace: namespace, InstallCRDs: installCRDs})
+	user := fmt.Sprintf("loom-gen-%d-%s", generatedUsers.Add(1), namespace)
+	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	for _, obj := range p.Objects(user, types.NamespacedName{Namespace: "unused", Name: "unused"}) {
+		switch b := obj.(type) {
+		case *rbacv1.ClusterRoleBinding:
+			b.Subjects = subject
+		case *rbacv1.RoleBinding:
+			b.Subjects = subject
+		}
+		if err := createRBACObject(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = deleteRBACObject(context.Background(), obj) })
+	}
+	return user
 }
 
 // missingChecks names the permissions full has and less lacks.

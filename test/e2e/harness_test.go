@@ -77,6 +77,12 @@ type loomOptions struct {
 	bufferLogs bool
 	// installCRDs is Options.InstallCRDs (loom run --install-crds).
 	installCRDs bool
+	// admin runs Loom with the test's admin credentials. Without it (and
+	// without impersonate or token) Loom runs as a user bound to exactly
+	// what `loom rbac` generates for the sets in templates at start, so
+	// that every e2e set converges with the generated rules; a test whose
+	// sets change kinds later, or that tests something else, opts out.
+	admin bool
 	// token, when set, is the bearer token Loom authenticates with (a
 	// ServiceAccount's, from the TokenRequest API) instead of the admin's:
 	// unlike impersonate, it lets Loom impersonate in turn.
@@ -89,6 +95,9 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 	t.Helper()
 	l := &loom{templates: templates, registry: prometheus.NewRegistry(), writes: &writeCounter{}, done: make(chan error, 1)}
 	c := rest.CopyConfig(cfg)
+	if o.impersonate == "" && o.token == "" && !o.admin {
+		o.impersonate = generatedUser(t, templates, namespace, o.installCRDs)
+	}
 	c.Impersonate.UserName = o.impersonate
 	if o.token != "" {
 		c.BearerToken, c.BearerTokenFile = o.token, ""

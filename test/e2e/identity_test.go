@@ -102,13 +102,22 @@ func TestPerSetServiceAccount(t *testing.T) {
 
 	waitDegraded(t, s.gvr, a, "app", "ApplyFailed", "system:serviceaccount:"+a+":deployer", "secrets")
 	// The API server's owner-reference admission learns a new CRD's kind
-	// a few seconds after it is served; until then a tenant's child is
-	// refused for that, and retried.
-	eventually(t, 30*time.Second, "tenant a's ConfigMap, which its account may write, is applied", func(ctx context.Context) error {
+	// up to about 30 s after it is served (crdJustCreated); until then a
+	// tenant's child is refused for that, and retried with backoff.
+	eventually(t, 2*time.Minute, "tenant a's ConfigMap, which its account may write, is applied", func(ctx context.Context) error {
 		_, err := get(ctx, configMapGVR, a, "app")
 		return err
 	})
-	waitConditionGVR(t, s.gvr, b, "app", "Ready", "True")
+	eventually(t, 2*time.Minute, "tenant b's parent is Ready", func(ctx context.Context) error {
+		p, err := get(ctx, s.gvr, b, "app")
+		if err != nil {
+			return err
+		}
+		if st, reason, msg := condition(p, "Ready"); st != "True" {
+			return fmt.Errorf("Ready=%s %s: %s", st, reason, msg)
+		}
+		return nil
+	})
 	sec, err := kube.CoreV1().Secrets(b).Get(ctx, "app-token", metav1.GetOptions{})
 	if err != nil || string(sec.Data["region"]) != "eu-west" {
 		t.Errorf("tenant b's Secret: %v, region %q; want the looked-up eu-west", err, sec.Data["region"])

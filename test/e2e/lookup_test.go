@@ -341,7 +341,7 @@ data:
   value: {{ $v | quote }}
 `, other),
 	})
-	startLoom(t, root, ns, loomOptions{})
+	startLoom(t, root, ns, loomOptions{admin: true}) // Loom must read the undeclared kind to refuse it; with the generated RBAC it may not, and says so
 	for _, p := range []struct{ name, read string }{{"good", "local"}, {"foreign", "other-namespace"}, {"undeclared", "secret"}} {
 		createParent(t, ns, fmt.Sprintf("apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: %s\nspec:\n  image: nginx:1.27\n  config:\n    read: %s\n", p.name, p.read))
 	}

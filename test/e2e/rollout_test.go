@@ -516,7 +516,7 @@ func TestRolloutPolicyAddedByAnEdit(t *testing.T) {
 	const n = 3
 	ns := newNamespace(t)
 	root, dir := rolloutSet(t, "", "v1")
-	startLoom(t, root, ns, loomOptions{quiet: true})
+	startLoom(t, root, ns, loomOptions{quiet: true, admin: true}) // the edit adds rollouts, which the RBAC generated at start does not cover
 	name := "app." + ns
 	fleet(t, ns, n)
 	eventually(t, 60*time.Second, "every parent Ready", func(ctx context.Context) error {
