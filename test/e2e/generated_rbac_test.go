@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/rbac"
 	"github.com/loom-operator/loom/engine/render"
 )
@@ -168,6 +169,32 @@ func TestEachGeneratedRuleIsChecked(t *testing.T) {
 // kind; Loom retries and converges, but later than these tests wait.
 const crdJustCreated = true
 
+// ownerKindDelay is how long after its CRD is created a parent kind is
+// surely known to the API server's owner-reference admission (see
+// crdJustCreated): its mapping is reset every 30 s.
+const ownerKindDelay = 35 * time.Second
+
+// waitOwnerKindsAdmitted waits, before Loom runs as a non-admin, until the
+// CRD of each set's parent kind that exists is ownerKindDelay old.
+func waitOwnerKindsAdmitted(t *testing.T, sets []*render.Set) {
+	t.Helper()
+	for _, s := range sets {
+		gvk := s.ParentGVK()
+		plural := s.Config.Parent.Plural
+		if plural == "" {
+			plural = crd.Plural(gvk.Kind)
+		}
+		obj, err := get(context.Background(), crdGVR, "", plural+"."+gvk.Group)
+		if err != nil {
+			continue // not there yet: Loom installs it, or a test creates it later
+		}
+		if d := time.Until(obj.GetCreationTimestamp().Add(ownerKindDelay)); d > 0 {
+			t.Logf("waiting %s for the API server's owner-reference admission to know %s", d.Round(time.Second), gvk.Kind)
+			time.Sleep(d)
+		}
+	}
+}
+
 // generatedUsers numbers the users generatedUser makes.
 var generatedUsers atomic.Int64
 
@@ -183,6 +210,7 @@ func generatedUser(t *testing.T, templates, namespace string, installCRDs bool) 
 			rs = append(rs, r)
 		}
 	}
+	waitOwnerKindsAdmitted(t, sets)
 	p := rbac.Generate(rs, rbac.Options{Namespace: namespace, InstallCRDs: installCRDs})
 	user := fmt.Sprintf("loom-gen-%d-%s", generatedUsers.Add(1), namespace)
 	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
