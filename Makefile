@@ -78,7 +78,7 @@ crds: build ## Regenerate crds/myresources.example.loom.dev.yaml from templates/
 	$(BIN)/loom crd -t templates/myresource > crds/myresources.example.loom.dev.yaml
 
 .PHONY: manifests
-manifests: ## Regenerate the chart's RBAC rules (loom rbac -t templates/ -o rules), then deploy/loom.yaml from deploy/chart (default values, release loom in loom-system).
+manifests: ## Regenerate the chart's RBAC rules (loom rbac -t templates/ --rules), then deploy/loom.yaml from deploy/chart (default values, release loom in loom-system).
 	go test $(GO_TEST_FLAGS) ./cmd/loom -run '^TestChartRBACRulesAreGenerated$$' -update
 	go test $(GO_TEST_FLAGS) ./deploy -run '^TestManifestIsTheChartsOutput$$' -update
 

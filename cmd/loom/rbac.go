@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
@@ -27,7 +28,8 @@ type rbacOptions struct {
 	leaseNS        string
 	name           string
 	serviceAccount string
-	output         string
+	output         string // -o: "" (a YAML stream), json or yaml (a v1 List)
+	rules          bool
 }
 
 func newRBACCommand() *cobra.Command {
@@ -66,12 +68,10 @@ Exit codes: 0 printed; 1 a bad flag, a set that fails to load, or a
 computed kind.`,
 		Example: `  loom rbac -t templates/
   loom rbac -t templates/myresource -t sets/shop --leader-elect | kubectl apply -f -
-  loom rbac -t templates/ --namespace shop -o json`,
+  loom rbac -t templates/ --namespace shop -o json
+  loom rbac -t templates/ --rules > deploy/chart/files/rbac/rules.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.output != "yaml" && o.output != "json" && o.output != "rules" {
-				return (fmt.Errorf("-o %q: want yaml, json or rules", o.output))
-			}
 			parts := strings.Split(o.serviceAccount, "/")
 			if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
 				return (fmt.Errorf("--service-account %q: want NAMESPACE/NAME", o.serviceAccount))
@@ -91,7 +91,8 @@ computed kind.`,
 	f.StringVar(&o.leaseNS, "leader-election-namespace", "loom-system", "loom run's --leader-election-namespace")
 	f.StringVar(&o.name, "name", "loom", "name of the ClusterRole, Roles and bindings")
 	f.StringVar(&o.serviceAccount, "service-account", "loom-system/loom", "Loom's ServiceAccount, NAMESPACE/NAME")
-	f.StringVarP(&o.output, "output", "o", "yaml", "yaml, json (a v1 List), or rules (the ClusterRole's rules only, as a YAML list)")
+	f.BoolVar(&o.rules, "rules", false, "print the ClusterRole's rules alone, as a YAML list (the chart's files/rbac/rules.yaml)")
+	addOutputFlag(cmd, &o.output, "the objects as a YAML stream")
 	_ = cmd.MarkFlagRequired("templates")
 	return cmd
 }
@@ -141,9 +142,9 @@ func loadSets(dir string) ([]*render.Set, error) {
 
 // printPolicy writes the policy's objects, or its cluster-wide rules.
 func printPolicy(w io.Writer, p rbac.Policy, o rbacOptions, sa types.NamespacedName) error {
-	if o.output == "rules" {
+	if o.rules {
 		if len(p.Namespaces) > 0 {
-			return (errors.New("-o rules prints a ClusterRole's rules; with --namespace there are Roles too: use -o yaml"))
+			return errors.New("--rules prints a ClusterRole's rules; with --namespace there are Roles too: leave it out")
 		}
 		out, err := yaml.Marshal(p.Cluster)
 		if err != nil {
@@ -153,11 +154,16 @@ func printPolicy(w io.Writer, p rbac.Policy, o rbacOptions, sa types.NamespacedN
 		return err
 	}
 	objs := p.Objects(o.name, sa)
-	if o.output == "json" {
-		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(list)
+	if o.output != "" {
+		list := make([]*unstructured.Unstructured, 0, len(objs))
+		for _, obj := range objs {
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				return err
+			}
+			list = append(list, &unstructured.Unstructured{Object: u})
+		}
+		return printObjects(w, o.output, list)
 	}
 	for i, obj := range objs {
 		out, err := yaml.Marshal(obj)

@@ -14,7 +14,7 @@ import (
 // The chart's ClusterRole rules are `loom rbac`'s for the shipped sets:
 // `make manifests` (go test -update) rewrites the file.
 func TestChartRBACRulesAreGenerated(t *testing.T) {
-	got, err := execute(t, "", "rbac", "-t", filepath.Join(repoRoot, "templates"), "-o", "rules")
+	got, err := execute(t, "", "rbac", "-t", filepath.Join(repoRoot, "templates"), "--rules")
 	if err != nil {
 		t.Fatalf("loom rbac: %v\n%s", err, got)
 	}
@@ -46,9 +46,9 @@ func TestRBACCommand(t *testing.T) {
 			kinds: []string{"ClusterRole/x", "ClusterRoleBinding/x", "Role/x", "RoleBinding/x"}},
 		{name: "one namespace: Roles", args: []string{"-t", set, "-n", "shop"},
 			kinds: []string{"ClusterRole/loom", "ClusterRoleBinding/loom", "Role/loom", "RoleBinding/loom", "Role/loom", "RoleBinding/loom"}},
-		{name: "bad output", args: []string{"-t", set, "-o", "toml"}, wantErr: `-o "toml"`},
+		{name: "bad output", args: []string{"-t", set, "-o", "toml"}, wantErr: `output format "toml"`},
 		{name: "bad account", args: []string{"-t", set, "--service-account", "loom"}, wantErr: "want NAMESPACE/NAME"},
-		{name: "rules with Roles", args: []string{"-t", set, "-n", "shop", "-o", "rules"}, wantErr: "with --namespace there are Roles too"},
+		{name: "rules with Roles", args: []string{"-t", set, "-n", "shop", "--rules"}, wantErr: "with --namespace there are Roles too"},
 		{name: "no set", args: []string{"-t", t.TempDir()}, wantErr: "no template set"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,5 +78,29 @@ func TestRBACCommand(t *testing.T) {
 				t.Errorf("objects (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// -o json and -o yaml print a v1 List, as every command's -o does.
+func TestRBACOutputList(t *testing.T) {
+	for _, format := range []string{"json", "yaml"} {
+		out, err := execute(t, "", "rbac", "-t", filepath.Join(repoRoot, "templates", "myresource"), "-o", format)
+		if err != nil {
+			t.Fatalf("-o %s: %v", format, err)
+		}
+		var list struct {
+			Kind  string
+			Items []struct{ Kind string }
+		}
+		if err := yaml.Unmarshal([]byte(out), &list); err != nil {
+			t.Fatalf("-o %s: %v\n%s", format, err, out)
+		}
+		var kinds []string
+		for _, i := range list.Items {
+			kinds = append(kinds, i.Kind)
+		}
+		if list.Kind != "List" || !cmp.Equal(kinds, []string{"ClusterRole", "ClusterRoleBinding"}) {
+			t.Errorf("-o %s: a %s of %v, want a List of ClusterRole, ClusterRoleBinding", format, list.Kind, kinds)
+		}
 	}
 }
