@@ -109,15 +109,7 @@ func TestGeneratedRBACIsEnough(t *testing.T) {
 	sa := types.NamespacedName{Namespace: ns, Name: "loom"}
 	bindPolicy(t, generatedPolicy(t, ns), "loom-gen-"+ns, sa)
 	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{impersonate: "system:serviceaccount:" + ns + ":loom"})
-	createParent(t, ns, fullParent)
-	waitCondition(t, ns, "web", "Ready", "True")
-	patchSpec(t, ns, "web", `{"spec":{"config":null}}`)
-	eventually(t, 30*time.Second, "the ConfigMap is pruned", func(ctx context.Context) error {
-		if _, err := get(ctx, configMapGVR, ns, "web-config"); !isNotFound(err) {
-			return errNotYet
-		}
-		return nil
-	})
+	convergeAndPrune(t, ns)
 	eventually(t, 30*time.Second, "Loom is ready, with no missing permission", func(context.Context) error { return l.mgr.Ready() })
 }
 

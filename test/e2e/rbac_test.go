@@ -27,16 +27,7 @@ func TestShippedRBACIsEnough(t *testing.T) {
 	installRBAC(t)
 	ns := newNamespace(t)
 	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{impersonate: "system:serviceaccount:loom-system:loom"})
-	createParent(t, ns, fullParent)
-	waitCondition(t, ns, "web", "Ready", "True")
-	// Pruning needs delete: remove the config so the ConfigMap goes.
-	patchSpec(t, ns, "web", `{"spec":{"config":null}}`)
-	eventually(t, 30*time.Second, "the ConfigMap is pruned", func(ctx context.Context) error {
-		if _, err := get(ctx, configMapGVR, ns, "web-config"); !isNotFound(err) {
-			return errNotYet
-		}
-		return nil
-	})
+	convergeAndPrune(t, ns)
 	// The Ready Event was recorded, so events are allowed too.
 	evs, err := events(ctx, ns, "web")
 	if err != nil {
@@ -75,6 +66,22 @@ func TestInClusterManifestsDeploy(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("available %d of %d", d.Status.AvailableReplicas, *d.Spec.Replicas)
+	})
+}
+
+// convergeAndPrune creates fullParent in ns, waits until it is Ready, then
+// removes its config and waits until the ConfigMap is pruned: what an
+// RBAC under test must allow, delete included.
+func convergeAndPrune(t *testing.T, ns string) {
+	t.Helper()
+	createParent(t, ns, fullParent)
+	waitCondition(t, ns, "web", "Ready", "True")
+	patchSpec(t, ns, "web", `{"spec":{"config":null}}`)
+	eventually(t, 30*time.Second, "the ConfigMap is pruned", func(ctx context.Context) error {
+		if _, err := get(ctx, configMapGVR, ns, "web-config"); !isNotFound(err) {
+			return errNotYet
+		}
+		return nil
 	})
 }
 
