@@ -2,7 +2,6 @@ package rbac
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -60,12 +59,7 @@ func (p Policy) Checks() []Check {
 		}
 	}
 	add("", p.Cluster)
-	namespaces := make([]string, 0, len(p.Namespaces))
-	for ns := range p.Namespaces {
-		namespaces = append(namespaces, ns)
-	}
-	sort.Strings(namespaces)
-	for _, ns := range namespaces {
+	for _, ns := range p.namespaces() {
 		add(ns, p.Namespaces[ns])
 	}
 	return out

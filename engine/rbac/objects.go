@@ -31,14 +31,10 @@ func (p Policy) Objects(name string, sa types.NamespacedName) []runtime.Object {
 				Subjects:   subject,
 			})
 	}
-	namespaces := make([]string, 0, len(p.Namespaces))
-	for ns, rules := range p.Namespaces {
-		if len(rules) > 0 {
-			namespaces = append(namespaces, ns)
+	for _, ns := range p.namespaces() {
+		if len(p.Namespaces[ns]) == 0 {
+			continue
 		}
-	}
-	sort.Strings(namespaces)
-	for _, ns := range namespaces {
 		out = append(out,
 			&rbacv1.Role{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
@@ -66,12 +62,7 @@ func (p Policy) Without(i int) Policy {
 		}
 	}
 	i -= len(p.Cluster)
-	namespaces := make([]string, 0, len(p.Namespaces))
-	for ns := range p.Namespaces {
-		namespaces = append(namespaces, ns)
-	}
-	sort.Strings(namespaces)
-	for _, ns := range namespaces {
+	for _, ns := range p.namespaces() {
 		for j, r := range p.Namespaces[ns] {
 			if j != i {
 				out.Namespaces[ns] = append(out.Namespaces[ns], r)
@@ -79,6 +70,16 @@ func (p Policy) Without(i int) Policy {
 		}
 		i -= len(p.Namespaces[ns])
 	}
+	return out
+}
+
+// namespaces returns the namespaces that p has Roles for, sorted.
+func (p Policy) namespaces() []string {
+	out := make([]string, 0, len(p.Namespaces))
+	for ns := range p.Namespaces {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
 	return out
 }
 
