@@ -15,6 +15,9 @@
 # its state folder, and down stops all of them whatever CLUSTER_COMPONENTS says.
 # CLUSTER_BIN (default $ROOT/bin) is where the binaries are, for a script run
 # from another checkout than the one that started the cluster.
+# CLUSTER_APISERVER_FEATURE_GATES (default ShardedListAndWatch=true, the
+# server-side shard selector of KEP-5866 that loom run --sharded uses) is the
+# kube-apiserver's --feature-gates; set it to "" for a server without it.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -271,7 +274,8 @@ start_kube_apiserver() {
     --service-cluster-ip-range 10.96.0.0/16 --allow-privileged \
     --disable-admission-plugins ServiceAccount,TaintNodesByCondition \
     --enable-admission-plugins OwnerReferencesPermissionEnforcement \
-    --max-requests-inflight 2000 --max-mutating-requests-inflight 1000
+    --max-requests-inflight 2000 --max-mutating-requests-inflight 1000 \
+    --feature-gates "${CLUSTER_APISERVER_FEATURE_GATES-ShardedListAndWatch=true}"
   wait_for kube-apiserver "/readyz" apiserver_ready
   write_kubeconfig
 }
