@@ -18,8 +18,10 @@ const touchLine = "{{/* bench touch */}}\n"
 
 // loomAfter is what a loom phase measures once its fleet has converged.
 type loomAfter struct {
-	// mem: Loom runs in its own process, whose memory was read.
+	// mem: Loom runs in its own processes, whose memory was read.
 	mem bool
+	// The memory figures of Loom's process, or with replicas the largest
+	// of theirs (replicas has each one's):
 	// hwmTimed is VmHWM at the end of the timed round (after -settle);
 	// hwmEnd at the end of the phase, after the re-reconcile and its
 	// settle. maxSampled is the largest VmRSS of the 250 ms samples.
@@ -31,10 +33,45 @@ type loomAfter struct {
 	steady    testutil.MemoryStatus
 	heap      float64
 	heapKnown bool
-	idle      bool
+	// replicas are each process's figures, in replica order.
+	replicas []replicaMemory
+	idle     bool
 	// waited is how long it took to become idle (or to give up).
 	waited time.Duration
 	touch  touchResult
+}
+
+// replicaMemory is what one Loom process measured once the fleet had
+// converged: its memory as loomAfter's, and from its metrics at the steady
+// sample, the parents it holds and its shard buckets; cpu is its CPU
+// seconds from its start to then.
+type replicaMemory struct {
+	pid                          int
+	hwmTimed, hwmEnd, maxSampled int64
+	samples                      int
+	steady                       testutil.MemoryStatus
+	heap                         float64
+	heapKnown                    bool
+	parents, buckets             float64
+	shardKnown                   bool
+	cpu                          float64
+}
+
+// peak is the process's peak RSS over the phase.
+func (r replicaMemory) peak() int64 { return max(r.hwmTimed, r.hwmEnd) }
+
+// summarize sets a's memory figures to the largest of its replicas'.
+func (a *loomAfter) summarize() {
+	var top replicaMemory
+	for i, r := range a.replicas {
+		a.hwmTimed, a.hwmEnd, a.maxSampled = max(a.hwmTimed, r.hwmTimed), max(a.hwmEnd, r.hwmEnd), max(a.maxSampled, r.maxSampled)
+		a.samples = max(a.samples, r.samples)
+		a.heap, a.heapKnown = max(a.heap, r.heap), a.heapKnown || r.heapKnown
+		if i == 0 || r.steady.RSS > top.steady.RSS {
+			top = r
+		}
+	}
+	a.steady = top.steady
 }
 
 // touchResult is a full re-reconcile of a converged fleet.
@@ -63,28 +100,29 @@ type touchResult struct {
 // its memory once idle, then the writes of a full re-reconcile.
 func (p *phase) afterConvergence(ctx context.Context) (*loomAfter, error) {
 	a := &loomAfter{}
-	pid := p.loom.pid()
-	if pid > 0 {
+	pids := p.loom.pids()
+	a.mem = len(pids) > 0
+	for _, pid := range pids {
 		m, err := testutil.ReadMemory(pid)
 		if err != nil {
 			return a, fmt.Errorf("loom's memory: %w", err)
 		}
-		a.mem, a.hwmTimed = true, m.HWM
+		a.replicas = append(a.replicas, replicaMemory{pid: pid, hwmTimed: m.HWM})
 	}
 
 	// 1. Steady: Loom has reconciled nothing for -steady.
 	start := time.Now()
-	s, idle, err := p.waitIdle(ctx, p.opts.steady, max(5*time.Minute, 4*p.opts.steady))
+	_, idle, err := p.waitIdle(ctx, p.opts.steady, max(5*time.Minute, 4*p.opts.steady))
 	if err != nil {
 		return a, err
 	}
 	a.idle, a.waited = idle, time.Since(start)
-	if pid > 0 {
-		if a.steady, err = testutil.ReadMemory(pid); err != nil {
-			return a, fmt.Errorf("loom's memory: %w", err)
+	if a.mem {
+		if err := p.readSteady(ctx, a.replicas); err != nil {
+			return a, err
 		}
-		a.heap, a.heapKnown = s.HeapInuse, s.HeapKnown
-		logf("%s: steady after %s (idle %v): RSS %s, heap in use %s", p.label, secs(a.waited), idle, mib(a.steady.RSS), heapMiB(a.heap, a.heapKnown))
+		a.summarize()
+		logf("%s: steady after %s (idle %v): RSS %s, heap in use %s%s", p.label, secs(a.waited), idle, mib(a.steady.RSS), heapMiB(a.heap, a.heapKnown), ofReplicas(len(pids)))
 	}
 
 	// 2. A full re-reconcile.
@@ -93,15 +131,45 @@ func (p *phase) afterConvergence(ctx context.Context) (*loomAfter, error) {
 	}
 
 	// 3. The peak over the whole phase.
-	if pid > 0 {
-		m, err := testutil.ReadMemory(pid)
+	for i := range a.replicas {
+		r := &a.replicas[i]
+		m, err := testutil.ReadMemory(r.pid)
 		if err != nil {
 			return a, fmt.Errorf("loom's memory: %w", err)
 		}
-		a.hwmEnd = m.HWM
-		a.maxSampled, a.samples = p.mem.finish()
+		r.hwmEnd = m.HWM
+		r.maxSampled, r.samples = p.mems[i].finish()
 	}
+	a.summarize()
 	return a, nil
+}
+
+// readSteady reads each replica's steady memory, CPU so far, and its heap,
+// parents and buckets from its metrics.
+func (p *phase) readSteady(ctx context.Context, replicas []replicaMemory) error {
+	each, err := p.loom.each(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range replicas {
+		r := &replicas[i]
+		if r.steady, err = testutil.ReadMemory(r.pid); err != nil {
+			return fmt.Errorf("loom's memory: %w", err)
+		}
+		r.cpu, _ = processCPU(r.pid)
+		s := each[i]
+		r.heap, r.heapKnown, r.parents = s.HeapInuse, s.HeapKnown, s.Parents
+		r.buckets, r.shardKnown = s.Buckets, s.ShardKnown
+	}
+	return nil
+}
+
+// ofReplicas says, after a figure, that it is the largest of n replicas'.
+func ofReplicas(n int) string {
+	if n < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (the largest of %d replicas')", n)
 }
 
 // waitIdle waits until Loom's reconcile count has not moved for quiet, or
@@ -142,7 +210,7 @@ func (p *phase) touch(ctx context.Context) (touchResult, error) {
 		return touchResult{}, fmt.Errorf("locate the set %s under %s: %w", p.set.Dir, p.opts.templates, err)
 	}
 	rel = filepath.Join(rel, p.set.Files()[0])
-	t := touchResult{file: rel, parents: p.opts.parents + 1}
+	t := touchResult{file: rel, parents: p.spec.parents + 1}
 	before, err := p.loom.stats(ctx)
 	if err != nil {
 		return t, err

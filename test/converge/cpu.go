@@ -32,20 +32,22 @@ type cpuSample struct {
 // cpuSampler reads CPU times from /proc. The cluster's pids come from its
 // pid files (a component that is not running has none); "converge" is this
 // process (the harness, and Loom in an in-process loom phase); "loom" is
-// Loom's process while a process-mode loom phase runs.
+// Loom's processes (every replica's, added up) while a process-mode loom
+// phase runs.
 type cpuSampler struct {
 	mu   sync.Mutex
-	pids map[string]int
+	pids map[string][]int
 }
 
-// watch adds a process to the samples, under name.
+// watch adds a process to the samples, under name: the CPU of every
+// process watched under one name is added up.
 func (s *cpuSampler) watch(name string, pid int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pids[name] = pid
+	s.pids[name] = append(s.pids[name], pid)
 }
 
-// unwatch removes a process from the samples.
+// unwatch removes the processes of name from the samples.
 func (s *cpuSampler) unwatch(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -53,14 +55,14 @@ func (s *cpuSampler) unwatch(name string) {
 }
 
 func newCPUSampler(clusterDir string) *cpuSampler {
-	s := &cpuSampler{pids: map[string]int{"converge": os.Getpid()}}
+	s := &cpuSampler{pids: map[string][]int{"converge": {os.Getpid()}}}
 	for _, name := range clusterProcesses {
 		b, err := os.ReadFile(filepath.Join(clusterDir, "pids", name+".pid"))
 		if err != nil {
 			continue
 		}
 		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			s.pids[name] = pid
+			s.pids[name] = []int{pid}
 		}
 	}
 	return s
@@ -70,9 +72,15 @@ func (s *cpuSampler) sample() cpuSample {
 	out := cpuSample{proc: map[string]float64{}}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for name, pid := range s.pids {
-		if t, ok := processCPU(pid); ok {
-			out.proc[name] = t
+	for name, pids := range s.pids {
+		sum, found := 0.0, false
+		for _, pid := range pids {
+			if t, ok := processCPU(pid); ok {
+				sum, found = sum+t, true
+			}
+		}
+		if found {
+			out.proc[name] = sum
 		}
 	}
 	busy, total, steal, ok := machineCPU()

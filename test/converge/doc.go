@@ -105,6 +105,39 @@
 // -target is given. Only Loom and the baseline write Events there, so they
 // are counted.
 //
+// # Phases of their own size, and sharded replicas
+//
+// An entry of -phases may say its own size and Loom: KIND[/R][@N]. @N
+// creates N parents in the phase's timed round instead of -parents; /R
+// (loom only) runs R processes of `bin/loom run` instead of -loom-replicas
+// (default 1). One process runs exactly as above. Several run each with
+// --sharded (so do all of them when -loom-args has --sharded), and share
+// the 64 buckets of parent UIDs through Leases in --shard-namespace
+// (default loom-system; the harness creates it if missing). Replica i
+// (from 0) gets every --*-bind-address of -loom-args with its port plus i,
+// and --metrics-bind-address :8080+i when -loom-args leave it at its
+// default (the health probes are served there too); the replicas share one
+// working folder, so one templates/ (a touch reaches them all), and log to
+// loom-1.log, loom-2.log, ... there. Before the warm-up, the harness waits
+// (up to -balance-timeout) until the replicas hold all 64 buckets between
+// them, each within one of the others (the sum alone is 64 as soon as the
+// first replica to start has claimed them all), and the report says how
+// many they held at t1 and at the end of the timed round, and how many
+// buckets moved meanwhile. Their counters are added up wherever the report
+// speaks of Loom (reconciles, writes, the re-reconcile; the CPU table's
+// "loom"); memory is per replica: a table of each one's peak RSS, steady
+// RSS, heap in use, buckets and parents held (loom_parents), with their
+// largest and their sum, and Loom's memory lines and targets are the
+// largest replica's.
+//
+// When a run has both one unsharded Loom and sharded replicas, the report
+// divides each replica's peak RSS by the unsharded phase's (the mean of
+// them if several) against -target-shard-rss, and compares their t1.
+// `make bench-shard` is such a run on the bare cluster: loom@10000 then
+// loom/3@30000 (SHARD_BASE_PARENTS, SHARD_REPLICAS, SHARD_PARENTS), in one
+// invocation, so that both peaks are in one report and the second phase
+// starts on the cluster the first one has emptied.
+//
 // # The report
 //
 // The report starts with the machine (nproc, CPU model, memory) and the

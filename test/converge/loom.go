@@ -14,14 +14,15 @@ import (
 )
 
 // loomRunner is Loom during a loom phase: in this process (loomRun) or in
-// its own (loomProc).
+// processes of its own (loomGroup: one, or sharded replicas).
 type loomRunner interface {
-	// stats reads Loom's own counters.
+	// stats reads Loom's own counters: every replica's added up.
 	stats(ctx context.Context) (loomStats, error)
-	// pid is Loom's process id; 0 when Loom runs in this process.
-	pid() int
-	// exited is closed if Loom's process ends; nil in this process.
-	exited() <-chan struct{}
+	// each reads each replica's counters, in replica order.
+	each(ctx context.Context) ([]loomStats, error)
+	// pids are Loom's process ids, in replica order; none when Loom runs
+	// in this process.
+	pids() []int
 	// stop ends Loom and waits until it has drained.
 	stop() error
 	// tail is the end of Loom's log, for a failed phase ("" if none).
@@ -66,9 +67,13 @@ func (l *loomRun) stop() error {
 	}
 }
 
-func (l *loomRun) pid() int                { return 0 }
-func (l *loomRun) exited() <-chan struct{} { return nil }
-func (l *loomRun) tail() string            { return "" }
+func (l *loomRun) pids() []int  { return nil }
+func (l *loomRun) tail() string { return "" }
+
+func (l *loomRun) each(ctx context.Context) ([]loomStats, error) {
+	s, err := l.stats(ctx)
+	return []loomStats{s}, err
+}
 
 func (l *loomRun) stats(context.Context) (loomStats, error) {
 	mfs, err := l.registry.Gather()
@@ -97,6 +102,14 @@ type loomStats struct {
 	HeapInuse float64
 	HeapKnown bool
 	Queue     queueStats
+	// Parents is loom_parents of MyResource, every state: the parents in
+	// Loom's cache (a sharded replica's own).
+	Parents float64
+	// Buckets is loom_shard_buckets (of 64) and Moves is
+	// loom_shard_moves_total (claimed, released, lapsed), when Loom runs
+	// sharded (ShardKnown).
+	Buckets, Moves float64
+	ShardKnown     bool
 }
 
 // queueName is the workqueue of the MyResource controller: Kind.group.
@@ -113,6 +126,11 @@ func loomStatsFrom(m testutil.Metrics) loomStats {
 	}
 	m.Each("loom_child_changes_total", func(labels map[string]string, v float64) { s.Changes[labels["action"]] += v })
 	s.ReconcileSeconds, _ = histogram(m, "loom_reconcile_duration_seconds", nil)
+	s.Parents = m.Sum("loom_parents", map[string]string{"kind": "MyResource"})
+	if _, ok := m["loom_shard_buckets"]; ok {
+		s.ShardKnown = true
+		s.Buckets, s.Moves = m.Sum("loom_shard_buckets", nil), m.Sum("loom_shard_moves_total", nil)
+	}
 	if _, ok := m["go_memstats_heap_inuse_bytes"]; ok {
 		s.HeapInuse, s.HeapKnown = m.Sum("go_memstats_heap_inuse_bytes", nil), true
 	}
@@ -155,16 +173,42 @@ outer:
 	return sum, count
 }
 
-// sub returns what happened between snapshot b and s. The heap is s's.
+// sub returns what happened between snapshot b and s. The gauges (heap,
+// parents, buckets) are s's.
 func (s loomStats) sub(b loomStats) loomStats {
 	out := loomStats{
 		Reconciles: s.Reconciles - b.Reconciles, StatusWrites: s.StatusWrites - b.StatusWrites,
 		ReconcileSeconds: s.ReconcileSeconds - b.ReconcileSeconds,
 		HeapInuse:        s.HeapInuse, HeapKnown: s.HeapKnown,
 		Changes: map[string]float64{}, Queue: s.Queue.sub(b.Queue),
+		Parents: s.Parents, Buckets: s.Buckets, Moves: s.Moves - b.Moves, ShardKnown: s.ShardKnown,
 	}
 	for k, v := range s.Changes {
 		out.Changes[k] = v - b.Changes[k]
+	}
+	return out
+}
+
+// add returns the counters of two replicas together; the heaps and the
+// gauges add up too. Queue maxima are not kept: a scrape has none.
+func (s loomStats) add(b loomStats) loomStats {
+	out := loomStats{
+		Reconciles: s.Reconciles + b.Reconciles, StatusWrites: s.StatusWrites + b.StatusWrites,
+		ReconcileSeconds: s.ReconcileSeconds + b.ReconcileSeconds,
+		HeapInuse:        s.HeapInuse + b.HeapInuse, HeapKnown: s.HeapKnown || b.HeapKnown,
+		Changes: map[string]float64{}, Parents: s.Parents + b.Parents,
+		Buckets: s.Buckets + b.Buckets, Moves: s.Moves + b.Moves, ShardKnown: s.ShardKnown || b.ShardKnown,
+		Queue: queueStats{
+			Available: s.Queue.Available || b.Queue.Available, Adds: s.Queue.Adds + b.Queue.Adds,
+			WaitSum: s.Queue.WaitSum + b.Queue.WaitSum, WaitN: s.Queue.WaitN + b.Queue.WaitN,
+			WorkSum: s.Queue.WorkSum + b.Queue.WorkSum, WorkN: s.Queue.WorkN + b.Queue.WorkN,
+		},
+	}
+	for k, v := range s.Changes {
+		out.Changes[k] += v
+	}
+	for k, v := range b.Changes {
+		out.Changes[k] += v
 	}
 	return out
 }

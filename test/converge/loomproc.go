@@ -16,21 +16,27 @@ import (
 )
 
 // loomProc is `bin/loom run` in a process of its own, as users run it: its
-// default flags (all namespaces, its own workers and QPS) plus -loom-args,
-// in a working folder whose templates/ is a copy of -templates, with
-// KUBECONFIG in its environment.
+// default flags (all namespaces, its own workers and QPS) plus -loom-args
+// (and, for a replica of a sharded phase, --sharded and ports of its own;
+// see replicaArgs), in a working folder whose templates/ is a copy of
+// -templates, with KUBECONFIG in its environment.
 type loomProc struct {
-	proc       *testutil.Process
-	metricsURL string
+	proc *testutil.Process
+	// metricsAddr is its --metrics-bind-address; metricsURL where this
+	// process reads it.
+	metricsAddr, metricsURL string
+	// log is its log file.
+	log string
 }
 
 // stopGrace is how long Loom gets to drain after SIGTERM before SIGKILL.
 const stopGrace = 60 * time.Second
 
-// startLoomProcess starts Loom in dir (which holds templates/) and waits
-// until it serves its metrics. Its output goes to dir/loom.log.
-func startLoomProcess(ctx context.Context, o options, dir string) (*loomProc, error) {
-	if err := waitPortFree(ctx, o.metricsAddr, o.portWait); err != nil {
+// startLoomProcess starts `loom run` with args (after run) in dir (which
+// holds templates/), and waits until it serves its metrics on
+// metricsAddr. Its output goes to dir/logName.
+func startLoomProcess(ctx context.Context, o options, dir string, args []string, metricsAddr, logName string) (*loomProc, error) {
+	if err := waitPortFree(ctx, metricsAddr, o.portWait); err != nil {
 		return nil, err
 	}
 	bin, err := filepath.Abs(o.loomBin)
@@ -44,7 +50,7 @@ func startLoomProcess(ctx context.Context, o options, dir string) (*loomProc, er
 	if err != nil {
 		return nil, fmt.Errorf("-kubeconfig %s: %w", o.kubeconfig, err)
 	}
-	args := append([]string{"run"}, o.loomArgs...)
+	args = append([]string{"run"}, args...)
 	if o.loomV != 0 {
 		args = append(args, "--v="+strconv.Itoa(o.loomV))
 	}
@@ -53,11 +59,12 @@ func startLoomProcess(ctx context.Context, o options, dir string) (*loomProc, er
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	// Loom must not outlive the harness, however the harness ends.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	proc, err := testutil.StartCommand(cmd, filepath.Join(dir, "loom.log"))
+	log := filepath.Join(dir, logName)
+	proc, err := testutil.StartCommand(cmd, log)
 	if err != nil {
 		return nil, err
 	}
-	l := &loomProc{proc: proc, metricsURL: metricsURL(o.metricsAddr)}
+	l := &loomProc{proc: proc, metricsAddr: metricsAddr, metricsURL: metricsURL(metricsAddr), log: log}
 	if err := l.waitServing(ctx, time.Minute); err != nil {
 		_ = proc.Kill()
 		return nil, fmt.Errorf("start %s: %w\nlast 40 lines of its log:\n%s", bin, err, proc.Tail(40))
@@ -118,6 +125,7 @@ func (l *loomProc) waitServing(ctx context.Context, limit time.Duration) error {
 	}
 }
 
+// stats scrapes this one process's counters.
 func (l *loomProc) stats(ctx context.Context) (loomStats, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -47,24 +45,27 @@ func run(ctx context.Context, o options) ([]phaseResult, error) {
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	_ = klogFlags.Set("v", strconv.Itoa(o.loomV))
-	// Loom's metrics port, checked before the first phase too: a taken
-	// one should fail the run before a long baseline phase, not after.
-	if o.loomMode == modeProcess && slices.Contains(o.phases, kindLoom) {
-		if err := waitPortFree(ctx, o.metricsAddr, o.portWait); err != nil {
-			return nil, err
+	// Loom's metrics ports (one per replica), checked before the first
+	// phase too: a taken one should fail the run before a long baseline
+	// phase, not after.
+	if o.loomMode == modeProcess {
+		for i := range maxReplicas(o.phases) {
+			if err := waitPortFree(ctx, shiftPort(o.metricsAddr, i), o.portWait); err != nil {
+				return nil, err
+			}
 		}
 	}
 	b, err := newBench(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	logf("API server %s; %d parents, %d workers; phases %s", b.cfg.Host, o.parents, o.workers, strings.Join(o.phases, ","))
+	logf("API server %s; %d parents, %d workers; phases %s", b.cfg.Host, o.parents, o.workers, phaseList(o.phases))
 	var results []phaseResult
 	seen := map[string]int{}
-	for _, kind := range o.phases {
-		seen[kind]++
-		label := fmt.Sprintf("%s#%d", kind, seen[kind])
-		res, err := b.runPhase(ctx, kind, label)
+	for _, spec := range o.phases {
+		seen[spec.kind]++
+		label := fmt.Sprintf("%s#%d", spec.text, seen[spec.kind])
+		res, err := b.runPhase(ctx, spec, label)
 		if res.measured {
 			results = append(results, res)
 		}

@@ -31,7 +31,7 @@ type options struct {
 	example          string
 	crds             string
 	clusterDir       string
-	phases           []string
+	phases           []phaseSpec
 	qps              float64
 	burst            int
 	target           float64
@@ -56,6 +56,16 @@ type options struct {
 	metricsAddr string
 	// bare: the cluster has no controller-manager (-bare).
 	bare bool
+	// loomReplicas is how many loom run processes a loom phase runs
+	// unless its -phases entry says (loom/R); more than one run with
+	// --sharded, each on ports of its own.
+	loomReplicas int
+	// balanceTimeout is how long a sharded phase waits for its replicas
+	// to hold the 64 buckets between them, evenly, before its warm-up.
+	balanceTimeout time.Duration
+	// targetShardRSS is the largest ratio of a sharded replica's peak RSS
+	// to one unsharded replica's.
+	targetShardRSS float64
 }
 
 // parseFlags parses args (without the program name) on fs.
@@ -74,12 +84,15 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&o.example, "example", filepath.Join("examples", "myresource-full.yaml"), "the parent every MyResource is a copy of")
 	fs.StringVar(&o.crds, "crds", "crds", "CRDs to install when the MyResource CRD is missing")
 	fs.StringVar(&o.clusterDir, "cluster-dir", ".cluster", "the local cluster's state folder, for its processes' pids (CPU accounting)")
-	fs.StringVar(&phases, "phases", "base,loom,base", "phases to run, in order: base or loom, comma-separated")
+	fs.StringVar(&phases, "phases", "base,loom,base", "phases to run, in order, comma-separated: base or loom, each optionally followed by /R (loom: R replicas of loom run, with --sharded when R > 1; default -loom-replicas) and @N (N parents in its timed round; default -parents), e.g. loom@10000,loom/3@30000")
+	fs.IntVar(&o.loomReplicas, "loom-replicas", 1, "replicas of loom run in each loom phase that does not say /R (process mode): 1 runs one, as users do; more run each with --sharded and ports of their own (each --*-bind-address port plus the replica's index)")
+	fs.DurationVar(&o.balanceTimeout, "balance-timeout", 3*time.Minute, "time limit for a sharded phase's replicas to hold the 64 buckets between them evenly (sum of loom_shard_buckets 64, each within one of the others) before its warm-up")
 	fs.Float64Var(&o.qps, "qps", 1000, "client QPS of the baseline, the creator, the harness and the in-process Loom")
 	fs.IntVar(&o.burst, "burst", 2000, "client burst of the same clients")
 	fs.Float64Var(&o.target, "target", 1.15, "the Loom/baseline ratio of t1 to meet (default 1.2 with -bare, where t1 is the last status written)")
 	fs.Float64Var(&o.targetReady, "target-ready", 1.2, "the Loom/baseline ratio of t2 (all Ready) to meet")
-	fs.Float64Var(&o.targetRSS, "target-rss", 60, "Loom's peak RSS to stay within, in MiB (process mode)")
+	fs.Float64Var(&o.targetRSS, "target-rss", 60, "Loom's peak RSS to stay within, in MiB (process mode; with replicas, each one's)")
+	fs.Float64Var(&o.targetShardRSS, "target-shard-rss", 1.15, "the largest ratio of a sharded replica's peak RSS to one unsharded replica's, when a run has both")
 	fs.Float64Var(&o.noiseLimit, "noise-limit", 0.10, "a phase where processes outside the cluster and this one used more than this share of the busy CPU is noisy, and left out of the ratios")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "time limit of each round, until t2 (t1 with -bare)")
 	fs.DurationVar(&o.deleteTimeout, "delete-timeout", 5*time.Minute, "time limit for deleting each namespace (with -bare: its parents and children)")
@@ -101,66 +114,41 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if o.parents < 1 || o.workers < 1 || o.replicas < 0 {
-		return o, errors.New("-parents and -workers must be at least 1, and -replicas at least 0")
+	if o.parents < 1 || o.workers < 1 || o.replicas < 0 || o.loomReplicas < 1 {
+		return o, errors.New("-parents, -workers and -loom-replicas must be at least 1, and -replicas at least 0")
 	}
-	for _, ph := range strings.Split(phases, ",") {
-		ph = strings.TrimSpace(ph)
-		if ph != kindBase && ph != kindLoom {
-			return o, fmt.Errorf("-phases: unknown phase %q (want base or loom)", ph)
-		}
-		o.phases = append(o.phases, ph)
+	o.loomArgs = strings.Fields(loomArgs)
+	var err error
+	if o.phases, err = parsePhases(phases, o); err != nil {
+		return o, err
 	}
 	explicit := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
 	if o.bare && !explicit["target"] {
 		o.target = 1.2
 	}
-	o.loomArgs = strings.Fields(loomArgs)
 	switch o.loomMode {
 	case modeInProcess:
 		if len(o.loomArgs) > 0 {
 			return o, errors.New("-loom-args: only process mode runs loom run")
 		}
+		if maxReplicas(o.phases) > 1 {
+			return o, errors.New("-loom-replicas and loom/R: only process mode runs replicas")
+		}
 	case modeProcess:
 		if o.cpuprofile != "" || o.memprofile != "" {
 			return o, errors.New("-cpuprofile and -memprofile profile this process: they need -loom-mode inprocess")
 		}
-		var err error
 		if o.metricsAddr, err = metricsAddress(o.loomArgs); err != nil {
+			return o, err
+		}
+		if err := checkReplicaPorts(o.loomArgs, maxReplicas(o.phases)); err != nil {
 			return o, err
 		}
 	default:
 		return o, fmt.Errorf("-loom-mode: unknown mode %q (want %s or %s)", o.loomMode, modeProcess, modeInProcess)
 	}
 	return o, nil
-}
-
-// metricsAddress is the --metrics-bind-address that loom run gets from
-// args: the last one given, or its default. Process mode needs it.
-func metricsAddress(args []string) (string, error) {
-	const name = "metrics-bind-address"
-	addr, given := defaultMetricsAddr, false
-	for i := 0; i < len(args); i++ {
-		a := strings.TrimLeft(args[i], "-")
-		if len(a) == len(args[i]) {
-			continue // not a flag
-		}
-		switch {
-		case a == name && i+1 < len(args):
-			addr, given = args[i+1], true
-			i++
-		case strings.HasPrefix(a, name+"="):
-			addr, given = strings.TrimPrefix(a, name+"="), true
-		}
-	}
-	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" || port == "0" {
-		if given && addr == "" {
-			return "", errors.New("-loom-args: process mode scrapes Loom's /metrics; do not disable --metrics-bind-address")
-		}
-		return "", fmt.Errorf("-loom-args: --metrics-bind-address %q is not host:port with a fixed port", addr)
-	}
-	return addr, nil
 }
 
 // metricsURL is where this process reads the metrics of a Loom serving

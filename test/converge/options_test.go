@@ -18,10 +18,56 @@ func TestParseFlags(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", args: "", check: func(t *testing.T, o options) {
-			got := []any{o.loomMode, o.loomBin, len(o.loomArgs), o.metricsAddr, o.targetRSS, o.target, o.targetReady, o.steady, o.bare, o.phases}
-			want := []any{"process", "bin/loom", 0, ":8080", 60.0, 1.15, 1.2, 15 * time.Second, false, []string{"base", "loom", "base"}}
+			got := []any{o.loomMode, o.loomBin, len(o.loomArgs), o.metricsAddr, o.targetRSS, o.target, o.targetReady, o.steady, o.bare, o.loomReplicas, o.targetShardRSS}
+			want := []any{"process", "bin/loom", 0, ":8080", 60.0, 1.15, 1.2, 15 * time.Second, false, 1, 1.15}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
+			}
+			wantPhases := []phaseSpec{
+				{kind: "base", text: "base", parents: 1000},
+				{kind: "loom", text: "loom", parents: 1000, replicas: 1},
+				{kind: "base", text: "base", parents: 1000},
+			}
+			if diff := cmp.Diff(wantPhases, o.phases, cmp.AllowUnexported(phaseSpec{})); diff != "" {
+				t.Errorf("phases (-want +got)\n%s", diff)
+			}
+		}},
+		{name: "loom replicas are sharded", args: "-loom-replicas 3 -phases base,loom -parents 50", check: func(t *testing.T, o options) {
+			want := []phaseSpec{
+				{kind: "base", text: "base", parents: 50},
+				{kind: "loom", text: "loom", parents: 50, replicas: 3, sharded: true},
+			}
+			if diff := cmp.Diff(want, o.phases, cmp.AllowUnexported(phaseSpec{})); diff != "" {
+				t.Errorf("phases (-want +got)\n%s", diff)
+			}
+		}},
+		{name: "phases with their own parents and replicas", args: "-phases loom@200,loom/3@600,base@10,loom/1", check: func(t *testing.T, o options) {
+			want := []phaseSpec{
+				{kind: "loom", text: "loom@200", parents: 200, replicas: 1},
+				{kind: "loom", text: "loom/3@600", parents: 600, replicas: 3, sharded: true},
+				{kind: "base", text: "base@10", parents: 10},
+				{kind: "loom", text: "loom/1", parents: 1000, replicas: 1},
+			}
+			if diff := cmp.Diff(want, o.phases, cmp.AllowUnexported(phaseSpec{})); diff != "" {
+				t.Errorf("phases (-want +got)\n%s", diff)
+			}
+		}},
+		{name: "one replica sharded by loom args", args: "-loom-args=--sharded --shard-group=bench", check: func(t *testing.T, o options) {
+			if s := o.phases[1]; s.replicas != 1 || !s.sharded {
+				t.Errorf("loom phase: replicas %d, sharded %v; want 1, true", s.replicas, s.sharded)
+			}
+		}},
+		{name: "replica ports must not meet", args: "-loom-replicas 3 -loom-args=--metrics-bind-address=:9000 --pprof-bind-address=:9002", wantErr: "replica 1's --pprof-bind-address and replica 3's --metrics-bind-address would both listen on port 9002"},
+		{name: "replicas need a process", args: "-loom-mode inprocess -phases loom/2", wantErr: "only process mode runs replicas"},
+		{name: "no replicas", args: "-loom-replicas 0", wantErr: "-loom-replicas must be at least 1"},
+		{name: "zero replicas in a phase", args: "-phases loom/0", wantErr: `phase "loom/0": /0 is not a number of replicas`},
+		{name: "base has no replicas", args: "-phases base/2", wantErr: "/REPLICAS is for loom phases only"},
+		{name: "parents not a number", args: "-phases loom@many", wantErr: `phase "loom@many": @many is not a number of parents`},
+		{name: "replicas after parents", args: "-phases loom@10/3", wantErr: `@10/3 is not a number of parents`},
+		{name: "defaults, bench-scale's", args: "-bare -parents 10000 -phases base,loom", check: func(t *testing.T, o options) {
+			got := maxReplicas(o.phases)
+			if got != 1 || o.phases[1].sharded {
+				t.Errorf("maxReplicas %d, sharded %v; want 1, false", got, o.phases[1].sharded)
 			}
 		}},
 		{name: "loom args split on spaces", args: "-loom-args=--workers 4  --metrics-bind-address=127.0.0.1:9090", check: func(t *testing.T, o options) {
@@ -52,6 +98,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "loom args need a process", args: "-loom-mode inprocess -loom-args=--workers=2", wantErr: "only process mode runs loom run"},
 		{name: "metrics disabled", args: "-loom-args=--metrics-bind-address=", wantErr: "do not disable --metrics-bind-address"},
 		{name: "unknown phase", args: "-phases base,kro", wantErr: `unknown phase "kro"`},
+		{name: "unknown phase with parents", args: "-phases kro@5", wantErr: `unknown phase "kro@5"`},
 		{name: "stray argument", args: "loom", wantErr: "unexpected arguments"},
 	}
 	for _, tt := range tests {
@@ -59,8 +106,9 @@ func TestParseFlags(t *testing.T) {
 			fs := flag.NewFlagSet("converge", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
 			args := strings.Fields(tt.args)
-			if strings.HasPrefix(tt.args, "-loom-args=") {
-				args = []string{tt.args} // one argument, spaces and all
+			if before, loomArgs, ok := strings.Cut(tt.args, "-loom-args="); ok {
+				// -loom-args comes last: one argument, spaces and all.
+				args = append(strings.Fields(before), "-loom-args="+loomArgs)
 			}
 			o, err := parseFlags(fs, args)
 			if tt.wantErr != "" {

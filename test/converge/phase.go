@@ -44,6 +44,7 @@ type bench struct {
 // either the baseline or Loom.
 type phase struct {
 	*bench
+	spec                   phaseSpec
 	kind, label, namespace string
 	counter                *requestCounter
 	// parents and deploys are the harness's informers; deploys is nil on
@@ -53,13 +54,18 @@ type phase struct {
 	loom             loomRunner
 	// loomDir is Loom's working folder (its templates/ and its log).
 	loomDir string
-	// mem samples the RSS of Loom's process.
-	mem *memSampler
+	// mems sample the RSS of Loom's processes, one per replica.
+	mems []*memSampler
 }
 
 // phaseResult is what one phase measured.
 type phaseResult struct {
 	kind, label, namespace string
+	// spec is the phase's -phases entry: its parents and replicas.
+	spec phaseSpec
+	// balance is how a sharded phase's replicas came to share the
+	// buckets before its warm-up.
+	balance balance
 	// warm is the warm-up round (one parent, cold writer); timed is the
 	// timed round.
 	warm, timed roundResult
@@ -94,15 +100,16 @@ func (r phaseResult) writes(at string) requests {
 
 // runPhase runs one phase from namespace creation to namespace deletion
 // (on a bare cluster: until the namespace is empty).
-func (b *bench) runPhase(ctx context.Context, kind, label string) (res phaseResult, err error) {
-	p := &phase{bench: b, kind: kind, label: label, counter: &requestCounter{}}
+func (b *bench) runPhase(ctx context.Context, spec phaseSpec, label string) (res phaseResult, err error) {
+	kind := spec.kind
+	p := &phase{bench: b, spec: spec, kind: kind, label: label, counter: &requestCounter{}}
 	waitQuiet(ctx, b.opts.quiet)
 	// 1. A fresh namespace, deleted (or emptied) and waited for however
 	//    the phase ends.
 	if p.namespace, err = b.createNamespace(ctx, "bench-"+kind+"-"); err != nil {
 		return res, err
 	}
-	res = phaseResult{kind: kind, label: label, namespace: p.namespace, counted: true, bare: b.opts.bare}
+	res = phaseResult{kind: kind, label: label, namespace: p.namespace, spec: spec, counted: true, bare: b.opts.bare}
 	logf("%s: namespace %s", label, p.namespace)
 	ctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
@@ -139,7 +146,7 @@ func (b *bench) runPhase(ctx context.Context, kind, label string) (res phaseResu
 		}
 		p.base = &baseline{client: client}
 	case kindLoom:
-		if err := p.startLoom(ctx, wcfg, fail); err != nil {
+		if res.balance, err = p.startLoom(ctx, wcfg, fail); err != nil {
 			return res, err
 		}
 		res.counted = b.opts.loomMode == modeInProcess
@@ -150,7 +157,7 @@ func (b *bench) runPhase(ctx context.Context, kind, label string) (res phaseResu
 		return res, fmt.Errorf("%s warm-up: %w", label, err)
 	}
 	logf("%s: warm-up done: %s", label, res.warm.times())
-	if res.timed, err = p.round(ctx, "p", b.opts.parents, p.profilePath()); err != nil {
+	if res.timed, err = p.round(ctx, "p", spec.parents, p.profilePath()); err != nil {
 		return res, fmt.Errorf("%s: %w", label, err)
 	}
 	logf("%s: %s", label, res.timed.times())
@@ -172,13 +179,14 @@ func (b *bench) runPhase(ctx context.Context, kind, label string) (res phaseResu
 	return res, nil
 }
 
-// startLoom starts Loom, in this process or in its own (-loom-mode), on a
-// copy of the templates. Loom's process ending before the phase does
-// cancels the phase with fail.
-func (p *phase) startLoom(ctx context.Context, wcfg *rest.Config, fail context.CancelCauseFunc) (err error) {
+// startLoom starts Loom, in this process or in its own (-loom-mode; one
+// process per replica), on a copy of the templates, and waits until a
+// sharded phase's replicas have shared the buckets out. A Loom process
+// ending before the phase does cancels the phase with fail.
+func (p *phase) startLoom(ctx context.Context, wcfg *rest.Config, fail context.CancelCauseFunc) (bal balance, err error) {
 	dir, err := loomWorkdir(p.opts.templates)
 	if err != nil {
-		return err
+		return bal, err
 	}
 	defer func() {
 		if p.loom == nil { // nothing ran there: nothing to keep
@@ -189,26 +197,48 @@ func (p *phase) startLoom(ctx context.Context, wcfg *rest.Config, fail context.C
 	if p.opts.loomMode == modeInProcess {
 		l, err := startLoom(ctx, wcfg, templates, p.namespace, p.opts.workers)
 		if err != nil {
-			return err
+			return bal, err
 		}
 		p.loom, p.loomDir = l, dir
-		return nil
+		return bal, nil
 	}
-	l, err := startLoomProcess(ctx, p.opts, dir)
-	if err != nil {
-		return err
-	}
-	p.loom, p.loomDir = l, dir
-	p.cpu.watch("loom", l.pid())
-	p.mem = startMemSampler(l.pid(), 250*time.Millisecond)
-	go func() {
-		select {
-		case <-l.exited():
-			fail(fmt.Errorf("loom (pid %d) exited during the phase", l.pid()))
-		case <-ctx.Done():
+	if p.spec.sharded {
+		ns, given := flagValue(p.opts.loomArgs, shardNSFlag)
+		if !given {
+			ns = defaultShardNS
 		}
-	}()
-	return nil
+		if err := p.ensureNamespace(ctx, ns); err != nil {
+			return bal, err
+		}
+	}
+	g, err := startLoomGroup(ctx, p.opts, dir, p.spec)
+	if err != nil {
+		return bal, err
+	}
+	p.loom, p.loomDir = g, dir
+	for i, l := range g.procs {
+		p.cpu.watch("loom", l.pid())
+		p.mems = append(p.mems, startMemSampler(l.pid(), 250*time.Millisecond))
+		go func() {
+			select {
+			case <-l.exited():
+				who := "loom"
+				if len(g.procs) > 1 {
+					who = fmt.Sprintf("loom replica %d", i+1)
+				}
+				fail(fmt.Errorf("%s (pid %d) exited during the phase", who, l.pid()))
+			case <-ctx.Done():
+			}
+		}()
+	}
+	if !p.spec.sharded {
+		return bal, nil
+	}
+	if bal, err = waitBalanced(ctx, g, p.opts.balanceTimeout); err != nil {
+		return bal, fmt.Errorf("%s: %w", p.label, err)
+	}
+	logf("%s: %d replicas balanced in %s: buckets %s", p.label, len(g.procs), secs(bal.took), bucketList(bal.buckets))
+	return bal, nil
 }
 
 // finish stops Loom (printing its log's tail if the phase failed) and
@@ -217,7 +247,9 @@ func (p *phase) startLoom(ctx context.Context, wcfg *rest.Config, fail context.C
 func (p *phase) finish(failed error) error {
 	var errs []error
 	if p.loom != nil {
-		p.mem.finish()
+		for _, m := range p.mems {
+			m.finish()
+		}
 		p.cpu.unwatch("loom")
 		stopErr := p.loom.stop()
 		errs = append(errs, stopErr)

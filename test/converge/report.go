@@ -22,6 +22,7 @@ func report(w io.Writer, o options, results []phaseResult, now time.Time) {
 	} else {
 		fmt.Fprintf(w, "loom: in this process, Options.Workers %d, the namespace only, QPS %.0f, burst %d\n", o.workers, o.qps, o.burst)
 	}
+	reportPhases(w, o)
 	fmt.Fprintf(w, "t1: every parent has observedGeneration = generation and 3 status.children (applied + status written)\n")
 	if o.bare {
 		fmt.Fprintf(w, "t2: not measured: a bare cluster (etcd + kube-apiserver) runs no Deployment\n\n")
@@ -59,6 +60,8 @@ func report(w io.Writer, o options, results []phaseResult, now time.Time) {
 	reportRatios(w, o, results)
 	reportHeap(w, results)
 	reportMemory(w, o, results)
+	reportReplicas(w, results)
+	reportShardRatio(w, o, results)
 	reportLatency(w, results)
 	reportCPU(w, results)
 	reportAPI(w, results)
@@ -360,12 +363,16 @@ func reportMemory(w io.Writer, o options, results []phaseResult) {
 		if !a.idle {
 			idle = fmt.Sprintf("never idle for %s; read after %s", o.steady, secs(a.waited))
 		}
+		label, cpuLabel := r.label, r.label
+		if len(a.replicas) > 1 {
+			label, cpuLabel = r.label+" (largest replica)", r.label+" (all replicas)"
+		}
 		fmt.Fprintf(w, "  %s: peak RSS (VmHWM) %s at the end of the timed round, %s at the end of the phase (largest of %d samples every 250ms: %s)\n",
-			r.label, mib(a.hwmTimed), mib(a.hwmEnd), a.samples, mib(a.maxSampled))
+			label, mib(a.hwmTimed), mib(a.hwmEnd), a.samples, mib(a.maxSampled))
 		fmt.Fprintf(w, "  %s: steady RSS %s (anonymous %s, mapped files %s), heap in use %s (%s)\n",
-			r.label, mib(a.steady.RSS), mib(a.steady.Anon), mib(a.steady.File), heapMiB(a.heap, a.heapKnown), idle)
+			label, mib(a.steady.RSS), mib(a.steady.Anon), mib(a.steady.File), heapMiB(a.heap, a.heapKnown), idle)
 		fmt.Fprintf(w, "  %s: CPU %.1fs from t0 to end of the timed round (%.1fs to t1)\n",
-			r.label, r.timed.at["end"].cpu.proc["loom"], r.timed.at["t1"].cpu.proc["loom"])
+			cpuLabel, r.timed.at["end"].cpu.proc["loom"], r.timed.at["t1"].cpu.proc["loom"])
 	}
 }
 

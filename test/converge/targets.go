@@ -97,7 +97,11 @@ func targetRows(o options, results []phaseResult) []targetRow {
 			writes.measured += fmt.Sprintf(", only %.0f of %d reconciled", worst.reconciles, worst.parents)
 		}
 	}
-	return append(rows, writes)
+	rows = append(rows, writes)
+	if shard, ok := shardTargetRow(o, results); ok {
+		rows = append(rows, shard)
+	}
+	return rows
 }
 
 // phasesOf returns the phases of a kind.
