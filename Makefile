@@ -17,7 +17,7 @@ E2E_FLAGS ?= -race
 # Flags of the converge benchmark (go run ./test/converge -help). Loom runs
 # as bin/loom in a process of its own (-loom-mode process, the default).
 CONVERGE_FLAGS ?= -parents 1000 -workers 8
-# More converge flags for both bench targets, e.g. -port-wait 10m on a
+# More converge flags for the bench targets, e.g. -port-wait 10m on a
 # machine where something else may hold Loom's metrics port for a while.
 CONVERGE_EXTRA ?=
 # bench-scale: a bare cluster (etcd + kube-apiserver) beside the normal one,
@@ -28,6 +28,17 @@ SCALE_CLUSTER := CLUSTER_STATE=$(SCALE_STATE) CLUSTER_COMPONENTS="etcd kube-apis
 	CLUSTER_ETCD_PORT=43790 CLUSTER_ETCD_PEER_PORT=43800 CLUSTER_APISERVER_PORT=46443 $(CLUSTER)
 SCALE_FLAGS ?= -bare -parents $(SCALE_PARENTS) -phases base,loom -target-rss 150 \
 	-timeout 60m -delete-timeout 30m -touch-timeout 15m -cluster-dir $(SCALE_STATE)
+# bench-shard: on the same bare cluster, in one converge run, one bin/loom
+# run (default flags, as in bench-scale) on SHARD_BASE_PARENTS parents, then
+# SHARD_REPLICAS replicas with --sharded on SHARD_PARENTS; the report (and
+# the progress log beside it, .log) is kept in SHARD_REPORT, by default
+# bench/results/shard-DATE.txt.
+SHARD_BASE_PARENTS ?= 10000
+SHARD_PARENTS ?= 30000
+SHARD_REPLICAS ?= 3
+SHARD_REPORT ?=
+SHARD_FLAGS ?= -bare -phases loom@$(SHARD_BASE_PARENTS),loom/$(SHARD_REPLICAS)@$(SHARD_PARENTS) \
+	-target-rss 150 -target-shard-rss 1.15 -timeout 90m -delete-timeout 60m -touch-timeout 15m -cluster-dir $(SCALE_STATE)
 
 .PHONY: help
 help: ## List the targets.
@@ -95,6 +106,16 @@ bench-scale: build ## Converge 10 000 parents (SCALE_PARENTS), baseline then bin
 	trap '$(SCALE_CLUSTER) down' EXIT; \
 	$(SCALE_CLUSTER) up; \
 	KUBECONFIG=$(SCALE_STATE)/kubeconfig go run ./test/converge $(SCALE_FLAGS) $(CONVERGE_EXTRA)
+
+.PHONY: bench-shard
+bench-shard: build ## On one bare cluster: bin/loom on 10 000 parents (SHARD_BASE_PARENTS), then 3 replicas with --sharded (SHARD_REPLICAS) on 30 000 (SHARD_PARENTS); each replica's peak RSS ÷ the one's. Report in bench/results/.
+	report=$(or $(SHARD_REPORT),$(ROOT)/bench/results/shard-$$(date +%Y%m%d-%H%M%S).txt); \
+	mkdir -p "$$(dirname "$$report")"; \
+	echo "bench-shard: report to $$report, progress log to $$report.log"; \
+	trap '$(SCALE_CLUSTER) down' EXIT; \
+	$(SCALE_CLUSTER) up; \
+	KUBECONFIG=$(SCALE_STATE)/kubeconfig go run ./test/converge $(SHARD_FLAGS) $(CONVERGE_EXTRA) \
+		2> >(tee "$$report.log" >&2) | tee "$$report"
 
 .PHONY: cluster
 cluster: ## Start the local cluster (builds it from source the first time).
