@@ -30,6 +30,17 @@ func (r *rollouts) sync(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("templateSet", r.name)
 	folder := c.set.Load()
 	rev := folder.Revision()
+	// A sharded replica decides only while it holds the set's bucket, and
+	// then over every parent; the others follow the TemplateSet.
+	sharded := c.m.opts.Shard != nil
+	if sharded {
+		leave, ok := c.m.opts.Shard.Enter(r.deciderUID())
+		if !ok {
+			return r.follow(ctx, folder)
+		}
+		defer leave()
+		ctx = withParentUID(ctx, r.deciderUID())
+	}
 
 	// 1. Read the TemplateSet (create it the first time) and the state
 	//    and controls it holds.
@@ -54,12 +65,19 @@ func (r *rollouts) sync(ctx context.Context) error {
 	// 2. Decide.
 	in := rollout.Input{Policy: folder.Config.Rollout, Revision: rev, State: prev, Controls: controls, Now: c.m.opts.Clock.Now()}
 	var objs map[string]*unstructured.Unstructured
-	if folder.Config.Rollout != nil || prev.CandidateRevision != "" {
+	switch {
+	case sharded:
+		all, err := r.allParents(ctx)
+		if err != nil {
+			return err
+		}
+		in.Parents, objs = r.parentsOf(all)
+	case folder.Config.Rollout != nil || prev.CandidateRevision != "":
 		in.Parents, objs = r.parents()
-	} else {
+	default:
 		// Without a rollout, only the count of parents is shown: no
 		// parent is decoded.
-		in.Count = len(c.informer.GetStore().ListKeys())
+		in.Count = len(c.store().ListKeys())
 	}
 	if err := r.ensureStable(ctx, &in); err != nil {
 		return err
@@ -68,7 +86,7 @@ func (r *rollouts) sync(ctx context.Context) error {
 	r.after = d.After
 
 	// 3. Keep the files of every revision the state names, then the state.
-	sets, err := r.load(ctx, folder, d.State)
+	sets, err := r.load(ctx, folder, d.State, true)
 	if err != nil {
 		return err
 	}
@@ -137,8 +155,12 @@ func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstru
 // parents returns what Decide needs of every parent, and the parents by
 // namespace/name. Each reads the newest status Loom knows of.
 func (r *rollouts) parents() ([]rollout.Parent, map[string]*unstructured.Unstructured) {
+	return r.parentsOf(r.c.store().List())
+}
+
+// parentsOf is parents of the cached (packed) parents in list.
+func (r *rollouts) parentsOf(list []any) ([]rollout.Parent, map[string]*unstructured.Unstructured) {
 	c := r.c
-	list := c.informer.GetStore().List()
 	out := make([]rollout.Parent, 0, len(list))
 	objs := make(map[string]*unstructured.Unstructured, len(list))
 	for _, o := range list {
@@ -209,7 +231,7 @@ func loadRevision(dir string, obj *unstructured.Unstructured) (*render.Set, erro
 
 // load returns the loaded set of each revision s names, keeping the
 // folder's in the cluster first if s names it.
-func (r *rollouts) load(ctx context.Context, folder *render.Set, s rollout.State) (map[string]*render.Set, error) {
+func (r *rollouts) load(ctx context.Context, folder *render.Set, s rollout.State, write bool) (map[string]*render.Set, error) {
 	sets := map[string]*render.Set{}
 	old := r.view.Load()
 	for _, rev := range []string{s.StableRevision, s.CandidateRevision} {
@@ -224,6 +246,10 @@ func (r *rollouts) load(ctx context.Context, folder *render.Set, s rollout.State
 			have = old.sets[rev]
 		}
 		if have != nil {
+			if !write {
+				sets[rev] = have
+				continue
+			}
 			if err := r.keep(ctx, have, rev); err != nil {
 				return nil, err
 			}
