@@ -31,13 +31,13 @@ type parentController struct {
 	gvk schema.GroupVersionKind
 	set atomic.Pointer[render.Set]
 
-	gvr      schema.GroupVersionResource
+	gvr schema.GroupVersionResource
 	// gen is the parent informer's live generation (parentgen.go).
 	gen         atomic.Pointer[parentGen]
 	reshardKick chan struct{}
-	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
-	running  atomic.Bool
-	workers  sync.WaitGroup
+	queue       workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	running     atomic.Bool
+	workers     sync.WaitGroup
 	// progress is when the workers last took or finished a reconcile,
 	// for Manager.Live; startErr is why the last start failed, for
 	// Manager.Ready (nil before the first attempt ends).
