@@ -202,6 +202,22 @@ func (c *parentController) swap(g *parentGen) {
 		c.queue.Add(k)
 	}
 	old.stop()
+	// The parents that went to other replicas are forgotten, as if
+	// deleted: what was kept for them, and the lookups they watched.
+	store := g.informer.GetIndexer()
+	for _, obj := range old.informer.GetIndexer().List() {
+		p, ok := idOf(obj)
+		if !ok {
+			continue
+		}
+		key := cache.NewObjectName(p.GetNamespace(), p.GetName())
+		if cur, exists, _ := store.GetByKey(key.String()); exists {
+			if q, ok := idOf(cur); ok && q.GetUID() == p.GetUID() {
+				continue
+			}
+		}
+		c.forget(key, p.GetUID())
+	}
 }
 
 // kickReshard asks the controller to follow the held buckets; it never
