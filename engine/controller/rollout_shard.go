@@ -59,13 +59,14 @@ func (r *rollouts) follow(ctx context.Context, folder *render.Set) error {
 	return nil
 }
 
-// allParents lists every parent of the kind from the API server, in pages,
-// packed as the parent informers hold them: the decider of a sharded
-// rollout needs the parents of every replica.
-func (r *rollouts) allParents(ctx context.Context) ([]any, error) {
+// allParents reads every parent of the kind from the API server, a page
+// at a time, and keeps only what Decide needs of each: the decider of a
+// sharded rollout decides over the parents of every replica, and its
+// cache holds only its own.
+func (r *rollouts) allParents(ctx context.Context) ([]rollout.Parent, error) {
 	c := r.c
 	lw := c.m.strip.listWatch(c.gvr, c.m.opts.Namespace, nil)
-	var out []any
+	var out []rollout.Parent
 	opts := metav1.ListOptions{Limit: 500}
 	for {
 		lctx, cancel := context.WithTimeout(ctx, c.m.opts.ReconcileTimeout)
@@ -79,7 +80,9 @@ func (r *rollouts) allParents(ctx context.Context) ([]any, error) {
 			return nil, fmt.Errorf("list %s for the rollout of %s: unexpected %T", c.gvr.Resource, r.name, obj)
 		}
 		for _, p := range l.Items {
-			out = append(out, p)
+			if u, ok := unpack(p); ok && u.GetDeletionTimestamp() == nil {
+				out = append(out, rolloutParent(c.previous(u)))
+			}
 		}
 		if l.Continue == "" {
 			return out, nil

@@ -67,11 +67,12 @@ func (r *rollouts) sync(ctx context.Context) error {
 	var objs map[string]*unstructured.Unstructured
 	switch {
 	case sharded:
-		all, err := r.allParents(ctx)
-		if err != nil {
+		// Every replica's parents decide; this one's are enqueued when
+		// their revision moves (the others', by their replicas).
+		if in.Parents, err = r.allParents(ctx); err != nil {
 			return err
 		}
-		in.Parents, objs = r.parentsOf(all)
+		_, objs = r.parents()
 	case folder.Config.Rollout != nil || prev.CandidateRevision != "":
 		in.Parents, objs = r.parents()
 	default:
@@ -160,7 +161,6 @@ func (r *rollouts) parents() ([]rollout.Parent, map[string]*unstructured.Unstruc
 
 // parentsOf is parents of the cached (packed) parents in list.
 func (r *rollouts) parentsOf(list []any) ([]rollout.Parent, map[string]*unstructured.Unstructured) {
-	c := r.c
 	out := make([]rollout.Parent, 0, len(list))
 	objs := make(map[string]*unstructured.Unstructured, len(list))
 	for _, o := range list {
@@ -168,22 +168,26 @@ func (r *rollouts) parentsOf(list []any) ([]rollout.Parent, map[string]*unstruct
 		if !ok || p.GetDeletionTimestamp() != nil {
 			continue
 		}
-		p = c.previous(p)
-		name := p.GetNamespace() + "/" + p.GetName()
-		objs[name] = p
-		st, _ := p.Object["status"].(map[string]any)
-		gen, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
-		current := gen == p.GetGeneration()
-		rev, _ := st["templateRevision"].(string)
-		ready, degraded := conditionOf(st, "Ready"), conditionOf(st, "Degraded")
-		msg := ready.message
-		if degraded.status == "True" {
-			msg = degraded.message
-		}
-		out = append(out, rollout.Parent{Name: name, UID: string(p.GetUID()), Canary: isCanary(p), Revision: rev,
-			Ready: current && ready.status == "True", Degraded: current && degraded.status == "True", Message: msg})
+		p = r.c.previous(p)
+		objs[p.GetNamespace()+"/"+p.GetName()] = p
+		out = append(out, rolloutParent(p))
 	}
 	return out, objs
+}
+
+// rolloutParent is what Decide needs of one parent.
+func rolloutParent(p *unstructured.Unstructured) rollout.Parent {
+	st, _ := p.Object["status"].(map[string]any)
+	gen, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
+	current := gen == p.GetGeneration()
+	rev, _ := st["templateRevision"].(string)
+	ready, degraded := conditionOf(st, "Ready"), conditionOf(st, "Degraded")
+	msg := ready.message
+	if degraded.status == "True" {
+		msg = degraded.message
+	}
+	return rollout.Parent{Name: p.GetNamespace() + "/" + p.GetName(), UID: string(p.GetUID()), Canary: isCanary(p), Revision: rev,
+		Ready: current && ready.status == "True", Degraded: current && degraded.status == "True", Message: msg}
 }
 
 // ensureStable handles a stable revision whose files are gone (someone
