@@ -77,6 +77,11 @@ type Member struct {
 	subs  []func(shard.Set)
 	kick  chan struct{}
 	renew time.Duration // since base, when the last renewal started
+	// joined is when this replica last joined: it claims nothing for a
+	// RenewInterval after, so that replicas started together see each
+	// other first and each claims its share, rather than the first
+	// claiming (and listing) every parent only to let most go again.
+	joined time.Duration
 	// wrote is the table as this replica last wrote it, and behind the
 	// versions the cache may hold until it has caught up with that write.
 	wrote  *coordinationv1.Lease
@@ -206,7 +211,7 @@ func (m *Member) join(ctx context.Context, logger klog.Logger) error {
 		cancel()
 		if err == nil {
 			m.mu.Lock()
-			m.id, m.own, m.renew = id, created, start
+			m.id, m.own, m.renew, m.joined = id, created, start, start
 			m.mu.Unlock()
 			m.validUntil.Store(int64(start + m.opts.LeaseDuration - m.opts.Margin))
 			logger.Info("Joined the shard group", "group", m.opts.Group, "id", id, "lease", m.opts.Namespace+"/"+id)
@@ -230,6 +235,7 @@ func (m *Member) step(ctx context.Context, logger klog.Logger) {
 	}
 	m.mu.Lock()
 	due := m.now()-m.renew >= m.opts.RenewInterval
+	settling := m.now()-m.joined < m.opts.RenewInterval
 	m.mu.Unlock()
 	if due {
 		if err := m.renewLease(ctx); err != nil {
@@ -240,7 +246,9 @@ func (m *Member) step(ctx context.Context, logger klog.Logger) {
 			return
 		}
 	}
-	m.rebalance(ctx, logger)
+	if !settling {
+		m.rebalance(ctx, logger)
+	}
 }
 
 // lapse gives up everything at once: the Lease is no longer safe (or was
