@@ -79,6 +79,51 @@ func TestRender(t *testing.T) {
 		kinds:  map[string]int{"Role": 0},
 		noArgs: []string{"--leader-elect"},
 	}, {
+		name:   "sharded: no leader election, POD_NAME, the group's Leases",
+		values: "sharding: {enabled: true}",
+		kinds:  map[string]int{"Role": 1, "RoleBinding": 1, "ClusterRole": 1, "PodDisruptionBudget": 1},
+		args:   []string{"--sharded", "--shard-namespace=ops", "--shard-group=loom"},
+		noArgs: []string{"--leader-elect", "--leader-election-namespace", "--leader-election-id", "--shard-lease-duration", "--shard-renew-interval"},
+		check: func(t *testing.T, r rendered) {
+			if d := r.deployment(t); *d.Spec.Replicas != 2 {
+				t.Errorf("%d replicas, want the default 2", *d.Spec.Replicas)
+			}
+			checkShardEnv(t, r, "POD_NAME")
+			checkShardRole(t, r, "loom-sharding")
+		},
+	}, {
+		name:   "sharded, three replicas, a group and durations of its own, more env",
+		values: "{replicas: 3, sharding: {enabled: true, group: shop, leaseDuration: 10s, renewInterval: 3s}, extraEnv: [{name: GOGC, value: '75'}]}",
+		kinds:  map[string]int{"Role": 1, "RoleBinding": 1},
+		args:   []string{"--sharded", "--shard-group=shop", "--shard-lease-duration=10s", "--shard-renew-interval=3s"},
+		noArgs: []string{"--leader-elect"},
+		check: func(t *testing.T, r rendered) {
+			if d := r.deployment(t); *d.Spec.Replicas != 3 {
+				t.Errorf("%d replicas, want 3", *d.Spec.Replicas)
+			}
+			checkShardEnv(t, r, "POD_NAME", "GOGC")
+			checkShardRole(t, r, "loom-sharding")
+		},
+	}, {
+		name:   "sharded, leader election off as well, and a fullname of its own",
+		values: "{fullnameOverride: loom-a, sharding: {enabled: true}, leaderElection: {enabled: false}}",
+		kinds:  map[string]int{"Role": 1, "RoleBinding": 1},
+		args:   []string{"--sharded", "--shard-group=loom-a"},
+		noArgs: []string{"--leader-elect"},
+		check: func(t *testing.T, r rendered) {
+			checkShardRole(t, r, "loom-a-sharding")
+		},
+	}, {
+		name:   "sharding off, its durations set: nothing of it",
+		values: "{replicas: 1, sharding: {enabled: false, leaseDuration: 10s}}",
+		kinds:  map[string]int{"Role": 0, "RoleBinding": 0},
+		noArgs: []string{"--sharded", "--shard-namespace", "--shard-group", "--shard-lease-duration"},
+		check: func(t *testing.T, r rendered) {
+			if env := r.deployment(t).Spec.Template.Spec.Containers[0].Env; len(env) != 0 {
+				t.Errorf("env %+v, want none", env)
+			}
+		},
+	}, {
 		name:   "one namespace watched: Roles there, a ClusterRole for cluster-scoped kinds only",
 		values: "{watchNamespace: shop, replicas: 1, installCRDs: true, rbac: {extraRules: [{apiGroups: [''], resources: [secrets, persistentvolumes], verbs: [get]}]}}",
 		kinds:  map[string]int{"Role": 1, "RoleBinding": 1, "ClusterRole": 1, "ClusterRoleBinding": 1},
@@ -246,5 +291,47 @@ func TestRender(t *testing.T) {
 				tt.check(t, r)
 			}
 		})
+	}
+}
+
+// checkShardEnv checks the container's env names, in order, and that
+// POD_NAME comes from the pod's name, which --shard-id-prefix defaults to.
+func checkShardEnv(t *testing.T, r rendered, names ...string) {
+	t.Helper()
+	env := r.deployment(t).Spec.Template.Spec.Containers[0].Env
+	var got []string
+	for _, e := range env {
+		got = append(got, e.Name)
+	}
+	if diff := cmp.Diff(names, got); diff != "" {
+		t.Fatalf("env names (-want +got):\n%s", diff)
+	}
+	if from := env[0].ValueFrom; env[0].Value != "" || from == nil || from.FieldRef == nil || from.FieldRef.FieldPath != "metadata.name" {
+		t.Errorf("POD_NAME is not the pod's name: %+v", env[0])
+	}
+}
+
+// checkShardRole checks the sharding Role and its binding in the release
+// namespace: the Leases with loom run --sharded's verbs (TestChartLeaseRules
+// compares them with loom rbac's), bound to Loom's ServiceAccount.
+func checkShardRole(t *testing.T, r rendered, name string) {
+	t.Helper()
+	role, ok := r.objects["Role/"+name].(*rbacv1.Role)
+	if !ok {
+		t.Fatalf("no Role %s: %v", name, r.kinds())
+	}
+	want := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+		Verbs: []string{"get", "list", "watch", "create", "update", "delete"}}}
+	if diff := cmp.Diff(want, role.Rules); diff != "" || role.Namespace != testRelease.Namespace {
+		t.Errorf("Role %s in %q, want %q; rules (-want +got):\n%s", name, role.Namespace, testRelease.Namespace, diff)
+	}
+	rb, ok := r.objects["RoleBinding/"+name].(*rbacv1.RoleBinding)
+	if !ok {
+		t.Fatalf("no RoleBinding %s", name)
+	}
+	sa := r.deployment(t).Spec.Template.Spec.ServiceAccountName
+	if rb.Namespace != testRelease.Namespace || rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != name ||
+		len(rb.Subjects) != 1 || rb.Subjects[0].Kind != "ServiceAccount" || rb.Subjects[0].Name != sa || rb.Subjects[0].Namespace != testRelease.Namespace {
+		t.Errorf("RoleBinding %s: %+v, want Role %s bound to ServiceAccount %s/%s", name, rb, name, testRelease.Namespace, sa)
 	}
 }

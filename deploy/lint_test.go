@@ -25,6 +25,7 @@ func TestLint(t *testing.T) {
 	}{
 		{name: "default values", values: "{}"},
 		{name: "every option on", values: allOnValues},
+		{name: "sharded", values: "{replicas: 3, sharding: {enabled: true, leaseDuration: 10s, renewInterval: 3s}}"},
 		{name: "a value the schema refuses", values: "{logFormat: xml}", wantFail: "logFormat"},
 		{name: "a template that is not YAML", values: "{}",
 			edit:     [3]string{"templates/service.yaml", "  type: {{", "  type: [{{"},

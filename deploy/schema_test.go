@@ -7,7 +7,8 @@ import (
 
 // TestSchemaRefusesBadValues renders the chart with values that
 // values.schema.json must refuse, as `helm install` would, and checks that
-// the error names the value.
+// the error names the value. The last cases are refused by a template's
+// fail instead, for what the schema cannot say plainly.
 func TestSchemaRefusesBadValues(t *testing.T) {
 	tests := []struct {
 		name, values, want string
@@ -46,6 +47,14 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"spread constraint without a topology key", "topologySpreadConstraints: [{maxSkew: 1, whenUnsatisfiable: DoNotSchedule}]", "topologyKey"},
 		{"node selector value that is not a string", "nodeSelector: {disk: 1}", "disk"},
 		{"unknown affinity", "affinity: {nodeAffinty: {}}", "nodeAffinty"},
+		{"sharding as a string", "sharding: {enabled: 'yes'}", "enabled"},
+		{"unknown sharding value", "sharding: {enabled: true, replicas: 3}", "replicas"},
+		{"shard group that is not a label value", "sharding: {group: Loom_A}", "group"},
+		{"shard group too long", "sharding: {group: " + strings.Repeat("a", 64) + "}", "group"},
+		{"lease duration without a unit", "sharding: {leaseDuration: '6'}", "leaseDuration"},
+		{"renew interval that is not a duration", "sharding: {renewInterval: 2 seconds}", "renewInterval"},
+		{"lease duration as a number", "sharding: {leaseDuration: 6}", "leaseDuration"},
+		{"sharding with leader election on", "{sharding: {enabled: true}, leaderElection: {enabled: true}}", "sharding.enabled and leaderElection.enabled exclude each other"},
 	}
 	ch := loadChart(t, nil)
 	for _, tt := range tests {

@@ -26,6 +26,8 @@ type rbacOptions struct {
 	installCRDs    bool
 	leaderElect    bool
 	leaseNS        string
+	sharded        bool
+	shardNS        string
 	name           string
 	serviceAccount string
 	output         string // -o: "" (a YAML stream), json or yaml (a v1 List)
@@ -89,6 +91,8 @@ computed kind.`,
 	f.BoolVar(&o.installCRDs, "install-crds", false, "loom run's --install-crds")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "loom run's --leader-elect: add the Lease")
 	f.StringVar(&o.leaseNS, "leader-election-namespace", "loom-system", "loom run's --leader-election-namespace")
+	f.BoolVar(&o.sharded, "sharded", false, "loom run's --sharded: add the shard group's Leases")
+	f.StringVar(&o.shardNS, "shard-namespace", "loom-system", "loom run's --shard-namespace")
 	f.StringVar(&o.name, "name", "loom", "name of the ClusterRole, Roles and bindings")
 	f.StringVar(&o.serviceAccount, "service-account", "loom-system/loom", "Loom's ServiceAccount, NAMESPACE/NAME")
 	f.BoolVar(&o.rules, "rules", false, "print the ClusterRole's rules alone, as a YAML list (the chart's files/rbac/rules.yaml)")
@@ -116,6 +120,9 @@ func (o rbacOptions) policy() (rbac.Policy, error) {
 	opts := rbac.Options{Namespace: o.namespace, InstallCRDs: o.installCRDs}
 	if o.leaderElect {
 		opts.LeaseNamespace = o.leaseNS
+	}
+	if o.sharded {
+		opts.ShardNamespace = o.shardNS
 	}
 	return rbac.Generate(sets, opts), nil
 }

@@ -44,6 +44,8 @@ func TestRBACCommand(t *testing.T) {
 		{name: "a ClusterRole", args: []string{"-t", set}, kinds: []string{"ClusterRole/loom", "ClusterRoleBinding/loom"}},
 		{name: "the Lease in its namespace", args: []string{"-t", set, "--leader-elect", "--name", "x"},
 			kinds: []string{"ClusterRole/x", "ClusterRoleBinding/x", "Role/x", "RoleBinding/x"}},
+		{name: "sharded: the group's Leases", args: []string{"-t", set, "--sharded", "--shard-namespace", "shards"},
+			kinds: []string{"ClusterRole/loom", "ClusterRoleBinding/loom", "Role/loom", "RoleBinding/loom"}},
 		{name: "one namespace: Roles", args: []string{"-t", set, "-n", "shop"},
 			kinds: []string{"ClusterRole/loom", "ClusterRoleBinding/loom", "Role/loom", "RoleBinding/loom", "Role/loom", "RoleBinding/loom"}},
 		{name: "bad output", args: []string{"-t", set, "-o", "toml"}, wantErr: `output format "toml"`},

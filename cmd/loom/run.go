@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/controller"
+	"github.com/loom-operator/loom/engine/shard/member"
 )
 
 type runOptions struct {
@@ -47,6 +48,7 @@ type runOptions struct {
 	logFormat   string
 	// verbosity is -v, for --log-format json.
 	verbosity int
+	shard     shardOptions
 }
 
 func newRunCommand() *cobra.Command {
@@ -82,6 +84,9 @@ failed, or when it lost the leader-election Lease (--leader-elect).`,
   loom run --templates templates/ --install-crds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.shard.check(o.leaderElect); err != nil {
+				return usageHint(cmd, err)
+			}
 			if v := cmd.Flag("v"); v != nil {
 				o.verbosity, _ = strconv.Atoi(v.Value.String())
 			}
@@ -103,6 +108,7 @@ failed, or when it lost the leader-election Lease (--leader-elect).`,
 	f.StringVar(&o.leaseNS, "leader-election-namespace", "loom-system", "namespace of the leader-election Lease")
 	f.StringVar(&o.leaseName, "leader-election-id", "loom", "name of the leader-election Lease")
 	f.StringVar(&o.logFormat, "log-format", logFormatText, "log format: text (klog's) or json (one JSON object per line: time, level, msg, then the line's keys)")
+	addShardFlags(f, &o.shard)
 	f.BoolVar(&o.installCRDs, "install-crds", false, "server-side apply each set's generated CRD (loom crd) at start and on every template reload, refusing a change that would break stored parents unless loom.yaml sets schema.allowBreakingChanges (needs get, list, watch, create and patch on customresourcedefinitions)")
 	return cmd
 }
@@ -128,10 +134,18 @@ func run(ctx context.Context, o runOptions) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerQueueMetrics(reg)
 	registerClientMetrics(reg)
-	mgr, err := controller.New(controller.Options{
+	mopts := controller.Options{
 		Config: cfg, TemplatesDir: o.templates, Workers: o.workers, Namespace: o.namespace,
 		ResyncPeriod: o.resync, Registry: reg, ReconcileTimeout: o.timeout, InstallCRDs: o.installCRDs,
-	})
+	}
+	var mem *member.Member
+	if o.shard.enabled {
+		if mem, err = newMember(cfg, o.shard, reg); err != nil {
+			return err
+		}
+		mopts.Shard, mopts.ShardServerFilter = mem, o.shard.serverFilter
+	}
+	mgr, err := controller.New(mopts)
 	if err != nil {
 		return err
 	}
@@ -164,6 +178,9 @@ func run(ctx context.Context, o runOptions) error {
 		logger.Info("Serving pprof", "address", o.pprofAddr)
 	}
 	logger.Info("Starting Loom", "templates", o.templates, "namespace", o.namespace, "workers", o.workers)
+	if mem != nil {
+		return runSharded(ctx, mem, mgr)
+	}
 	if !o.leaderElect {
 		return mgr.Run(ctx)
 	}

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
+	"github.com/loom-operator/loom/engine/shard"
 )
 
 // childSelector selects only Loom's children, so that informers on child
@@ -55,14 +58,32 @@ type childWatcher struct {
 	// owners finds a parent's children across every child kind.
 	owners *ownerIndex
 
+	// sharded watches each child kind per bucket of parents this replica
+	// holds (sharding.go): informers are keyed by bucket too, and stopped
+	// when the bucket goes.
+	sharded bool
+
 	mu        sync.Mutex
 	ctx       context.Context
-	informers map[schema.GroupResource]*childInformer
+	informers map[childKey]*childInformer
 }
+
+// childKey names a child informer: its group-resource and, on a sharded
+// replica, the bucket of parents whose children it holds (noBucket
+// otherwise).
+type childKey struct {
+	gr     schema.GroupResource
+	bucket int
+}
+
+// noBucket is the bucket of an unsharded replica's child informers.
+const noBucket = -1
 
 // childInformer is one child kind's informer and what its list last said.
 type childInformer struct {
 	inf cache.SharedIndexInformer
+	// stop ends the informer.
+	stop context.CancelFunc
 	// reg is Loom's handler on inf, which feeds the owner index: its sync
 	// means the index holds the informer's first list.
 	reg cache.ResourceEventHandlerRegistration
@@ -95,7 +116,7 @@ func newChildWatcher(ctx context.Context, packed *packedClient, namespace string
 	route func(ownerEvent), synced func(schema.GroupResource)) *childWatcher {
 	return &childWatcher{
 		packed: packed, namespace: namespace, resync: resync, route: route, synced: synced, ctx: ctx,
-		syncTimeout: 5 * time.Second, informers: map[schema.GroupResource]*childInformer{}, owners: newOwnerIndex(),
+		syncTimeout: 5 * time.Second, informers: map[childKey]*childInformer{}, owners: newOwnerIndex(),
 	}
 }
 
@@ -109,18 +130,25 @@ func newChildWatcher(ctx context.Context, packed *packedClient, namespace string
 // blocked worker.
 func (w *childWatcher) ensure(ctx context.Context, gvr schema.GroupVersionResource, namespaced bool) error {
 	gr := gvr.GroupResource()
+	key := childKey{gr: gr, bucket: noBucket}
+	if w.sharded {
+		uid := parentUIDFrom(ctx)
+		if uid == "" {
+			return &NotWatchedError{Resource: gr, Err: errors.New("no parent to pick the bucket of children by")}
+		}
+		key.bucket = shard.Bucket(uid)
+	}
 	w.mu.Lock()
-	ci, ok := w.informers[gr]
+	ci, ok := w.informers[key]
 	if !ok {
 		ns := w.namespace
 		if !namespaced {
 			ns = ""
 		}
-		ci = w.newInformer(gvr, ns)
-		w.informers[gr] = ci
-		go ci.inf.Run(w.ctx.Done())
+		ci = w.newInformer(gvr, ns, key.bucket)
+		w.informers[key] = ci
 		go w.notifySynced(gr, ci)
-		klog.FromContext(ctx).V(2).Info("Watching child kind", "resource", gvr.String())
+		klog.FromContext(ctx).V(2).Info("Watching child kind", "resource", gvr.String(), "bucket", key.bucket)
 	}
 	w.mu.Unlock()
 	if ci.synced() {
@@ -173,10 +201,16 @@ func (w *childWatcher) notifySynced(gr schema.GroupResource, ci *childInformer) 
 	}
 }
 
-func (w *childWatcher) newInformer(gvr schema.GroupVersionResource, namespace string) *childInformer {
-	tweak := func(o *metav1.ListOptions) { o.LabelSelector = childSelector }
+func (w *childWatcher) newInformer(gvr schema.GroupVersionResource, namespace string, bucket int) *childInformer {
+	selector := childSelector
+	if bucket != noBucket {
+		selector += "," + shard.LabelBucket + "=" + strconv.Itoa(bucket)
+	}
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
 	inf := newPackedInformer(w.packed, gvr, namespace, w.resync, tweak)
-	ci := &childInformer{inf: inf}
+	ctx, stop := context.WithCancel(w.ctx)
+	ci := &childInformer{inf: inf, stop: stop}
+	defer func() { go inf.Run(ctx.Done()) }()
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if !inf.HasSynced() {
 			ci.mu.Lock()
@@ -245,23 +279,55 @@ func (w *childWatcher) owned(uid types.UID) []*unstructured.Unstructured {
 
 // get returns the cached child as a copy the caller owns, or nil.
 func (w *childWatcher) get(gr schema.GroupResource, namespace, name string) *unstructured.Unstructured {
-	w.mu.Lock()
-	ci, ok := w.informers[gr]
-	w.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	inf := ci.inf
 	key := name
 	if namespace != "" {
 		key = namespace + "/" + name
 	}
-	obj, exists, _ := inf.GetIndexer().GetByKey(key)
-	if !exists {
+	for _, ci := range w.informersOf(gr) {
+		if obj, exists, _ := ci.inf.GetIndexer().GetByKey(key); exists {
+			u, _ := unpack(obj)
+			return u
+		}
+	}
+	return nil
+}
+
+// informersOf returns the informers of gr's children: one, or one per
+// bucket this replica watches.
+func (w *childWatcher) informersOf(gr schema.GroupResource) []*childInformer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.sharded {
+		if ci, ok := w.informers[childKey{gr: gr, bucket: noBucket}]; ok {
+			return []*childInformer{ci}
+		}
 		return nil
 	}
-	u, _ := unpack(obj)
-	return u
+	var out []*childInformer
+	for b := range shard.Buckets {
+		if ci, ok := w.informers[childKey{gr: gr, bucket: b}]; ok {
+			out = append(out, ci)
+		}
+	}
+	return out
+}
+
+// keep stops the informers of buckets outside held, and forgets what they
+// cached: this replica no longer reconciles those parents.
+func (w *childWatcher) keep(held shard.Set) {
+	w.mu.Lock()
+	var gone []*childInformer
+	for k, ci := range w.informers {
+		if k.bucket != noBucket && !held.Has(k.bucket) {
+			delete(w.informers, k)
+			gone = append(gone, ci)
+		}
+	}
+	w.mu.Unlock()
+	for _, ci := range gone {
+		ci.stop()
+		w.owners.drop(ci)
+	}
 }
 
 // idOf returns a cached object as Loom's informers hold it, packed, to

@@ -43,13 +43,14 @@ func u(t *testing.T, y string) *unstructured.Unstructured {
 // newTestController returns a controller with a queue and a parent cache
 // that no informer fills: tests put parents in it themselves.
 func newTestController(q workqueue.TypedRateLimitingInterface[cache.ObjectName]) *parentController {
-	return &parentController{
+	c := &parentController{
 		queue:    q,
-		informer: cache.NewSharedIndexInformer(&cache.ListWatch{}, &pack.Packed{}, 0, cache.Indexers{}),
 		written:  map[types.UID]writtenStatus{},
 		noStatus: map[types.UID]bool{},
 		unserved: map[cache.ObjectName]bool{},
 	}
+	c.gen.Store(&parentGen{informer: cache.NewSharedIndexInformer(&cache.ListWatch{}, &pack.Packed{}, 0, cache.Indexers{}), live: true})
+	return c
 }
 
 const parentYAML = `

@@ -28,6 +28,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/shard"
 )
 
 // Options configure a Manager.
@@ -65,6 +66,14 @@ type Options struct {
 	// change that would break stored parents is refused unless the set's
 	// loom.yaml sets schema.allowBreakingChanges (see install.go).
 	InstallCRDs bool
+	// Shard, if set, makes this replica one of a group that shares the
+	// parents: it watches and reconciles only the parents of the buckets
+	// it holds, and the children of those (sharding.go).
+	Shard Sharder
+	// ShardServerFilter sends the held buckets to the API server as a
+	// KEP-5866 shardSelector on parent lists and watches; a server without
+	// the ShardedListAndWatch gate ignores it. Loom filters in any case.
+	ShardServerFilter bool
 }
 
 // Manager runs one parent controller per template set, the shared child
@@ -134,6 +143,9 @@ func New(opts Options) (*Manager, error) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return &responseDeadline{next: rt, d: 2 * opts.ReconcileTimeout}
 	})
+	if opts.Shard != nil {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &shardGuard{next: rt, owner: opts.Shard} })
+	}
 	opts.Config = cfg
 	httpClient, err := rest.HTTPClientFor(opts.Config)
 	if err != nil {
@@ -217,6 +229,10 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	m.ctx = ctx
 	m.children = newChildWatcher(ctx, m.slim, m.opts.Namespace, m.opts.ResyncPeriod, m.route, m.childSynced)
+	if sh := m.opts.Shard; sh != nil {
+		m.children.sharded = true
+		sh.Subscribe(m.resharded)
+	}
 	m.lookups = newLookupCache(ctx, m.client, m.meta, m.mapper, m.children, m.opts.Namespace, m.opts.ResyncPeriod, m.enqueueParent)
 	m.lookups.caps = m.caps
 	for _, s := range sets {
@@ -247,6 +263,23 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.runs.Wait()
 	logger.Info("Shut down")
 	return nil
+}
+
+// resharded follows a change of the buckets this replica holds: the
+// children of buckets it let go are forgotten, and each controller lists
+// the parents it holds now.
+func (m *Manager) resharded(held shard.Set) {
+	m.children.keep(held)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.controllers {
+		if c.running.Load() {
+			c.kickReshard()
+		}
+		if c.rollouts != nil {
+			c.rollouts.wake()
+		}
+	}
 }
 
 // addSetLocked registers a set's controller and runs it.

@@ -90,6 +90,26 @@ func (x *ownerIndex) removeLocked(uid types.UID, ci *childInformer, obj any) {
 	x.m[uid] = list
 }
 
+// drop forgets every child that ci cached: its informer stopped.
+func (x *ownerIndex) drop(ci *childInformer) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for uid, list := range x.m {
+		kept := list[:0]
+		for _, e := range list {
+			if e.ci != ci {
+				kept = append(kept, e)
+			}
+		}
+		clear(list[len(kept):])
+		if len(kept) == 0 {
+			delete(x.m, uid)
+		} else {
+			x.m[uid] = kept
+		}
+	}
+}
+
 // children returns the cached objects whose controller owner has uid.
 func (x *ownerIndex) children(uid types.UID) []any {
 	x.mu.RLock()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/shard"
 )
 
 // parentController reconciles the objects of one parent kind, following
@@ -30,11 +31,13 @@ type parentController struct {
 	gvk schema.GroupVersionKind
 	set atomic.Pointer[render.Set]
 
-	gvr      schema.GroupVersionResource
-	informer cache.SharedIndexInformer
-	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
-	running  atomic.Bool
-	workers  sync.WaitGroup
+	gvr schema.GroupVersionResource
+	// gen is the parent informer's live generation (parentgen.go).
+	gen         atomic.Pointer[parentGen]
+	reshardKick chan struct{}
+	queue       workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	running     atomic.Bool
+	workers     sync.WaitGroup
 	// progress is when the workers last took or finished a reconcile,
 	// for Manager.Live; startErr is why the last start failed, for
 	// Manager.Ready (nil before the first attempt ends).
@@ -73,7 +76,7 @@ type parentController struct {
 
 func newParentController(m *Manager, set *render.Set) *parentController {
 	c := &parentController{m: m, gvk: set.ParentGVK(), written: map[types.UID]writtenStatus{}, noStatus: map[types.UID]bool{},
-		unserved: map[cache.ObjectName]bool{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+		unserved: map[cache.ObjectName]bool{}, kick: make(chan struct{}, 1), reshardKick: make(chan struct{}, 1), done: make(chan struct{})}
 	c.set.Store(set)
 	if m != nil {
 		c.rollouts = newRollouts(c)
@@ -101,23 +104,21 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	}
 	c.gvr = gvr
 	c.queue = newParentQueue(c.gvk, nil)
-	// Parents are cached packed from the API server's JSON without
-	// managedFields and kubectl's last-applied copy (pack.StripJSON).
-	c.informer = newPackedInformer(c.m.strip, gvr, c.m.opts.Namespace, c.m.opts.ResyncPeriod, nil)
-	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: c.onUpdate,
-		DeleteFunc: c.onDelete,
-	})
-	states := &parentStates{}
-	_, _ = c.informer.AddEventHandler(states)
-	c.m.metrics.parents.track(c, c.gvk.Kind, states)
-	c.m.metrics.initKind(c.gvk.Kind)
-	go c.informer.Run(ctx.Done())
 	logger := klog.FromContext(ctx).WithValues("kind", c.gvk.Kind)
 	c.logger = logger
+	// Parents are cached packed from the API server's JSON without
+	// managedFields and kubectl's last-applied copy (pack.StripJSON); a
+	// sharded replica caches only the parents of its buckets.
+	held := shard.All()
+	if c.m.opts.Shard != nil {
+		held = c.m.opts.Shard.Held()
+	}
+	g := c.newGen(ctx, held, nil)
+	c.gen.Store(g)
+	c.m.metrics.parents.track(c, c.gvk.Kind, g.states)
+	c.m.metrics.initKind(c.gvk.Kind)
 	logger.Info("Waiting for informer cache to sync", "resource", gvr.String())
-	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), g.informer.HasSynced) {
 		c.queue.ShutDown()
 		return fmt.Errorf("wait for %s cache to sync: %w", gvr, context.Cause(ctx))
 	}
@@ -135,6 +136,10 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 			defer c.workers.Done()
 			wait.UntilWithContext(ctx, c.runWorker, time.Second)
 		}()
+	}
+	if c.m.opts.Shard != nil {
+		go c.reshard(ctx)
+		c.kickReshard() // the buckets may have moved while the cache synced
 	}
 	logger.Info("Started workers", "count", workers)
 	return nil
@@ -265,7 +270,7 @@ func (c *parentController) enqueueAll() {
 	if !c.running.Load() {
 		return
 	}
-	for _, obj := range c.informer.GetStore().List() {
+	for _, obj := range c.store().List() {
 		c.enqueue(obj)
 	}
 }
@@ -305,7 +310,7 @@ func (c *parentController) retryStatus() {
 	if len(uids) == 0 {
 		return
 	}
-	for _, obj := range c.informer.GetStore().List() {
+	for _, obj := range c.store().List() {
 		if id, ok := idOf(obj); ok && uids[id.GetUID()] {
 			c.enqueue(obj)
 		}
@@ -380,7 +385,15 @@ func (c *parentController) processNextItem(ctx context.Context) bool {
 	defer cancel()
 	start := time.Now()
 	uid, _ := c.parentUID(key)
-	err := c.reconcile(klog.NewContext(rctx, logger), key)
+	rctx, done, ok := c.enterShard(klog.NewContext(rctx, logger), uid)
+	if !ok {
+		// Another replica owns the parent now (it moved while queued).
+		logger.V(4).Info("Not this replica's parent; skipped")
+		c.queue.Forget(key)
+		return true
+	}
+	err := c.reconcile(rctx, key)
+	done()
 	c.forgetIfGone(key, uid)
 	c.m.metrics.observeReconcile(c.gvk.Kind, err, time.Since(start))
 	if err == nil {
@@ -395,7 +408,7 @@ func (c *parentController) processNextItem(ctx context.Context) bool {
 
 // parentGet returns the cached parent, as a copy the caller owns.
 func (c *parentController) parentGet(key cache.ObjectName) (*unstructured.Unstructured, bool) {
-	obj, exists, err := c.informer.GetIndexer().GetByKey(key.String())
+	obj, exists, err := c.store().GetByKey(key.String())
 	if err != nil || !exists {
 		return nil, false
 	}
@@ -405,7 +418,7 @@ func (c *parentController) parentGet(key cache.ObjectName) (*unstructured.Unstru
 // parentID returns the UID and resourceVersion of the cached parent,
 // without decoding it.
 func (c *parentController) parentID(key cache.ObjectName) (*pack.Packed, bool) {
-	obj, exists, err := c.informer.GetIndexer().GetByKey(key.String())
+	obj, exists, err := c.store().GetByKey(key.String())
 	if err != nil || !exists {
 		return nil, false
 	}

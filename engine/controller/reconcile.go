@@ -164,6 +164,9 @@ func (c *parentController) render(set *render.Set, parent *unstructured.Unstruct
 	if err != nil {
 		return nil, depend.Plan{}, err
 	}
+	if c.m != nil && c.m.opts.Shard != nil {
+		labelBucket(out.Children, parent.GetUID())
+	}
 	plan := depend.Decide(out, set.Config.Readiness)
 	if plan.Err != nil {
 		return nil, depend.Plan{}, plan.Err

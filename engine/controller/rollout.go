@@ -264,7 +264,7 @@ func (r *rollouts) setUnavailable(ctx context.Context, err error) {
 	}
 	klog.FromContext(ctx).Error(err, "Rollouts are unavailable; the set's parents render nothing until they start", "templateSet", r.name)
 	if c := r.c; c.running.Load() {
-		for _, k := range c.informer.GetStore().ListKeys() {
+		for _, k := range c.store().ListKeys() {
 			if name, err := cache.ParseObjectName(k); err == nil {
 				c.queue.Add(name)
 			}

@@ -30,6 +30,17 @@ func (r *rollouts) sync(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("templateSet", r.name)
 	folder := c.set.Load()
 	rev := folder.Revision()
+	// A sharded replica decides only while it holds the set's bucket, and
+	// then over every parent; the others follow the TemplateSet.
+	sharded := c.m.opts.Shard != nil
+	if sharded {
+		leave, ok := c.m.opts.Shard.Enter(r.deciderUID())
+		if !ok {
+			return r.follow(ctx, folder)
+		}
+		defer leave()
+		ctx = withParentUID(ctx, r.deciderUID())
+	}
 
 	// 1. Read the TemplateSet (create it the first time) and the state
 	//    and controls it holds.
@@ -54,12 +65,20 @@ func (r *rollouts) sync(ctx context.Context) error {
 	// 2. Decide.
 	in := rollout.Input{Policy: folder.Config.Rollout, Revision: rev, State: prev, Controls: controls, Now: c.m.opts.Clock.Now()}
 	var objs map[string]*unstructured.Unstructured
-	if folder.Config.Rollout != nil || prev.CandidateRevision != "" {
+	switch {
+	case sharded:
+		// Every replica's parents decide; this one's are enqueued when
+		// their revision moves (the others', by their replicas).
+		if in.Parents, err = r.allParents(ctx); err != nil {
+			return err
+		}
+		_, objs = r.parents()
+	case folder.Config.Rollout != nil || prev.CandidateRevision != "":
 		in.Parents, objs = r.parents()
-	} else {
+	default:
 		// Without a rollout, only the count of parents is shown: no
 		// parent is decoded.
-		in.Count = len(c.informer.GetStore().ListKeys())
+		in.Count = len(c.store().ListKeys())
 	}
 	if err := r.ensureStable(ctx, &in); err != nil {
 		return err
@@ -68,7 +87,7 @@ func (r *rollouts) sync(ctx context.Context) error {
 	r.after = d.After
 
 	// 3. Keep the files of every revision the state names, then the state.
-	sets, err := r.load(ctx, folder, d.State)
+	sets, err := r.load(ctx, folder, d.State, true)
 	if err != nil {
 		return err
 	}
@@ -137,8 +156,11 @@ func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstru
 // parents returns what Decide needs of every parent, and the parents by
 // namespace/name. Each reads the newest status Loom knows of.
 func (r *rollouts) parents() ([]rollout.Parent, map[string]*unstructured.Unstructured) {
-	c := r.c
-	list := c.informer.GetStore().List()
+	return r.parentsOf(r.c.store().List())
+}
+
+// parentsOf is parents of the cached (packed) parents in list.
+func (r *rollouts) parentsOf(list []any) ([]rollout.Parent, map[string]*unstructured.Unstructured) {
 	out := make([]rollout.Parent, 0, len(list))
 	objs := make(map[string]*unstructured.Unstructured, len(list))
 	for _, o := range list {
@@ -146,22 +168,26 @@ func (r *rollouts) parents() ([]rollout.Parent, map[string]*unstructured.Unstruc
 		if !ok || p.GetDeletionTimestamp() != nil {
 			continue
 		}
-		p = c.previous(p)
-		name := p.GetNamespace() + "/" + p.GetName()
-		objs[name] = p
-		st, _ := p.Object["status"].(map[string]any)
-		gen, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
-		current := gen == p.GetGeneration()
-		rev, _ := st["templateRevision"].(string)
-		ready, degraded := conditionOf(st, "Ready"), conditionOf(st, "Degraded")
-		msg := ready.message
-		if degraded.status == "True" {
-			msg = degraded.message
-		}
-		out = append(out, rollout.Parent{Name: name, UID: string(p.GetUID()), Canary: isCanary(p), Revision: rev,
-			Ready: current && ready.status == "True", Degraded: current && degraded.status == "True", Message: msg})
+		p = r.c.previous(p)
+		objs[p.GetNamespace()+"/"+p.GetName()] = p
+		out = append(out, rolloutParent(p))
 	}
 	return out, objs
+}
+
+// rolloutParent is what Decide needs of one parent.
+func rolloutParent(p *unstructured.Unstructured) rollout.Parent {
+	st, _ := p.Object["status"].(map[string]any)
+	gen, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
+	current := gen == p.GetGeneration()
+	rev, _ := st["templateRevision"].(string)
+	ready, degraded := conditionOf(st, "Ready"), conditionOf(st, "Degraded")
+	msg := ready.message
+	if degraded.status == "True" {
+		msg = degraded.message
+	}
+	return rollout.Parent{Name: p.GetNamespace() + "/" + p.GetName(), UID: string(p.GetUID()), Canary: isCanary(p), Revision: rev,
+		Ready: current && ready.status == "True", Degraded: current && degraded.status == "True", Message: msg}
 }
 
 // ensureStable handles a stable revision whose files are gone (someone
@@ -209,7 +235,7 @@ func loadRevision(dir string, obj *unstructured.Unstructured) (*render.Set, erro
 
 // load returns the loaded set of each revision s names, keeping the
 // folder's in the cluster first if s names it.
-func (r *rollouts) load(ctx context.Context, folder *render.Set, s rollout.State) (map[string]*render.Set, error) {
+func (r *rollouts) load(ctx context.Context, folder *render.Set, s rollout.State, write bool) (map[string]*render.Set, error) {
 	sets := map[string]*render.Set{}
 	old := r.view.Load()
 	for _, rev := range []string{s.StableRevision, s.CandidateRevision} {
@@ -224,6 +250,10 @@ func (r *rollouts) load(ctx context.Context, folder *render.Set, s rollout.State
 			have = old.sets[rev]
 		}
 		if have != nil {
+			if !write {
+				sets[rev] = have
+				continue
+			}
 			if err := r.keep(ctx, have, rev); err != nil {
 				return nil, err
 			}

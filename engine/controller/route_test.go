@@ -51,7 +51,7 @@ func TestRouteDropsOwnEchoAndForgetsDeletedChildren(t *testing.T) {
 	c := newTestController(q)
 	c.logger = ktesting.NewLogger(t, ktesting.NewConfig())
 	c.running.Store(true)
-	if err := c.informer.GetIndexer().Add(packParent(t, u(t, parentYAML))); err != nil {
+	if err := c.store().Add(packParent(t, u(t, parentYAML))); err != nil {
 		t.Fatal(err)
 	}
 	m := &Manager{

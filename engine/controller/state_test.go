@@ -137,7 +137,7 @@ func TestStateRecordedByAReconcileOfADeletedParentIsDropped(t *testing.T) {
 			web := u(t, parentYAML)
 			remember(c, web) // by the reconcile, after the delete event
 			if cur := tt.cached(web); cur != nil {
-				if err := c.informer.GetIndexer().Add(packParent(t, cur)); err != nil {
+				if err := c.store().Add(packParent(t, cur)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -238,7 +238,7 @@ func TestWrittenStatusIsNotKeptWhenTheCacheIsAhead(t *testing.T) {
 			cached := parent.DeepCopy()
 			cached.SetResourceVersion(tt.cachedRV)
 			cached.SetUID(tt.cachedID)
-			if err := c.informer.GetIndexer().Add(packParent(t, cached)); err != nil {
+			if err := c.store().Add(packParent(t, cached)); err != nil {
 				t.Fatal(err)
 			}
 			end := c.beginWrite(parent.GetUID())
@@ -278,7 +278,7 @@ func TestNoStatusSubresourceIsToldOnce(t *testing.T) {
 			c := stateController(t)
 			c.running.Store(true)
 			parent := u(t, parentYAML)
-			if err := c.informer.GetIndexer().Add(packParent(t, parent)); err != nil {
+			if err := c.store().Add(packParent(t, parent)); err != nil {
 				t.Fatal(err)
 			}
 			if !c.markNoStatus(parent.GetUID()) {
@@ -388,7 +388,7 @@ func TestWrittenStatusFromAnOlderReadThanTheCache(t *testing.T) {
 	cached := parent.DeepCopy()
 	cached.SetResourceVersion("2")
 	cached.Object["status"] = map[string]any{"state": "Building"}
-	if err := c.informer.GetIndexer().Add(packParent(t, cached)); err != nil {
+	if err := c.store().Add(packParent(t, cached)); err != nil {
 		t.Fatal(err)
 	}
 	c.rememberWritten(parent, "3", map[string]any{"state": "Ready"})
@@ -397,7 +397,7 @@ func TestWrittenStatusFromAnOlderReadThanTheCache(t *testing.T) {
 	}
 	latest := parent.DeepCopy()
 	latest.SetResourceVersion("3")
-	if err := c.informer.GetIndexer().Update(packParent(t, latest)); err != nil {
+	if err := c.store().Update(packParent(t, latest)); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.previous(latest); got != latest {
@@ -421,7 +421,7 @@ func TestPreviousStatusIsTheCachesWhenTheReadIsOlder(t *testing.T) {
 	cached.SetResourceVersion("2")
 	cached.SetGeneration(4) // the spec changed too: the reconcile renders generation 3
 	cached.Object["status"] = map[string]any{"state": "Ready"}
-	if err := c.informer.GetIndexer().Add(packParent(t, cached)); err != nil {
+	if err := c.store().Add(packParent(t, cached)); err != nil {
 		t.Fatal(err)
 	}
 	got := c.previous(read)

@@ -218,7 +218,7 @@ func (c *parentController) previous(parent *unstructured.Unstructured) *unstruct
 // generation, which the status reports as observed) stays the read's: the
 // children were rendered from it.
 func (c *parentController) newerStatus(parent *unstructured.Unstructured) *unstructured.Unstructured {
-	if c.informer == nil {
+	if c.gen.Load() == nil {
 		return parent // not started
 	}
 	key := cache.MetaObjectToName(parent)

@@ -57,6 +57,9 @@ type Options struct {
 	// LeaseNamespace, when set, is --leader-election-namespace of a Loom
 	// run with --leader-elect.
 	LeaseNamespace string
+	// ShardNamespace, when set, is --shard-namespace of a Loom run with
+	// --sharded: its members' Leases and the group's table.
+	ShardNamespace string
 }
 
 // Verbs Loom uses, in the order RBAC documents them.
@@ -122,6 +125,13 @@ func Generate(sets []Set, o Options) Policy {
 	}
 	if o.LeaseNamespace != "" {
 		n.add(o.LeaseNamespace, schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "get", "create", "update")
+	}
+	if o.ShardNamespace != "" {
+		// Each replica creates, renews and (leaving) deletes its own
+		// Lease, watches the others', fences an expired one (delete) and
+		// updates the table.
+		n.add(o.ShardNamespace, schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"},
+			"get", "list", "watch", "create", "update", "delete")
 	}
 	for _, s := range sets {
 		s.add(n, ns, o.InstallCRDs)

@@ -82,6 +82,20 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
+			name: "--sharded: the group's Leases, fenced and deleted too",
+			sets: []Set{{Config: config.Config{Parent: parent}, Children: []Kind{cm}}},
+			opts: Options{ShardNamespace: "loom-shards"},
+			want: []string{
+				"* '' configmaps get,list,watch,create,patch,delete",
+				"* '' events create,patch",
+				"* apiextensions.k8s.io customresourcedefinitions get,list,watch",
+				"* shop.example shops get,list,watch",
+				"* shop.example shops/finalizers update",
+				"* shop.example shops/status patch",
+				"loom-shards coordination.k8s.io leases get,list,watch,create,update,delete",
+			},
+		},
+		{
 			name: "one watched namespace: Roles, lookups in their namespaces, cluster-scoped kinds cluster-wide",
 			sets: []Set{{Config: config.Config{Parent: parent,
 				Lookups:       []config.LookupRule{{APIVersion: "v1", Kind: "Secret", Namespaces: []string{"shared"}}},

@@ -52,14 +52,27 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 
 {{/*
 loom.leaderElect is "true" when leader election is on: as set, or when
-replicas > 1.
+replicas > 1; never with sharding, where every replica reconciles (loom run
+refuses --sharded with --leader-elect). leaderElection.enabled true with
+sharding fails the render rather than be dropped in silence: one of the two
+values is a mistake, and only the user knows which.
 */}}
 {{- define "loom.leaderElect" -}}
-{{- if kindIs "bool" .Values.leaderElection.enabled -}}
+{{- if .Values.sharding.enabled -}}
+{{- if and (kindIs "bool" .Values.leaderElection.enabled) .Values.leaderElection.enabled -}}
+{{- fail "sharding.enabled and leaderElection.enabled exclude each other: sharded replicas all reconcile, each its own parents; leave leaderElection.enabled unset (null) or false" -}}
+{{- end -}}
+false
+{{- else if kindIs "bool" .Values.leaderElection.enabled -}}
 {{- .Values.leaderElection.enabled -}}
 {{- else -}}
 {{- gt (int .Values.replicas) 1 -}}
 {{- end -}}
+{{- end -}}
+
+{{/* loom.shardGroup is --shard-group: sharding.group, else the fullname. */}}
+{{- define "loom.shardGroup" -}}
+{{- default (include "loom.fullname" .) .Values.sharding.group -}}
 {{- end -}}
 
 {{/*

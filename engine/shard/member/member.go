@@ -1,0 +1,335 @@
+package member
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/loom-operator/loom/engine/shard"
+)
+
+// Labels and the annotation of the group's Leases.
+const (
+	// LabelGroup names the group on its members' Leases and its table.
+	LabelGroup = "loom.dev/shard-group"
+	// LabelRole is "member" on a replica's Lease, "table" on the table.
+	LabelRole = "loom.dev/shard-role"
+	// AnnotationTable holds the table (shard.Table.Encode).
+	AnnotationTable = "loom.dev/shard-table"
+)
+
+// Options configure a Member.
+type Options struct {
+	// Client reaches the API server.
+	Client kubernetes.Interface
+	// Namespace holds the Leases.
+	Namespace string
+	// Group names the set of replicas that share the parents; the table
+	// is the Lease <Group>-shards.
+	Group string
+	// Prefix starts each ID this replica takes (usually the pod's name);
+	// a random suffix follows.
+	Prefix string
+	// LeaseDuration is how long a member counts as live after others saw
+	// its last renewal. RenewInterval is how often it renews.
+	LeaseDuration, RenewInterval time.Duration
+	// Margin is how long before its Lease would expire for others a
+	// replica stops writing (see rule 1 in the package doc).
+	Margin time.Duration
+	// Metrics, if set, counts moves and reports holdings.
+	Metrics *Metrics
+}
+
+// Member is one replica's membership: its Lease, its view of the others,
+// and the buckets it holds.
+type Member struct {
+	opts   Options
+	leases coordclient.LeaseInterface
+	base   time.Time // origin of the monotonic readings below
+	// held is the shard.Set this replica may write for, accept the one it
+	// starts new work for (held but for buckets being released, whose
+	// work in flight finishes); validUntil is the nanoseconds after base
+	// at which its own Lease stops being safe.
+	held       atomic.Uint64
+	accept     atomic.Uint64
+	validUntil atomic.Int64
+	gates      [shard.Buckets]sync.RWMutex
+
+	mu    sync.Mutex
+	id    string
+	own   *coordinationv1.Lease // as last written
+	seen  map[string]seen       // other members' Leases, by name
+	store cache.Store
+	subs  []func(shard.Set)
+	kick  chan struct{}
+	renew time.Duration // since base, when the last renewal started
+	// joined is when this replica last joined: it claims nothing for a
+	// RenewInterval after, so that replicas started together see each
+	// other first and each claims its share, rather than the first
+	// claiming (and listing) every parent only to let most go again.
+	joined time.Duration
+	// wrote is the table as this replica last wrote it, and behind the
+	// versions the cache may hold until it has caught up with that write.
+	wrote  *coordinationv1.Lease
+	behind []string
+}
+
+// seen is when this replica first saw a member's Lease at a version.
+type seen struct {
+	rv       string
+	at       time.Duration
+	duration time.Duration
+}
+
+// New returns a Member; Run makes it join.
+func New(opts Options) *Member {
+	if opts.LeaseDuration <= 0 {
+		opts.LeaseDuration = 6 * time.Second
+	}
+	if opts.RenewInterval <= 0 {
+		opts.RenewInterval = 2 * time.Second
+	}
+	if opts.Margin <= 0 {
+		opts.Margin = time.Second
+	}
+	return &Member{opts: opts, leases: opts.Client.CoordinationV1().Leases(opts.Namespace), base: time.Now(),
+		seen: map[string]seen{}, kick: make(chan struct{}, 1)}
+}
+
+func (m *Member) now() time.Duration { return time.Since(m.base) }
+
+// ID is the replica's current ID, its Lease's name.
+func (m *Member) ID() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.id
+}
+
+// Held returns the buckets this replica may reconcile now.
+func (m *Member) Held() shard.Set {
+	if m.now() >= time.Duration(m.validUntil.Load()) {
+		return 0
+	}
+	return shard.Set(m.held.Load())
+}
+
+// Owns says whether this replica may write for the parent with uid now.
+func (m *Member) Owns(uid types.UID) bool { return m.Held().Has(shard.Bucket(uid)) }
+
+// Enter starts work for the parent with uid: ok is false unless this
+// replica owns it, and leave must be called when the work is done. A
+// bucket is released only once the work entered for it has left.
+func (m *Member) Enter(uid types.UID) (leave func(), ok bool) {
+	b := shard.Bucket(uid)
+	g := &m.gates[b]
+	g.RLock()
+	if !shard.Set(m.accept.Load()).Has(b) || !m.Owns(uid) {
+		g.RUnlock()
+		return nil, false
+	}
+	return g.RUnlock, true
+}
+
+// Subscribe calls fn, from Run's goroutine, with the held set each time it
+// changes. fn must not block for long.
+func (m *Member) Subscribe(fn func(shard.Set)) {
+	m.mu.Lock()
+	m.subs = append(m.subs, fn)
+	m.mu.Unlock()
+}
+
+// Run joins the group and keeps the membership until ctx is done; then it
+// hands its buckets over (after the work in flight for them left) and
+// deletes its Lease. It returns once that is done or failed.
+func (m *Member) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("shard")
+	factory := informers.NewSharedInformerFactoryWithOptions(m.opts.Client, 0, informers.WithNamespace(m.opts.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelGroup + "=" + m.opts.Group }))
+	inf := factory.Coordination().V1().Leases().Informer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { m.wake() },
+		UpdateFunc: func(any, any) { m.wake() },
+		DeleteFunc: func(any) { m.wake() },
+	})
+	m.store = inf.GetStore()
+	informerCtx, stopInformer := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopInformer()
+	go inf.Run(informerCtx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return fmt.Errorf("wait for the shard Leases in %s: %w", m.opts.Namespace, context.Cause(ctx))
+	}
+	if err := m.join(ctx, logger); err != nil {
+		return err
+	}
+	tick := time.NewTicker(m.opts.RenewInterval / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return m.leave(context.WithoutCancel(ctx), logger)
+		case <-tick.C:
+		case <-m.kick:
+		}
+		m.step(ctx, logger)
+	}
+}
+
+func (m *Member) wake() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// join takes a new ID and creates its Lease, retrying until ctx is done.
+func (m *Member) join(ctx context.Context, logger klog.Logger) error {
+	for {
+		id := m.opts.Prefix + "-" + suffix()
+		start := m.now()
+		lease := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: id, Namespace: m.opts.Namespace,
+				Labels: map[string]string{LabelGroup: m.opts.Group, LabelRole: "member"}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: seconds(m.opts.LeaseDuration),
+				AcquireTime: nowMicro(), RenewTime: nowMicro()},
+		}
+		rctx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
+		created, err := m.leases.Create(rctx, lease, metav1.CreateOptions{})
+		cancel()
+		if err == nil {
+			m.mu.Lock()
+			m.id, m.own, m.renew, m.joined = id, created, start, start
+			m.mu.Unlock()
+			m.validUntil.Store(int64(start + m.opts.LeaseDuration - m.opts.Margin))
+			logger.Info("Joined the shard group", "group", m.opts.Group, "id", id, "lease", m.opts.Namespace+"/"+id)
+			return nil
+		}
+		logger.Error(err, "Cannot create this replica's shard Lease; retrying", "lease", m.opts.Namespace+"/"+id)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("join shard group %s: %w", m.opts.Group, err)
+		case <-time.After(m.opts.RenewInterval / 2):
+		}
+	}
+}
+
+// step renews the Lease when due, notices a lapse, and moves buckets as
+// shard.Plan says.
+func (m *Member) step(ctx context.Context, logger klog.Logger) {
+	if m.now() >= time.Duration(m.validUntil.Load()) {
+		m.lapse(ctx, logger)
+		return
+	}
+	m.mu.Lock()
+	due := m.now()-m.renew >= m.opts.RenewInterval
+	settling := m.now()-m.joined < m.opts.RenewInterval
+	m.mu.Unlock()
+	if due {
+		if err := m.renewLease(ctx); err != nil {
+			logger.Error(err, "Cannot renew this replica's shard Lease", "id", m.ID())
+			if errors.Is(err, errFenced) {
+				m.lapse(ctx, logger)
+			}
+			return
+		}
+	}
+	if !settling {
+		m.rebalance(ctx, logger)
+	}
+}
+
+// lapse gives up everything at once: the Lease is no longer safe (or was
+// fenced). The replica joins again under a new ID, so that its old table
+// entries count as a dead member's.
+func (m *Member) lapse(ctx context.Context, logger klog.Logger) {
+	m.accept.Store(0)
+	old := shard.Set(m.held.Swap(0))
+	m.validUntil.Store(0)
+	logger.Info("This replica's shard Lease lapsed; it holds nothing now and joins again under a new ID",
+		"id", m.ID(), "dropped", old.String())
+	m.opts.Metrics.moved("lapse", old)
+	m.notify(0)
+	_ = m.join(ctx, logger)
+}
+
+var errFenced = errors.New("the Lease was deleted or changed by another replica")
+
+// renewLease updates the own Lease's renewTime (compare-and-swap on its
+// resourceVersion) and, on success, extends validUntil.
+func (m *Member) renewLease(ctx context.Context) error {
+	m.mu.Lock()
+	lease := m.own.DeepCopy()
+	m.mu.Unlock()
+	start := m.now()
+	lease.Spec.RenewTime = nowMicro()
+	rctx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
+	defer cancel()
+	updated, err := m.leases.Update(rctx, lease, metav1.UpdateOptions{})
+	if err != nil {
+		if isGone(err) {
+			return fmt.Errorf("renew Lease %s/%s: %w: %w", m.opts.Namespace, lease.Name, errFenced, err)
+		}
+		return fmt.Errorf("renew Lease %s/%s: %w", m.opts.Namespace, lease.Name, err)
+	}
+	m.mu.Lock()
+	m.own, m.renew = updated, start
+	m.mu.Unlock()
+	m.validUntil.Store(int64(start + m.opts.LeaseDuration - m.opts.Margin))
+	return nil
+}
+
+func (m *Member) notify(held shard.Set) {
+	m.mu.Lock()
+	subs := append([]func(shard.Set){}, m.subs...)
+	m.mu.Unlock()
+	m.opts.Metrics.hold(held)
+	for _, fn := range subs {
+		fn(held)
+	}
+}
+
+// drain waits until the work entered for buckets has left; they must be
+// out of the accepted set already.
+func (m *Member) drain(buckets shard.Set) {
+	for _, b := range buckets.Buckets() {
+		m.gates[b].Lock()
+		m.gates[b].Unlock() //nolint:staticcheck // an empty critical section is the wait
+	}
+}
+
+func seconds(d time.Duration) *int32 {
+	s := int32((d + time.Second - 1) / time.Second)
+	return &s
+}
+
+func nowMicro() *metav1.MicroTime {
+	t := metav1.NewMicroTime(time.Now())
+	return &t
+}
+
+// suffix is five random lower-case letters and digits.
+func suffix() string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	out := make([]byte, 5)
+	for i := range out {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		if err != nil {
+			panic(err) // crypto/rand does not fail on Linux
+		}
+		out[i] = alphabet[n.Int64()]
+	}
+	return string(out)
+}
