@@ -59,7 +59,7 @@ func run(ctx context.Context, o options) ([]phaseResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	logf("API server %s; %d parents, %d workers; phases %s", b.cfg.Host, o.parents, o.workers, phaseList(o.phases))
+	logf("API server %s; %s, %d workers; phases %s", b.cfg.Host, parentsPerPhase(o), o.workers, phaseList(o.phases))
 	var results []phaseResult
 	seen := map[string]int{}
 	for _, spec := range o.phases {

@@ -89,3 +89,14 @@ func phaseList(phases []phaseSpec) string {
 	}
 	return strings.Join(texts, ",")
 }
+
+// parentsPerPhase says how many parents each phase creates: -parents,
+// unless a -phases entry says its own (then reportPhases lists them).
+func parentsPerPhase(o options) string {
+	for _, s := range o.phases {
+		if s.parents != o.parents {
+			return "the MyResources each phase below says"
+		}
+	}
+	return fmt.Sprintf("%d MyResources per phase", o.parents)
+}

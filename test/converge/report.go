@@ -13,8 +13,8 @@ import (
 // report prints what the phases measured.
 func report(w io.Writer, o options, results []phaseResult, now time.Time) {
 	fmt.Fprintf(w, "\n%s\n", machine(now))
-	fmt.Fprintf(w, "converge: %d MyResources per phase, copies of %s with replicas %d (ConfigMap + Deployment + Service each)\n",
-		o.parents, o.example, o.replicas)
+	fmt.Fprintf(w, "converge: %s, copies of %s with replicas %d (ConfigMap + Deployment + Service each)\n",
+		parentsPerPhase(o), o.example, o.replicas)
 	fmt.Fprintf(w, "baseline and creator: %d goroutines each; their QPS %.0f, burst %d\n", o.workers, o.qps, o.burst)
 	if o.loomMode == modeProcess {
 		fmt.Fprintf(w, "loom: %s in its own process: its default flags (all namespaces, its own --workers and --kube-api-qps)\n",

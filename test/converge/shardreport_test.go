@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -64,6 +65,7 @@ func shardRun(t *testing.T) (options, []phaseResult) {
 func TestShardReport(t *testing.T) {
 	o, results := shardRun(t)
 	var b bytes.Buffer
+	fmt.Fprintf(&b, "converge: %s\n", parentsPerPhase(o))
 	reportPhases(&b, o)
 	reportMemory(&b, o, results)
 	reportReplicas(&b, results)
@@ -119,6 +121,9 @@ func TestUnshardedReportUnchanged(t *testing.T) {
 	reportShardRatio(&b, o, unsharded)
 	if b.Len() > 0 {
 		t.Errorf("an unsharded run printed:\n%s", b.String())
+	}
+	if got, want := parentsPerPhase(o), "10000 MyResources per phase"; got != want {
+		t.Errorf("parentsPerPhase = %q, want %q", got, want)
 	}
 	if rows := targetRows(o, unsharded); len(rows) != 6 {
 		t.Errorf("targets of an unsharded bare run: %d rows, want 6 (no shard row)", len(rows))
