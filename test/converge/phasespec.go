@@ -95,7 +95,7 @@ func phaseList(phases []phaseSpec) string {
 func parentsPerPhase(o options) string {
 	for _, s := range o.phases {
 		if s.parents != o.parents {
-			return "the MyResources each phase below says"
+			return "as many MyResources per phase as listed below"
 		}
 	}
 	return fmt.Sprintf("%d MyResources per phase", o.parents)
