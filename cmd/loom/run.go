@@ -138,17 +138,14 @@ func run(ctx context.Context, o runOptions) error {
 	}
 	setRateLimit(ctx, cfg, o.qps, o.burst)
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	registerQueueMetrics(reg)
-	registerClientMetrics(reg)
+	reg, shardMetrics := newRegistry()
 	mopts := controller.Options{
 		Config: cfg, TemplatesDir: o.templates, Workers: o.workers, Namespace: o.namespace,
 		ResyncPeriod: o.resync, Registry: reg, ReconcileTimeout: o.timeout, InstallCRDs: o.installCRDs,
 	}
 	var mem *member.Member
 	if o.shard.enabled {
-		if mem, err = newMember(cfg, o.shard, reg); err != nil {
+		if mem, err = newMember(cfg, o.shard, shardMetrics); err != nil {
 			return err
 		}
 		mopts.Shard, mopts.ShardServerFilter = mem, o.shard.serverFilter
@@ -193,6 +190,20 @@ func run(ctx context.Context, o runOptions) error {
 		return mgr.Run(ctx)
 	}
 	return runAsLeader(ctx, cfg, o, &leading, mgr.Run)
+}
+
+// newRegistry returns loom run's registry with the metrics that do not
+// come from the Manager: the Go runtime's and the process's, the work
+// queues', the API client's, and the shard metrics. Those are registered
+// with or without --sharded (at 0 without), so that their series exist
+// for the dashboard and the alerts either way; a sharded run's member
+// reports on the *member.Metrics returned.
+func newRegistry() (*prometheus.Registry, *member.Metrics) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerQueueMetrics(reg)
+	registerClientMetrics(reg)
+	return reg, member.NewMetrics(reg)
 }
 
 // memoryLimitRatio is the share of the container's memory limit that the Go
