@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -54,8 +53,9 @@ func (o shardOptions) check(leaderElect bool) error {
 	return nil
 }
 
-// newMember builds this replica's membership of the shard group.
-func newMember(cfg *rest.Config, o shardOptions, reg prometheus.Registerer) (*member.Member, error) {
+// newMember builds this replica's membership of the shard group, which
+// reports on metrics (registered by newRegistry, sharded or not).
+func newMember(cfg *rest.Config, o shardOptions, metrics *member.Metrics) (*member.Member, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create clientset: %w", err)
@@ -70,7 +70,7 @@ func newMember(cfg *rest.Config, o shardOptions, reg prometheus.Registerer) (*me
 		}
 	}
 	return member.New(member.Options{Client: kube, Namespace: o.namespace, Group: o.group, Prefix: prefix,
-		LeaseDuration: o.duration, RenewInterval: o.renew, Metrics: member.NewMetrics(reg)}), nil
+		LeaseDuration: o.duration, RenewInterval: o.renew, Metrics: metrics}), nil
 }
 
 // runSharded runs the Manager beside the membership. If the membership

@@ -14,15 +14,17 @@ type Metrics struct {
 	moves   *prometheus.CounterVec
 }
 
-// NewMetrics registers the shard metrics with reg.
+// NewMetrics registers the shard metrics with reg. loom run registers
+// them with or without --sharded, so that their series exist; they stay
+// 0 in a run that has no Member.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		buckets: prometheus.NewGauge(prometheus.GaugeOpts{Name: "loom_shard_buckets",
-			Help: "Buckets of parents (of 64) this replica holds and may reconcile."}),
+			Help: "Buckets of parents (of 64) this replica holds and may reconcile; 0 without --sharded."}),
 		live: prometheus.NewGauge(prometheus.GaugeOpts{Name: "loom_shard_members",
-			Help: "Live members of the shard group, as this replica sees them at its last move."}),
+			Help: "Live members of the shard group, as this replica last saw them; 0 without --sharded."}),
 		moves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "loom_shard_moves_total",
-			Help: "Buckets this replica claimed, released (to another replica or on exit) or dropped when its own Lease lapsed."},
+			Help: "Buckets this replica claimed, released (to another replica or on exit) or dropped when its own Lease lapsed; 0 without --sharded."},
 			[]string{"direction"}),
 	}
 	for _, d := range []string{"claim", "release", "lapse"} {

@@ -92,6 +92,7 @@ func (m *Member) rebalance(ctx context.Context, logger klog.Logger) {
 	if len(v.expired) > 0 {
 		v = m.observe() // a fence that met a renewal made that member live
 	}
+	m.opts.Metrics.members(len(v.live))
 	t, err := m.decode(v.table)
 	if err != nil {
 		logger.Error(err, "Cannot read the shard table; holding what this replica holds", "lease", m.opts.Namespace+"/"+m.tableName())
@@ -135,7 +136,6 @@ func (m *Member) rebalance(ctx context.Context, logger klog.Logger) {
 		return
 	}
 	m.opts.Metrics.moved("release", release)
-	m.opts.Metrics.members(len(v.live))
 	if claim != 0 {
 		m.give(claim)
 		m.opts.Metrics.moved("claim", claim.Minus(mine))
