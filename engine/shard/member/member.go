@@ -228,19 +228,26 @@ func (m *Member) step(ctx context.Context, logger klog.Logger) {
 		m.lapse(ctx, logger)
 		return
 	}
+	if err := m.renewIfDue(ctx); err != nil {
+		logger.Error(err, "Cannot renew this replica's shard Lease", "id", m.ID())
+		if errors.Is(err, errFenced) {
+			m.lapse(ctx, logger)
+		}
+		return
+	}
+	m.rebalance(ctx, logger)
+}
+
+// renewIfDue renews the Lease if a renew interval has passed since the
+// last renewal started.
+func (m *Member) renewIfDue(ctx context.Context) error {
 	m.mu.Lock()
 	due := m.now()-m.renew >= m.opts.RenewInterval
 	m.mu.Unlock()
-	if due {
-		if err := m.renewLease(ctx); err != nil {
-			logger.Error(err, "Cannot renew this replica's shard Lease", "id", m.ID())
-			if errors.Is(err, errFenced) {
-				m.lapse(ctx, logger)
-			}
-			return
-		}
+	if !due {
+		return nil
 	}
-	m.rebalance(ctx, logger)
+	return m.renewLease(ctx)
 }
 
 // lapse gives up everything at once: the Lease is no longer safe (or was
@@ -293,13 +300,29 @@ func (m *Member) notify(held shard.Set) {
 	}
 }
 
+// drainPoll is how often drain looks again whether the work in flight
+// for a bucket has left.
+const drainPoll = 10 * time.Millisecond
+
 // drain waits until the work entered for buckets has left; they must be
-// out of the accepted set already.
-func (m *Member) drain(buckets shard.Set) {
+// out of the accepted set already (so work that tries to enter leaves at
+// once). A reconcile may take longer than the Lease lasts, so drain keeps
+// renewing it meanwhile; it returns false, leaving the rest undrained, if
+// the Lease lapsed all the same (the writes in flight are refused then).
+func (m *Member) drain(ctx context.Context, logger klog.Logger, buckets shard.Set) bool {
 	for _, b := range buckets.Buckets() {
-		m.gates[b].Lock()
-		m.gates[b].Unlock() //nolint:staticcheck // an empty critical section is the wait
+		for !m.gates[b].TryLock() {
+			if m.now() >= time.Duration(m.validUntil.Load()) {
+				return false
+			}
+			if err := m.renewIfDue(ctx); err != nil {
+				logger.V(2).Info("Cannot renew this replica's shard Lease while work in flight finishes", "id", m.ID(), "err", err)
+			}
+			time.Sleep(drainPoll)
+		}
+		m.gates[b].Unlock()
 	}
+	return true
 }
 
 func seconds(d time.Duration) *int32 {
