@@ -307,16 +307,23 @@ const drainPoll = 10 * time.Millisecond
 // drain waits until the work entered for buckets has left; they must be
 // out of the accepted set already (so work that tries to enter leaves at
 // once). A reconcile may take longer than the Lease lasts, so drain keeps
-// renewing it meanwhile; it returns false, leaving the rest undrained, if
-// the Lease lapsed all the same (the writes in flight are refused then).
+// renewing it meanwhile, as often as Run's loop would, even after ctx is
+// done (a replica that shuts down holds its buckets until it has handed
+// them over). It returns false, leaving the rest undrained, if the Lease
+// lapsed all the same; the writes in flight are refused then.
 func (m *Member) drain(ctx context.Context, logger klog.Logger, buckets shard.Set) bool {
+	ctx = context.WithoutCancel(ctx)
+	var tried time.Duration
 	for _, b := range buckets.Buckets() {
 		for !m.gates[b].TryLock() {
 			if m.now() >= time.Duration(m.validUntil.Load()) {
 				return false
 			}
-			if err := m.renewIfDue(ctx); err != nil {
-				logger.V(2).Info("Cannot renew this replica's shard Lease while work in flight finishes", "id", m.ID(), "err", err)
+			if m.now()-tried >= m.opts.RenewInterval/4 {
+				tried = m.now()
+				if err := m.renewIfDue(ctx); err != nil {
+					logger.Error(err, "Cannot renew this replica's shard Lease while its work in flight finishes", "id", m.ID())
+				}
 			}
 			time.Sleep(drainPoll)
 		}
