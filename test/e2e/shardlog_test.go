@@ -153,8 +153,18 @@ type shardLog struct {
 	refused []string
 	joins   []memberJoin
 	moves   []bucketMove
+	// lapses are when the replica found its own Lease lapsed.
+	lapses []time.Time
 	// left is how many "Left the shard group" lines there are.
 	left int
+}
+
+// lastID is the member ID the process last joined with, or "".
+func (l shardLog) lastID() string {
+	if len(l.joins) == 0 {
+		return ""
+	}
+	return l.joins[len(l.joins)-1].id
 }
 
 // parseShardLog reads a --log-format json log. Lines that are not JSON
@@ -198,6 +208,8 @@ func (l *shardLog) add(m map[string]any) error {
 		l.joins = append(l.joins, memberJoin{id: f.str("id"), at: f.time("time")})
 	case "Shard buckets moved":
 		l.moves = append(l.moves, bucketMove{id: f.str("id"), at: f.time("time"), claimed: f.buckets("claimed"), released: f.buckets("released")})
+	case "This replica's shard Lease lapsed; it holds nothing now and joins again under a new ID":
+		l.lapses = append(l.lapses, f.time("time"))
 	case "Left the shard group":
 		l.left++
 	}
@@ -332,6 +344,7 @@ func TestShardedLogParser(t *testing.T) {
 {"time":"2025-01-01T00:00:02Z","level":"DEBUG","msg":"Shard write","uid":"u1","method":"apply","at":"2025-01-01T00:00:01.999999999Z"}
 {"time":"2025-01-01T00:00:02Z","level":"DEBUG","msg":"Reconcile interval","uid":"u1","start":"2025-01-01T00:00:01.5Z","end":"2025-01-01T00:00:02Z","replica":"r0-abcde"}
 {"time":"2025-01-01T00:00:03Z","level":"INFO","msg":"Refused a write for a parent this replica does not own","uid":"u2"}
+{"time":"2025-01-01T00:00:03.5Z","level":"INFO","msg":"This replica's shard Lease lapsed; it holds nothing now and joins again under a new ID","id":"r0-abcde","dropped":"0-20,33"}
 {"time":"2025-01-01T00:00:04Z","level":"INFO","msg":"Left the shard group"}
 {"time":"2025-01-01T00:00:04Z","level":"INFO","msg":"cut short by SIGK`
 	got, err := parseShardLog("p", strings.NewReader(log))
@@ -347,6 +360,7 @@ func TestShardedLogParser(t *testing.T) {
 		refused:   []string{"u2"},
 		joins:     []memberJoin{{id: "r0-abcde", at: ts("2025-01-01T00:00:00.5Z")}},
 		moves:     []bucketMove{{id: "r0-abcde", at: ts("2025-01-01T00:00:01Z"), claimed: held}},
+		lapses:    []time.Time{ts("2025-01-01T00:00:03.5Z")},
 		left:      1,
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(shardLog{}, reconcileInterval{}, shardWrite{}, memberJoin{}, bucketMove{})); diff != "" {
