@@ -11,6 +11,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -277,6 +278,9 @@ func (m *Member) renewLease(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
 	defer cancel()
 	updated, err := m.leases.Update(rctx, lease, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		updated, err = m.renewAgain(rctx, lease)
+	}
 	if err != nil {
 		if isGone(err) {
 			return fmt.Errorf("renew Lease %s/%s: %w: %w", m.opts.Namespace, lease.Name, errFenced, err)
@@ -288,6 +292,24 @@ func (m *Member) renewLease(ctx context.Context) error {
 	m.mu.Unlock()
 	m.validUntil.Store(int64(start + m.opts.LeaseDuration - m.opts.Margin))
 	return nil
+}
+
+// renewAgain renews the Lease at the version the server holds, after a
+// renewal of lease met a conflict. Only this replica updates its Lease
+// (others fence it by a delete), so the conflict comes from an earlier
+// renewal of its own that reached the server after its request timed out:
+// that must not count as fenced. A Lease of another UID does.
+func (m *Member) renewAgain(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	cur, err := m.leases.Get(ctx, lease.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if cur.UID != lease.UID {
+		return nil, apierrors.NewConflict(coordinationv1.Resource("leases"), lease.Name, fmt.Errorf("recreated with UID %s", cur.UID))
+	}
+	cur = cur.DeepCopy()
+	cur.Spec.RenewTime = lease.Spec.RenewTime
+	return m.leases.Update(ctx, cur, metav1.UpdateOptions{})
 }
 
 func (m *Member) notify(held shard.Set) {
