@@ -103,11 +103,12 @@ func (c *parentController) enterShard(ctx context.Context, uid types.UID) (conte
 	if !ok {
 		return ctx, nil, false
 	}
-	start := time.Now()
+	// The ID it entered as: a lapse meanwhile rejoins under another.
+	id, start := sh.ID(), time.Now()
 	return withParentUID(ctx, uid), func() {
 		end := time.Now()
 		leave()
 		klog.FromContext(ctx).V(2).Info("Reconcile interval", "uid", uid,
-			"start", start.UTC().Format(time.RFC3339Nano), "end", end.UTC().Format(time.RFC3339Nano), "replica", sh.ID())
+			"start", start.UTC().Format(time.RFC3339Nano), "end", end.UTC().Format(time.RFC3339Nano), "replica", id)
 	}, true
 }

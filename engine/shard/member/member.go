@@ -11,6 +11,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -227,28 +228,37 @@ func (m *Member) join(ctx context.Context, logger klog.Logger) error {
 }
 
 // step renews the Lease when due, notices a lapse, and moves buckets as
-// shard.Plan says.
+// shard.Plan says (not for a renew interval after joining: see joined).
 func (m *Member) step(ctx context.Context, logger klog.Logger) {
 	if m.now() >= time.Duration(m.validUntil.Load()) {
 		m.lapse(ctx, logger)
 		return
 	}
+	if err := m.renewIfDue(ctx); err != nil {
+		logger.Error(err, "Cannot renew this replica's shard Lease", "id", m.ID())
+		if errors.Is(err, errFenced) {
+			m.lapse(ctx, logger)
+		}
+		return
+	}
 	m.mu.Lock()
-	due := m.now()-m.renew >= m.opts.RenewInterval
 	settling := m.now()-m.joined < m.opts.RenewInterval
 	m.mu.Unlock()
-	if due {
-		if err := m.renewLease(ctx); err != nil {
-			logger.Error(err, "Cannot renew this replica's shard Lease", "id", m.ID())
-			if errors.Is(err, errFenced) {
-				m.lapse(ctx, logger)
-			}
-			return
-		}
-	}
 	if !settling {
 		m.rebalance(ctx, logger)
 	}
+}
+
+// renewIfDue renews the Lease if a renew interval has passed since the
+// last renewal started.
+func (m *Member) renewIfDue(ctx context.Context) error {
+	m.mu.Lock()
+	due := m.now()-m.renew >= m.opts.RenewInterval
+	m.mu.Unlock()
+	if !due {
+		return nil
+	}
+	return m.renewLease(ctx)
 }
 
 // lapse gives up everything at once: the Lease is no longer safe (or was
@@ -278,6 +288,9 @@ func (m *Member) renewLease(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
 	defer cancel()
 	updated, err := m.leases.Update(rctx, lease, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		updated, err = m.renewAgain(rctx, lease)
+	}
 	if err != nil {
 		if isGone(err) {
 			return fmt.Errorf("renew Lease %s/%s: %w: %w", m.opts.Namespace, lease.Name, errFenced, err)
@@ -291,6 +304,24 @@ func (m *Member) renewLease(ctx context.Context) error {
 	return nil
 }
 
+// renewAgain renews the Lease at the version the server holds, after a
+// renewal of lease met a conflict. Only this replica updates its Lease
+// (others fence it by a delete), so the conflict comes from an earlier
+// renewal of its own that reached the server after its request timed out:
+// that must not count as fenced. A Lease of another UID does.
+func (m *Member) renewAgain(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	cur, err := m.leases.Get(ctx, lease.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if cur.UID != lease.UID {
+		return nil, apierrors.NewConflict(coordinationv1.Resource("leases"), lease.Name, fmt.Errorf("recreated with UID %s", cur.UID))
+	}
+	cur = cur.DeepCopy()
+	cur.Spec.RenewTime = lease.Spec.RenewTime
+	return m.leases.Update(ctx, cur, metav1.UpdateOptions{})
+}
+
 func (m *Member) notify(held shard.Set) {
 	m.mu.Lock()
 	subs := append([]func(shard.Set){}, m.subs...)
@@ -301,13 +332,36 @@ func (m *Member) notify(held shard.Set) {
 	}
 }
 
+// drainPoll is how often drain looks again whether the work in flight
+// for a bucket has left.
+const drainPoll = 10 * time.Millisecond
+
 // drain waits until the work entered for buckets has left; they must be
-// out of the accepted set already.
-func (m *Member) drain(buckets shard.Set) {
+// out of the accepted set already (so work that tries to enter leaves at
+// once). A reconcile may take longer than the Lease lasts, so drain keeps
+// renewing it meanwhile, as often as Run's loop would, even after ctx is
+// done (a replica that shuts down holds its buckets until it has handed
+// them over). It returns false, leaving the rest undrained, if the Lease
+// lapsed all the same; the writes in flight are refused then.
+func (m *Member) drain(ctx context.Context, logger klog.Logger, buckets shard.Set) bool {
+	ctx = context.WithoutCancel(ctx)
+	var tried time.Duration
 	for _, b := range buckets.Buckets() {
-		m.gates[b].Lock()
-		m.gates[b].Unlock() //nolint:staticcheck // an empty critical section is the wait
+		for !m.gates[b].TryLock() {
+			if m.now() >= time.Duration(m.validUntil.Load()) {
+				return false
+			}
+			if m.now()-tried >= m.opts.RenewInterval/4 {
+				tried = m.now()
+				if err := m.renewIfDue(ctx); err != nil {
+					logger.Error(err, "Cannot renew this replica's shard Lease while its work in flight finishes", "id", m.ID())
+				}
+			}
+			time.Sleep(drainPoll)
+		}
+		m.gates[b].Unlock()
 	}
+	return true
 }
 
 func seconds(d time.Duration) *int32 {

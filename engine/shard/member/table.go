@@ -120,7 +120,9 @@ func (m *Member) rebalance(ctx context.Context, logger klog.Logger) {
 		// No new work starts for these; the work in flight finishes
 		// (and may write), then they are let go.
 		update(&m.accept, func(s shard.Set) shard.Set { return s.Minus(release) })
-		m.drain(release)
+		if !m.drain(ctx, logger, release) {
+			return // lapsed: the next step drops everything
+		}
 		m.takeAway(release)
 		m.notify(shard.Set(m.held.Load()))
 	}
@@ -237,7 +239,7 @@ func update(a *atomic.Uint64, fn func(shard.Set) shard.Set) {
 // finishes, the table forgets this replica, and its Lease goes.
 func (m *Member) leave(ctx context.Context, logger klog.Logger) error {
 	m.accept.Store(0)
-	m.drain(shard.All())
+	m.drain(ctx, logger, shard.All()) // if the Lease lapsed meanwhile, the writes in flight are refused
 	held := shard.Set(m.held.Swap(0))
 	m.notify(0)
 	self := m.ID()

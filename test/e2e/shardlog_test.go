@@ -1,0 +1,404 @@
+//go:build e2e
+
+package e2e
+
+// What the sharding tests read from the log of loom run --sharded
+// --log-format json -v=2, and the pure checks over it: a parser, the
+// bucket sets of the shard table, and the check that no two processes
+// reconciled one parent at the same moment. The tests at the end run
+// without a cluster.
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/bits"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// shardBucketCount is how many buckets the parents are hashed into.
+const shardBucketCount = 64
+
+// bucketOf is the bucket of a parent: the top 6 bits of the FNV-1a-64 hash
+// of its metadata.uid.
+func bucketOf(uid string) int {
+	h := fnv.New64a()
+	h.Write([]byte(uid))
+	return int(h.Sum64() >> (64 - 6))
+}
+
+// bucketSet is a set of buckets, bucket b being bit b.
+type bucketSet uint64
+
+func (s bucketSet) has(b int) bool { return s&(1<<uint(b)) != 0 }
+func (s bucketSet) len() int       { return bits.OnesCount64(uint64(s)) }
+
+// String writes the set as the shard table does: "0-20,33".
+func (s bucketSet) String() string {
+	var parts []string
+	for b := 0; b < shardBucketCount; b++ {
+		if !s.has(b) {
+			continue
+		}
+		end := b
+		for end+1 < shardBucketCount && s.has(end+1) {
+			end++
+		}
+		if end == b {
+			parts = append(parts, strconv.Itoa(b))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", b, end))
+		}
+		b = end
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseBuckets reads a set written as the shard table writes it: ranges
+// and single buckets separated by commas, "0-20,33"; "" is the empty set.
+func parseBuckets(s string) (bucketSet, error) {
+	var set bucketSet
+	if strings.TrimSpace(s) == "" {
+		return 0, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		if !isRange {
+			hi = lo
+		}
+		a, errA := strconv.Atoi(lo)
+		b, errB := strconv.Atoi(hi)
+		if errA != nil || errB != nil || a < 0 || b >= shardBucketCount || a > b {
+			return 0, fmt.Errorf("bucket set %q: bad part %q", s, part)
+		}
+		for i := a; i <= b; i++ {
+			set |= 1 << uint(i)
+		}
+	}
+	return set, nil
+}
+
+// parseShardTable reads the loom.dev/shard-table annotation of a shard
+// group's table Lease: a JSON object of member ID to bucket set. It fails
+// when two members hold one bucket.
+func parseShardTable(annotation string) (map[string]bucketSet, error) {
+	var raw map[string]string
+	if err := json.Unmarshal([]byte(annotation), &raw); err != nil {
+		return nil, fmt.Errorf("shard table %q: %w", annotation, err)
+	}
+	table := make(map[string]bucketSet, len(raw))
+	var seen bucketSet
+	for id, s := range raw {
+		set, err := parseBuckets(s)
+		if err != nil {
+			return nil, fmt.Errorf("shard table, member %s: %w", id, err)
+		}
+		if both := seen & set; both != 0 {
+			return nil, fmt.Errorf("shard table %s: member %s holds buckets %s that another member holds too", annotation, id, both)
+		}
+		seen |= set
+		table[id] = set
+	}
+	return table, nil
+}
+
+// reconcileInterval is one "Reconcile interval" line: a reconcile of the
+// parent uid, from start to end, by the process proc, which was shard
+// member replica.
+type reconcileInterval struct {
+	proc, replica, uid string
+	start, end         time.Time
+}
+
+func (iv reconcileInterval) String() string {
+	return fmt.Sprintf("%s (%s) %s..%s", iv.proc, iv.replica, iv.start.Format("15:04:05.000000"), iv.end.Format("15:04:05.000000"))
+}
+
+// shardWrite is one "Shard write" line: a mutating request for the parent
+// uid, logged just before it was sent.
+type shardWrite struct {
+	uid, method string
+	at          time.Time
+}
+
+// memberJoin is one "Joined the shard group" line.
+type memberJoin struct {
+	id string
+	at time.Time
+}
+
+// bucketMove is one "Shard buckets moved" line, at the time it was logged.
+type bucketMove struct {
+	id                string
+	at                time.Time
+	claimed, released bucketSet
+}
+
+// shardLog is what one process logged, reduced to the lines the sharding
+// tests read.
+type shardLog struct {
+	proc      string
+	intervals []reconcileInterval
+	writes    []shardWrite
+	// refused are the parents of "Refused a write for a parent this
+	// replica does not own" lines.
+	refused []string
+	joins   []memberJoin
+	moves   []bucketMove
+	// lapses are when the replica found its own Lease lapsed.
+	lapses []time.Time
+	// left is how many "Left the shard group" lines there are.
+	left int
+}
+
+// lastID is the member ID the process last joined with, or "".
+func (l shardLog) lastID() string {
+	if len(l.joins) == 0 {
+		return ""
+	}
+	return l.joins[len(l.joins)-1].id
+}
+
+// parseShardLog reads a --log-format json log. Lines that are not JSON
+// objects (a Go panic, say) are skipped; a sharding line that lacks a key
+// the tests need, or has a time that is not RFC 3339, is an error.
+func parseShardLog(proc string, r io.Reader) (shardLog, error) {
+	l := shardLog{proc: proc}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			continue // a line cut short by SIGKILL
+		}
+		if err := l.add(m); err != nil {
+			return l, fmt.Errorf("log of %s, line %d: %w: %s", proc, n, err, line)
+		}
+	}
+	return l, sc.Err()
+}
+
+// add records one log line, if it is one the tests read.
+func (l *shardLog) add(m map[string]any) error {
+	f := logFields(m)
+	switch m["msg"] {
+	case "Reconcile interval":
+		iv := reconcileInterval{proc: l.proc, replica: f.str("replica"), uid: f.str("uid"), start: f.time("start"), end: f.time("end")}
+		if f.err == nil && iv.end.Before(iv.start) {
+			f.err = fmt.Errorf("interval ends before it starts")
+		}
+		l.intervals = append(l.intervals, iv)
+	case "Shard write":
+		l.writes = append(l.writes, shardWrite{uid: f.str("uid"), method: f.str("method"), at: f.time("at")})
+	case "Refused a write for a parent this replica does not own":
+		l.refused = append(l.refused, f.str("uid"))
+	case "Joined the shard group":
+		l.joins = append(l.joins, memberJoin{id: f.str("id"), at: f.time("time")})
+	case "Shard buckets moved":
+		l.moves = append(l.moves, bucketMove{id: f.str("id"), at: f.time("time"), claimed: f.buckets("claimed"), released: f.buckets("released")})
+	case "This replica's shard Lease lapsed; it holds nothing now and joins again under a new ID":
+		l.lapses = append(l.lapses, f.time("time"))
+	case "Left the shard group":
+		l.left++
+	}
+	return f.err
+}
+
+// logFields reads the keys of one line, keeping the first error.
+type lineFields struct {
+	m   map[string]any
+	err error
+}
+
+func logFields(m map[string]any) *lineFields { return &lineFields{m: m} }
+
+func (f *lineFields) str(key string) string {
+	s, ok := f.m[key].(string)
+	if (!ok || s == "") && f.err == nil {
+		f.err = fmt.Errorf("no string %q", key)
+	}
+	return s
+}
+
+func (f *lineFields) time(key string) time.Time {
+	s := f.str(key)
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil && f.err == nil {
+		f.err = fmt.Errorf("%s: %w", key, err)
+	}
+	return t
+}
+
+// buckets reads a bucket set written as "0-20,33" or as a JSON array of
+// bucket numbers; a missing key is the empty set.
+func (f *lineFields) buckets(key string) bucketSet {
+	var set bucketSet
+	var err error
+	switch v := f.m[key].(type) {
+	case nil:
+	case string:
+		set, err = parseBuckets(v)
+	case []any:
+		for _, b := range v {
+			n, ok := b.(float64)
+			if !ok || n < 0 || n >= shardBucketCount {
+				err = fmt.Errorf("%s: bad bucket %v", key, b)
+				break
+			}
+			set |= 1 << uint(n)
+		}
+	default:
+		err = fmt.Errorf("%s: a %T, want a bucket set", key, v)
+	}
+	if err != nil && f.err == nil {
+		f.err = err
+	}
+	return set
+}
+
+// overlap is two reconciles of one parent, by two processes, that shared
+// a moment.
+type overlap struct{ a, b reconcileInterval }
+
+func (o overlap) String() string { return fmt.Sprintf("parent %s: %s and %s", o.a.uid, o.a, o.b) }
+
+// overlaps returns every pair of intervals of one parent from two
+// different processes that share a moment. Intervals that only touch
+// (one ends when the other starts) do not overlap; two of one process
+// are not compared (its workqueue never hands one parent to two workers).
+func overlaps(ivs []reconcileInterval) []overlap {
+	byUID := map[string][]reconcileInterval{}
+	for _, iv := range ivs {
+		byUID[iv.uid] = append(byUID[iv.uid], iv)
+	}
+	var out []overlap
+	for _, list := range byUID {
+		sort.Slice(list, func(i, j int) bool { return list[i].start.Before(list[j].start) })
+		for i, a := range list {
+			// Sorted by start: b overlaps a exactly when it starts before a ends.
+			for _, b := range list[i+1:] {
+				if !b.start.Before(a.end) {
+					break
+				}
+				if b.proc != a.proc {
+					out = append(out, overlap{a, b})
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].a.start.Before(out[j].a.start) })
+	return out
+}
+
+func TestShardedOverlapCheckerFindsOverlaps(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	iv := func(proc, uid string, from, to int) reconcileInterval {
+		return reconcileInterval{proc: proc, replica: proc + "-x", uid: uid, start: at(from), end: at(to)}
+	}
+	for _, tt := range []struct {
+		name string
+		ivs  []reconcileInterval
+		want []overlap
+	}{
+		{name: "one after the other", ivs: []reconcileInterval{iv("a", "u", 0, 10), iv("b", "u", 20, 30), iv("a", "u", 40, 50)}},
+		{name: "touching", ivs: []reconcileInterval{iv("a", "u", 0, 10), iv("b", "u", 10, 20)}},
+		{name: "same process", ivs: []reconcileInterval{iv("a", "u", 0, 10), iv("a", "u", 5, 20)}},
+		{name: "other parents", ivs: []reconcileInterval{iv("a", "u", 0, 10), iv("b", "v", 5, 20)}},
+		{
+			name: "two processes at once",
+			ivs:  []reconcileInterval{iv("b", "u", 5, 20), iv("a", "u", 0, 10)},
+			want: []overlap{{iv("a", "u", 0, 10), iv("b", "u", 5, 20)}},
+		},
+		{
+			name: "one inside a long one, after a short one",
+			ivs:  []reconcileInterval{iv("a", "u", 0, 100), iv("a", "u", 1, 2), iv("b", "u", 50, 60)},
+			want: []overlap{{iv("a", "u", 0, 100), iv("b", "u", 50, 60)}},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := overlaps(tt.ivs)
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(overlap{}, reconcileInterval{})); diff != "" {
+				t.Errorf("overlaps() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestShardedLogParser(t *testing.T) {
+	log := `I1127 klog text that is not JSON
+{"time":"2025-01-01T00:00:00.5Z","level":"INFO","msg":"Joined the shard group","group":"g","id":"r0-abcde"}
+{"time":"2025-01-01T00:00:01Z","level":"INFO","msg":"Shard buckets moved","id":"r0-abcde","claimed":"0-20,33","released":"","holds":"0-20,33","members":3}
+{"time":"2025-01-01T00:00:02Z","level":"DEBUG","msg":"Shard write","uid":"u1","method":"apply","at":"2025-01-01T00:00:01.999999999Z"}
+{"time":"2025-01-01T00:00:02Z","level":"DEBUG","msg":"Reconcile interval","uid":"u1","start":"2025-01-01T00:00:01.5Z","end":"2025-01-01T00:00:02Z","replica":"r0-abcde"}
+{"time":"2025-01-01T00:00:03Z","level":"INFO","msg":"Refused a write for a parent this replica does not own","uid":"u2"}
+{"time":"2025-01-01T00:00:03.5Z","level":"INFO","msg":"This replica's shard Lease lapsed; it holds nothing now and joins again under a new ID","id":"r0-abcde","dropped":"0-20,33"}
+{"time":"2025-01-01T00:00:04Z","level":"INFO","msg":"Left the shard group"}
+{"time":"2025-01-01T00:00:04Z","level":"INFO","msg":"cut short by SIGK`
+	got, err := parseShardLog("p", strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := func(s string) time.Time { v, _ := time.Parse(time.RFC3339Nano, s); return v }
+	held, _ := parseBuckets("0-20,33")
+	want := shardLog{
+		proc:      "p",
+		intervals: []reconcileInterval{{proc: "p", replica: "r0-abcde", uid: "u1", start: ts("2025-01-01T00:00:01.5Z"), end: ts("2025-01-01T00:00:02Z")}},
+		writes:    []shardWrite{{uid: "u1", method: "apply", at: ts("2025-01-01T00:00:01.999999999Z")}},
+		refused:   []string{"u2"},
+		joins:     []memberJoin{{id: "r0-abcde", at: ts("2025-01-01T00:00:00.5Z")}},
+		moves:     []bucketMove{{id: "r0-abcde", at: ts("2025-01-01T00:00:01Z"), claimed: held}},
+		lapses:    []time.Time{ts("2025-01-01T00:00:03.5Z")},
+		left:      1,
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(shardLog{}, reconcileInterval{}, shardWrite{}, memberJoin{}, bucketMove{})); diff != "" {
+		t.Errorf("parseShardLog() (-want +got):\n%s", diff)
+	}
+	_, err = parseShardLog("p", strings.NewReader(`{"msg":"Reconcile interval","uid":"u1","start":"yesterday","end":"2025-01-01T00:00:02Z","replica":"r"}`))
+	if err == nil || !strings.Contains(err.Error(), "start") {
+		t.Errorf("an interval with a bad start: error %v, want one naming start", err)
+	}
+}
+
+func TestShardedBucketSets(t *testing.T) {
+	for _, s := range []string{"", "0", "0-20,33", "5,7-9,63"} {
+		set, err := parseBuckets(s)
+		if err != nil {
+			t.Fatalf("parseBuckets(%q): %v", s, err)
+		}
+		if got := set.String(); got != s {
+			t.Errorf("parseBuckets(%q).String() = %q", s, got)
+		}
+	}
+	for _, bad := range []string{"64", "3-1", "a", "1,,2"} {
+		if _, err := parseBuckets(bad); err == nil {
+			t.Errorf("parseBuckets(%q) = nil error, want one", bad)
+		}
+	}
+	if _, err := parseShardTable(`{"a":"0-10","b":"10-63"}`); err == nil {
+		t.Error("a table whose members share bucket 10: nil error, want one")
+	}
+	table, err := parseShardTable(`{"a":"0-31","b":"32-63"}`)
+	if err != nil || table["a"].len() != 32 || !table["b"].has(63) {
+		t.Errorf("parseShardTable() = %v, %v", table, err)
+	}
+	// FNV-1a-64 of "" is 0xcbf29ce484222325 and of "a" 0xaf63dc4c8601ec8c:
+	// their top 6 bits are 50 and 43.
+	for uid, want := range map[string]int{"": 50, "a": 43} {
+		if got := bucketOf(uid); got != want {
+			t.Errorf("bucketOf(%q) = %d, want %d", uid, got, want)
+		}
+	}
+}
