@@ -56,7 +56,19 @@ func (c *parentController) newGen(ctx context.Context, held shard.Set, prev *par
 	g.informer = cache.NewSharedIndexInformerWithOptions(lw, &pack.Packed{}, cache.SharedIndexInformerOptions{
 		ResyncPeriod: c.m.opts.ResyncPeriod, Indexers: cache.Indexers{}, ObjectDescription: c.gvr.String(),
 	})
-	_, _ = g.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = g.informer.AddEventHandler(c.genHandler(g))
+	_, _ = g.informer.AddEventHandler(g.states)
+	gctx, cancel := context.WithCancel(ctx)
+	g.stop = cancel
+	go g.informer.Run(gctx.Done())
+	return g
+}
+
+// genHandler is g's handler of parent events: nothing once g is retired,
+// the keys early keeps until g is live, and the controller's own handling
+// from then on.
+func (c *parentController) genHandler(g *parentGen) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if !g.retired.Load() && !g.early(obj) {
 				c.enqueue(obj)
@@ -72,12 +84,7 @@ func (c *parentController) newGen(ctx context.Context, held shard.Set, prev *par
 				c.onDelete(obj)
 			}
 		},
-	})
-	_, _ = g.informer.AddEventHandler(g.states)
-	gctx, cancel := context.WithCancel(ctx)
-	g.stop = cancel
-	go g.informer.Run(gctx.Done())
-	return g
+	}
 }
 
 // early keeps, before the generation is live, the key of a parent that

@@ -1,0 +1,222 @@
+package controller
+
+// Unit tests of a sharded replica's pure guards: the transport that
+// refuses writes for parents it no longer owns, and the filter that keeps
+// only its parents in the parent cache.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/loom-operator/loom/engine/pack"
+	"github.com/loom-operator/loom/engine/shard"
+)
+
+// fakeSharder owns the parents of the buckets in held.
+type fakeSharder struct{ held shard.Set }
+
+func (f *fakeSharder) Held() shard.Set           { return f.held }
+func (f *fakeSharder) Owns(uid types.UID) bool   { return shard.Matches(f.held, uid) }
+func (f *fakeSharder) Subscribe(func(shard.Set)) {}
+func (f *fakeSharder) ID() string                { return "fake" }
+func (f *fakeSharder) Enter(uid types.UID) (func(), bool) {
+	return func() {}, f.Owns(uid)
+}
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// uidOutside returns a parent UID whose bucket is not in s.
+func uidOutside(t *testing.T, s shard.Set) types.UID {
+	t.Helper()
+	for i := range 10000 {
+		if uid := types.UID(fmt.Sprintf("parent-%d", i)); !shard.Matches(s, uid) {
+			return uid
+		}
+	}
+	t.Fatalf("no UID outside %s", s)
+	return ""
+}
+
+func TestShardGuard(t *testing.T) {
+	const owned = types.UID("owned-parent")
+	foreign := uidOutside(t, shard.Set(0).Add(shard.Bucket(owned)))
+	tests := []struct {
+		name   string
+		method string
+		uid    types.UID // "" when the request is not for a parent
+		want   bool      // whether it reaches the next round tripper
+	}{
+		{"GET for a parent not owned: reads always pass", http.MethodGet, foreign, true},
+		{"HEAD for a parent not owned", http.MethodHead, foreign, true},
+		{"PATCH for an owned parent", http.MethodPatch, owned, true},
+		{"POST for an owned parent", http.MethodPost, owned, true},
+		{"PUT for an owned parent", http.MethodPut, owned, true},
+		{"DELETE for an owned parent", http.MethodDelete, owned, true},
+		{"PATCH for a parent not owned", http.MethodPatch, foreign, false},
+		{"POST for a parent not owned", http.MethodPost, foreign, false},
+		{"PUT for a parent not owned", http.MethodPut, foreign, false},
+		{"DELETE for a parent not owned", http.MethodDelete, foreign, false},
+		{"PATCH for no parent (e.g. the TemplateSet of an unsharded path)", http.MethodPatch, "", true},
+		{"DELETE for no parent", http.MethodDelete, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sent := 0
+			g := &shardGuard{
+				owner: &fakeSharder{held: shard.Set(0).Add(shard.Bucket(owned))},
+				next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+					sent++
+					return &http.Response{StatusCode: http.StatusOK}, nil
+				}),
+			}
+			ctx := klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig()))
+			if tt.uid != "" {
+				ctx = withParentUID(ctx, tt.uid)
+			}
+			req, err := http.NewRequestWithContext(ctx, tt.method, "https://api.example/apis/apps/v1/namespaces/ns/deployments/web", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := g.RoundTrip(req)
+			if tt.want {
+				if err != nil || resp == nil || sent != 1 {
+					t.Fatalf("RoundTrip = %v, %v with %d requests sent; want the request sent once", resp, err, sent)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNotOwner) {
+				t.Errorf("RoundTrip error = %v, want one that wraps ErrNotOwner", err)
+			}
+			if resp != nil || sent != 0 {
+				t.Errorf("RoundTrip = %v with %d requests sent; want none sent", resp, sent)
+			}
+		})
+	}
+}
+
+// shardParent returns a parent named name with uid, packed as the parent
+// informers hold it.
+func shardParent(t *testing.T, name string, uid types.UID) *pack.Packed {
+	t.Helper()
+	return packParent(t, u(t, fmt.Sprintf(`
+apiVersion: example.loom.dev/v1alpha1
+kind: MyResource
+metadata: {name: %s, namespace: ns, uid: %s, resourceVersion: "1"}
+`, name, uid)))
+}
+
+func TestFilterShardList(t *testing.T) {
+	const in1, in2 = types.UID("in-1"), types.UID("in-2")
+	held := shard.Set(0).Add(shard.Bucket(in1)).Add(shard.Bucket(in2))
+	out := uidOutside(t, held)
+	tests := []struct {
+		name  string
+		held  shard.Set
+		items map[string]types.UID
+		want  []string
+	}{
+		{"keeps the held parents only", held, map[string]types.UID{"a": in1, "b": out, "c": in2}, []string{"a", "c"}},
+		{"all held", held, map[string]types.UID{"a": in1, "c": in2}, []string{"a", "c"}},
+		{"none held", held, map[string]types.UID{"b": out}, nil},
+		{"the empty set holds nothing", 0, map[string]types.UID{"a": in1, "b": out}, nil},
+		{"every bucket", shard.All(), map[string]types.UID{"a": in1, "b": out}, []string{"a", "b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			list := &packedList{ListMeta: metav1.ListMeta{ResourceVersion: "7"}}
+			for _, name := range []string{"a", "b", "c"} {
+				if uid, ok := tt.items[name]; ok {
+					list.Items = append(list.Items, shardParent(t, name, uid))
+				}
+			}
+			lw := filterShard(&cache.ListWatch{
+				ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) { return list, nil },
+			}, tt.held, ktesting.NewLogger(t, ktesting.NewConfig()))
+			obj, err := lw.ListWithContextFunc(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := obj.(*packedList)
+			if !ok {
+				t.Fatalf("list is a %T, want *packedList", obj)
+			}
+			var names []string
+			for _, p := range got.Items {
+				names = append(names, p.GetName())
+			}
+			if diff := cmp.Diff(tt.want, names); diff != "" {
+				t.Errorf("listed parents (-want +got):\n%s", diff)
+			}
+			if got.ResourceVersion != "7" {
+				t.Errorf("list resourceVersion = %q, want 7", got.ResourceVersion)
+			}
+		})
+	}
+}
+
+func TestFilterShardWatch(t *testing.T) {
+	const in = types.UID("in-1")
+	held := shard.Set(0).Add(shard.Bucket(in))
+	out := uidOutside(t, held)
+	if shard.Matches(held, "") {
+		t.Fatal("the bucket of a bookmark's empty UID is held; pick another held UID")
+	}
+	events := []watch.Event{
+		{Type: watch.Added, Object: shardParent(t, "a", in)},
+		{Type: watch.Added, Object: shardParent(t, "b", out)},
+		{Type: watch.Modified, Object: shardParent(t, "a", in)},
+		{Type: watch.Modified, Object: shardParent(t, "b", out)},
+		// A bookmark has no UID, and "" is outside held; it must reach the
+		// reflector all the same (it ends the initial events of a
+		// streaming list and moves the resourceVersion on).
+		{Type: watch.Bookmark, Object: packParent(t, u(t, `
+apiVersion: example.loom.dev/v1alpha1
+kind: MyResource
+metadata: {resourceVersion: "9", annotations: {k8s.io/initial-events-end: "true"}}
+`))},
+		{Type: watch.Error, Object: &metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonExpired}},
+		{Type: watch.Deleted, Object: shardParent(t, "b", out)},
+		{Type: watch.Deleted, Object: shardParent(t, "a", in)},
+	}
+	fw := watch.NewFake()
+	lw := filterShard(&cache.ListWatch{
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return fw, nil },
+	}, held, ktesting.NewLogger(t, ktesting.NewConfig()))
+	w, err := lw.WatchFuncWithContext(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for _, e := range events {
+			fw.Action(e.Type, e.Object)
+		}
+		fw.Stop()
+	}()
+	var got []string
+	for e := range w.ResultChan() {
+		name := ""
+		if p, ok := e.Object.(*pack.Packed); ok {
+			name = p.GetName()
+		}
+		got = append(got, fmt.Sprintf("%s %s", e.Type, name))
+	}
+	want := []string{"ADDED a", "MODIFIED a", "BOOKMARK ", "ERROR ", "DELETED a"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("watch events (-want +got):\n%s", diff)
+	}
+}
