@@ -90,7 +90,7 @@ func TestEnter(t *testing.T) {
 				leave()
 			}
 			// A refused Enter leaves nothing held: a drain does not wait.
-			m.drain(b)
+			m.drain(context.Background(), klog.Background(), b)
 		})
 	}
 }
