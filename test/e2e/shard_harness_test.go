@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/crd"
@@ -192,21 +193,23 @@ type churner struct {
 	err     atomic.Pointer[error]
 }
 
-// churnRound is the least time a round of churn takes: it patches every
-// parent once, and then waits for the rest of the round, so that the
-// replicas' reconciles, not the patches, fill the CPUs of a small CI
-// machine.
-const churnRound = time.Second
+// churnRate is how many specs a churn changes per second, at most: enough
+// that every replica always has work queued, few enough that the
+// replicas, not the test's patches, fill the CPUs of a small CI machine
+// (and leave the API server time to renew their Leases).
+const churnRate = 25
 
-// churn starts changing every parent's spec, from revision 1000 up (the
-// tests' own patches use small revisions).
+// churn starts changing every parent's spec, round after round, from
+// revision 1000 up (the tests' own patches use small revisions).
 func (e *shardEnv) churn() *churner {
 	c := &churner{done: make(chan struct{}), started: time.Now()}
+	limit := flowcontrol.NewTokenBucketRateLimiter(churnRate, 1)
 	go func() {
 		defer close(c.done)
+		defer limit.Stop()
 		for rev := 1000; !c.stopped.Load(); rev++ {
-			next := time.Now().Add(churnRound)
-			err := testutil.ForEach(context.Background(), len(e.parents), 8, func(ctx context.Context, i int) error {
+			err := testutil.ForEach(context.Background(), len(e.parents), 4, func(ctx context.Context, i int) error {
+				limit.Accept()
 				if c.stopped.Load() {
 					return nil
 				}
@@ -223,7 +226,6 @@ func (e *shardEnv) churn() *churner {
 			if !c.stopped.Load() {
 				c.rounds.Add(1)
 			}
-			time.Sleep(time.Until(next))
 		}
 	}()
 	return c
@@ -249,7 +251,7 @@ func (c *churner) waitPatches(t *testing.T, n int64) {
 // every parent changed that often.
 func (c *churner) runFor(t *testing.T, d time.Duration, rounds int64) {
 	t.Helper()
-	eventually(t, d+2*time.Minute, fmt.Sprintf("%s and %d rounds of churn", d, rounds), func(context.Context) error {
+	eventually(t, d+3*time.Minute, fmt.Sprintf("%s and %d rounds of churn", d, rounds), func(context.Context) error {
 		if err := c.err.Load(); err != nil {
 			return *err
 		}
@@ -539,16 +541,23 @@ func logsOf(t *testing.T, rs ...*shardReplica) []shardLog {
 	return out
 }
 
-// checkNoOverlap fails the test if two processes logged reconciles of one
-// parent that shared a moment, among the intervals keep accepts (nil: all).
-// It also fails if an interval names a member ID its process never joined
-// with, or if some parent was never reconciled. It returns how many
-// intervals it compared.
-func (e *shardEnv) checkNoOverlap(t *testing.T, logs []shardLog, keep func(reconcileInterval) bool) int {
+// checkNoTwoWriters fails the test if two processes logged reconciles of
+// one parent that shared a moment, unless one of them ran into a lapse of
+// its replica's Lease (see excusedByLapse; those it returns), or if a
+// replica sent a write for a parent it did not own (writeProblems). It
+// also fails if an interval names a member ID its process never joined
+// with, or if some parent was never reconciled; and it logs the lapses,
+// which a replica that keeps running only has when the API server is too
+// slow to renew its Lease in time.
+func (e *shardEnv) checkNoTwoWriters(t *testing.T, logs []shardLog) (excused []overlap) {
 	t.Helper()
 	var ivs []reconcileInterval
 	seen := map[string]bool{}
+	byProc := map[string]shardLog{}
+	writes := 0
 	for _, l := range logs {
+		byProc[l.proc] = l
+		writes += len(l.writes)
 		joined := map[string]bool{}
 		for _, j := range l.joins {
 			joined[j.id] = true
@@ -558,9 +567,10 @@ func (e *shardEnv) checkNoOverlap(t *testing.T, logs []shardLog, keep func(recon
 				t.Errorf("%s logged a reconcile as member %s, but joined only as %v", l.proc, iv.replica, keys(joined))
 			}
 			seen[iv.uid] = true
-			if keep == nil || keep(iv) {
-				ivs = append(ivs, iv)
-			}
+			ivs = append(ivs, iv)
+		}
+		for _, at := range l.lapses {
+			t.Logf("%s's shard Lease lapsed at %s; it joined %d times", l.proc, at.Format(time.RFC3339Nano), len(l.joins))
 		}
 	}
 	for _, p := range e.parents {
@@ -568,26 +578,23 @@ func (e *shardEnv) checkNoOverlap(t *testing.T, logs []shardLog, keep func(recon
 			t.Errorf("no replica logged a reconcile of %s %s (%s)", p.gvr.Resource, p.name, p.uid)
 		}
 	}
-	if o := overlaps(ivs); len(o) > 0 {
-		lines := make([]string, 0, min(10, len(o)))
-		for _, x := range o[:min(10, len(o))] {
-			lines = append(lines, x.String())
+	var bad []string
+	for _, o := range overlaps(ivs) {
+		if excusedByLapse(o.a, byProc[o.a.proc]) || excusedByLapse(o.b, byProc[o.b.proc]) {
+			excused = append(excused, o)
+			continue
 		}
-		t.Errorf("%d pairs of reconciles of one parent by two replicas at once, e.g.:\n%s", len(o), strings.Join(lines, "\n"))
+		bad = append(bad, o.String())
 	}
-	t.Logf("checked %d reconcile intervals of %d parents for overlaps", len(ivs), len(seen))
-	return len(ivs)
-}
-
-// checkNoLapse fails the test if a replica found its own Lease lapsed: a
-// replica that runs normally keeps it, however slow its reconciles.
-func checkNoLapse(t *testing.T, logs []shardLog) {
-	t.Helper()
-	for _, l := range logs {
-		if len(l.lapses) > 0 {
-			t.Errorf("%s's shard Lease lapsed %d times (first at %s); it joined as %d IDs", l.proc, len(l.lapses), l.lapses[0].Format(time.RFC3339Nano), len(l.joins))
-		}
+	if len(bad) > 0 {
+		t.Errorf("%d pairs of reconciles of one parent by two replicas at once, e.g.:\n%s", len(bad), strings.Join(bad[:min(10, len(bad))], "\n"))
 	}
+	if p := writeProblems(logs); len(p) > 0 {
+		t.Errorf("%d writes for parents the replica did not own, e.g.:\n%s", len(p), strings.Join(p[:min(10, len(p))], "\n"))
+	}
+	t.Logf("checked %d reconcile intervals of %d parents for overlaps (%d excused: in flight when their replica's Lease lapsed) and %d writes for ownership",
+		len(ivs), len(seen), len(excused), writes)
+	return excused
 }
 
 // parentsIn returns the parents whose bucket is in set.

@@ -155,8 +155,8 @@ type shardLog struct {
 	moves   []bucketMove
 	// lapses are when the replica found its own Lease lapsed.
 	lapses []time.Time
-	// left is how many "Left the shard group" lines there are.
-	left int
+	// lefts are when it logged "Left the shard group".
+	lefts []time.Time
 }
 
 // lastID is the member ID the process last joined with, or "".
@@ -211,7 +211,7 @@ func (l *shardLog) add(m map[string]any) error {
 	case "This replica's shard Lease lapsed; it holds nothing now and joins again under a new ID":
 		l.lapses = append(l.lapses, f.time("time"))
 	case "Left the shard group":
-		l.left++
+		l.lefts = append(l.lefts, f.time("time"))
 	}
 	return f.err
 }
@@ -302,6 +302,179 @@ func overlaps(ivs []reconcileInterval) []overlap {
 	return out
 }
 
+// lapseSlack is how long after a reconcile ended its replica may log the
+// lapse of its Lease that the reconcile ran into: the member's loop looks
+// every half renew interval, or after a renewal that timed out (2 s).
+const lapseSlack = 5 * time.Second
+
+// excusedByLapse reports whether iv ran into a lapse of its replica's own
+// Lease: the replica logged one after iv started and at most lapseSlack
+// after it ended. Other replicas may take the parent over while such a
+// reconcile still runs (frozen, or slow), but its writes after the lapse
+// are refused (writeProblems checks that none was sent).
+func excusedByLapse(iv reconcileInterval, l shardLog) bool {
+	for _, at := range l.lapses {
+		if at.After(iv.start) && !at.After(iv.end.Add(lapseSlack)) {
+			return true
+		}
+	}
+	return false
+}
+
+// heldAt is when a process held which buckets, by its own log: each entry
+// holds from its time until the next one.
+type heldAt struct {
+	at   time.Time
+	id   string
+	held bucketSet
+}
+
+// holdings reads, from a process's log, the buckets it held over time
+// under the ID it had: a join holds nothing yet, a move of that ID claims
+// and releases, a lapse or leaving drops everything.
+func holdings(l shardLog) []heldAt {
+	type event struct {
+		at time.Time
+		fn func(h heldAt) heldAt
+	}
+	var evs []event
+	for _, j := range l.joins {
+		evs = append(evs, event{j.at, func(heldAt) heldAt { return heldAt{id: j.id} }})
+	}
+	for _, m := range l.moves {
+		evs = append(evs, event{m.at, func(h heldAt) heldAt {
+			if m.id == h.id {
+				h.held = (h.held | m.claimed) &^ m.released
+			}
+			return h
+		}})
+	}
+	for _, at := range append(append([]time.Time(nil), l.lapses...), l.lefts...) {
+		evs = append(evs, event{at, func(h heldAt) heldAt { h.held = 0; return h }})
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].at.Before(evs[j].at) })
+	var out []heldAt
+	var cur heldAt
+	for _, e := range evs {
+		cur = e.fn(cur)
+		cur.at = e.at
+		out = append(out, cur)
+	}
+	return out
+}
+
+// heldWhen is what h says was held at t.
+func heldWhen(h []heldAt, t time.Time) heldAt {
+	var cur heldAt
+	for _, x := range h {
+		if x.at.After(t) {
+			break
+		}
+		cur = x
+	}
+	return cur
+}
+
+// writeProblems returns the writes ("Shard write" lines) that a replica
+// sent for a parent it did not own: by its own log, it did not hold the
+// parent's bucket then (under the ID it had then), or another process
+// had claimed that bucket since it last claimed it itself. Both are sound
+// from the logs alone: a claim is logged after it took effect, a write
+// before it is sent, and a bucket is claimed only once its last holder
+// released it or its Lease expired.
+func writeProblems(logs []shardLog) []string {
+	type claim struct {
+		at   time.Time
+		proc string
+	}
+	claims := map[int][]claim{}
+	for _, l := range logs {
+		for _, m := range l.moves {
+			for b := 0; b < shardBucketCount; b++ {
+				if m.claimed.has(b) {
+					claims[b] = append(claims[b], claim{m.at, l.proc})
+				}
+			}
+		}
+	}
+	var out []string
+	for _, l := range logs {
+		h := holdings(l)
+		for _, w := range l.writes {
+			b := bucketOf(w.uid)
+			now := heldWhen(h, w.at)
+			if !now.held.has(b) {
+				out = append(out, fmt.Sprintf("%s (%s, holding %s) sent %s for %s at %s, bucket %d", l.proc, now.id, now.held, w.method, w.uid, w.at.Format(time.RFC3339Nano), b))
+				continue
+			}
+			var own time.Time
+			for _, c := range claims[b] {
+				if c.proc == l.proc && !c.at.After(w.at) && c.at.After(own) {
+					own = c.at
+				}
+			}
+			for _, c := range claims[b] {
+				if c.proc != l.proc && c.at.After(own) && c.at.Before(w.at) {
+					out = append(out, fmt.Sprintf("%s (%s) sent %s for %s at %s, bucket %d, which %s claimed at %s", l.proc, now.id, w.method, w.uid, w.at.Format(time.RFC3339Nano), b, c.proc, c.at.Format(time.RFC3339Nano)))
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestShardedWriteCheckerFindsStaleWrites(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	// u0 is in bucket 50, u1 elsewhere.
+	u0, u1 := "", "a"
+	all, _ := parseBuckets("0-63")
+	b50, _ := parseBuckets("50")
+	write := func(uid string, s int) shardWrite { return shardWrite{uid: uid, method: "PATCH", at: at(s)} }
+	p := func(writes ...shardWrite) shardLog {
+		return shardLog{proc: "p", joins: []memberJoin{{id: "p-1", at: at(0)}}, moves: []bucketMove{{id: "p-1", at: at(1), claimed: all}}, writes: writes}
+	}
+	for _, tt := range []struct {
+		name string
+		logs []shardLog
+		want int
+	}{
+		{name: "while held", logs: []shardLog{p(write(u0, 2), write(u1, 3))}},
+		{name: "before the claim", logs: []shardLog{p(write(u0, 0))}, want: 1},
+		{name: "after a release", logs: func() []shardLog {
+			l := p(write(u0, 5), write(u1, 5))
+			l.moves = append(l.moves, bucketMove{id: "p-1", at: at(4), released: b50})
+			return []shardLog{l}
+		}(), want: 1},
+		{name: "after a lapse, and under the new ID before claiming", logs: func() []shardLog {
+			l := p(write(u0, 5), write(u0, 7), write(u0, 9))
+			l.lapses = []time.Time{at(4)}
+			l.joins = append(l.joins, memberJoin{id: "p-2", at: at(6)})
+			l.moves = append(l.moves, bucketMove{id: "p-2", at: at(8), claimed: b50})
+			return []shardLog{l}
+		}(), want: 2},
+		{name: "frozen: another claimed it, the lapse not logged yet", logs: []shardLog{
+			p(write(u0, 5)),
+			{proc: "q", joins: []memberJoin{{id: "q-1", at: at(0)}}, moves: []bucketMove{{id: "q-1", at: at(3), claimed: b50}}},
+		}, want: 1},
+		{name: "claimed back after another held it", logs: func() []shardLog {
+			l := p(write(u0, 5))
+			l.moves = append(l.moves, bucketMove{id: "p-1", at: at(2), released: b50}, bucketMove{id: "p-1", at: at(4), claimed: b50})
+			return []shardLog{l, {proc: "q", joins: []memberJoin{{id: "q-1", at: at(0)}}, moves: []bucketMove{{id: "q-1", at: at(3), claimed: b50}}}}
+		}()},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if bucketOf(u0) != 50 || bucketOf(u1) == 50 {
+				t.Fatalf("buckets of the fixture's uids: %d, %d", bucketOf(u0), bucketOf(u1))
+			}
+			if got := writeProblems(tt.logs); len(got) != tt.want {
+				t.Errorf("writeProblems() = %q, want %d problems", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestShardedOverlapCheckerFindsOverlaps(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -361,7 +534,7 @@ func TestShardedLogParser(t *testing.T) {
 		joins:     []memberJoin{{id: "r0-abcde", at: ts("2025-01-01T00:00:00.5Z")}},
 		moves:     []bucketMove{{id: "r0-abcde", at: ts("2025-01-01T00:00:01Z"), claimed: held}},
 		lapses:    []time.Time{ts("2025-01-01T00:00:03.5Z")},
-		left:      1,
+		lefts:     []time.Time{ts("2025-01-01T00:00:04Z")},
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(shardLog{}, reconcileInterval{}, shardWrite{}, memberJoin{}, bucketMove{})); diff != "" {
 		t.Errorf("parseShardLog() (-want +got):\n%s", diff)
