@@ -165,7 +165,16 @@ func filterShard(lw *cache.ListWatch, held shard.Set, logger klog.Logger) *cache
 					return e, true
 				}
 				p, ok := e.Object.(*pack.Packed)
-				return e, !ok || shard.Matches(held, p.GetUID())
+				if !ok || shard.Matches(held, p.GetUID()) {
+					return e, true
+				}
+				if !told.Swap(true) {
+					// The reflector's first list may come as watch
+					// events (client-go's watch-list), not a list.
+					logger.Info("The API server did not filter parents by shard (KEP-5866 off or not served); Loom filters them",
+						"event", string(e.Type))
+				}
+				return e, false
 			}), nil
 		},
 	}

@@ -13,6 +13,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -82,6 +83,25 @@ func convergesWithoutTwoWriters(t *testing.T, perKind int, churn time.Duration, 
 	}
 	e.checkNoTwoWriters(t, logs)
 	checkWritesOwned(t, logs, table, balanced)
+	checkWhoFiltered(t, !slices.Contains(extra, "--shard-server-filter=false"), rs)
+}
+
+// checkWhoFiltered checks who divided the parents: with the shard
+// selector sent, the API server (the local cluster serves KEP-5866), so a
+// replica never drops a parent it was sent; without it, each replica,
+// which says so once per list of its parents.
+func checkWhoFiltered(t *testing.T, serverFilter bool, rs []*shardReplica) {
+	t.Helper()
+	const line = "The API server did not filter parents by shard"
+	for _, r := range rs {
+		dropped := strings.Contains(r.Output(), line)
+		switch {
+		case serverFilter && dropped:
+			t.Errorf("%s dropped parents the API server sent it: the server ignored the shard selector (is the ShardedListAndWatch gate on?)", r.name)
+		case !serverFilter && !dropped:
+			t.Errorf("%s never dropped a parent itself, though it sent no shard selector", r.name)
+		}
+	}
 }
 
 // A SIGKILLed replica's parents are reconciled by the others once its
