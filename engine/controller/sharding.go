@@ -71,7 +71,9 @@ func (g *shardGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 		logger.Info("Refused a write for a parent this replica does not own", "uid", uid, "method", req.Method, "path", req.URL.Path)
 		return nil, fmt.Errorf("%s %s for parent %s: %w", req.Method, req.URL.Path, uid, ErrNotOwner)
 	}
-	logger.V(2).Info("Shard write", "uid", uid, "method", req.Method, "at", time.Now().UTC().Format(time.RFC3339Nano))
+	if v := logger.V(2); v.Enabled() { // every write passes here: format only what is logged
+		v.Info("Shard write", "uid", uid, "method", req.Method, "at", time.Now().UTC().Format(time.RFC3339Nano))
+	}
 	return g.next.RoundTrip(req)
 }
 
@@ -108,7 +110,9 @@ func (c *parentController) enterShard(ctx context.Context, uid types.UID) (conte
 	return withParentUID(ctx, uid), func() {
 		end := time.Now()
 		leave()
-		klog.FromContext(ctx).V(2).Info("Reconcile interval", "uid", uid,
-			"start", start.UTC().Format(time.RFC3339Nano), "end", end.UTC().Format(time.RFC3339Nano), "replica", id)
+		if v := klog.FromContext(ctx).V(2); v.Enabled() { // every reconcile passes here
+			v.Info("Reconcile interval", "uid", uid,
+				"start", start.UTC().Format(time.RFC3339Nano), "end", end.UTC().Format(time.RFC3339Nano), "replica", id)
+		}
 	}, true
 }
