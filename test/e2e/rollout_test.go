@@ -240,14 +240,43 @@ func TestRolloutGoodEditInSteps(t *testing.T) {
 
 	setVersion(t, dir, "v2", "")
 	allowed := map[int64]int{1: 1, 2: 5, 3: n}
+	gauge := map[float64]bool{} // loom_rollout_step values seen
+	setLabel := map[string]string{"set": name}
+	steps, order := followRollout(t, ns, name, n, first, allowed, func() {
+		gauge[l.counter(t, "loom_rollout_step", setLabel)] = true
+	})
+	if want := []int64{1, 2, 3}; fmt.Sprint(steps) != fmt.Sprint(want) {
+		t.Errorf("steps seen %v, want %v", steps, want)
+	}
+	if len(order) == 0 || order[0] != "p-7" {
+		t.Errorf("the canary p-7 must move first; order %v", order)
+	}
+	final, _ := readRollout(context.Background(), name)
+	waitFleet(t, ns, n, final.stable, "v2")
+	if !gauge[1] || !gauge[2] || !gauge[3] {
+		t.Errorf("loom_rollout_step showed %v; want steps 1, 2 and 3 among them", gauge)
+	}
+	stable := l.counter(t, "loom_rollout_parents", map[string]string{"set": name, "revision": "stable"})
+	candidate := l.counter(t, "loom_rollout_parents", map[string]string{"set": name, "revision": "candidate"})
+	if step := l.counter(t, "loom_rollout_step", setLabel); step != 0 || stable != n || candidate != 0 {
+		t.Errorf("after the rollout: loom_rollout_step %v, parents stable %v, candidate %v; want 0, %d, 0", step, stable, candidate, n)
+	}
+}
+
+// followRollout watches a rollout of n parents p-0.. in ns, from first,
+// until it completes: at no moment may more parents have the new children
+// (version v2) than allowed says for the step; each is called every look.
+// It returns the steps seen and the order in which parents moved.
+func followRollout(t *testing.T, ns, name string, n int, first rolloutState, allowed map[int64]int, each func()) ([]int64, []string) {
+	t.Helper()
 	var steps []int64
 	var order []string
 	seen := map[string]bool{}
-	gauge := map[float64]bool{} // loom_rollout_step values seen
-	setLabel := map[string]string{"set": name}
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		gauge[l.counter(t, "loom_rollout_step", setLabel)] = true
+		if each != nil {
+			each()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		kids, err := childrenOf(ctx, ns)
 		if err != nil {
@@ -279,28 +308,12 @@ func TestRolloutGoodEditInSteps(t *testing.T) {
 			}
 		}
 		if s.phase == "Complete" && s.stable != first.stable {
-			break
+			return steps, order
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("rollout did not complete: %+v, steps seen %v", s, steps)
 		}
 		time.Sleep(100 * time.Millisecond)
-	}
-	if want := []int64{1, 2, 3}; fmt.Sprint(steps) != fmt.Sprint(want) {
-		t.Errorf("steps seen %v, want %v", steps, want)
-	}
-	if len(order) == 0 || order[0] != "p-7" {
-		t.Errorf("the canary p-7 must move first; order %v", order)
-	}
-	final, _ := readRollout(context.Background(), name)
-	waitFleet(t, ns, n, final.stable, "v2")
-	if !gauge[1] || !gauge[2] || !gauge[3] {
-		t.Errorf("loom_rollout_step showed %v; want steps 1, 2 and 3 among them", gauge)
-	}
-	stable := l.counter(t, "loom_rollout_parents", map[string]string{"set": name, "revision": "stable"})
-	candidate := l.counter(t, "loom_rollout_parents", map[string]string{"set": name, "revision": "candidate"})
-	if step := l.counter(t, "loom_rollout_step", setLabel); step != 0 || stable != n || candidate != 0 {
-		t.Errorf("after the rollout: loom_rollout_step %v, parents stable %v, candidate %v; want 0, %d, 0", step, stable, candidate, n)
 	}
 }
 
