@@ -127,11 +127,26 @@ func shardedSIGKILLFailover(t *testing.T) {
 	if took >= killBound {
 		t.Errorf("SIGKILL failover took %s, want less than %s", took.Round(time.Millisecond), killBound)
 	}
-	e.waitBalanced(t, 30*time.Second, others...)
+	e.settle(t, c, others, rs)
+}
+
+// settle waits until the replicas still running (live) hold the buckets
+// evenly, then stops the churn and checks what every replica (all) did:
+// every parent converges, each live replica owns some, no two reconciled
+// one parent at once.
+func (e *shardEnv) settle(t *testing.T, c *churner, live, all []*shardReplica) {
+	t.Helper()
+	e.waitBalanced(t, 30*time.Second, live...)
+	e.stopAndCheck(t, c, live, all)
+}
+
+// stopAndCheck is settle without the wait for balance.
+func (e *shardEnv) stopAndCheck(t *testing.T, c *churner, live, all []*shardReplica) {
+	t.Helper()
 	c.stop(t)
 	e.waitConverged(t, 2*time.Minute)
-	e.waitOwnedByAll(t, others...)
-	e.checkNoTwoWriters(t, logsOf(t, rs...))
+	e.waitOwnedByAll(t, live...)
+	e.checkNoTwoWriters(t, logsOf(t, all...))
 }
 
 // A SIGTERMed replica hands its buckets over before it exits: the others
@@ -172,11 +187,7 @@ func shardedSIGTERMHandsOver(t *testing.T) {
 	if _, err := kube.CoordinationV1().Leases(e.ns).Get(context.Background(), id, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the Lease of %s after it exited: %v, want NotFound", id, err)
 	}
-	e.waitBalanced(t, 30*time.Second, others...)
-	c.stop(t)
-	e.waitConverged(t, 2*time.Minute)
-	e.waitOwnedByAll(t, others...)
-	e.checkNoTwoWriters(t, logsOf(t, rs...))
+	e.settle(t, c, others, rs)
 }
 
 // A replica frozen (SIGSTOP) past its Lease loses its buckets to the
@@ -280,10 +291,7 @@ func shardedScalesThreeFiveTwo(t *testing.T) {
 	}
 	e.waitBalanced(t, 30*time.Second, stay...)
 	c.waitPatches(t, c.patches.Load()+int64(len(e.parents)))
-	c.stop(t)
-	e.waitConverged(t, 2*time.Minute)
-	e.waitOwnedByAll(t, stay...)
-	e.checkNoTwoWriters(t, logsOf(t, rs...))
+	e.stopAndCheck(t, c, stay, rs)
 }
 
 // checkWritesOwned fails the test if a replica sent a write, after since,
