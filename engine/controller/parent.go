@@ -384,15 +384,21 @@ func (c *parentController) processNextItem(ctx context.Context) bool {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.m.opts.ReconcileTimeout)
 	defer cancel()
 	start := time.Now()
-	uid, _ := c.parentUID(key)
-	rctx, done, ok := c.enterShard(klog.NewContext(rctx, logger), uid)
+	// The parent is read once: the gate is entered, and the guard checks
+	// writes, for the very object the reconcile acts on.
+	parent, _ := c.parentGet(key)
+	var uid types.UID
+	if parent != nil {
+		uid = parent.GetUID()
+	}
+	rctx, done, ok := c.enterShard(klog.NewContext(rctx, logger), parent)
 	if !ok {
 		// Another replica owns the parent now (it moved while queued).
 		logger.V(4).Info("Not this replica's parent; skipped")
 		c.queue.Forget(key)
 		return true
 	}
-	err := c.reconcile(rctx, key)
+	err := c.reconcile(rctx, key, parent)
 	done()
 	c.forgetIfGone(key, uid)
 	c.m.metrics.observeReconcile(c.gvk.Kind, err, time.Since(start))

@@ -25,15 +25,17 @@ import (
 // status. It returns an error only for failures worth retrying with
 // backoff; a broken template or spec is reported in the status and waits
 // for the spec or the template to change.
-func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName) error {
+//
+// parent is the object of key as the worker read it from the cache (nil
+// when it is gone), the very object whose shard gate the worker entered.
+func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, parent *unstructured.Unstructured) error {
 	logger := klog.FromContext(ctx)
 
-	// 1. Read the parent from the cache. Gone means nothing to do; going
-	//    means releasing its children to keep, if it has any (orphan.go).
-	parent, ok := c.parentGet(key)
-	if !ok || parent.GetDeletionTimestamp() != nil {
+	// 1. Gone means nothing to do; going means releasing its children to
+	//    keep, if it has any (orphan.go).
+	if parent == nil || parent.GetDeletionTimestamp() != nil {
 		c.setUnserved(key, false)
-		if ok {
+		if parent != nil {
 			return c.finalize(ctx, parent)
 		}
 		return nil

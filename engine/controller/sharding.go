@@ -91,15 +91,21 @@ func labelBucket(children []*unstructured.Unstructured, parent types.UID) {
 	}
 }
 
-// enterShard starts the reconcile of the parent with uid on a sharded
-// replica: ok is false if this replica does not own it; otherwise ctx
-// carries the parent for the guard, and done ends the work and logs its
-// interval (the e2e tests prove from these lines that no two replicas
-// reconciled one parent at once).
-func (c *parentController) enterShard(ctx context.Context, uid types.UID) (context.Context, func(), bool) {
+// enterShard starts the reconcile of parent on a sharded replica: ok is
+// false if this replica does not own it; otherwise ctx carries the
+// parent's UID for the guard, and done ends the work and logs its interval
+// (the e2e tests prove from these lines that no two replicas reconciled
+// one parent at once). A parent that is gone (nil) needs no gate: its
+// reconcile writes nothing. One without a UID has no bucket, so no
+// replica may write for it.
+func (c *parentController) enterShard(ctx context.Context, parent *unstructured.Unstructured) (context.Context, func(), bool) {
 	sh := c.m.opts.Shard
-	if sh == nil || uid == "" {
+	if sh == nil || parent == nil {
 		return ctx, func() {}, true
+	}
+	uid := parent.GetUID()
+	if uid == "" {
+		return ctx, nil, false
 	}
 	leave, ok := sh.Enter(uid)
 	if !ok {
