@@ -37,15 +37,17 @@
 //
 // # Quotas and Plan
 //
-// Each member, from the table and the list of live members, decides what
-// to claim and release with Plan. The live IDs are sorted; with n of them
+// Each member, from the table and the lists of live and gone members,
+// decides what to claim and release with Plan. The live IDs are sorted; with n of them
 // the member at position i has a quota of 64/n buckets, plus one if
 // i < 64%n, so the quotas sum to 64 (Quota). A member over its quota
 // releases the excess; one under it claims free buckets and those of
-// members no longer live. Data flows one way:
+// gone members: members the runtime fenced, whose deadline passed. A
+// member that is neither live nor gone keeps its buckets. Data flows one
+// way:
 //
-//	table (decoded from the Lease) + live members
-//	    ──► Plan(table, self, live) ──► claim, release
+//	table (decoded from the Lease) + live members + gone members
+//	    ──► Plan(table, self, live, gone) ──► claim, release
 //	    ──► runtime: compare-and-swap of table.Apply(self, claim, release)
 //	    ──► table.Of(self) ──► Selector (parents), LabelSelector (children)
 package shard

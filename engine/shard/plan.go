@@ -8,8 +8,13 @@ import (
 )
 
 // Plan decides which buckets self should claim and release, given the
-// table as last read and the IDs of the live members (in any order; ""
-// and repeats are ignored). It is a function of its inputs only. The
+// table as last read, the IDs of the live members and those of the gone
+// members (each in any order; "" and repeats are ignored). A member is
+// gone when the runtime made sure it no longer writes: its Lease deleted
+// by this replica, or found missing, and its deadline passed. A member
+// that is neither (its Lease expired but not yet fenced, or missing from
+// the cache but not yet confirmed gone) keeps its buckets: nobody claims
+// them and it has no quota. It is a function of its inputs only. The
 // runtime writes the result with compare-and-swap, rereads the table and
 // plans again when the write loses a race.
 //
@@ -19,10 +24,11 @@ import (
 //     nothing. If self is not live, it claims nothing and releases every
 //     bucket self holds.
 //   - Every live member has a quota (Quota); the quotas sum to Buckets.
-//   - A bucket is claimable when it is free or held by a member that is
-//     not live. Plan never claims a bucket a live member holds (self
-//     included), never releases one self does not hold, and never claims
-//     and releases at once.
+//   - A bucket is claimable when it is free or held by a gone member that
+//     is not live. Plan never claims a bucket a live member holds (self
+//     included) or one a member neither live nor gone holds, never
+//     releases one self does not hold, and never claims and releases at
+//     once.
 //   - Over its quota, self releases the excess and claims nothing. It
 //     releases whole runs of adjacent buckets, shortest run first, and
 //     otherwise a block at one end of a run (see pickRelease), so that
@@ -43,7 +49,7 @@ import (
 // rounds when they plan at once and writes lose races); and no bucket
 // moves that balance does not require: a member keeps min(held, quota) of
 // the buckets it had.
-func Plan(t Table, self string, live []string) (claim, release Set) {
+func Plan(t Table, self string, live, gone []string) (claim, release Set) {
 	if self == "" {
 		return 0, 0
 	}
@@ -58,7 +64,7 @@ func Plan(t Table, self string, live []string) (claim, release Set) {
 	case n > quota:
 		return 0, pickRelease(held, n-quota, scores(self))
 	case n < quota:
-		return pickClaim(held, claimable(t, members), home(pos, len(members)), quota-n, scores(self)), 0
+		return pickClaim(held, claimable(t, members, liveMembers(gone)), home(pos, len(members)), quota-n, scores(self)), 0
 	}
 	return 0, 0
 }
@@ -90,12 +96,14 @@ func liveMembers(live []string) []string {
 	return slices.Compact(members)
 }
 
-// claimable returns the buckets that are free or held by a member not in
-// the sorted members.
-func claimable(t Table, members []string) Set {
+// claimable returns the buckets that are free or held by a member of the
+// sorted gone that is not in the sorted members.
+func claimable(t Table, members, gone []string) Set {
 	var s Set
 	for b, m := range t {
-		if _, isLive := slices.BinarySearch(members, m); m == "" || !isLive {
+		_, isLive := slices.BinarySearch(members, m)
+		_, isGone := slices.BinarySearch(gone, m)
+		if m == "" || isGone && !isLive {
 			s = s.Add(b)
 		}
 	}

@@ -52,6 +52,7 @@ func TestPlan(t *testing.T) {
 		sets map[string]string // the table
 		self string
 		live []string
+		gone []string
 		// oneOf lists the acceptable (claim, release) pairs as Set.String
 		// texts; where the rendezvous score picks, more than one.
 		oneOf [][2]string
@@ -70,8 +71,14 @@ func TestPlan(t *testing.T) {
 			self: "a", live: []string{"c", "b", "a"}, oneOf: [][2]string{{"", "0-1,10-18"}, {"", "0-1,32-40"}}},
 		{name: "one to go, from an end of the shortest run", sets: map[string]string{"a": "0-1,10-40"},
 			self: "a", live: []string{"a", "b"}, oneOf: [][2]string{{"", "0"}, {"", "1"}}},
-		{name: "takes a dead member's buckets", sets: map[string]string{"a": "0-31", "dead": "32-63"},
-			self: "b", live: []string{"a", "b"}, oneOf: [][2]string{{"32-63", ""}}},
+		{name: "takes a gone member's buckets", sets: map[string]string{"a": "0-31", "dead": "32-63"},
+			self: "b", live: []string{"a", "b"}, gone: []string{"dead"}, oneOf: [][2]string{{"32-63", ""}}},
+		{name: "not a member neither live nor gone (not fenced yet)", sets: map[string]string{"a": "0-31", "dead": "32-63"},
+			self: "b", live: []string{"a", "b"}, oneOf: [][2]string{{"", ""}}},
+		{name: "free buckets, but not an unfenced member's", sets: map[string]string{"a": "0-15", "dead": "32-63"},
+			self: "b", live: []string{"a", "b"}, oneOf: [][2]string{{"16-31", ""}}},
+		{name: "gone and live: live wins", sets: map[string]string{"a": "0-63"},
+			self: "b", live: []string{"a", "b"}, gone: []string{"a"}, oneOf: [][2]string{{"", ""}}},
 		{name: "never a live member's", sets: map[string]string{"a": "0-63"},
 			self: "b", live: []string{"a", "b", "c"}, oneOf: [][2]string{{"", ""}}},
 		{name: "claims what there is", sets: map[string]string{"a": "10", "b": "20-62", "c": "63"},
@@ -84,7 +91,7 @@ func TestPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tab := tableOf(t, tt.sets)
-			claim, release := Plan(tab, tt.self, tt.live)
+			claim, release := Plan(tab, tt.self, tt.live, tt.gone)
 			got := [2]string{claim.String(), release.String()}
 			if !slices.Contains(tt.oneOf, got) {
 				t.Errorf("Plan(%s, %q) = claim %q release %q, want one of %q", tab.Encode(), tt.self, got[0], got[1], tt.oneOf)
@@ -101,7 +108,7 @@ func TestPlanAdjacentClaims(t *testing.T) {
 		t.Run(fmt.Sprint(held), func(t *testing.T) {
 			var tab Table
 			tab[held] = "a"
-			claim, _ := Plan(tab, "a", []string{"a", "b", "c", "d"})
+			claim, _ := Plan(tab, "a", []string{"a", "b", "c", "d"}, nil)
 			if got := tab.Of("a").Union(claim); got.Len() != 16 || len(got.runs()) != 1 {
 				t.Errorf("a holds %s after claiming %s, want one run of 16", got, claim)
 			}
@@ -118,7 +125,7 @@ func TestPlanStartsInHomes(t *testing.T) {
 			live := names(n)
 			var all Set
 			for _, m := range live {
-				claim, release := Plan(Table{}, m, live)
+				claim, release := Plan(Table{}, m, live, nil)
 				if release != 0 || claim.Len() != Quota(m, live) || len(claim.runs()) != 1 {
 					t.Errorf("%s claims %q, releases %q; want one range of its quota %d", m, claim, release, Quota(m, live))
 				}
@@ -192,9 +199,9 @@ func TestPickClaimSpreads(t *testing.T) {
 func TestPlanDeterministic(t *testing.T) {
 	tab := tableOf(t, map[string]string{"a": "0-40", "gone": "41-50"})
 	live := []string{"c", "a", "b"}
-	claim, release := Plan(tab, "b", live)
+	claim, release := Plan(tab, "b", live, []string{"gone"})
 	for _, shuffled := range [][]string{{"a", "b", "c"}, {"b", "c", "a", "a", ""}} {
-		c, r := Plan(tab, "b", shuffled)
+		c, r := Plan(tab, "b", shuffled, []string{"", "gone", "gone"})
 		if c != claim || r != release {
 			t.Errorf("Plan with live %q = %s/%s, with %q = %s/%s", live, claim, release, shuffled, c, r)
 		}

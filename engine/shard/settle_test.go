@@ -118,7 +118,7 @@ func TestPlanProperties(t *testing.T) {
 		}
 		members := liveMembers(live)
 		for _, self := range append(slices.Clone(pool), "new", "") {
-			claim, release := Plan(tab, self, live)
+			claim, release := Plan(tab, self, live, holders(tab))
 			if self == "" {
 				if claim != 0 || release != 0 {
 					t.Fatalf("case %d: Plan for \"\" = %s/%s, want nothing", i, claim, release)

@@ -36,7 +36,7 @@ func settle(t *testing.T, tab Table, live []string, m mode, order func(round int
 			if m == atOnce {
 				view = start
 			}
-			claim, release := Plan(view, self, live)
+			claim, release := Plan(view, self, live, holders(view)) // every member not live is gone
 			if err := checkRules(view, self, members, claim, release); err != nil {
 				t.Fatalf("round %d, %s on %s: %v", round, self, view.Encode(), err)
 			}
@@ -66,7 +66,7 @@ func checkRules(view Table, self string, members []string, claim, release Set) e
 		}
 		return nil
 	}
-	canClaim := claimable(view, members)
+	canClaim := claimable(view, members, holders(view))
 	switch {
 	case claim.Minus(canClaim) != 0:
 		return fmt.Errorf("claims %q, held by live members", claim.Minus(canClaim))
@@ -89,6 +89,19 @@ func checkRules(view Table, self string, members []string, claim, release Set) e
 		return fmt.Errorf("releasing %q splits a run of %q", release, held)
 	}
 	return nil
+}
+
+// holders returns the sorted members t names: passed to Plan as gone, it
+// makes every member not live gone, as the runtime does once it fenced
+// them.
+func holders(t Table) []string {
+	var out []string
+	for _, m := range t {
+		if m != "" {
+			out = append(out, m)
+		}
+	}
+	return liveMembers(out)
 }
 
 // sorted is the order of a round where members act in ID order.

@@ -23,11 +23,16 @@
 //     the replica's own Lease, at once, and the replica takes a new ID (its
 //     old table entries are then a dead member's).
 //  3. A replica claims a bucket another member holds only if that member
-//     is gone: its Lease deleted (on a graceful exit, after it released
-//     everything, or by a fencer), or expired in this replica's view and
-//     then deleted by this replica with the resourceVersion it saw as a
-//     precondition. The delete fails if the member renewed meanwhile, so
-//     a renewal this replica has not seen yet cannot be overtaken.
+//     is gone, and its deadline (LeaseDuration after the last renewal
+//     this replica saw, or after it found the Lease missing if it saw
+//     none) has passed. Gone means that this replica made sure of it:
+//     it deleted the member's Lease, expired in its view, with the
+//     resourceVersion it saw as a precondition (the delete fails if the
+//     member renewed meanwhile, so a renewal this replica has not seen
+//     yet cannot be overtaken), or the API server answered NotFound for
+//     it. A fence that fails otherwise (a timeout, 429, 5xx) proves
+//     nothing, and a Lease missing from the cache (deleted by hand) is
+//     asked for before its buckets move.
 //
 // Leases of one namespace reach a replica in resourceVersion order on one
 // watch, so a member's Lease is seen before any table entry naming it.

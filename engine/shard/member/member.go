@@ -89,12 +89,20 @@ type Member struct {
 	behind []string
 }
 
-// seen is when this replica first saw a member's Lease at a version.
+// seen is when this replica first saw a member's Lease at a version, and
+// whether it made sure the Lease is gone (deleted it, or was told it is
+// not found). The member may write until at+duration at most: it renewed
+// before this replica saw the renewal, and stops writing LeaseDuration
+// after the renewal started, less a margin (rule 1 of the package doc).
 type seen struct {
 	rv       string
 	at       time.Duration
 	duration time.Duration
+	gone     bool
 }
+
+// deadline is when the member stops writing at the latest.
+func (s seen) deadline() time.Duration { return s.at + s.duration }
 
 // New returns a Member; Run makes it join.
 func New(opts Options) *Member {

@@ -157,7 +157,7 @@ func TestReleaseWaitsForEnteredWork(t *testing.T) {
 		all[b] = self
 	}
 	// A second member is live: self releases half its buckets.
-	_, release := shard.Plan(all, self, []string{"other", self})
+	_, release := shard.Plan(all, self, []string{"other", self}, nil)
 	if release == 0 {
 		t.Fatal("Plan releases nothing; the test needs a release")
 	}

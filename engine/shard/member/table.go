@@ -20,11 +20,15 @@ import (
 func (m *Member) tableName() string { return m.opts.Group + "-shards" }
 
 // view is what the Lease cache says now: the live members (this one
-// included while its Lease is valid), the expired ones to fence, and the
-// table.
+// included while its Lease is valid), the expired ones to fence, the
+// members the table names whose Lease the cache does not hold (to ask the
+// API server about), the gone members, whose buckets may be claimed, and
+// the table.
 type view struct {
 	live    []string
 	expired []*coordinationv1.Lease
+	missing []string
+	gone    []string
 	table   *coordinationv1.Lease
 }
 
@@ -46,12 +50,11 @@ func (m *Member) observe() view {
 		case l.Labels[LabelRole] == "member" && l.Name != m.id:
 			present[l.Name] = true
 			s, ok := m.seen[l.Name]
+			if ok && s.gone && s.rv == l.ResourceVersion {
+				continue // the version this replica fenced: the cache lags
+			}
 			if !ok || s.rv != l.ResourceVersion {
-				d := m.opts.LeaseDuration
-				if l.Spec.LeaseDurationSeconds != nil && *l.Spec.LeaseDurationSeconds > 0 {
-					d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
-				}
-				s = seen{rv: l.ResourceVersion, at: now, duration: d}
+				s = seen{rv: l.ResourceVersion, at: now, duration: m.durationOf(l)}
 				m.seen[l.Name] = s
 			}
 			if now-s.at < s.duration {
@@ -59,11 +62,6 @@ func (m *Member) observe() view {
 			} else {
 				v.expired = append(v.expired, l)
 			}
-		}
-	}
-	for name := range m.seen {
-		if !present[name] {
-			delete(m.seen, name)
 		}
 	}
 	// The cache may not have caught up with this replica's own table
@@ -77,9 +75,56 @@ func (m *Member) observe() view {
 	} else {
 		m.wrote, m.behind = nil, nil
 	}
+	// A member the table names stays remembered while its Lease is
+	// missing: until this replica has made sure the Lease is gone and
+	// the member's deadline has passed, its buckets stay with it.
+	named := m.named(v.table)
+	for name := range m.seen {
+		if !present[name] && !named[name] {
+			delete(m.seen, name)
+		}
+	}
+	for name := range named {
+		switch s, ok := m.seen[name]; {
+		case name == m.id:
+		case ok && s.gone:
+			if now >= s.deadline() {
+				v.gone = append(v.gone, name)
+			}
+		case !present[name]:
+			v.missing = append(v.missing, name)
+		}
+	}
+	sort.Strings(v.missing)
+	sort.Strings(v.gone)
 	v.live = append(v.live, m.id)
 	sort.Strings(v.live)
 	return v
+}
+
+// durationOf is how long a member's Lease counts as live after a renewal
+// is seen: its own leaseDurationSeconds, or this replica's LeaseDuration.
+func (m *Member) durationOf(l *coordinationv1.Lease) time.Duration {
+	if l.Spec.LeaseDurationSeconds != nil && *l.Spec.LeaseDurationSeconds > 0 {
+		return time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return m.opts.LeaseDuration
+}
+
+// named returns the members table names; none if it cannot be read (the
+// rebalance then stops and says why).
+func (m *Member) named(table *coordinationv1.Lease) map[string]bool {
+	t, err := m.decode(table)
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, name := range t {
+		if name != "" {
+			out[name] = true
+		}
+	}
+	return out
 }
 
 // rebalance fences expired members, then claims and releases buckets as
@@ -89,7 +134,10 @@ func (m *Member) rebalance(ctx context.Context, logger klog.Logger) {
 	for _, l := range v.expired {
 		m.fence(ctx, logger, l)
 	}
-	if len(v.expired) > 0 {
+	for _, name := range v.missing {
+		m.confirmGone(ctx, logger, name)
+	}
+	if len(v.expired) > 0 || len(v.missing) > 0 {
 		v = m.observe() // a fence that met a renewal made that member live
 	}
 	m.opts.Metrics.members(len(v.live))
@@ -109,7 +157,7 @@ func (m *Member) rebalance(ctx context.Context, logger klog.Logger) {
 		m.opts.Metrics.moved("release", lost)
 		m.notify(shard.Set(m.held.Load()))
 	}
-	claim, release := shard.Plan(t, self, v.live)
+	claim, release := shard.Plan(t, self, v.live, v.gone)
 	// Entries already naming this replica that it does not hold (after a
 	// release whose table update failed) are confirmed by the same update.
 	claim = claim.Union(mine.Minus(shard.Set(m.held.Load())).Minus(release))
@@ -148,7 +196,10 @@ func (m *Member) rebalance(ctx context.Context, logger klog.Logger) {
 }
 
 // fence deletes an expired member's Lease, on condition that it is still
-// the version seen expire: a member that renewed meanwhile is kept.
+// the version seen expire: a member that renewed meanwhile is kept. Only
+// a delete that succeeded or found the Lease gone makes the member gone;
+// one that failed otherwise (a timeout, 429, 5xx) leaves its buckets
+// where they are until a later fence succeeds.
 func (m *Member) fence(ctx context.Context, logger klog.Logger, l *coordinationv1.Lease) {
 	rv := l.ResourceVersion
 	rctx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
@@ -158,7 +209,9 @@ func (m *Member) fence(ctx context.Context, logger klog.Logger, l *coordinationv
 	case err == nil || apierrors.IsNotFound(err):
 		logger.Info("Fenced an expired shard member", "member", l.Name)
 		m.mu.Lock()
-		delete(m.seen, l.Name)
+		s := m.seen[l.Name]
+		s.rv, s.gone = rv, true
+		m.seen[l.Name] = s
 		m.mu.Unlock()
 	case apierrors.IsConflict(err):
 		m.mu.Lock()
@@ -166,6 +219,45 @@ func (m *Member) fence(ctx context.Context, logger klog.Logger, l *coordinationv
 		m.mu.Unlock()
 	default:
 		logger.V(2).Info("Cannot fence an expired shard member", "member", l.Name, "err", err)
+	}
+}
+
+// confirmGone asks the API server for the Lease of a member the table
+// names and the cache does not hold (deleted by hand, say). Not found, the
+// member is gone, and may write until its deadline: LeaseDuration after
+// the renewal this replica last saw, or after now if it saw none (the
+// member cannot renew a deleted Lease). Found, the cache lags: the Lease
+// counts as seen, and is fenced once it expired.
+func (m *Member) confirmGone(ctx context.Context, logger klog.Logger, name string) {
+	rctx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
+	l, err := m.leases.Get(rctx, name, metav1.GetOptions{})
+	cancel()
+	now := m.now()
+	switch {
+	case apierrors.IsNotFound(err):
+		m.mu.Lock()
+		s, ok := m.seen[name]
+		if !ok {
+			s = seen{at: now, duration: m.opts.LeaseDuration}
+		}
+		s.gone = true
+		m.seen[name] = s
+		m.mu.Unlock()
+		logger.Info("A shard member's Lease is gone; its buckets move once it can no longer write",
+			"member", name, "after", (s.deadline() - now).Round(time.Millisecond).String())
+	case err != nil:
+		logger.V(2).Info("Cannot tell whether a shard member's Lease is gone", "member", name, "err", err)
+	default:
+		m.mu.Lock()
+		s, ok := m.seen[name]
+		if !ok || s.rv != l.ResourceVersion || s.gone {
+			s = seen{rv: l.ResourceVersion, at: now, duration: m.durationOf(l)}
+			m.seen[name] = s
+		}
+		m.mu.Unlock()
+		if now >= s.deadline() {
+			m.fence(ctx, logger, l)
+		}
 	}
 }
 
