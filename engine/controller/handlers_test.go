@@ -13,8 +13,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -199,6 +201,8 @@ func TestRetryable(t *testing.T) {
 		{"server timeout", apierrors.NewServerTimeout(gr, "patch", 1), true},
 		{"too many requests", apierrors.NewTooManyRequests("slow down", 1), true},
 		{"connection refused", errors.New("dial tcp: connection refused"), true},
+		{"namespace terminating: never created, whatever the retries", fmt.Errorf("apply ConfigMap ns/web: %w", namespaceTerminatingErr("ns")), false},
+		{"forbidden for another cause: retried", apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "web", errors.New("no")), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -344,4 +348,15 @@ func packJSON(t testing.TB, u *unstructured.Unstructured, pf packFunc) *pack.Pac
 		t.Fatalf("pack %s: %v", b, err)
 	}
 	return p
+}
+
+// namespaceTerminatingErr is the API server's refusal of a create in a
+// namespace being deleted, as the NamespaceLifecycle admission plugin
+// makes it; its message is the plugin's, which Loom must not read.
+func namespaceTerminatingErr(ns string) error {
+	err := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "web",
+		fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+		Type: corev1.NamespaceTerminatingCause, Message: "namespace " + ns + " is being terminated", Field: "metadata.namespace"})
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -73,6 +74,10 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 	// 2. Render the children, answering lookups from the caches, and
 	//    decide which wait for others they looked up (engine/depend).
 	out, plan, renderErr := c.render(set, parent, reader)
+	if namespaceTerminating(renderErr) || namespaceTerminating(reader.err) {
+		logger.V(2).Info("The parent's namespace is being deleted; creating nothing", "err", errors.Join(renderErr, reader.err))
+		return nil
+	}
 	if renderErr != nil {
 		logger.V(2).Info("Render failed", "err", renderErr)
 		if err := c.writeStatus(ctx, set, parent, status.Input{RenderErr: renderErr, Revision: revision}); err != nil {
@@ -91,6 +96,9 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 	//    patches left it).
 	owner, held := c.protect(ctx, parent, out.Children)
 	results, live := c.applyAll(ctx, plan.Apply, reader.fresh, held)
+	if terminatingIn(results) {
+		return nil
+	}
 	c.recordDrift(ctx, parent, results)
 	all := results
 	for pass := 0; pass < maxRenderPasses && (len(plan.Held) > 0 || !plan.Complete) && results.Writes() > 0; pass++ {
@@ -106,6 +114,9 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 		out, plan = nextOut, nextPlan
 		owner, held = c.protect(ctx, owner, out.Children)
 		results, live = c.applyAll(ctx, plan.Apply, reader.fresh, held)
+		if terminatingIn(results) {
+			return nil
+		}
 		c.recordDrift(ctx, parent, results)
 		all = append(all, results...)
 	}
@@ -214,6 +225,11 @@ func (c *parentController) applyAll(ctx context.Context, rendered []*unstructure
 		}
 		r := c.applier(ctx).Apply(ctx, child, cached)
 		results = append(results, r)
+		if namespaceTerminating(r.Err) {
+			// Every other create in the namespace is refused alike.
+			klog.FromContext(ctx).V(2).Info("The parent's namespace is being deleted; creating no children", "child", ref.String())
+			break
+		}
 		if r.Object != nil {
 			live[ref] = r.Object
 		} else if cached != nil {
@@ -348,6 +364,26 @@ func retryableOf(cs object.ChangeSet) error {
 	return errors.Join(errs...)
 }
 
+// namespaceTerminating reports whether err is the API server's refusal to
+// create an object in a namespace that is being deleted: the cause the
+// NamespaceLifecycle admission plugin gives, not its message.
+func namespaceTerminating(err error) bool {
+	return err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+}
+
+// terminatingIn reports whether an apply of results met a namespace being
+// deleted. The reconcile then stops where it is: the namespace controller
+// is deleting the parent and its children, the parent gets no new
+// children, no status and no retry, and nothing counts as failed.
+func terminatingIn(results object.ChangeSet) bool {
+	for _, r := range results {
+		if namespaceTerminating(r.Err) {
+			return true
+		}
+	}
+	return false
+}
+
 // retryable keeps the errors worth retrying with backoff. An object the
 // API server rejects as invalid, or a kind it does not serve, will fail the
 // same way until the spec, the template or the CRDs change, and each of
@@ -355,12 +391,13 @@ func retryableOf(cs object.ChangeSet) error {
 //
 // A child name taken by an object that is not Loom's is refused until the
 // spec or the template changes, or the periodic resync: Loom cannot watch
-// objects that do not carry its labels.
+// objects that do not carry its labels. A create in a namespace being
+// deleted is refused until the namespace and the parent are gone.
 func retryable(err error) error {
 	var owned *object.OwnedByAnotherError
 	var notAdopted *object.NotAdoptedError
 	if err == nil || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || meta.IsNoMatchError(err) ||
-		errors.As(err, &owned) || errors.As(err, &notAdopted) {
+		errors.As(err, &owned) || errors.As(err, &notAdopted) || namespaceTerminating(err) {
 		return nil
 	}
 	return err
