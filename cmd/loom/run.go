@@ -95,6 +95,17 @@ failed, or when it lost the leader-election Lease (--leader-elect).`,
 			if err := o.shard.check(o.leaderElect); err != nil {
 				return usageHint(cmd, err)
 			}
+			var err error
+			if o.leaderElect {
+				if o.leaseNS, err = leaseNamespace(o.leaseNS, "--leader-election-namespace"); err != nil {
+					return err
+				}
+			}
+			if o.shard.enabled {
+				if o.shard.namespace, err = leaseNamespace(o.shard.namespace, "--shard-namespace"); err != nil {
+					return err
+				}
+			}
 			if v := cmd.Flag("v"); v != nil {
 				o.verbosity, _ = strconv.Atoi(v.Value.String())
 			}
@@ -113,7 +124,7 @@ failed, or when it lost the leader-election Lease (--leader-elect).`,
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "serve /metrics, /healthz and /readyz here (empty disables)")
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "", "serve Go's /debug/pprof/ profiles here, for profiling (empty disables; do not expose it)")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "run several replicas, of which one (holding a Lease) reconciles")
-	f.StringVar(&o.leaseNS, "leader-election-namespace", "loom-system", "namespace of the leader-election Lease")
+	f.StringVar(&o.leaseNS, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's own, from $POD_NAMESPACE or the service account's namespace file; required out of a cluster)")
 	f.StringVar(&o.leaseName, "leader-election-id", "loom", "name of the leader-election Lease")
 	f.StringVar(&o.logFormat, "log-format", logFormatText, "log format: text (klog's) or json (one JSON object per line: time, level, msg, then the line's keys)")
 	addShardFlags(f, &o.shard)
@@ -137,6 +148,16 @@ func run(ctx context.Context, o runOptions) error {
 		return err
 	}
 	setRateLimit(ctx, cfg, o.qps, o.burst)
+	if o.leaderElect {
+		if err := checkLeaseNamespace(ctx, cfg, o.leaseNS, "--leader-election-namespace"); err != nil {
+			return err
+		}
+	}
+	if o.shard.enabled {
+		if err := checkLeaseNamespace(ctx, cfg, o.shard.namespace, "--shard-namespace"); err != nil {
+			return err
+		}
+	}
 
 	reg, shardMetrics := newRegistry()
 	mopts := controller.Options{

@@ -29,7 +29,7 @@ type shardOptions struct {
 
 func addShardFlags(f *pflag.FlagSet, o *shardOptions) {
 	f.BoolVar(&o.enabled, "sharded", false, "run several replicas that share the parents: each reconciles the parents of the buckets it holds (a Lease per replica in --shard-namespace); not with --leader-elect")
-	f.StringVar(&o.namespace, "shard-namespace", "loom-system", "namespace of the shard group's Leases")
+	f.StringVar(&o.namespace, "shard-namespace", "", "namespace of the shard group's Leases (default: the pod's own, from $POD_NAMESPACE or the service account's namespace file; required out of a cluster)")
 	f.StringVar(&o.group, "shard-group", "loom", "name of the shard group: replicas with the same group share the parents; its table is the Lease <group>-shards")
 	f.StringVar(&o.prefix, "shard-id-prefix", "", "start of this replica's member ID, which a random suffix follows (default: $POD_NAME, else the host name)")
 	f.DurationVar(&o.duration, "shard-lease-duration", 6*time.Second, "a replica that has not renewed its Lease for this long is taken over; its writes stop a second before")
