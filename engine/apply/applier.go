@@ -352,6 +352,13 @@ func (a *Applier) Observe(ref object.Ref, rv string) (ownWrite bool) {
 	return !rec.stale && rv != "" && rec.rv == d
 }
 
+// Len returns how many objects the Applier keeps a record of.
+func (a *Applier) Len() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.applied)
+}
+
 // Forget drops what Loom remembers of an object that is gone.
 func (a *Applier) Forget(ref object.Ref) {
 	key := keyOf(ref)

@@ -313,8 +313,10 @@ func (w *childWatcher) informersOf(gr schema.GroupResource) []*childInformer {
 }
 
 // keep stops the informers of buckets outside held, and forgets what they
-// cached: this replica no longer reconciles those parents.
-func (w *childWatcher) keep(held shard.Set) {
+// cached: this replica no longer reconciles those parents. It returns the
+// children they cached, whose other records (what Loom applied to them)
+// the caller drops too.
+func (w *childWatcher) keep(held shard.Set) []object.Ref {
 	w.mu.Lock()
 	var gone []*childInformer
 	for k, ci := range w.informers {
@@ -324,10 +326,17 @@ func (w *childWatcher) keep(held shard.Set) {
 		}
 	}
 	w.mu.Unlock()
+	var refs []object.Ref
 	for _, ci := range gone {
 		ci.stop()
+		for _, obj := range ci.inf.GetStore().List() {
+			if p, ok := idOf(obj); ok {
+				refs = append(refs, p.Ref())
+			}
+		}
 		w.owners.drop(ci)
 	}
+	return refs
 }
 
 // idOf returns a cached object as Loom's informers hold it, packed, to

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/shard"
 )
@@ -99,5 +100,38 @@ func TestChildWatcherKeep(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, stopped); diff != "" {
 		t.Errorf("informers stopped (-want +got):\n%s", diff)
+	}
+}
+
+// A replica that lets buckets go forgets what it applied to their
+// parents' children: the records would otherwise stay for as long as it
+// runs, and its memory would tend towards every child it ever held.
+func TestReleasedBucketsForgetTheirApplyRecords(t *testing.T) {
+	const kept = types.UID("parent-kept")
+	released := uidOutside(t, shard.Set(0).Add(shard.Bucket(kept)))
+	cms := schema.GroupResource{Resource: "configmaps"}
+	w := &childWatcher{sharded: true, informers: map[childKey]*childInformer{}, owners: newOwnerIndex()}
+	m := &Manager{children: w, applier: apply.New(nil, nil, ""), controllers: map[schema.GroupKind]*parentController{}}
+	const perBucket = 50
+	for _, uid := range []types.UID{kept, released} {
+		ci := &childInformer{inf: cache.NewSharedIndexInformer(&cache.ListWatch{}, &pack.Packed{}, 0, cache.Indexers{}), stop: func() {}}
+		w.informers[childKey{gr: cms, bucket: shard.Bucket(uid)}] = ci
+		for i := range perBucket {
+			obj := shardChild(t, fmt.Sprintf("%s-%d", uid, i), uid)
+			if err := ci.inf.GetIndexer().Add(obj); err != nil {
+				t.Fatal(err)
+			}
+			w.owners.update(ci, nil, obj)
+			m.applier.Observe(obj.Ref(), obj.GetResourceVersion()) // as the child's watch event does
+		}
+	}
+	if got := m.applier.Len(); got != 2*perBucket {
+		t.Fatalf("the applier keeps %d records before the release, want %d", got, 2*perBucket)
+	}
+
+	m.resharded(shard.Set(0).Add(shard.Bucket(kept)))
+
+	if got := m.applier.Len(); got != perBucket {
+		t.Errorf("the applier keeps %d records after one of two buckets went, want %d (the kept bucket's)", got, perBucket)
 	}
 }

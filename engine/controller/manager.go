@@ -266,10 +266,13 @@ func (m *Manager) Run(ctx context.Context) error {
 }
 
 // resharded follows a change of the buckets this replica holds: the
-// children of buckets it let go are forgotten, and each controller lists
-// the parents it holds now.
+// children of buckets it let go are forgotten (their cache, and what the
+// applier recorded of them), and each controller lists the parents it
+// holds now.
 func (m *Manager) resharded(held shard.Set) {
-	m.children.keep(held)
+	for _, ref := range m.children.keep(held) {
+		m.applier.Forget(ref)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range m.controllers {
