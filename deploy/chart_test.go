@@ -64,10 +64,10 @@ func TestRender(t *testing.T) {
 			}
 		},
 	}, {
-		name:   "one replica: no leader election",
+		name:   "one replica: leader election all the same (an upgrade runs a second pod)",
 		values: "replicas: 1",
-		kinds:  map[string]int{"Role": 0, "RoleBinding": 0, "ClusterRole": 1},
-		noArgs: []string{"--leader-elect"},
+		kinds:  map[string]int{"Role": 1, "RoleBinding": 1, "ClusterRole": 1},
+		args:   []string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-id=loom"},
 	}, {
 		name:   "one replica, leader election asked for",
 		values: "{replicas: 1, leaderElection: {enabled: true}}",
@@ -116,7 +116,7 @@ func TestRender(t *testing.T) {
 	}, {
 		name:   "sharding off, its durations set: nothing of it",
 		values: "{replicas: 1, sharding: {enabled: false, leaseDuration: 10s}}",
-		kinds:  map[string]int{"Role": 0, "RoleBinding": 0},
+		kinds:  map[string]int{"Role": 1, "RoleBinding": 1}, // leader election's
 		noArgs: []string{"--sharded", "--shard-namespace", "--shard-group", "--shard-lease-duration"},
 		check: func(t *testing.T, r rendered) {
 			if env := r.deployment(t).Spec.Template.Spec.Containers[0].Env; len(env) != 0 {
@@ -126,7 +126,7 @@ func TestRender(t *testing.T) {
 	}, {
 		name:   "one namespace watched: Roles there, a ClusterRole for cluster-scoped kinds only",
 		values: "{watchNamespace: shop, replicas: 1, installCRDs: true, rbac: {extraRules: [{apiGroups: [''], resources: [secrets, persistentvolumes], verbs: [get]}]}}",
-		kinds:  map[string]int{"Role": 1, "RoleBinding": 1, "ClusterRole": 1, "ClusterRoleBinding": 1},
+		kinds:  map[string]int{"Role": 2, "RoleBinding": 2, "ClusterRole": 1, "ClusterRoleBinding": 1}, // and leader election's
 		args:   []string{"--namespace=shop", "--install-crds"},
 		check: func(t *testing.T, r rendered) {
 			role := r.objects["Role/loom"].(*rbacv1.Role)

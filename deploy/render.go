@@ -61,14 +61,26 @@ func Load(dir string) (*chartv2.Chart, error) {
 
 // Render renders ch for rel with values over the chart's values.yaml,
 // validated against values.schema.json, and returns the objects in Helm's
-// install order. The chart has no hooks and no tests.
+// install order. The chart has no hooks and no tests. Its lookups find
+// nothing, as under `helm template`.
 func Render(ch *chartv2.Chart, rel Release, values map[string]any) ([]Doc, error) {
+	return RenderWith(ch, rel, values, nil)
+}
+
+// RenderWith is Render with the chart's lookups answered by cluster (nil:
+// they find nothing), as `helm upgrade` answers them from the cluster.
+func RenderWith(ch *chartv2.Chart, rel Release, values map[string]any, cluster engine.ClientProvider) ([]Doc, error) {
 	opts := common.ReleaseOptions{Name: rel.Name, Namespace: rel.Namespace, Revision: 1, IsInstall: true}
 	top, err := cutil.ToRenderValuesWithSchemaValidation(ch, values, opts, common.DefaultCapabilities, false)
 	if err != nil {
 		return nil, fmt.Errorf("values of chart %s: %w", ch.Name(), err)
 	}
-	files, err := engine.Render(ch, top)
+	var files map[string]string
+	if cluster != nil {
+		files, err = engine.RenderWithClientProvider(ch, top, cluster)
+	} else {
+		files, err = engine.Render(ch, top)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("render chart %s: %w", ch.Name(), err)
 	}

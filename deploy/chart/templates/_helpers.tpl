@@ -51,11 +51,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
 {{/*
-loom.leaderElect is "true" when leader election is on: as set, or when
-replicas > 1; never with sharding, where every replica reconciles (loom run
-refuses --sharded with --leader-elect). leaderElection.enabled true with
-sharding fails the render rather than be dropped in silence: one of the two
-values is a mistake, and only the user knows which.
+loom.leaderElect is "true" when leader election is on: unless set to
+false, always, one replica or more (a rolling upgrade runs the new pod
+beside the old one, and only the Lease keeps it from writing too); never
+with sharding, where every replica reconciles (loom run refuses --sharded
+with --leader-elect). leaderElection.enabled true with sharding fails the
+render rather than be dropped in silence: one of the two values is a
+mistake, and only the user knows which.
 */}}
 {{- define "loom.leaderElect" -}}
 {{- if .Values.sharding.enabled -}}
@@ -66,7 +68,51 @@ false
 {{- else if kindIs "bool" .Values.leaderElection.enabled -}}
 {{- .Values.leaderElection.enabled -}}
 {{- else -}}
-{{- gt (int .Values.replicas) 1 -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
+loom.writers names what keeps Loom's replicas from writing at once: the
+leader-election Lease or the shard group, as the flag that sets it; empty
+for a Loom without either. Computed from args (a list of loom run's
+arguments), so that the running Deployment's can be read the same way.
+*/}}
+{{- define "loom.writers" -}}
+{{- range . -}}
+{{- if or (hasPrefix "--leader-election-id=" .) (hasPrefix "--shard-group=" .) -}}
+{{- . -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+loom.strategy is the Deployment's strategy, given the args the new pods
+run with (.args). A rolling upgrade runs old and new pods together, so it
+is used only where they share what keeps them from writing at once (see
+loom.writers): the same leader-election Lease, or the same shard group.
+Otherwise (no leader election, or an upgrade that switches between leader
+election and sharding, or to another group or Lease, as the running
+Deployment, looked up, shows) every old pod stops before a new one starts.
+Under `helm template` the lookup finds nothing: switching modes with a
+static manifest needs the Deployment deleted first.
+*/}}
+{{- define "loom.strategy" -}}
+{{- $writers := include "loom.writers" .args -}}
+{{- $recreate := not $writers -}}
+{{- $running := lookup "apps/v1" "Deployment" .root.Release.Namespace (include "loom.fullname" .root) -}}
+{{- if $running -}}
+{{- range $running.spec.template.spec.containers -}}
+{{- if and (eq .name "loom") (ne (include "loom.writers" (.args | default list)) $writers) -}}
+{{- $recreate = true -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if $recreate -}}
+type: Recreate
+rollingUpdate: null
+{{- else -}}
+type: RollingUpdate
 {{- end -}}
 {{- end -}}
 
