@@ -108,3 +108,36 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 		t.Errorf("the Lease is still held by %q after both replicas stopped", *h)
 	}
 }
+
+// loom run --leader-elect or --sharded whose Lease namespace does not
+// exist fails at start, naming the flag, instead of retrying the Lease
+// forever and reconciling nothing.
+func TestLeaseNamespaceThatDoesNotExist(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	missing := ns + "-missing"
+	for _, tt := range []struct {
+		name string
+		args []string
+		flag string
+	}{
+		{"leader election", []string{"--leader-elect", "--leader-election-namespace", missing}, "--leader-election-namespace"},
+		{"sharding", []string{"--sharded", "--shard-namespace", missing}, "--shard-namespace"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := startLoomProcess(t, ns, tt.args...)
+			select {
+			case <-p.Done():
+			case <-time.After(30 * time.Second):
+				t.Fatalf("loom run %s still runs after 30s:\n%s", strings.Join(tt.args, " "), p.Tail(10))
+			}
+			if _, err := p.Exited(); err == nil {
+				t.Errorf("loom run %s exited 0, want 1", strings.Join(tt.args, " "))
+			}
+			if out := p.Output(); !strings.Contains(out, `namespace "`+missing+`"`) || !strings.Contains(out, "does not exist") ||
+				!strings.Contains(out, "set "+tt.flag) {
+				t.Errorf("loom run %s said:\n%s\nwant that namespace %s does not exist, and to set %s", strings.Join(tt.args, " "), p.Tail(10), missing, tt.flag)
+			}
+		})
+	}
+}
