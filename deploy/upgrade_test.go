@@ -64,8 +64,13 @@ func TestUpgradeNeverRunsTwoWriters(t *testing.T) {
 			if got := d.Spec.Strategy.Type; got != tt.want {
 				t.Errorf("strategy %q, want %q", got, tt.want)
 			}
-			if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && d.Spec.Strategy.RollingUpdate != nil {
-				t.Errorf("a Recreate strategy with rollingUpdate %+v, which the API server refuses", d.Spec.Strategy.RollingUpdate)
+			switch ru := d.Spec.Strategy.RollingUpdate; {
+			case d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && ru != nil:
+				t.Errorf("a Recreate strategy with rollingUpdate %+v, which the API server refuses", ru)
+			case d.Spec.Strategy.Type == appsv1.RollingUpdateDeploymentStrategyType && (ru == nil || ru.MaxSurge == nil || ru.MaxUnavailable == nil):
+				// Left to the API server's defaults, no server-side apply
+				// owns it, and a later switch to Recreate is refused.
+				t.Errorf("a RollingUpdate strategy whose rollingUpdate is not set in full: %+v", ru)
 			}
 		})
 	}

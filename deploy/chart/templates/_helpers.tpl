@@ -113,6 +113,12 @@ type: Recreate
 rollingUpdate: null
 {{- else -}}
 type: RollingUpdate
+{{- /* Set, not left to the API server's defaults: a server-side apply
+owns it then, and drops it when a later upgrade switches to Recreate,
+which the API server refuses beside a rollingUpdate. */}}
+rollingUpdate:
+  maxSurge: 25%
+  maxUnavailable: 25%
 {{- end -}}
 {{- end -}}
 
