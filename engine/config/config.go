@@ -56,6 +56,11 @@ type Config struct {
 	// parent is deleted (finalizer loom.dev/cluster-children). Whoever may
 	// create a parent may make Loom create these objects.
 	ClusterScoped []KindRef `json:"clusterScoped,omitempty"`
+	// BindRoles lists the roles that the set's RoleBindings and
+	// ClusterRoleBindings may refer to from a roleRef that a template
+	// computes (see BindRole). Loom may bind these and the roles the
+	// templates name literally, and no others.
+	BindRoles []BindRole `json:"bindRoles,omitempty"`
 	// Rollout, when set, moves a new revision of the set to its parents
 	// in health-gated steps instead of all at once.
 	Rollout *Policy `json:"rollout,omitempty"`
@@ -196,6 +201,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := validateClusterScoped(c.ClusterScoped); err != nil {
+		return err
+	}
+	if err := validateBindRoles(c.BindRoles); err != nil {
 		return err
 	}
 	if c.Rollout != nil {

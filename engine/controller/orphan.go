@@ -346,10 +346,15 @@ func (c *parentController) listOrphans(ctx context.Context, parent *unstructured
 }
 
 // listGuarded lists afresh, from the API server, the objects of the kinds
-// g's annotation on parent lists, and of cached, that carry parent's
-// ApplySet label and that match.
+// g's annotation on parent lists that its set declares (guardedKinds), and
+// of cached, that carry parent's ApplySet label and that match.
 func (c *parentController) listGuarded(ctx context.Context, parent *unstructured.Unstructured, g guard, cached []schema.GroupKind, match func(*unstructured.Unstructured) bool) ([]*unstructured.Unstructured, error) {
-	kinds := append(object.ParseGroupKinds(parent.GetAnnotations()[g.annotation]), cached...)
+	kinds, ignored := guardedKinds(parent, g, declaredKinds(c.set.Load(), g))
+	if len(ignored) > 0 {
+		klog.FromContext(ctx).Info("Ignored kinds that a parent's annotation lists but its set does not declare",
+			"annotation", g.annotation, "kinds", object.FormatGroupKinds(ignored))
+	}
+	kinds = append(kinds, cached...)
 	seen := map[schema.GroupKind]bool{}
 	var out []*unstructured.Unstructured
 	for _, gk := range kinds {

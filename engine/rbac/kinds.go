@@ -29,10 +29,17 @@ type Kind struct {
 type ComputedError struct {
 	File, Field, Value string
 	Line               int
+	// Hint says what to do instead; by default, make the field literal
+	// so that the kinds the set renders are known.
+	Hint string
 }
 
 func (e *ComputedError) Error() string {
-	return fmt.Sprintf("%s:%d: %s is computed (%s): make it literal, so that the kinds the set renders are known", e.File, e.Line, e.Field, e.Value)
+	hint := e.Hint
+	if hint == "" {
+		hint = "make it literal, so that the kinds the set renders are known"
+	}
+	return fmt.Sprintf("%s:%d: %s is computed (%s): %s", e.File, e.Line, e.Field, e.Value, hint)
 }
 
 var (

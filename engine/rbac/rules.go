@@ -12,6 +12,7 @@ import (
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/rbac/roles"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -29,6 +30,9 @@ type Set struct {
 	// Seeded is true for a chart that calls a random function: Loom keeps
 	// a seed Secret per parent (get and create in the parent's namespace).
 	Seeded bool
+	// Roles are the roles its templates write and the roleRefs of its
+	// bindings (see roles.Scan).
+	Roles roles.Found
 }
 
 // FromSet reduces a loaded set to what its permissions depend on.
@@ -38,7 +42,10 @@ func FromSet(s *render.Set) (Set, error) {
 	if err != nil {
 		return Set{}, fmt.Errorf("set %s: %w", s.Name, err)
 	}
-	out := Set{Name: s.Name, Config: s.Config, Children: kinds, Seeded: s.Seeded()}
+	out := Set{Name: s.Name, Config: s.Config, Children: kinds, Seeded: s.Seeded(), Roles: s.Roles()}
+	if err := out.checkRoleRefs(); err != nil {
+		return Set{}, fmt.Errorf("set %s: %w", s.Name, err)
+	}
 	for _, b := range texts {
 		if strings.Contains(string(b), object.AnnotationDeletePolicy) {
 			out.Orphans = true
@@ -66,7 +73,7 @@ type Options struct {
 var (
 	readVerbs  = []string{"get", "list", "watch"}
 	childVerbs = []string{"get", "list", "watch", "create", "patch", "delete"}
-	verbOrder  = []string{"get", "list", "watch", "create", "update", "patch", "delete", "escalate", "bind", "impersonate"}
+	verbOrder  = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "escalate", "bind", "impersonate"}
 )
 
 // Policy is the rules Loom needs: Cluster for a ClusterRole, and
@@ -82,6 +89,7 @@ type scopeKey struct {
 	namespace string
 	gr        schema.GroupResource
 	name      string
+	url       string // a non-resource URL, for a rule of no resource
 }
 
 // needs collects the verbs per resource and namespace.
@@ -192,9 +200,9 @@ func (s Set) add(n needs, ns string, installCRDs bool) {
 			where = ""
 		}
 		n.add(where, Resource(k.GroupKind), verbs...)
-		if s.Config.ServiceAccountName == "" {
-			grantsRBAC(n, where, k.GroupKind)
-		}
+	}
+	if s.Config.ServiceAccountName == "" {
+		s.grantsRBAC(n, ns, clusterScoped)
 	}
 	for _, l := range s.Config.Lookups {
 		gk := config.KindRef{APIVersion: l.APIVersion, Kind: l.Kind}.GroupKind()
@@ -213,28 +221,6 @@ func (s Set) add(n needs, ns string, installCRDs bool) {
 		n.add("", sets, "get", "list", "watch", "create")
 		n.add("", schema.GroupResource{Group: "loom.dev", Resource: "templatesets/status"}, "update")
 		n.add("", schema.GroupResource{Group: "loom.dev", Resource: "templaterevisions"}, "get", "list", "create", "delete")
-	}
-}
-
-// grantsRBAC adds what the API server wants of whoever writes an RBAC
-// object whose grants it does not hold itself: escalate on the role kind
-// it writes, bind on the role kinds a binding may refer to. The rules a
-// template renders are not known before it renders, so Loom cannot hold
-// them instead; whoever may create a parent of such a set may grant
-// through Loom (give the set a serviceAccountName to make the tenant's
-// own RBAC decide).
-func grantsRBAC(n needs, where string, gk schema.GroupKind) {
-	if gk.Group != rbacv1.GroupName {
-		return
-	}
-	switch gk.Kind {
-	case "Role", "ClusterRole":
-		n.add(where, Resource(gk), "escalate")
-	case "RoleBinding":
-		n.add(where, schema.GroupResource{Group: rbacv1.GroupName, Resource: "roles"}, "bind")
-		n.add(where, schema.GroupResource{Group: rbacv1.GroupName, Resource: "clusterroles"}, "bind")
-	case "ClusterRoleBinding":
-		n.add("", schema.GroupResource{Group: rbacv1.GroupName, Resource: "clusterroles"}, "bind")
 	}
 }
 
@@ -261,16 +247,18 @@ func Resource(gk schema.GroupKind) schema.GroupResource {
 // policy merges the needs into rules: per namespace, one rule per group
 // and set of verbs, with the resources sorted.
 func (n needs) policy() Policy {
-	type ruleKey struct{ namespace, group, verbs, name string }
+	type ruleKey struct {
+		namespace, group, verbs, name string
+		url                           bool // resources are non-resource URLs
+	}
 	resources := map[ruleKey][]string{}
 	for k, verbs := range n {
-		var vs []string
-		for _, v := range verbOrder {
-			if verbs[v] {
-				vs = append(vs, v)
-			}
+		rk := ruleKey{namespace: k.namespace, group: k.gr.Group, verbs: strings.Join(sortVerbs(verbs), ","), name: k.name}
+		if k.url != "" {
+			rk = ruleKey{verbs: rk.verbs, url: true}
+			resources[rk] = append(resources[rk], k.url)
+			continue
 		}
-		rk := ruleKey{namespace: k.namespace, group: k.gr.Group, verbs: strings.Join(vs, ","), name: k.name}
 		resources[rk] = append(resources[rk], k.gr.Resource)
 	}
 	keys := make([]ruleKey, 0, len(resources))
@@ -281,6 +269,9 @@ func (n needs) policy() Policy {
 		a, b := keys[i], keys[j]
 		if a.namespace != b.namespace {
 			return a.namespace < b.namespace
+		}
+		if a.url != b.url {
+			return b.url
 		}
 		if a.group != b.group {
 			return a.group < b.group
@@ -299,6 +290,9 @@ func (n needs) policy() Policy {
 		res := resources[k]
 		sort.Strings(res)
 		rule := rbacv1.PolicyRule{APIGroups: []string{k.group}, Resources: res, Verbs: strings.Split(k.verbs, ",")}
+		if k.url {
+			rule = rbacv1.PolicyRule{NonResourceURLs: res, Verbs: rule.Verbs}
+		}
 		if k.name != "" {
 			rule.ResourceNames = []string{k.name}
 		}

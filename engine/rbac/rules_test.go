@@ -104,7 +104,7 @@ func TestGenerate(t *testing.T) {
 			opts: Options{Namespace: "shop"},
 			want: []string{
 				"* apiextensions.k8s.io customresourcedefinitions get,list,watch",
-				"* rbac.authorization.k8s.io clusterroles get,list,watch,create,patch,delete,escalate",
+				"* rbac.authorization.k8s.io clusterroles get,list,watch,create,patch,delete",
 				"default '' events create,patch",
 				"shared '' secrets get,list,watch",
 				"shop '' configmaps get,list,watch,create,patch,delete",
@@ -136,7 +136,7 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
-			name: "RBAC children: escalate on the roles written, bind on the roles a binding names",
+			name: "RBAC children whose templates hold no rules and name no role: no escalate, no bind",
 			sets: []Set{{Config: config.Config{Parent: parent}, Children: []Kind{
 				{GroupKind: schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "Role"}},
 				{GroupKind: schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}},
@@ -145,12 +145,9 @@ func TestGenerate(t *testing.T) {
 			want: []string{
 				"* apiextensions.k8s.io customresourcedefinitions get,list,watch",
 				"* rbac.authorization.k8s.io clusterrolebindings get,list,watch,create,patch,delete",
-				"* rbac.authorization.k8s.io clusterroles bind",
 				"default '' events create,patch",
 				"shop '' events create,patch",
-				"shop rbac.authorization.k8s.io clusterroles bind",
-				"shop rbac.authorization.k8s.io rolebindings get,list,watch,create,patch,delete",
-				"shop rbac.authorization.k8s.io roles get,list,watch,create,patch,delete,escalate,bind",
+				"shop rbac.authorization.k8s.io rolebindings,roles get,list,watch,create,patch,delete",
 				"shop shop.example shops get,list,watch",
 				"shop shop.example shops/finalizers update",
 				"shop shop.example shops/status patch",

@@ -10,6 +10,7 @@ import (
 	"text/template"
 
 	"github.com/loom-operator/loom/engine/config"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -97,6 +98,7 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 	r.lk = &lookupState{reader: reader, rules: s.Config.Lookups, namespace: parent.GetNamespace(), parentUID: string(parent.GetUID())}
 
 	var kids []renderedChild
+	var rbacKids []placed
 	var failed []Deferred
 	seen := map[string]origin{} // group, kind and name → where rendered
 	add := func(file string, objs []renderedDoc, reads []Read) error {
@@ -110,6 +112,9 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 				return err
 			}
 			kids = append(kids, renderedChild{obj: child, reads: docReads[i]})
+			if child.GroupVersionKind().Group == rbacv1.GroupName {
+				rbacKids = append(rbacKids, placed{obj: child, file: file, line: o.line})
+			}
 		}
 		return nil
 	}
@@ -144,6 +149,9 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 		if err := add(file, objs, reads); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.checkRBAC(rbacKids); err != nil {
+		return nil, err
 	}
 	out := &Output{All: r.lk.reads, Notes: notes}
 	names := make(map[string]bool, len(kids))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/engine/rbac/roles"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -46,8 +47,9 @@ type Set struct {
 	// chartTexts are its templates' sources, by path in the chart.
 	chart      *chart.Chart
 	chartTexts map[string][]byte
-	seeded     bool       // the chart calls a random function (chart.SeededFuncs)
-	cacheMu    sync.Mutex // guards caches for a chart set, filled as files render
+	seeded     bool        // the chart calls a random function (chart.SeededFuncs)
+	roles      roles.Found // the roles and roleRefs the templates write
+	cacheMu    sync.Mutex  // guards caches for a chart set, filled as files render
 }
 
 // Fingerprint is a hash of every file the set was parsed from, loom.yaml
@@ -157,6 +159,7 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	for _, f := range s.files {
 		s.caches[f] = newDecodeCache(defaultCacheBytes)
 	}
+	s.roles = roles.Scan(s.ChildTexts())
 	s.pool.init(s.root)
 	return s, nil
 }
