@@ -1,6 +1,7 @@
 package crd
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
@@ -19,9 +20,12 @@ import (
 // it instead (fromJSONSchema); a schema the API server would refuse, or
 // that cannot check the chart's own defaults, is an error naming it.
 func GenerateForChart(c config.Config, values map[string]any, schemaJSON []byte) (*apiextv1.CustomResourceDefinition, error) {
-	def, err := Generate(c)
-	if err != nil || c.Schema != nil {
-		return def, err
+	if c.Schema != nil {
+		return Generate(c)
+	}
+	def, err := generate(c)
+	if err != nil {
+		return nil, err
 	}
 	var spec apiextv1.JSONSchemaProps
 	if len(schemaJSON) > 0 {
@@ -32,12 +36,19 @@ func GenerateForChart(c config.Config, values map[string]any, schemaJSON []byte)
 	} else if values != nil {
 		spec = inferObject(values)
 		spec.Description = "The chart's values, merged over its values.yaml."
-	} else {
-		return def, nil
 	}
-	def.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	if spec.Type != "" {
+		def.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	}
+	from := "values.yaml"
+	if len(schemaJSON) > 0 {
+		from = "values.schema.json"
+	}
+	if err := Validate(context.Background(), def); err != nil {
+		return nil, fmt.Errorf("the spec's schema made from the chart's %s is not one the API server takes: %w", from, err)
+	}
 	if _, err := NewAdmitter(def); err != nil {
-		return nil, fmt.Errorf("the spec's schema made from the chart (values.schema.json or values.yaml) is not one the API server takes: %w", err)
+		return nil, fmt.Errorf("the spec's schema made from the chart's %s is not one the API server takes: %w", from, err)
 	}
 	return def, nil
 }
