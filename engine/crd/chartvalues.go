@@ -54,7 +54,8 @@ func GenerateForChart(c config.Config, values map[string]any, schemaJSON []byte)
 }
 
 // inferObject is the schema of a mapping of values.yaml: its keys'
-// schemas, and any other key.
+// schemas, each nullable (a parent's null removes the chart's default,
+// as Helm's coalescing does), and any other key.
 func inferObject(m map[string]any) apiextv1.JSONSchemaProps {
 	yes := true
 	s := apiextv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &yes}
@@ -68,7 +69,11 @@ func inferObject(m map[string]any) apiextv1.JSONSchemaProps {
 	sort.Strings(keys)
 	s.Properties = map[string]apiextv1.JSONSchemaProps{}
 	for _, k := range keys {
-		s.Properties[k] = inferValue(m[k])
+		p := inferValue(m[k])
+		// A null removes the default, as in Helm's values: the API
+		// server must keep it, not drop it.
+		p.Nullable = true
+		s.Properties[k] = p
 	}
 	return s
 }
