@@ -108,7 +108,11 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 		return nil, &Error{File: config.File, Err: err}
 	}
 	if s.Config, err = config.Parse(raw); err != nil {
-		return nil, &Error{File: config.File, Err: err}
+		e := &Error{File: config.File, Err: err}
+		if u := (*config.UnknownFieldError)(nil); errors.As(err, &u) {
+			e.Line = u.Line
+		}
+		return nil, e
 	}
 	s.gvk = s.Config.ParentGVK()
 	s.sources[config.File] = raw
