@@ -39,7 +39,7 @@ func newCRDCheck(f *pflag.FlagSet) *crdCheck {
 		return dynamic.NewForConfig(rc)
 	}}
 	f.BoolVar(&c.enabled, "check", false, "instead of printing the CRD, check it against the cluster's: print the changes that would break stored parents, exit 1 when loom run --install-crds would refuse them (2 when the check failed)")
-	f.StringVar(&c.kubeconfig, "kubeconfig", "", "with --check: kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	f.StringVar(&c.kubeconfig, "kubeconfig", "", "with --check: "+kubeconfigUsage)
 	return c
 }
 

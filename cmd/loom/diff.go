@@ -77,7 +77,7 @@ flag, no -t), so that a failure never reads as "something would change".`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.set, "templates", "t", "", "the template set's folder (holds loom.yaml)")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", kubeconfigUsage)
 	f.StringVarP(&o.namespace, "namespace", "n", "", "only parents in this namespace (default: all)")
 	f.StringVarP(&o.selector, "selector", "l", "", "only parents matching this label selector")
 	_ = cmd.MarkFlagRequired("templates")

@@ -95,7 +95,7 @@ spec, and 1 when they failed or were used wrongly; status's is in its help.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.PersistentFlags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	cmd.PersistentFlags().StringVar(&o.kubeconfig, "kubeconfig", "", kubeconfigUsage)
 	cmd.AddCommand(o.statusCommand(), o.pauseCommand(), o.resumeCommand(),
 		o.candidateCommand("promote", "promoted", "Make the candidate revision stable for every parent at once",
 			`Promote names the TemplateSet's current candidate revision in spec.promote.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/controller"
 	"github.com/loom-operator/loom/engine/shard/member"
+	"github.com/loom-operator/loom/internal/version"
 )
 
 type runOptions struct {
@@ -103,7 +104,7 @@ failed, or when it lost the leader-election Lease (--leader-elect).`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.templates, "templates", "t", "templates", "folder of template sets, searched recursively")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", kubeconfigUsage)
 	f.StringVarP(&o.namespace, "namespace", "n", "", "watch only this namespace (default: all)")
 	f.IntVar(&o.workers, "workers", 8, "parents reconciled in parallel, per parent kind")
 	f.DurationVar(&o.resync, "resync-period", 10*time.Minute, "reconcile every parent this often even if nothing changed (0 disables)")
@@ -193,14 +194,15 @@ func run(ctx context.Context, o runOptions) error {
 }
 
 // newRegistry returns loom run's registry with the metrics that do not
-// come from the Manager: the Go runtime's and the process's, the work
+// come from the Manager: loom_build_info, the Go runtime's and the process's, the work
 // queues', the API client's, and the shard metrics. Those are registered
 // with or without --sharded (at 0 without), so that their series exist
 // for the dashboard and the alerts either way; a sharded run's member
 // reports on the *member.Metrics returned.
 func newRegistry() (*prometheus.Registry, *member.Metrics) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfoGauge(version.Get()))
 	registerQueueMetrics(reg)
 	registerClientMetrics(reg)
 	return reg, member.NewMetrics(reg)
@@ -225,6 +227,10 @@ func setMemoryLimit(logger klog.Logger) {
 		logger.Info("Memory limit", "GOMEMLIMIT", limit)
 	}
 }
+
+// kubeconfigUsage is every --kubeconfig's help: where restConfig finds
+// the kubeconfig without it (client-go's default loading rules).
+const kubeconfigUsage = "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)"
 
 // restConfig loads --kubeconfig, then $KUBECONFIG and ~/.kube/config, then
 // the in-cluster config.

@@ -129,7 +129,7 @@ wrongly (an unknown flag or -o value, an argument).`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.clientOnly, "client", false, "print only this binary's version; read no kubeconfig, send no request")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", kubeconfigUsage)
 	f.StringVarP(&o.namespace, "namespace", "n", "", "look for Loom's Deployments in this namespace only (default: all)")
 	f.DurationVar(&o.timeout, "request-timeout", 10*time.Second, "give up on the cluster after this long")
 	addOutputFlag(cmd, &o.output, "text")
