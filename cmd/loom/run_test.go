@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -88,4 +90,49 @@ func TestKubeconfigHelpNamesTheDefaults(t *testing.T) {
 	if seen < 5 {
 		t.Errorf("found --kubeconfig on %d commands, want at least 5 (run, diff, rollout, crd, version)", seen)
 	}
+}
+
+// --context picks a context of the kubeconfig, as kubectl's does, on every
+// command that reaches a cluster.
+func TestContextFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	const kc = `apiVersion: v1
+kind: Config
+clusters:
+- {name: a, cluster: {server: "https://a.example:6443"}}
+- {name: b, cluster: {server: "https://b.example:6443"}}
+users:
+- {name: u, user: {token: x}}
+contexts:
+- {name: a, context: {cluster: a, user: u}}
+- {name: b, context: {cluster: b, user: u}}
+current-context: a
+`
+	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for ctx, want := range map[string]string{"": "https://a.example:6443", "b": "https://b.example:6443"} {
+		cfg, err := restConfig(kubeTarget{Path: path, Context: ctx})
+		if err != nil {
+			t.Fatalf("--context %q: %v", ctx, err)
+		}
+		if cfg.Host != want {
+			t.Errorf("--context %q: host %s, want %s", ctx, cfg.Host, want)
+		}
+	}
+	if _, err := restConfig(kubeTarget{Path: path, Context: "nope"}); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("--context nope: %v, want an error naming it", err)
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
+			if fs.Lookup("kubeconfig") != nil && fs.Lookup("context") == nil {
+				t.Errorf("loom %s has --kubeconfig but no --context", c.Name())
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCommand())
 }
