@@ -98,3 +98,23 @@ func TestGoldenCommandOnChartSet(t *testing.T) {
 		t.Errorf("without the Jobs complete, want only the first (the lightest) in the golden file, got %d objects:\n%s", n, golden)
 	}
 }
+
+// A null in a chart set's parent removes the chart's default, as it does
+// in Helm's values: loom render admits the parent through the generated
+// CRD (made from values.schema.json, where pullPolicy has an enum)
+// without dropping the null, so the Deployment loses values.yaml's
+// imagePullPolicy: IfNotPresent.
+func TestRenderChartSetNullRemovesDefault(t *testing.T) {
+	dir := chartSet(t)
+	parents := writeFiles(t, t.TempDir(), map[string]string{"p.yaml": "apiVersion: example.loom.dev/v1alpha1\nkind: WebApp\nmetadata: {name: shop, namespace: team-a}\nspec:\n  db: {enabled: false}\n  image: {pullPolicy: null}\n"})
+	out, err := execute(t, "", "render", "-t", dir, "-f", filepath.Join(parents, "p.yaml"), "--lookups", writeFiles(t, t.TempDir(), map[string]string{"l.yaml": jobDone})+"/l.yaml")
+	if err != nil {
+		t.Fatalf("loom render: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "kind: Deployment") {
+		t.Fatalf("no Deployment rendered:\n%s", out)
+	}
+	if strings.Contains(out, "imagePullPolicy: IfNotPresent") {
+		t.Errorf("image.pullPolicy: null did not remove the chart's default IfNotPresent:\n%s", out)
+	}
+}

@@ -21,6 +21,8 @@ func TestCRDCommand(t *testing.T) {
 		{name: "no schema", loom: parent},
 		{name: "bad marker", loom: parent + "schema: {spec: {replicas: integer | minimun=0}}\n",
 			err: `schema.spec.replicas: unknown marker "minimun" (did you mean minimum?)`},
+		{name: "typo'd key", loom: parent + "schema:\n  spec: {replicas: integer}\n  statsu: {url: string}\n",
+			err: `loom.yaml:4: schema.statsu: unknown field "statsu" (did you mean status?)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,23 +23,23 @@ var errBreakingChanges = errors.New("the CRD change would break stored parents")
 // the cluster serves, the way loom run --install-crds does before it
 // applies it.
 type crdCheck struct {
-	enabled    bool
-	kubeconfig string
+	enabled bool
+	kube    kubeTarget
 	// client reaches the cluster of a kubeconfig (tests replace it).
-	client func(kubeconfig string) (dynamic.Interface, error)
+	client func(kube kubeTarget) (dynamic.Interface, error)
 }
 
 // newCRDCheck registers --check and --kubeconfig on loom crd's flags.
 func newCRDCheck(f *pflag.FlagSet) *crdCheck {
-	c := &crdCheck{client: func(kubeconfig string) (dynamic.Interface, error) {
-		rc, err := restConfig(kubeconfig)
+	c := &crdCheck{client: func(kube kubeTarget) (dynamic.Interface, error) {
+		rc, err := restConfig(kube)
 		if err != nil {
 			return nil, err
 		}
 		return dynamic.NewForConfig(rc)
 	}}
 	f.BoolVar(&c.enabled, "check", false, "instead of printing the CRD, check it against the cluster's: print the changes that would break stored parents, exit 1 when loom run --install-crds would refuse them (2 when the check failed)")
-	f.StringVar(&c.kubeconfig, "kubeconfig", "", "with --check: kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	c.kube.register(f, "with --check: ")
 	return c
 }
 
@@ -62,7 +62,7 @@ func (c *crdCheck) run(ctx context.Context, w io.Writer, set *render.Set) (bool,
 
 // check compares gen with the live CRD (see run).
 func (c *crdCheck) check(ctx context.Context, w io.Writer, cfg config.Config, gen *apiextv1.CustomResourceDefinition) error {
-	client, err := c.client(c.kubeconfig)
+	client, err := c.client(c.kube)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}

@@ -42,7 +42,7 @@ func widgetCRD(t *testing.T, fields ...string) *apiextv1.CustomResourceDefinitio
 
 // fakeCluster serves the live CRD (none when nil), applied by manager, and
 // the parents given in YAML.
-func fakeCluster(t *testing.T, live *apiextv1.CustomResourceDefinition, manager string, parents ...string) func(string) (dynamic.Interface, error) {
+func fakeCluster(t *testing.T, live *apiextv1.CustomResourceDefinition, manager string, parents ...string) func(kubeTarget) (dynamic.Interface, error) {
 	t.Helper()
 	var objs []runtime.Object
 	if live != nil {
@@ -65,7 +65,7 @@ func fakeCluster(t *testing.T, live *apiextv1.CustomResourceDefinition, manager 
 		{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}: "CustomResourceDefinitionList",
 		{Group: "test.loom.dev", Version: "v1", Resource: "widgets"}:                          "WidgetList",
 	}, objs...)
-	return func(string) (dynamic.Interface, error) { return client, nil }
+	return func(kubeTarget) (dynamic.Interface, error) { return client, nil }
 }
 
 const webWidget = `{apiVersion: test.loom.dev/v1, kind: Widget, metadata: {name: web, namespace: shop}, spec: {image: nginx, size: 1Gi}}`

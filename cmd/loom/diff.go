@@ -31,10 +31,10 @@ import (
 var errDifferences = errors.New("the cluster differs from what the templates render")
 
 type diffOptions struct {
-	set        string
-	kubeconfig string
-	namespace  string
-	selector   string
+	set       string
+	kube      kubeTarget
+	namespace string
+	selector  string
 }
 
 func newDiffCommand() *cobra.Command {
@@ -77,7 +77,7 @@ flag, no -t), so that a failure never reads as "something would change".`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.set, "templates", "t", "", "the template set's folder (holds loom.yaml)")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	o.kube.register(f, "")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "only parents in this namespace (default: all)")
 	f.StringVarP(&o.selector, "selector", "l", "", "only parents matching this label selector")
 	_ = cmd.MarkFlagRequired("templates")
@@ -99,7 +99,7 @@ func runDiff(ctx context.Context, out io.Writer, o diffOptions, names []string) 
 	if err != nil {
 		return false, fmt.Errorf("load template set %s: %w", o.set, err)
 	}
-	cfg, err := restConfig(o.kubeconfig)
+	cfg, err := restConfig(o.kube)
 	if err != nil {
 		return false, err
 	}

@@ -25,9 +25,11 @@ func newRenderCommand() *cobra.Command {
 		// A chart set's .Capabilities, as helm template's flags.
 		kubeVersion string
 		apiVersions []string
+		values      valuesFlags // --values, --set (rendervalues.go)
+		showOnly    []string
 	)
 	cmd := &cobra.Command{
-		Use:   "render -t SET -f PARENT.yaml [-f ...] [--lookups OBJECTS.yaml]",
+		Use:   "render -t SET (-f PARENT.yaml [-f ...] | --values VALUES.yaml [--set K=V]) [--lookups OBJECTS.yaml]",
 		Short: "Print the children a template set renders for parent objects",
 		Long: `Render prints, as one YAML stream, exactly the objects that Loom would apply
 for each parent: validated, with the namespace, controller ownerReference and
@@ -58,6 +60,15 @@ warning names each, as kubectl prints it), defaults are applied, and a
 parent the API server would refuse fails the render with the API server's
 message, naming the file. The metadata and status stay as given.
 
+A chart set renders from Helm's inputs too, with no parent file: --values
+files and --set values, merged as helm template merges them, are the spec
+of one parent named --name (helm template's NAME) in the -n namespace.
+-f keeps kubectl's meaning (a file of objects: here, parents), so Helm's
+-f is spelled --values here. Each document follows a '# Source:' comment
+naming its template (web/templates/deployment.yaml for a chart), as helm
+template prints them, and --show-only keeps those of the templates it
+names (templates/deployment.yaml, as helm template takes it).
+
 ` + exitStatusPlain,
 		Example: `  loom render -t templates/myresource -f examples/myresource.yaml
   loom render -t templates/myresource -f examples/myresource.yaml -f examples/myresource-full.yaml
@@ -66,9 +77,16 @@ message, naming the file. The metadata and status stay as given.
 
   # Answer lookups from what the cluster holds:
   kubectl get configmap,deployment -n shop -o yaml > live.yaml
-  loom render -t templates/myresource -f examples/myresource.yaml -n shop --lookups live.yaml`,
+  loom render -t templates/myresource -f examples/myresource.yaml -n shop --lookups live.yaml
+
+  # A chart set from Helm's inputs, as helm template would render them:
+  loom render -t sets/podinfo --values my-values.yaml --set replicaCount=3 --name web
+  loom render -t sets/podinfo --values my-values.yaml --show-only templates/deployment.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkParentInputs(files, &values); err != nil {
+				return err
+			}
 			set, err := render.Load(setDir)
 			if err != nil {
 				return fmt.Errorf("load template set %s: %w", setDir, err)
@@ -106,9 +124,19 @@ message, naming the file. The metadata and status stay as given.
 				return err
 			}
 			var all []*unstructured.Unstructured
+			var sources []string
+			if values.given() {
+				files = []string{values.label()}
+			}
 			for _, f := range files {
-				parents, err := readParents(cmd.InOrStdin(), f)
-				if err != nil {
+				var parents []*unstructured.Unstructured
+				if values.given() {
+					p, err := values.parent(cmd.InOrStdin(), set, namespace)
+					if err != nil {
+						return err
+					}
+					parents = append(parents, p)
+				} else if parents, err = readParents(cmd.InOrStdin(), f); err != nil {
 					return err
 				}
 				warnings, err := ad.Admit(f, parents)
@@ -123,6 +151,7 @@ message, naming the file. The metadata and status stay as given.
 					return err
 				}
 				all = append(all, out.Children...)
+				sources = append(sources, out.Sources...)
 				for _, h := range out.Held {
 					fmt.Fprintln(cmd.ErrOrStderr(), h)
 				}
@@ -130,12 +159,7 @@ message, naming the file. The metadata and status stay as given.
 			if output != "" {
 				return printObjects(cmd.OutOrStdout(), output, all)
 			}
-			out, err := render.MarshalStream(all)
-			if err != nil {
-				return err
-			}
-			_, err = cmd.OutOrStdout().Write(out)
-			return err
+			return writeSources(cmd.OutOrStdout(), all, sources, showOnly)
 		},
 	}
 	cmd.Flags().StringVarP(&setDir, "templates", "t", "", "the template set's folder (holds loom.yaml)")
@@ -144,12 +168,14 @@ message, naming the file. The metadata and status stay as given.
 	cmd.Flags().StringVar(&lookups, "lookups", "", "a YAML file of the objects templates' lookups find; - reads stdin (default: they find nothing)")
 	cmd.Flags().StringVar(&kubeVersion, "kube-version", "", "a chart set's .Capabilities.KubeVersion, as helm template's (default: Helm SDK's)")
 	cmd.Flags().StringSliceVarP(&apiVersions, "api-versions", "a", nil, "API versions a chart set's .Capabilities.APIVersions has besides Helm SDK's defaults, as helm template's; repeatable")
-	addOutputFlag(cmd, &output, "a YAML stream")
+	values.register(cmd.Flags())
+	cmd.Flags().StringArrayVarP(&showOnly, "show-only", "s", nil, "print only the objects rendered from this template (templates/x.yaml in a chart, x.yaml in a set), as helm template's; repeatable")
+	addOutputFlag(cmd, &output, "a YAML stream, each document after a # Source: comment")
 	_ = cmd.MarkFlagRequired("templates")
-	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagDirname("templates")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	_ = cmd.MarkFlagFilename("lookups", "yaml", "yml", "json")
+	_ = cmd.MarkFlagFilename("values", "yaml", "yml", "json")
 	return cmd
 }
 

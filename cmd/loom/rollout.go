@@ -44,11 +44,11 @@ const maxReadFailures = 5
 // rolloutOptions holds the flags of loom rollout and what it reaches the
 // cluster with.
 type rolloutOptions struct {
-	kubeconfig string
-	watch      bool
-	timeout    time.Duration
+	kube    kubeTarget
+	watch   bool
+	timeout time.Duration
 	// newClient returns the client for --kubeconfig; tests return a fake.
-	newClient func(kubeconfig string) (dynamic.Interface, error)
+	newClient func(kube kubeTarget) (dynamic.Interface, error)
 	// now stamps resume tokens and ages steps.
 	now func() time.Time
 	// interval is how often --watch reads the object when it cannot watch.
@@ -64,8 +64,8 @@ func newRolloutCommand() *cobra.Command {
 
 // kubeconfigClient is a dynamic client for --kubeconfig, then $KUBECONFIG
 // and ~/.kube/config, then the in-cluster config.
-func kubeconfigClient(kubeconfig string) (dynamic.Interface, error) {
-	cfg, err := restConfig(kubeconfig)
+func kubeconfigClient(kube kubeTarget) (dynamic.Interface, error) {
+	cfg, err := restConfig(kube)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ spec, and 1 when they failed or were used wrongly; status's is in its help.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.PersistentFlags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	o.kube.register(cmd.PersistentFlags(), "")
 	cmd.AddCommand(o.statusCommand(), o.pauseCommand(), o.resumeCommand(),
 		o.candidateCommand("promote", "promoted", "Make the candidate revision stable for every parent at once",
 			`Promote names the TemplateSet's current candidate revision in spec.promote.
@@ -116,7 +116,7 @@ func (o *rolloutOptions) client() (dynamic.ResourceInterface, error) {
 	if o.templateSets != nil {
 		return o.templateSets, nil
 	}
-	c, err := o.newClient(o.kubeconfig)
+	c, err := o.newClient(o.kube)
 	if err != nil {
 		return nil, err
 	}

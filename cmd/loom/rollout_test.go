@@ -47,7 +47,7 @@ func fromYAML(t *testing.T, doc string) *unstructured.Unstructured {
 func runRollout(t *testing.T, client dynamic.Interface, args ...string) (string, string, int) {
 	t.Helper()
 	o := &rolloutOptions{
-		newClient: func(string) (dynamic.Interface, error) { return client, nil },
+		newClient: func(kubeTarget) (dynamic.Interface, error) { return client, nil },
 		now:       func() time.Time { return testNow },
 		interval:  10 * time.Millisecond,
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -28,11 +29,12 @@ import (
 
 	"github.com/loom-operator/loom/engine/controller"
 	"github.com/loom-operator/loom/engine/shard/member"
+	"github.com/loom-operator/loom/internal/version"
 )
 
 type runOptions struct {
 	templates   string
-	kubeconfig  string
+	kube        kubeTarget
 	namespace   string
 	workers     int
 	resync      time.Duration
@@ -114,7 +116,7 @@ failed, or when it lost the leader-election Lease (--leader-elect).`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.templates, "templates", "t", "templates", "folder of template sets, searched recursively")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	o.kube.register(f, "")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "watch only this namespace (default: all)")
 	f.IntVar(&o.workers, "workers", 8, "parents reconciled in parallel, per parent kind")
 	f.DurationVar(&o.resync, "resync-period", 10*time.Minute, "reconcile every parent this often even if nothing changed (0 disables)")
@@ -143,7 +145,7 @@ func run(ctx context.Context, o runOptions) error {
 	setMemoryLimit(logger)
 	setGCPercent(logger)
 
-	cfg, err := restConfig(o.kubeconfig)
+	cfg, err := restConfig(o.kube)
 	if err != nil {
 		return err
 	}
@@ -214,14 +216,15 @@ func run(ctx context.Context, o runOptions) error {
 }
 
 // newRegistry returns loom run's registry with the metrics that do not
-// come from the Manager: the Go runtime's and the process's, the work
+// come from the Manager: loom_build_info, the Go runtime's and the process's, the work
 // queues', the API client's, and the shard metrics. Those are registered
 // with or without --sharded (at 0 without), so that their series exist
 // for the dashboard and the alerts either way; a sharded run's member
 // reports on the *member.Metrics returned.
 func newRegistry() (*prometheus.Registry, *member.Metrics) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfoGauge(version.Get()))
 	registerQueueMetrics(reg)
 	registerClientMetrics(reg)
 	return reg, member.NewMetrics(reg)
@@ -247,6 +250,26 @@ func setMemoryLimit(logger klog.Logger) {
 	}
 }
 
+// kubeconfigUsage is every --kubeconfig's help: where restConfig finds
+// the kubeconfig without it (client-go's default loading rules).
+const kubeconfigUsage = "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)"
+
+// kubeTarget is the cluster a command reaches: --kubeconfig and
+// --context, as kubectl's.
+type kubeTarget struct {
+	// Path is --kubeconfig ("": client-go's default loading rules).
+	Path string
+	// Context is --context ("": the kubeconfig's current-context).
+	Context string
+}
+
+// register adds --kubeconfig and --context to f, their help after
+// prefix (such as "with --check: ").
+func (k *kubeTarget) register(f *pflag.FlagSet, prefix string) {
+	f.StringVar(&k.Path, "kubeconfig", "", prefix+kubeconfigUsage)
+	f.StringVar(&k.Context, "context", "", prefix+"the kubeconfig context to use, as kubectl's --context (default: its current-context)")
+}
+
 // restConfig loads --kubeconfig, then $KUBECONFIG and ~/.kube/config, then
 // the in-cluster config.
 //
@@ -258,10 +281,10 @@ func setMemoryLimit(logger klog.Logger) {
 // each request outside reconciles (discovery, rollouts) with a context of
 // its own, and every response, watches included, must begin within twice
 // --timeout (controller.New).
-func restConfig(kubeconfig string) (*rest.Config, error) {
+func restConfig(k kubeTarget) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	rules.ExplicitPath = k.Path
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.Context}).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}

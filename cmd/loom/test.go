@@ -12,8 +12,9 @@ import (
 
 func newTestCommand() *cobra.Command {
 	var update bool
+	var templates []string // -t, as render and crd take the set
 	cmd := &cobra.Command{
-		Use:   "test PATH...",
+		Use:   "test [-t] PATH...",
 		Short: "Run the golden-file tests of template sets",
 		Long: `Test renders every case in a template set's tests/ folder and compares it
 with the expected output. A case is an input parent, tests/NAME.yaml, and its
@@ -37,7 +38,8 @@ server would refuse fails the case with the API server's message.
 Exit status: 0 when every case passed (or, with --update, was rewritten); 1
 when a case failed, a set could not be loaded, or the command was used
 wrongly.`,
-		Example: `  loom test templates/myresource
+		Example: `  loom test -t templates/myresource   # -t as in loom render and loom crd
+  loom test templates/myresource      # the same
   loom test templates/            # every set below
   loom test --update templates/   # rewrite the golden files; review the diff
 
@@ -45,8 +47,12 @@ wrongly.`,
   #   tests/mirror.yaml           the parent
   #   tests/mirror.lookups.yaml   the ConfigMap
   #   tests/mirror.golden.yaml    what renders (loom test --update writes it)`,
-		Args: cobra.MinimumNArgs(1),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			args = append(templates, args...)
+			if len(args) == 0 {
+				return errors.New("give the sets to test: -t SET (as loom render and loom crd take it) or PATH arguments")
+			}
 			out := cmd.OutOrStdout()
 			var passed, failed, updated int
 			for _, path := range args {
@@ -92,5 +98,7 @@ wrongly.`,
 		},
 	}
 	cmd.Flags().BoolVar(&update, "update", false, "rewrite golden files with what renders now")
+	cmd.Flags().StringArrayVarP(&templates, "templates", "t", nil, "a template set's folder, or a folder of sets, as the PATH arguments; repeatable")
+	_ = cmd.MarkFlagDirname("templates")
 	return cmd
 }

@@ -64,19 +64,19 @@ type serverVersion struct {
 // cluster with.
 type versionOptions struct {
 	clientOnly bool
-	kubeconfig string
+	kube       kubeTarget
 	namespace  string
 	output     string
 	timeout    time.Duration
 	// newClient returns the client for --kubeconfig, whose requests give
 	// up after timeout; tests return a fake.
-	newClient func(kubeconfig string, timeout time.Duration) (dynamic.Interface, error)
+	newClient func(kube kubeTarget, timeout time.Duration) (dynamic.Interface, error)
 }
 
 // newVersionCommand is loom version, reaching the cluster of --kubeconfig.
 func newVersionCommand() *cobra.Command {
-	return versionCommand(&versionOptions{newClient: func(kubeconfig string, timeout time.Duration) (dynamic.Interface, error) {
-		cfg, err := restConfig(kubeconfig)
+	return versionCommand(&versionOptions{newClient: func(kube kubeTarget, timeout time.Duration) (dynamic.Interface, error) {
+		cfg, err := restConfig(kube)
 		if err != nil {
 			return nil, err
 		}
@@ -129,7 +129,7 @@ wrongly (an unknown flag or -o value, an argument).`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.clientOnly, "client", false, "print only this binary's version; read no kubeconfig, send no request")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	o.kube.register(f, "")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "look for Loom's Deployments in this namespace only (default: all)")
 	f.DurationVar(&o.timeout, "request-timeout", 10*time.Second, "give up on the cluster after this long")
 	addOutputFlag(cmd, &o.output, "text")
@@ -143,7 +143,7 @@ func (o *versionOptions) servers(ctx context.Context) ([]serverVersion, error) {
 	if o.namespace != "" {
 		where = "in namespace " + o.namespace
 	}
-	c, err := o.newClient(o.kubeconfig, o.timeout)
+	c, err := o.newClient(o.kube, o.timeout)
 	if err != nil {
 		return nil, fmt.Errorf("read Loom's installations: %w", err)
 	}

@@ -52,7 +52,7 @@ status:
 // stderr and the exit status.
 func runVersion(t *testing.T, objs []string, react clienttesting.ReactionFunc, args ...string) (string, string, int) {
 	t.Helper()
-	o := &versionOptions{newClient: func(string, time.Duration) (dynamic.Interface, error) {
+	o := &versionOptions{newClient: func(kubeTarget, time.Duration) (dynamic.Interface, error) {
 		if objs == nil {
 			t.Errorf("loom version %s reached for the cluster", strings.Join(args, " "))
 			return nil, errors.New("no cluster in this test")

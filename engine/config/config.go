@@ -15,11 +15,15 @@ import (
 // File is the name of the file that makes a folder a template set.
 const File = "loom.yaml"
 
-// Parse decodes loom.yaml strictly (an unknown field is an error) and
+// Parse decodes loom.yaml strictly (an unknown field is an error, an
+// *UnknownFieldError with its path, line and the nearest known key) and
 // validates it.
 func Parse(raw []byte) (Config, error) {
 	var c Config
 	if err := yaml.UnmarshalStrict(raw, &c); err != nil {
+		if u := unknownField(raw); u != nil {
+			return Config{}, u
+		}
 		return Config{}, fmt.Errorf("invalid set config: %w", err)
 	}
 	if err := c.Validate(); err != nil {

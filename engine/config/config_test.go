@@ -21,7 +21,7 @@ rollout: {steps: [1, 100%]}
 `},
 		{name: "no parent", src: "status: s.yaml\n", err: "parent.apiVersion and parent.kind are required"},
 		{name: "bad parent apiVersion", src: "parent: {apiVersion: a/b/c, kind: X}\n", err: "parent.apiVersion"},
-		{name: "unknown field", src: parent + "templates: x\n", err: `invalid set config: error unmarshaling JSON: while decoding JSON: json: unknown field "templates"`},
+		{name: "unknown field", src: parent + "templates: x\n", err: `templates: unknown field "templates"`},
 		{name: "readiness without kind", src: parent + "readiness: [{condition: Ready}]\n", err: "readiness[0].kind is required"},
 		{name: "readiness without condition", src: parent + "readiness: [{kind: Job}]\n", err: "readiness[0] needs condition or ignore"},
 		{name: "lookup without kind", src: parent + "lookups: [{apiVersion: v1}]\n", err: "lookups[0]: apiVersion and kind are required"},

@@ -1,6 +1,7 @@
 package crd
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
@@ -19,9 +20,12 @@ import (
 // it instead (fromJSONSchema); a schema the API server would refuse, or
 // that cannot check the chart's own defaults, is an error naming it.
 func GenerateForChart(c config.Config, values map[string]any, schemaJSON []byte) (*apiextv1.CustomResourceDefinition, error) {
-	def, err := Generate(c)
-	if err != nil || c.Schema != nil {
-		return def, err
+	if c.Schema != nil {
+		return Generate(c)
+	}
+	def, err := generate(c)
+	if err != nil {
+		return nil, err
 	}
 	var spec apiextv1.JSONSchemaProps
 	if len(schemaJSON) > 0 {
@@ -32,18 +36,26 @@ func GenerateForChart(c config.Config, values map[string]any, schemaJSON []byte)
 	} else if values != nil {
 		spec = inferObject(values)
 		spec.Description = "The chart's values, merged over its values.yaml."
-	} else {
-		return def, nil
 	}
-	def.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	if spec.Type != "" {
+		def.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	}
+	from := "values.yaml"
+	if len(schemaJSON) > 0 {
+		from = "values.schema.json"
+	}
+	if err := Validate(context.Background(), def); err != nil {
+		return nil, fmt.Errorf("the spec's schema made from the chart's %s is not one the API server takes: %w", from, err)
+	}
 	if _, err := NewAdmitter(def); err != nil {
-		return nil, fmt.Errorf("the spec's schema made from the chart (values.schema.json or values.yaml) is not one the API server takes: %w", err)
+		return nil, fmt.Errorf("the spec's schema made from the chart's %s is not one the API server takes: %w", from, err)
 	}
 	return def, nil
 }
 
 // inferObject is the schema of a mapping of values.yaml: its keys'
-// schemas, and any other key.
+// schemas, each nullable (a parent's null removes the chart's default,
+// as Helm's coalescing does), and any other key.
 func inferObject(m map[string]any) apiextv1.JSONSchemaProps {
 	yes := true
 	s := apiextv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &yes}
@@ -57,7 +69,11 @@ func inferObject(m map[string]any) apiextv1.JSONSchemaProps {
 	sort.Strings(keys)
 	s.Properties = map[string]apiextv1.JSONSchemaProps{}
 	for _, k := range keys {
-		s.Properties[k] = inferValue(m[k])
+		p := inferValue(m[k])
+		// A null removes the default, as in Helm's values: the API
+		// server must keep it, not drop it.
+		p.Nullable = true
+		s.Properties[k] = p
 	}
 	return s
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/loom-operator/loom/engine/config"
 )
 
@@ -124,5 +126,46 @@ func TestGenerateForChartFromValuesSchema(t *testing.T) {
 	}
 	if _, kept := out["spec"].(map[string]any)["image"].(map[string]any)["other"]; kept {
 		t.Error("a key additionalProperties: false forbids was kept")
+	}
+}
+
+// A null in a chart set's parent removes the chart's default, as it does
+// in Helm's values: the CRD keeps it (each property inferred from
+// values.yaml, or made from values.schema.json, is nullable) instead of
+// dropping it, which would bring the default back.
+func TestGenerateForChartKeepsNullsThatRemoveDefaults(t *testing.T) {
+	values := map[string]any{
+		"replicaCount": 1.0,
+		"image":        map[string]any{"repository": "nginx", "tag": "1.0"},
+		"enabled":      true,
+		"tolerations":  []any{map[string]any{"key": "k"}},
+	}
+	schema := []byte(`{"type": "object", "properties": {
+  "replicaCount": {"type": "integer"},
+  "image": {"type": "object", "properties": {"repository": {"type": "string"}, "tag": {"type": "string", "enum": ["1.0", "2.0"]}}},
+  "enabled": {"type": "boolean"},
+  "tolerations": {"type": "array", "items": {"type": "object"}}}}`)
+	nulls := map[string]any{"replicaCount": nil, "image": map[string]any{"tag": nil}, "enabled": nil, "tolerations": nil}
+	want := map[string]any{"replicaCount": nil, "image": map[string]any{"tag": nil}, "enabled": nil, "tolerations": nil}
+	c := config.Config{Parent: config.ParentRef{APIVersion: "example.loom.dev/v1", Kind: "App"}, Chart: "chart"}
+	for name, schemaJSON := range map[string][]byte{"values.yaml": nil, "values.schema.json": schema} {
+		t.Run(name, func(t *testing.T) {
+			def, err := GenerateForChart(c, values, schemaJSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := NewAdmitter(def)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := a.Admit(map[string]any{"apiVersion": "example.loom.dev/v1", "kind": "App",
+				"metadata": map[string]any{"name": "a", "namespace": "ns"}, "spec": nulls})
+			if err != nil {
+				t.Fatalf("nulls refused: %v", err)
+			}
+			if diff := cmp.Diff(want, out["spec"]); diff != "" {
+				t.Errorf("spec as the API server stores it (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/loom-operator/loom/engine/config"
 )
 
 // SelfKey, in a nested object of the compact form, holds the object's own
@@ -255,37 +257,10 @@ func sortedKeys(m map[string]any) []string {
 }
 
 // suggest is " (did you mean X?)" for the candidate nearest to s, when it
-// is near enough to be a typo, or "".
+// is near enough to be a typo (config.Suggest), or "".
 func suggest(s string, candidates []string) string {
-	best, dist := "", len(s)/2+2
-	for _, c := range candidates {
-		if d := levenshtein(strings.ToLower(s), strings.ToLower(c)); d < dist {
-			best, dist = c, d
-		}
+	if best := config.Suggest(s, candidates); best != "" {
+		return fmt.Sprintf(" (did you mean %s?)", best)
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %s?)", best)
-}
-
-// levenshtein is the edit distance between a and b.
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return ""
 }

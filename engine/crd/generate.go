@@ -1,6 +1,7 @@
 package crd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -27,8 +28,21 @@ const StatusNotes = "notes"
 // a schema gets a CRD whose spec is free-form
 // (x-kubernetes-preserve-unknown-fields). The result is the same for the
 // same loom.yaml, field for field. A chart set's status also has notes
-// (StatusNotes).
+// (StatusNotes). The CRD passes the API server's own validation
+// (Validate): a schema it would refuse is an error.
 func Generate(c config.Config) (*apiextv1.CustomResourceDefinition, error) {
+	def, err := generate(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := Validate(context.Background(), def); err != nil {
+		return nil, err
+	}
+	return def, nil
+}
+
+// generate is Generate without the API server's validation.
+func generate(c config.Config) (*apiextv1.CustomResourceDefinition, error) {
 	gvk := c.ParentGVK()
 	if !strings.Contains(gvk.Group, ".") {
 		return nil, fmt.Errorf("parent.apiVersion: the group %q of a custom resource must be a domain with at least one dot", gvk.Group)

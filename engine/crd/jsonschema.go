@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,7 +22,8 @@ import (
 // and Helm still checks it against the whole schema at every render.
 // defaults are left out (Helm applies values.yaml's), and so is required
 // for a key values.yaml gives a default (values: values.yaml, at the same
-// place).
+// place). Every property is nullable: a parent's null removes values.yaml's
+// default, as Helm's coalescing does before it checks the schema.
 func fromJSONSchema(raw []byte, values map[string]any) (apiextv1.JSONSchemaProps, error) {
 	var root map[string]any
 	if err := json.Unmarshal(raw, &root); err != nil {
@@ -158,11 +160,11 @@ func (c *jsConverter) node(n map[string]any, values any, depth int) apiextv1.JSO
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
+				p := preserve()
 				if pm, ok := props[k].(map[string]any); ok {
-					s.Properties[k] = c.node(pm, vals[k], depth)
-				} else {
-					s.Properties[k] = preserve()
+					p = c.node(pm, vals[k], depth)
 				}
+				s.Properties[k] = nullable(p) // a null removes values.yaml's default
 			}
 		}
 		switch ap := n["additionalProperties"].(type) {
@@ -175,6 +177,7 @@ func (c *jsConverter) node(n map[string]any, values any, depth int) apiextv1.JSO
 		case map[string]any:
 			if len(s.Properties) == 0 {
 				as := c.node(ap, nil, depth)
+				as = nullable(as) // a null removes values.yaml's default
 				s.AdditionalProperties = &apiextv1.JSONSchemaPropsOrBool{Allows: true, Schema: &as}
 			} else {
 				yes := true
@@ -195,6 +198,40 @@ func (c *jsConverter) node(n map[string]any, values any, depth int) apiextv1.JSO
 			}
 		}
 	}
+	return s
+}
+
+// nullable is s taking null too. The API server never matches a null
+// against an enum, so an enum of scalars becomes a CEL rule (the API
+// server does not run rules on a null); an enum of lists or objects stays
+// an enum, and a null there is dropped as before.
+func nullable(s apiextv1.JSONSchemaProps) apiextv1.JSONSchemaProps {
+	if len(s.Enum) == 0 {
+		s.Nullable = true
+		return s
+	}
+	var values []string
+	for _, e := range s.Enum {
+		var v any
+		if err := json.Unmarshal(e.Raw, &v); err != nil {
+			return s
+		}
+		switch v.(type) {
+		case nil:
+			continue
+		case string, bool, float64:
+			values = append(values, string(e.Raw))
+		default:
+			return s
+		}
+	}
+	list := strings.Join(values, ", ")
+	s.Enum = nil
+	s.Nullable = true
+	s.XValidations = append(slices.Clip(s.XValidations), apiextv1.ValidationRule{
+		Rule:    "self in [" + list + "]",
+		Message: "must be one of " + list + " (or null, which removes the chart's default)",
+	})
 	return s
 }
 

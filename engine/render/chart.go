@@ -269,8 +269,18 @@ func (c *capWriter) Write(p []byte) (int, error) {
 
 // CRD is the parent's CRD for this set (crd.Generate), with, for a chart
 // set without a schema in loom.yaml, the spec's schema inferred from the
-// chart's values.yaml (crd.GenerateForChart).
+// chart's values.yaml (crd.GenerateForChart). It was generated, and
+// passed the API server's CRD validation, when the set loaded; each call
+// returns a copy the caller may change.
 func (s *Set) CRD() (*apiextv1.CustomResourceDefinition, error) {
+	if s.crd != nil {
+		return s.crd.DeepCopy(), nil
+	}
+	return s.generateCRD()
+}
+
+// generateCRD generates the set's CRD (see CRD).
+func (s *Set) generateCRD() (*apiextv1.CustomResourceDefinition, error) {
 	if s.chart != nil {
 		return crd.GenerateForChart(s.Config, s.chart.ValuesYAML(), s.chart.Schema())
 	}

@@ -245,7 +245,7 @@ func TestLoadErrors(t *testing.T) {
 		{"no loom.yaml", map[string]string{config.File: "", "a.yaml": "a: b\n"}, "loom.yaml: parent.apiVersion and parent.kind are required", true},
 		{"missing parent kind", map[string]string{config.File: "parent:\n  apiVersion: example.com/v1\n", "a.yaml": "a: b\n"}, "loom.yaml: parent.apiVersion and parent.kind are required", true},
 		{"bad parent apiVersion", map[string]string{config.File: "parent:\n  apiVersion: a/b/c\n  kind: App\n", "a.yaml": "a: b\n"}, "loom.yaml: parent.apiVersion: unexpected GroupVersion string: a/b/c", true},
-		{"unknown field", map[string]string{config.File: testConfig + "parnet: {}\n", "a.yaml": "a: b\n"}, `loom.yaml: invalid set config: `, false},
+		{"unknown field", map[string]string{config.File: testConfig + "parnet: {}\n", "a.yaml": "a: b\n"}, `loom.yaml:4: parnet: unknown field "parnet" (did you mean parent?)`, true},
 		{"readiness rule without kind", map[string]string{config.File: testConfig + "readiness:\n- condition: Ready\n", "a.yaml": "a: b\n"}, "loom.yaml: readiness[0].kind is required", true},
 		{"readiness rule without condition", map[string]string{config.File: testConfig + "readiness:\n- kind: Job\n", "a.yaml": "a: b\n"}, "loom.yaml: readiness[0] needs condition or ignore", true},
 		{"no templates", map[string]string{"_h.tpl": `{{ define "x" }}{{ end }}`, "notes.txt": "hi"}, ".: template set has no *.yaml templates", true},

@@ -103,7 +103,7 @@ func TestLookupConfig(t *testing.T) {
 		{name: "bad apiVersion", lookups: "- apiVersion: a/b/c\n  kind: X\n", wantErr: "lookups[0].apiVersion: "},
 		{name: "bad namespace", lookups: "- apiVersion: v1\n  kind: ConfigMap\n- apiVersion: v1\n  kind: Secret\n  namespaces: [ok, Not_OK]\n",
 			wantErr: `lookups[1].namespaces: "Not_OK": `},
-		{name: "unknown field", lookups: "- apiVersion: v1\n  kind: ConfigMap\n  namespace: shared\n", wantErr: `invalid set config: error unmarshaling JSON: while decoding JSON: json: unknown field "namespace"`},
+		{name: "unknown field", lookups: "- apiVersion: v1\n  kind: ConfigMap\n  namespace: shared\n", wantErr: `loom.yaml:7: lookups[0].namespace: unknown field "namespace" (did you mean namespaces?)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,7 +112,7 @@ func TestLookupConfig(t *testing.T) {
 				if err == nil {
 					t.Fatalf("LoadFS succeeded with lookups %+v, want an error", s.Config.Lookups)
 				}
-				wantPrefix(t, err.Error(), config.File+": ")
+				wantPrefix(t, err.Error(), config.File+":")
 				wantContains(t, err.Error(), tt.wantErr)
 				return
 			}

@@ -57,6 +57,10 @@ type Output struct {
 	All []Read
 	// Notes is a chart set's rendered NOTES.txt (the root chart's).
 	Notes string
+	// Sources holds, for each child, the template file it was rendered
+	// from: a file of the set, or a chart's template path as helm
+	// template's `# Source:` comments name it (web/templates/svc.yaml).
+	Sources []string
 }
 
 // Deferred is a file whose render failed after it looked up one of the
@@ -111,7 +115,7 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 			if err := checkDuplicate(seen, child, file, o); err != nil {
 				return err
 			}
-			kids = append(kids, renderedChild{obj: child, reads: docReads[i]})
+			kids = append(kids, renderedChild{obj: child, reads: docReads[i], file: file})
 			if child.GroupVersionKind().Group == rbacv1.GroupName {
 				rbacKids = append(rbacKids, placed{obj: child, file: file, line: o.line})
 			}
@@ -170,8 +174,9 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 	sortForApply(kids)
 	out.Children = make([]*unstructured.Unstructured, len(kids))
 	out.Reads = make([][]Read, len(kids))
+	out.Sources = make([]string, len(kids))
 	for i, k := range kids {
-		out.Children[i], out.Reads[i] = k.obj, k.reads
+		out.Children[i], out.Reads[i], out.Sources[i] = k.obj, k.reads, k.file
 	}
 	return out, nil
 }
@@ -191,6 +196,7 @@ func readsOf(reads []Read, file string) []Read {
 type renderedChild struct {
 	obj   *unstructured.Unstructured
 	reads []Read
+	file  string // the template file it came from
 }
 
 // renderFile runs one template file and decodes its documents.

@@ -15,12 +15,13 @@ import (
 	"testing/fstest"
 	"text/template"
 
-	"github.com/loom-operator/loom/engine/chart"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/loom-operator/loom/engine/chart"
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/rbac/roles"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // TestsDir is the folder inside a set that holds golden-file test cases.
@@ -50,6 +51,9 @@ type Set struct {
 	seeded     bool        // the chart calls a random function (chart.SeededFuncs)
 	roles      roles.Found // the roles and roleRefs the templates write
 	cacheMu    sync.Mutex  // guards caches for a chart set, filled as files render
+
+	// crd is the parent's CRD, generated and validated at load.
+	crd *apiextv1.CustomResourceDefinition
 }
 
 // Fingerprint is a hash of every file the set was parsed from, loom.yaml
@@ -106,7 +110,11 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 		return nil, &Error{File: config.File, Err: err}
 	}
 	if s.Config, err = config.Parse(raw); err != nil {
-		return nil, &Error{File: config.File, Err: err}
+		e := &Error{File: config.File, Err: err}
+		if u := (*config.UnknownFieldError)(nil); errors.As(err, &u) {
+			e.Line = u.Line
+		}
+		return nil, e
 	}
 	s.gvk = s.Config.ParentGVK()
 	s.sources[config.File] = raw
@@ -154,6 +162,11 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 		}
 	} else if err := s.checkSpec(); err != nil {
 		return nil, err
+	}
+	// Every command refuses a set whose CRD the API server would refuse,
+	// not only loom crd (and the controller before it installs it).
+	if s.crd, err = s.generateCRD(); err != nil {
+		return nil, &Error{File: config.File, Err: err}
 	}
 	s.caches = make(map[string]*decodeCache, len(s.files))
 	for _, f := range s.files {

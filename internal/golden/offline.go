@@ -60,6 +60,8 @@ func ReadLookups(r io.Reader, namespace string) (*render.ObjectsReader, error) {
 type Rendered struct {
 	// Children are the children the controller would apply now.
 	Children []*unstructured.Unstructured
+	// Sources holds each child's template file (render.Output.Sources).
+	Sources []string
 	// Held says, one line each, what is not applied now and why (see
 	// Describe).
 	Held []string
@@ -86,7 +88,14 @@ func RenderParents(set *render.Set, parents []*unstructured.Unstructured, reader
 		if plan.Err != nil {
 			return Rendered{}, fmt.Errorf("render %s: %w", name, plan.Err)
 		}
-		out.Children = append(out.Children, plan.Apply...)
+		source := make(map[*unstructured.Unstructured]string, len(rendered.Children))
+		for i, c := range rendered.Children {
+			source[c] = rendered.Sources[i]
+		}
+		for _, c := range plan.Apply {
+			out.Children = append(out.Children, c)
+			out.Sources = append(out.Sources, source[c])
+		}
 		out.Held = append(out.Held, Describe(plan, name)...)
 	}
 	return out, nil

@@ -297,16 +297,19 @@ func testSetConfig(t *testing.T, name string) config.Config {
 // The CRDs of chart sets, one from the chart's values.schema.json and one
 // inferred from its values.yaml, are accepted by the API server: it
 // stores a parent whose values fit, and refuses one whose values the
-// schema refuses, as loom render does offline.
+// schema refuses, as loom render does offline. It keeps a null, which
+// removes the chart's default as in Helm's values, even where
+// values.schema.json has an enum (web's image.pullPolicy).
 func TestChartSetCRDsAreServed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := newNamespace(t)
 	for _, tt := range []struct {
-		set, good, bad, refusal string
+		set, good, nulls, bad, refusal string
 	}{
-		{set: "web", good: `{replicaCount: 3, image: {pullPolicy: Always}, extra: {kept: true}}`, bad: `{image: {pullPolicy: Sometimes}}`, refusal: "spec.image.pullPolicy"},
-		{set: "secrets", good: `{auth: {password: pw}, other: 1}`, bad: `{auth: {password: 5}}`, refusal: "spec.auth.password"},
+		{set: "web", good: `{replicaCount: 3, image: {pullPolicy: Always}, extra: {kept: true}}`, nulls: `{replicaCount: null, image: {pullPolicy: null, tag: null}}`,
+			bad: `{image: {pullPolicy: Sometimes}}`, refusal: "spec.image.pullPolicy"},
+		{set: "secrets", good: `{auth: {password: pw}, other: 1}`, nulls: `{auth: {password: null}}`, bad: `{auth: {password: 5}}`, refusal: "spec.auth.password"},
 	} {
 		t.Run(tt.set, func(t *testing.T) {
 			set, err := render.Load(filepath.Join(repoRoot, "engine/render/testdata/chartsets", tt.set))
@@ -334,6 +337,13 @@ func TestChartSetCRDsAreServed(t *testing.T) {
 			}
 			if got, want := stored.Object["spec"], decode(t, tt.good); !cmp.Equal(got, want) {
 				t.Errorf("stored spec %v, want %v", got, want)
+			}
+			stored, err = dyn.Resource(gvr).Namespace(ns).Create(ctx, mk("nulls", tt.nulls), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("nulls refused: %v", err)
+			}
+			if diff := cmp.Diff(decode(t, tt.nulls), stored.Object["spec"]); diff != "" {
+				t.Errorf("the API server did not keep the nulls (-want +stored):\n%s", diff)
 			}
 			_, err = dyn.Resource(gvr).Namespace(ns).Create(ctx, mk("bad", tt.bad), metav1.CreateOptions{})
 			if err == nil || !strings.Contains(err.Error(), tt.refusal) {
