@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,6 +26,7 @@ func newRenderCommand() *cobra.Command {
 		// A chart set's .Capabilities, as helm template's flags.
 		kubeVersion string
 		apiVersions []string
+		timeout     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "render -t SET -f PARENT.yaml [-f ...] [--lookups OBJECTS.yaml]",
@@ -57,6 +59,10 @@ server admits it on create: fields the schema does not know are pruned (a
 warning names each, as kubectl prints it), defaults are applied, and a
 parent the API server would refuse fails the render with the API server's
 message, naming the file. The metadata and status stay as given.
+
+Each parent's render stops after --timeout, as a render in the cluster
+stops at half the reconcile timeout: a template that loops for ever fails
+with the line of the loop.
 
 ` + exitStatusPlain,
 		Example: `  loom render -t templates/myresource -f examples/myresource.yaml
@@ -118,7 +124,7 @@ message, naming the file. The metadata and status stay as given.
 				if err != nil {
 					return err
 				}
-				out, err := golden.RenderParents(set, parents, reader, namespace)
+				out, err := golden.RenderParents(set, parents, reader, namespace, timeout)
 				if err != nil {
 					return err
 				}
@@ -144,6 +150,7 @@ message, naming the file. The metadata and status stay as given.
 	cmd.Flags().StringVar(&lookups, "lookups", "", "a YAML file of the objects templates' lookups find; - reads stdin (default: they find nothing)")
 	cmd.Flags().StringVar(&kubeVersion, "kube-version", "", "a chart set's .Capabilities.KubeVersion, as helm template's (default: Helm SDK's)")
 	cmd.Flags().StringSliceVarP(&apiVersions, "api-versions", "a", nil, "API versions a chart set's .Capabilities.APIVersions has besides Helm SDK's defaults, as helm template's; repeatable")
+	cmd.Flags().DurationVar(&timeout, "timeout", golden.DefaultTimeout, "stop a parent's render after this long (a template that loops for ever); 0 means no limit")
 	addOutputFlag(cmd, &output, "a YAML stream")
 	_ = cmd.MarkFlagRequired("templates")
 	_ = cmd.MarkFlagRequired("filename")

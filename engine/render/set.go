@@ -157,6 +157,7 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	for _, f := range s.files {
 		s.caches[f] = newDecodeCache(defaultCacheBytes)
 	}
+	guardTemplates(s.root, nil) // after every check that reads the trees
 	s.pool.init(s.root)
 	return s, nil
 }

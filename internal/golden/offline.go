@@ -1,9 +1,11 @@
 package golden
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -71,14 +73,18 @@ type Rendered struct {
 // readiness rules). Parents that name no namespace get namespace. A
 // render error, or a file that failed although everything it looked up
 // is ready, is an error naming the parent.
-func RenderParents(set *render.Set, parents []*unstructured.Unstructured, reader render.Reader, namespace string) (Rendered, error) {
+//
+// Each parent's render stops after timeout (0: no limit), as the
+// controller's stops at its reconcile timeout: a template that loops for
+// ever fails at the loop's line (render.ErrDeadline).
+func RenderParents(set *render.Set, parents []*unstructured.Unstructured, reader render.Reader, namespace string, timeout time.Duration) (Rendered, error) {
 	var out Rendered
 	for _, p := range parents {
 		if p.GetNamespace() == "" {
 			p.SetNamespace(namespace)
 		}
 		name := fmt.Sprintf("%s %s/%s", p.GetKind(), p.GetNamespace(), p.GetName())
-		rendered, err := set.RenderWith(p, reader)
+		rendered, err := renderOne(set, p, reader, timeout)
 		if err != nil {
 			return Rendered{}, fmt.Errorf("render %s: %w", name, err)
 		}
@@ -90,6 +96,21 @@ func RenderParents(set *render.Set, parents []*unstructured.Unstructured, reader
 		out.Held = append(out.Held, Describe(plan, name)...)
 	}
 	return out, nil
+}
+
+// DefaultTimeout is how long `loom render` and `loom test` let one
+// parent's render run (their --timeout).
+const DefaultTimeout = 30 * time.Second
+
+// renderOne renders p, stopping after timeout (0: no limit).
+func renderOne(set *render.Set, p *unstructured.Unstructured, reader render.Reader, timeout time.Duration) (*render.Output, error) {
+	ctx := context.Background()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("it ran for %s (--timeout)", timeout))
+		defer cancel()
+	}
+	return set.RenderContext(ctx, p, reader)
 }
 
 // Describe says, one line each, what plan holds back and why: each
