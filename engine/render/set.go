@@ -173,7 +173,7 @@ func (s *Set) parse(partials []string) error {
 	}
 	for _, name := range names {
 		if _, err := s.root.New(name).Parse(string(s.sources[name])); err != nil {
-			return fromTemplateError(name, err)
+			return parseError(name, s.sources[name], err)
 		}
 	}
 	if err := checkRefused(s.root, s.sources); err != nil {
@@ -182,7 +182,7 @@ func (s *Set) parse(partials []string) error {
 	for _, name := range partials {
 		var buf bytes.Buffer
 		if err := s.root.ExecuteTemplate(&buf, name, nil); err == nil && len(bytes.TrimSpace(buf.Bytes())) > 0 {
-			return &Error{File: name, Line: 1, Err: errors.New("a partial may only hold define blocks, but it renders text outside them")}
+			return &Error{File: name, Line: strayLine(s.root.Lookup(name).Tree), Err: errors.New("a partial may only hold define blocks, but it renders text outside them")}
 		}
 	}
 	return nil
