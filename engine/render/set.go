@@ -153,6 +153,9 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	} else if err := s.checkSpec(); err != nil {
 		return nil, err
 	}
+	if err := s.checkKinds(); err != nil {
+		return nil, err
+	}
 	s.caches = make(map[string]*decodeCache, len(s.files))
 	for _, f := range s.files {
 		s.caches[f] = newDecodeCache(defaultCacheBytes)
