@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -111,9 +112,21 @@ with the line of the loop.
 			if err != nil {
 				return err
 			}
+			paths, err := expandFilenames(files)
+			if err != nil {
+				return err
+			}
 			var all []*unstructured.Unstructured
-			for _, f := range files {
-				parents, err := readParents(cmd.InOrStdin(), f)
+			for _, f := range paths {
+				objs, err := readParents(cmd.InOrStdin(), f)
+				if err != nil {
+					return err
+				}
+				name := f
+				if f == "-" {
+					name = "stdin"
+				}
+				parents, err := golden.CheckParents(set, name, objs)
 				if err != nil {
 					return err
 				}
@@ -145,7 +158,7 @@ with the line of the loop.
 		},
 	}
 	cmd.Flags().StringVarP(&setDir, "templates", "t", "", "the template set's folder (holds loom.yaml)")
-	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "a YAML file of parent objects; repeatable; - reads stdin")
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "a YAML file of parent objects, or a folder of them (its .yaml, .yml and .json files); repeatable; - reads stdin")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace for parents, and lookup objects, that name none")
 	cmd.Flags().StringVar(&lookups, "lookups", "", "a YAML file of the objects templates' lookups find; - reads stdin (default: they find nothing)")
 	cmd.Flags().StringVar(&kubeVersion, "kube-version", "", "a chart set's .Capabilities.KubeVersion, as helm template's (default: Helm SDK's)")
@@ -166,6 +179,37 @@ func openFile(stdin io.Reader, path string) (io.ReadCloser, error) {
 		return io.NopCloser(stdin), nil
 	}
 	return os.Open(path)
+}
+
+// parentExts are the files that -f DIR reads, as kubectl -f DIR does.
+var parentExts = []string{".yaml", ".yml", ".json"}
+
+// expandFilenames replaces each folder in files by the files in it whose
+// names end in parentExts, in name order (not recursively, as kubectl
+// without -R).
+func expandFilenames(files []string) ([]string, error) {
+	var out []string
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if f == "-" || err != nil || !fi.IsDir() {
+			out = append(out, f) // opening it says what is wrong
+			continue
+		}
+		entries, err := os.ReadDir(f)
+		if err != nil {
+			return nil, err
+		}
+		n := len(out)
+		for _, e := range entries {
+			if !e.IsDir() && slices.Contains(parentExts, filepath.Ext(e.Name())) {
+				out = append(out, filepath.Join(f, e.Name()))
+			}
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("%s holds no .yaml, .yml or .json files", f)
+		}
+	}
+	return out, nil
 }
 
 func readParents(stdin io.Reader, path string) ([]*unstructured.Unstructured, error) {

@@ -300,7 +300,7 @@ func TestLoadErrors(t *testing.T) {
 		if err == nil {
 			t.Fatal("LoadFS succeeded, want an error")
 		}
-		wantPrefix(t, err.Error(), "loom.yaml: open loom.yaml: ")
+		wantPrefix(t, err.Error(), "loom.yaml: there is no loom.yaml in testset: it is not a template set's folder")
 	})
 }
 

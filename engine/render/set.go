@@ -93,6 +93,15 @@ func (s *Set) HasStatus() bool { return s.Config.Status != "" }
 // partials that hold define blocks; every other *.yaml file renders children,
 // except the status template named in loom.yaml. The tests folder is ignored.
 func Load(dir string) (*Set, error) {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, &Error{Err: errors.New("no such folder")}
+	case err != nil:
+		return nil, &Error{Err: err}
+	case !fi.IsDir():
+		return nil, &Error{Err: errors.New("not a folder: a template set is the folder that holds loom.yaml")}
+	}
 	return LoadFS(os.DirFS(dir), dir)
 }
 
@@ -100,6 +109,9 @@ func Load(dir string) (*Set, error) {
 func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	s := &Set{Name: filepath.Base(dir), Dir: dir, sources: map[string][]byte{}}
 	raw, err := fs.ReadFile(fsys, config.File)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &Error{File: config.File, Err: fmt.Errorf("there is no %s in %s: it is not a template set's folder", config.File, dir)}
+	}
 	if err != nil {
 		return nil, &Error{File: config.File, Err: err}
 	}
@@ -231,6 +243,9 @@ var ErrNoSets = errors.New("no template sets")
 func LoadAll(root string) ([]*Set, error) {
 	var dirs []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if p == root && errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: no such file or folder", root)
+		}
 		if err != nil {
 			return err
 		}

@@ -153,7 +153,11 @@ func RenderFile(set *render.Set, path, namespace string) ([]byte, error) {
 }
 
 func renderFile(set *render.Set, ad *Admission, path, namespace string, timeout time.Duration) ([]byte, error) {
-	parents, err := readObjects(path)
+	objs, err := readObjects(path)
+	if err != nil {
+		return nil, err
+	}
+	parents, err := CheckParents(set, path, objs)
 	if err != nil {
 		return nil, err
 	}

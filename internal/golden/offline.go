@@ -127,3 +127,38 @@ func Describe(plan depend.Plan, parent string) []string {
 	}
 	return out
 }
+
+// CheckParents returns the parents that objs, read from name (a file, or
+// "stdin"), hold: a v1 List stands for its items. It is an error naming
+// name when there are none, or when an object is not a parent of set (of
+// another kind, or not a Kubernetes object at all), rather than the
+// render's own refusal, which can only name loom.yaml.
+func CheckParents(set *render.Set, name string, objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	var parents []*unstructured.Unstructured
+	for _, o := range objs {
+		if strings.HasSuffix(o.GetKind(), "List") && o.IsList() {
+			if err := o.EachListItem(func(item runtime.Object) error {
+				parents = append(parents, item.(*unstructured.Unstructured))
+				return nil
+			}); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			continue
+		}
+		parents = append(parents, o)
+	}
+	if len(parents) == 0 {
+		return nil, fmt.Errorf("%s holds no objects: give at least one parent", name)
+	}
+	want := set.ParentGVK()
+	wantName := want.GroupVersion().String() + " " + want.Kind
+	for i, p := range parents {
+		switch gvk := p.GroupVersionKind(); {
+		case gvk.Kind == "" && p.GetAPIVersion() == "":
+			return nil, fmt.Errorf("%s: object %d is not a Kubernetes object (it has no apiVersion and kind); this set's parent is %s (loom.yaml)", name, i+1, wantName)
+		case gvk != want:
+			return nil, fmt.Errorf("%s: object %d is a %s %s (%s), not a parent of this set, whose parent is %s (loom.yaml)", name, i+1, p.GetAPIVersion(), p.GetKind(), p.GetName(), wantName)
+		}
+	}
+	return parents, nil
+}
