@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/loom-operator/loom/engine/chart"
@@ -38,7 +40,9 @@ ApplySet labels injected. Like 'helm template', it needs no cluster. The
 ownerReference's uid is filled in only when the parent has one. With -o json
 or -o yaml it prints the same objects, in the same order, as one v1 List, as
 'kubectl get -o json|yaml' prints several objects ('kubectl apply -f' reads
-it; jq '.items[]' splits it).
+it; jq '.items[]' splits it); there, the children of a parent with no uid
+have no ownerReference to it (the API server refuses one without a uid), and
+a warning says so.
 
 Templates' lookups find the objects in the --lookups file (a YAML stream or
 a List, such as 'kubectl get -o yaml' prints); without it they find nothing.
@@ -117,6 +121,7 @@ with the line of the loop.
 				return err
 			}
 			var all []*unstructured.Unstructured
+			var noUID []string // parents with no metadata.uid, for -o
 			for _, f := range paths {
 				objs, err := readParents(cmd.InOrStdin(), f)
 				if err != nil {
@@ -129,6 +134,11 @@ with the line of the loop.
 				parents, err := golden.CheckParents(set, name, objs)
 				if err != nil {
 					return err
+				}
+				for _, p := range parents {
+					if p.GetUID() == "" {
+						noUID = append(noUID, fmt.Sprintf("%s %s/%s", p.GetKind(), cmp.Or(p.GetNamespace(), namespace), p.GetName()))
+					}
 				}
 				warnings, err := ad.Admit(f, parents)
 				for _, w := range warnings {
@@ -147,6 +157,10 @@ with the line of the loop.
 				}
 			}
 			if output != "" {
+				for _, p := range noUID {
+					fmt.Fprintf(cmd.ErrOrStderr(), "Warning: %s has no metadata.uid: -o %s prints its children without their ownerReference to it, which the API server refuses without a uid\n", p, output)
+				}
+				dropOwnersWithoutUID(all)
 				return printObjects(cmd.OutOrStdout(), output, all)
 			}
 			out, err := render.MarshalStream(all)
@@ -179,6 +193,24 @@ func openFile(stdin io.Reader, path string) (io.ReadCloser, error) {
 		return io.NopCloser(stdin), nil
 	}
 	return os.Open(path)
+}
+
+// dropOwnersWithoutUID removes from objs the ownerReferences that have no
+// uid, which the API server refuses: a parent read from a file written by
+// hand has none.
+func dropOwnersWithoutUID(objs []*unstructured.Unstructured) {
+	for _, o := range objs {
+		refs := o.GetOwnerReferences()
+		kept := slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == "" })
+		if len(kept) == len(refs) {
+			continue
+		}
+		if len(kept) == 0 {
+			unstructured.RemoveNestedField(o.Object, "metadata", "ownerReferences")
+			continue
+		}
+		o.SetOwnerReferences(kept)
+	}
 }
 
 // parentExts are the files that -f DIR reads, as kubectl -f DIR does.
