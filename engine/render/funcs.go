@@ -13,6 +13,8 @@ import (
 
 	"github.com/Masterminds/sprig/v3"
 	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/engine/render/deadline"
 )
 
 // MaxIncludeDepth caps how deeply include and tpl may nest, so that a
@@ -43,7 +45,7 @@ type limitWriter struct {
 
 func (l *limitWriter) Write(p []byte) (int, error) {
 	if len(p) == 0 {
-		return 0, l.r.checkDeadline(p) // a check (deadline.go)
+		return 0, l.r.checkDeadline(p) // a check (package deadline)
 	}
 	l.prev, l.last = l.last, p
 	if err := l.r.count(len(p)); err != nil {
@@ -62,7 +64,7 @@ type limitedBuilder struct {
 
 func (l *limitedBuilder) Write(p []byte) (int, error) {
 	if len(p) == 0 {
-		return 0, l.r.checkDeadline(p) // a check (deadline.go)
+		return 0, l.r.checkDeadline(p) // a check (package deadline)
 	}
 	if err := l.r.count(len(p)); err != nil {
 		return 0, err
@@ -334,7 +336,7 @@ func (r *renderer) tpl(text string, data any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	guardTemplates(t, r.t) // the text's own trees; the set's are guarded already
+	deadline.Guard(t, r.t) // the text's own trees; the set's are guarded already
 	b := limitedBuilder{r: r}
 	if err := t.Execute(&b, data); err != nil {
 		return "", err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/engine/render/deadline"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -172,7 +173,7 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	for _, f := range s.files {
 		s.caches[f] = newDecodeCache(defaultCacheBytes)
 	}
-	guardTemplates(s.root, nil) // after every check that reads the trees
+	deadline.Guard(s.root, nil) // after every check that reads the trees
 	s.pool.init(s.root)
 	return s, nil
 }

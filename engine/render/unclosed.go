@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/template/parse"
 )
@@ -138,4 +139,14 @@ func textLine(tree *parse.Tree, n parse.Node, skip int) int {
 		line += strings.Count(string(t.Text[:skip]), "\n")
 	}
 	return line
+}
+
+// locLine is the line of an ErrorContext location, "file:line:col".
+func locLine(loc string) int {
+	parts := strings.Split(loc, ":")
+	if len(parts) < 3 {
+		return 0
+	}
+	n, _ := strconv.Atoi(parts[len(parts)-2])
+	return n
 }
