@@ -156,7 +156,7 @@ func runDiff(ctx context.Context, out io.Writer, o diffOptions, names []string) 
 // parent diffs one parent's children, and reports whether any would change.
 func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructured.Unstructured) (bool, error) {
 	title := fmt.Sprintf("%s %s/%s", parent.GetKind(), parent.GetNamespace(), parent.GetName())
-	out, err := set.RenderWith(parent, &liveReader{ctx: ctx, d: d})
+	out, err := set.RenderContext(ctx, parent, &liveReader{ctx: ctx, d: d})
 	if err != nil {
 		return false, err
 	}

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/loom-operator/loom/engine/chart"
@@ -27,6 +31,7 @@ func newRenderCommand() *cobra.Command {
 		apiVersions []string
 		values      valuesFlags // --values, --set (rendervalues.go)
 		showOnly    []string
+		timeout     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "render -t SET (-f PARENT.yaml [-f ...] | --values VALUES.yaml [--set K=V]) [--lookups OBJECTS.yaml]",
@@ -37,7 +42,9 @@ ApplySet labels injected. Like 'helm template', it needs no cluster. The
 ownerReference's uid is filled in only when the parent has one. With -o json
 or -o yaml it prints the same objects, in the same order, as one v1 List, as
 'kubectl get -o json|yaml' prints several objects ('kubectl apply -f' reads
-it; jq '.items[]' splits it).
+it; jq '.items[]' splits it); there, the children of a parent with no uid
+have no ownerReference to it (the API server refuses one without a uid), and
+a warning says so.
 
 Templates' lookups find the objects in the --lookups file (a YAML stream or
 a List, such as 'kubectl get -o yaml' prints); without it they find nothing.
@@ -68,6 +75,10 @@ of one parent named --name (helm template's NAME) in the -n namespace.
 naming its template (web/templates/deployment.yaml for a chart), as helm
 template prints them, and --show-only keeps those of the templates it
 names (templates/deployment.yaml, as helm template takes it).
+
+Each parent's render stops after --timeout, as a render in the cluster
+stops at half the reconcile timeout: a template that loops for ever fails
+with the line of the loop.
 
 ` + exitStatusPlain,
 		Example: `  loom render -t templates/myresource -f examples/myresource.yaml
@@ -123,21 +134,39 @@ names (templates/deployment.yaml, as helm template takes it).
 			if err != nil {
 				return err
 			}
+			paths, err := expandFilenames(files)
+			if err != nil {
+				return err
+			}
 			var all []*unstructured.Unstructured
 			var sources []string
+			var noUID []string // parents with no metadata.uid, for -o
 			if values.given() {
-				files = []string{values.label()}
+				paths = []string{values.label()}
 			}
-			for _, f := range files {
-				var parents []*unstructured.Unstructured
+			for _, f := range paths {
+				var docs []*unstructured.Unstructured
 				if values.given() {
 					p, err := values.parent(cmd.InOrStdin(), set, namespace)
 					if err != nil {
 						return err
 					}
-					parents = append(parents, p)
-				} else if parents, err = readParents(cmd.InOrStdin(), f); err != nil {
+					docs = append(docs, p)
+				} else if docs, err = readParents(cmd.InOrStdin(), f); err != nil {
 					return err
+				}
+				name := f
+				if f == "-" {
+					name = "stdin"
+				}
+				parents, err := golden.CheckParents(set, name, docs)
+				if err != nil {
+					return err
+				}
+				for _, p := range parents {
+					if p.GetUID() == "" {
+						noUID = append(noUID, fmt.Sprintf("%s %s/%s", p.GetKind(), cmp.Or(p.GetNamespace(), namespace), p.GetName()))
+					}
 				}
 				warnings, err := ad.Admit(f, parents)
 				for _, w := range warnings {
@@ -146,7 +175,7 @@ names (templates/deployment.yaml, as helm template takes it).
 				if err != nil {
 					return err
 				}
-				out, err := golden.RenderParents(set, parents, reader, namespace)
+				out, err := golden.RenderParents(set, parents, reader, namespace, timeout)
 				if err != nil {
 					return err
 				}
@@ -157,19 +186,24 @@ names (templates/deployment.yaml, as helm template takes it).
 				}
 			}
 			if output != "" {
+				for _, p := range noUID {
+					fmt.Fprintf(cmd.ErrOrStderr(), "Warning: %s has no metadata.uid: -o %s prints its children without their ownerReference to it, which the API server refuses without a uid\n", p, output)
+				}
+				dropOwnersWithoutUID(all)
 				return printObjects(cmd.OutOrStdout(), output, all)
 			}
 			return writeSources(cmd.OutOrStdout(), all, sources, showOnly)
 		},
 	}
 	cmd.Flags().StringVarP(&setDir, "templates", "t", "", "the template set's folder (holds loom.yaml)")
-	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "a YAML file of parent objects; repeatable; - reads stdin")
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "a YAML file of parent objects, or a folder of them (its .yaml, .yml and .json files); repeatable; - reads stdin")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace for parents, and lookup objects, that name none")
 	cmd.Flags().StringVar(&lookups, "lookups", "", "a YAML file of the objects templates' lookups find; - reads stdin (default: they find nothing)")
 	cmd.Flags().StringVar(&kubeVersion, "kube-version", "", "a chart set's .Capabilities.KubeVersion, as helm template's (default: Helm SDK's)")
 	cmd.Flags().StringSliceVarP(&apiVersions, "api-versions", "a", nil, "API versions a chart set's .Capabilities.APIVersions has besides Helm SDK's defaults, as helm template's; repeatable")
 	values.register(cmd.Flags())
 	cmd.Flags().StringArrayVarP(&showOnly, "show-only", "s", nil, "print only the objects rendered from this template (templates/x.yaml in a chart, x.yaml in a set), as helm template's; repeatable")
+	cmd.Flags().DurationVar(&timeout, "timeout", golden.DefaultTimeout, "stop a parent's render after this long (a template that loops for ever); 0 means no limit")
 	addOutputFlag(cmd, &output, "a YAML stream, each document after a # Source: comment")
 	_ = cmd.MarkFlagRequired("templates")
 	_ = cmd.MarkFlagDirname("templates")
@@ -185,6 +219,55 @@ func openFile(stdin io.Reader, path string) (io.ReadCloser, error) {
 		return io.NopCloser(stdin), nil
 	}
 	return os.Open(path)
+}
+
+// dropOwnersWithoutUID removes from objs the ownerReferences that have no
+// uid, which the API server refuses: a parent read from a file written by
+// hand has none.
+func dropOwnersWithoutUID(objs []*unstructured.Unstructured) {
+	for _, o := range objs {
+		refs := o.GetOwnerReferences()
+		kept := slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == "" })
+		if len(kept) == len(refs) {
+			continue
+		}
+		if len(kept) == 0 {
+			unstructured.RemoveNestedField(o.Object, "metadata", "ownerReferences")
+			continue
+		}
+		o.SetOwnerReferences(kept)
+	}
+}
+
+// parentExts are the files that -f DIR reads, as kubectl -f DIR does.
+var parentExts = []string{".yaml", ".yml", ".json"}
+
+// expandFilenames replaces each folder in files by the files in it whose
+// names end in parentExts, in name order (not recursively, as kubectl
+// without -R).
+func expandFilenames(files []string) ([]string, error) {
+	var out []string
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if f == "-" || err != nil || !fi.IsDir() {
+			out = append(out, f) // opening it says what is wrong
+			continue
+		}
+		entries, err := os.ReadDir(f)
+		if err != nil {
+			return nil, err
+		}
+		n := len(out)
+		for _, e := range entries {
+			if !e.IsDir() && slices.Contains(parentExts, filepath.Ext(e.Name())) {
+				out = append(out, filepath.Join(f, e.Name()))
+			}
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("%s holds no .yaml, .yml or .json files", f)
+		}
+	}
+	return out, nil
 }
 
 func readParents(stdin io.Reader, path string) ([]*unstructured.Unstructured, error) {

@@ -285,12 +285,19 @@ func restConfig(k kubeTarget) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = k.Path
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.Context}).ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, errNoKubeconfig // client-go's says "try setting KUBERNETES_MASTER"
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
 	cfg.UserAgent = "loom"
 	return cfg, nil
 }
+
+// errNoKubeconfig is restConfig's error when there is no configuration at
+// all, outside a pod.
+var errNoKubeconfig = errors.New("no kubeconfig: pass --kubeconfig, set $KUBECONFIG, or write ~/.kube/config (in a pod, Loom uses the pod's service account)")
 
 // runAsLeader runs fn while this process holds the leader-election Lease.
 // On SIGTERM, fn drains first and the Lease is released after, so the next

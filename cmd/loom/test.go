@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,8 +12,11 @@ import (
 )
 
 func newTestCommand() *cobra.Command {
-	var update bool
-	var templates []string // -t, as render and crd take the set
+	var (
+		update    bool
+		timeout   time.Duration
+		templates []string // -t, as render and crd take the set
+	)
 	cmd := &cobra.Command{
 		Use:   "test [-t] PATH...",
 		Short: "Run the golden-file tests of template sets",
@@ -34,6 +38,9 @@ When loom.yaml has a schema, each case's parent is first admitted as the
 API server admits it on create (see 'loom render'): the golden file holds
 what renders for the parent the cluster would store, and a parent the API
 server would refuse fails the case with the API server's message.
+
+Each parent's render stops after --timeout (see 'loom render'): a case whose
+template loops for ever fails with the line of the loop.
 
 Exit status: 0 when every case passed (or, with --update, was rewritten); 1
 when a case failed, a set could not be loaded, or the command was used
@@ -61,7 +68,7 @@ wrongly.`,
 					return err
 				}
 				for _, set := range sets {
-					results, err := golden.Run(set, update)
+					results, err := golden.RunOptions(set, golden.Options{Update: update, Timeout: timeout})
 					if err != nil {
 						return err
 					}
@@ -100,5 +107,6 @@ wrongly.`,
 	cmd.Flags().BoolVar(&update, "update", false, "rewrite golden files with what renders now")
 	cmd.Flags().StringArrayVarP(&templates, "templates", "t", nil, "a template set's folder, or a folder of sets, as the PATH arguments; repeatable")
 	_ = cmd.MarkFlagDirname("templates")
+	cmd.Flags().DurationVar(&timeout, "timeout", golden.DefaultTimeout, "stop a parent's render after this long (a template that loops for ever); 0 means no limit")
 	return cmd
 }

@@ -73,7 +73,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 
 	// 2. Render the children, answering lookups from the caches, and
 	//    decide which wait for others they looked up (engine/depend).
-	out, plan, renderErr := c.render(set, parent, reader)
+	out, plan, renderErr := c.render(ctx, set, parent, reader)
 	if namespaceTerminating(renderErr) || namespaceTerminating(reader.err) {
 		logger.V(2).Info("The parent's namespace is being deleted; creating nothing", "err", errors.Join(renderErr, reader.err))
 		return nil
@@ -107,7 +107,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 				reader.fresh[r.Ref] = r.Object
 			}
 		}
-		nextOut, nextPlan, err := c.render(set, parent, reader)
+		nextOut, nextPlan, err := c.render(ctx, set, parent, reader)
 		if err != nil {
 			break // the next reconcile reports it; this one stands on the last pass
 		}
@@ -152,7 +152,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 
 	// 5. Write the parent's status.
 	in := status.Input{Rendered: out.Children, Results: results, Live: live, Waits: plan.Waits, Cycles: plan.Cycles, Revision: revision}
-	in.Extra, in.ExtraErr = c.renderStatusExtra(set, parent, out.Children, live, reader)
+	in.Extra, in.ExtraErr = c.renderStatusExtra(ctx, set, parent, out.Children, live, reader)
 	if out.Notes != "" {
 		if in.Extra == nil {
 			in.Extra = map[string]any{}
@@ -172,8 +172,14 @@ const maxRenderPasses = 3
 // render renders parent's children with lookups answered by reader, and
 // decides which wait (engine/depend). A file that failed although every
 // child it read is ready is a render error.
-func (c *parentController) render(set *render.Set, parent *unstructured.Unstructured, reader *lookupReader) (*render.Output, depend.Plan, error) {
-	out, err := set.RenderWith(parent, reader)
+//
+// A render stops after half the reconcile timeout (renderTimeout), so
+// that a template that loops for ever frees its worker and leaves time
+// to say so in the parent's status; the error names the loop's line.
+func (c *parentController) render(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, reader *lookupReader) (*render.Output, depend.Plan, error) {
+	rctx, cancel := c.renderContext(ctx)
+	defer cancel()
+	out, err := set.RenderContext(rctx, parent, reader)
 	if err != nil {
 		return nil, depend.Plan{}, err
 	}
@@ -185,6 +191,14 @@ func (c *parentController) render(set *render.Set, parent *unstructured.Unstruct
 		return nil, depend.Plan{}, plan.Err
 	}
 	return out, plan, nil
+}
+
+// renderContext bounds one render (of the children or of the status
+// template) to half the reconcile timeout, the rest being for the status
+// that reports it.
+func (c *parentController) renderContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := c.m.opts.ReconcileTimeout / 2
+	return context.WithTimeoutCause(ctx, d, fmt.Errorf("it ran for %s, half the reconcile timeout (loom run --reconcile-timeout)", d))
 }
 
 // groupResource maps a child's kind to the resource its informer watches,
@@ -308,7 +322,7 @@ func hasUnwatched(results object.ChangeSet) bool {
 // renderStatusExtra renders the set's status template, if it has one, over
 // the parent and its children: each child as Loom applied it, with its live
 // metadata and status (see childView).
-func (c *parentController) renderStatusExtra(set *render.Set, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured, reader *lookupReader) (map[string]any, error) {
+func (c *parentController) renderStatusExtra(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured, reader *lookupReader) (map[string]any, error) {
 	if !set.HasStatus() {
 		return nil, nil
 	}
@@ -318,7 +332,9 @@ func (c *parentController) renderStatusExtra(set *render.Set, parent *unstructur
 			children = append(children, childView(r, l))
 		}
 	}
-	extra, _, err := set.RenderStatusWith(parent, children, reader)
+	rctx, cancel := c.renderContext(ctx)
+	defer cancel()
+	extra, _, err := set.RenderStatusWith(rctx, parent, children, reader)
 	return extra, err
 }
 

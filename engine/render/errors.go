@@ -13,7 +13,8 @@ import (
 // Error is a render failure located in a template set. Every error that
 // Render and Load return is, or wraps, an *Error.
 type Error struct {
-	// File is the template file, relative to the set's folder.
+	// File is the template file, relative to the set's folder; "" for an
+	// error about the folder itself (it does not exist).
 	File string
 	// Line is the 1-based line in File, or 0 when it is not known.
 	Line int
@@ -28,6 +29,9 @@ type Error struct {
 
 // Error formats the location first, in the file:line form editors understand.
 func (e *Error) Error() string {
+	if e.File == "" && e.Line == 0 && e.Doc == 0 && e.Object == "" {
+		return e.Err.Error() // about the set's folder as a whole
+	}
 	var b strings.Builder
 	b.WriteString(e.File)
 	if e.Line > 0 {

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -232,6 +233,20 @@ func TestRenderWrongParent(t *testing.T) {
 
 // TestLoadErrors checks the errors of loading a broken set: each names the
 // file, and the line when there is one.
+// strayText is a partial with a stray line (26) among its defines.
+var strayText = func() string {
+	var b strings.Builder
+	for i := range 8 {
+		fmt.Fprintf(&b, "{{- define \"a%d\" }}\nx: 1\n{{- end }}\n", i)
+	}
+	return b.String()
+}() + "{{/* a comment */}}\nstray: text\n{{ define \"b\" }}y{{ end }}\n"
+
+// unclosedIf is a 20-line template whose {{ if }} on line 12 has no end.
+var unclosedIf = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n" +
+	"  labels:\n    {{- range $k, $v := .Labels }}\n    {{ $k }}: {{ $v | quote }}\n    {{- end }}\ndata:\n" +
+	"  {{- with .Spec.a }}\n  a: {{ . }}{{ end }}\n  {{- if .Spec.b }}\n  b: x\n" + strings.Repeat("  # more\n", 7)
+
 func TestLoadErrors(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -249,7 +264,11 @@ func TestLoadErrors(t *testing.T) {
 		{"readiness rule without kind", map[string]string{config.File: testConfig + "readiness:\n- condition: Ready\n", "a.yaml": "a: b\n"}, "loom.yaml: readiness[0].kind is required", true},
 		{"readiness rule without condition", map[string]string{config.File: testConfig + "readiness:\n- kind: Job\n", "a.yaml": "a: b\n"}, "loom.yaml: readiness[0] needs condition or ignore", true},
 		{"no templates", map[string]string{"_h.tpl": `{{ define "x" }}{{ end }}`, "notes.txt": "hi"}, ".: template set has no *.yaml templates", true},
-		{"partial with text", map[string]string{"_h.tpl": "{{ define \"x\" }}{{ end }}\nkind: Oops\n", "a.yaml": "a: b\n"}, "_h.tpl:1: a partial may only hold define blocks, but it renders text outside them", true},
+		{"partial with text", map[string]string{"_h.tpl": "{{ define \"x\" }}{{ end }}\nkind: Oops\n", "a.yaml": "a: b\n"}, "_h.tpl:2: a partial may only hold define blocks, but it renders text outside them", true},
+		{"partial with stray text on line 26", map[string]string{"_helpers.tpl": strayText, "a.yaml": "a: b\n"}, "_helpers.tpl:26: a partial may only hold define blocks, but it renders text outside them", true},
+		{"partial that prints a value outside its defines", map[string]string{"_h.tpl": "{{ define \"x\" }}{{ end }}\n{{- $v := 1 }}\n\n{{ $v }}\n", "a.yaml": "a: b\n"}, "_h.tpl:4: a partial may only hold define blocks, but it renders text outside them", true},
+		{"unclosed if", map[string]string{"a.yaml": unclosedIf}, "a.yaml:12: unclosed {{ if }}: no {{ end }} before the end of the file", true},
+		{"unclosed define", map[string]string{"_h.tpl": "{{/* {{ if }} in a comment */}}\n{{ define \"x\" }}\n{{- range .list }}\n{{ \"{{ with\" }}{{ . }}\n{{ end }}\n\n\n", "a.yaml": "a: b\n"}, "_h.tpl:2: unclosed {{ define }}: no {{ end }} before the end of the file", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,7 +300,7 @@ func TestLoadErrors(t *testing.T) {
 		if err == nil {
 			t.Fatal("LoadFS succeeded, want an error")
 		}
-		wantPrefix(t, err.Error(), "loom.yaml: open loom.yaml: ")
+		wantPrefix(t, err.Error(), "loom.yaml: there is no loom.yaml in testset: it is not a template set's folder")
 	})
 }
 

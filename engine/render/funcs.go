@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/Masterminds/sprig/v3"
 	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/engine/render/deadline"
 )
 
 // MaxIncludeDepth caps how deeply include and tpl may nest, so that a
@@ -41,6 +44,9 @@ type limitWriter struct {
 }
 
 func (l *limitWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, l.r.checkDeadline(p) // a check (package deadline)
+	}
 	l.prev, l.last = l.last, p
 	if err := l.r.count(len(p)); err != nil {
 		return 0, err
@@ -57,6 +63,9 @@ type limitedBuilder struct {
 }
 
 func (l *limitedBuilder) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, l.r.checkDeadline(p) // a check (package deadline)
+	}
 	if err := l.r.count(len(p)); err != nil {
 		return 0, err
 	}
@@ -285,6 +294,10 @@ type renderer struct {
 	written int          // bytes the templates wrote in this render
 	out     limitWriter  // the writer of a template file's output
 	lk      *lookupState // what lookup reads and records; nil outside a render
+	// ctx is the render's context, and done its Done channel (nil: no
+	// deadline), which every turn of a loop checks (see deadline.go).
+	ctx  context.Context
+	done <-chan struct{}
 }
 
 // count adds n bytes to what this render wrote, failing past the cap.
@@ -323,6 +336,7 @@ func (r *renderer) tpl(text string, data any) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	deadline.Guard(t, r.t) // the text's own trees; the set's are guarded already
 	b := limitedBuilder{r: r}
 	if err := t.Execute(&b, data); err != nil {
 		return "", err
@@ -344,7 +358,7 @@ func (p *rendererPool) init(root *template.Template) { p.root = root }
 
 func (p *rendererPool) get() (*renderer, error) {
 	if r, ok := p.p.Get().(*renderer); ok {
-		r.depth, r.written, r.lk = 0, 0, nil
+		r.depth, r.written, r.lk, r.ctx, r.done = 0, 0, nil, nil, nil
 		return r, nil
 	}
 	t, err := p.root.Clone()
@@ -358,5 +372,6 @@ func (p *rendererPool) get() (*renderer, error) {
 
 func (p *rendererPool) put(r *renderer) {
 	r.lk = nil // keeps no reads, nor the objects they returned
+	r.ctx, r.done = nil, nil
 	p.p.Put(r)
 }

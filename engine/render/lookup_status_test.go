@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -50,7 +51,7 @@ func TestLookupInStatusTemplate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := loadSet(t, map[string]string{config.File: cfg, "web.yaml": lookupChildren, "status.yaml": tt.status})
-			got, reads, err := s.RenderStatusWith(app(t, ""), children, lookupReader(t))
+			got, reads, err := s.RenderStatusWith(context.Background(), app(t, ""), children, lookupReader(t))
 			if tt.wantErr != nil {
 				if err == nil {
 					t.Fatalf("RenderStatusWith = %v, want an error", got)

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -86,7 +87,20 @@ type Deferred struct {
 // template's line, like any other.
 //
 // Every error is an *Error naming the template file and line.
+//
+// RenderWith has no deadline; RenderContext has its context's.
 func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Output, error) {
+	return s.RenderContext(context.Background(), parent, reader)
+}
+
+// RenderContext is RenderWith stopped when ctx ends: a render still
+// running then fails with an *Error at the line of the loop it was in
+// (see deadline.go), which errors.Is finds to be ErrDeadline and the
+// context's error.
+func (s *Set) RenderContext(ctx context.Context, parent *unstructured.Unstructured, reader Reader) (*Output, error) {
+	if err := stopped(ctx); err != nil {
+		return nil, &Error{File: s.Name, Err: err}
+	}
 	if gvk := parent.GroupVersionKind(); gvk != s.gvk {
 		return nil, &Error{File: config.File, Err: fmt.Errorf("parent is %s, but this set renders %s", gvk, s.gvk)}
 	}
@@ -100,6 +114,7 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer bufPool.Put(buf)
 	r.lk = &lookupState{reader: reader, rules: s.Config.Lookups, namespace: parent.GetNamespace(), parentUID: string(parent.GetUID())}
+	r.ctx, r.done = ctx, ctx.Done()
 
 	var kids []renderedChild
 	var rbacKids []placed
@@ -146,6 +161,9 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 		before := len(r.lk.reads)
 		objs, err := s.renderFile(r, buf, file, data)
 		reads := r.lk.reads[before:]
+		if errors.Is(err, ErrDeadline) {
+			return nil, err // the files after it would stop at once
+		}
 		if err != nil {
 			failed = append(failed, Deferred{File: file, Err: err, Reads: reads})
 			continue
@@ -298,6 +316,10 @@ func (s *Set) execute(r *renderer, buf *bytes.Buffer, file string, data map[stri
 				at = file
 			}
 			return &Error{File: at, Line: line, Err: err}
+		}
+		var de *deadlineError
+		if errors.As(err, &de) {
+			return locateDeadline(r, file, err, de)
 		}
 		return keepCause(fromTemplateError(file, err), err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/rbac/roles"
+	"github.com/loom-operator/loom/engine/render/deadline"
 )
 
 // TestsDir is the folder inside a set that holds golden-file test cases.
@@ -99,6 +100,15 @@ func (s *Set) HasStatus() bool { return s.Config.Status != "" }
 // partials that hold define blocks; every other *.yaml file renders children,
 // except the status template named in loom.yaml. The tests folder is ignored.
 func Load(dir string) (*Set, error) {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, &Error{Err: errors.New("no such folder")}
+	case err != nil:
+		return nil, &Error{Err: err}
+	case !fi.IsDir():
+		return nil, &Error{Err: errors.New("not a folder: a template set is the folder that holds loom.yaml")}
+	}
 	return LoadFS(os.DirFS(dir), dir)
 }
 
@@ -106,6 +116,9 @@ func Load(dir string) (*Set, error) {
 func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	s := &Set{Name: filepath.Base(dir), Dir: dir, sources: map[string][]byte{}}
 	raw, err := fs.ReadFile(fsys, config.File)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &Error{File: config.File, Err: fmt.Errorf("there is no %s in %s: it is not a template set's folder", config.File, dir)}
+	}
 	if err != nil {
 		return nil, &Error{File: config.File, Err: err}
 	}
@@ -168,11 +181,15 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	if s.crd, err = s.generateCRD(); err != nil {
 		return nil, &Error{File: config.File, Err: err}
 	}
+	if err := s.checkKinds(); err != nil {
+		return nil, err
+	}
 	s.caches = make(map[string]*decodeCache, len(s.files))
 	for _, f := range s.files {
 		s.caches[f] = newDecodeCache(defaultCacheBytes)
 	}
 	s.roles = roles.Scan(s.ChildTexts())
+	deadline.Guard(s.root, nil) // after every check that reads the trees
 	s.pool.init(s.root)
 	return s, nil
 }
@@ -188,7 +205,7 @@ func (s *Set) parse(partials []string) error {
 	}
 	for _, name := range names {
 		if _, err := s.root.New(name).Parse(string(s.sources[name])); err != nil {
-			return fromTemplateError(name, err)
+			return parseError(name, s.sources[name], err)
 		}
 	}
 	if err := checkRefused(s.root, s.sources); err != nil {
@@ -197,7 +214,7 @@ func (s *Set) parse(partials []string) error {
 	for _, name := range partials {
 		var buf bytes.Buffer
 		if err := s.root.ExecuteTemplate(&buf, name, nil); err == nil && len(bytes.TrimSpace(buf.Bytes())) > 0 {
-			return &Error{File: name, Line: 1, Err: errors.New("a partial may only hold define blocks, but it renders text outside them")}
+			return &Error{File: name, Line: strayLine(s.root.Lookup(name).Tree), Err: errors.New("a partial may only hold define blocks, but it renders text outside them")}
 		}
 	}
 	return nil
@@ -243,6 +260,9 @@ var ErrNoSets = errors.New("no template sets")
 func LoadAll(root string) ([]*Set, error) {
 	var dirs []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if p == root && errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: no such file or folder", root)
+		}
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,14 +15,15 @@ import (
 // The output must be one YAML mapping. A set without a status template
 // returns nil.
 func (s *Set) RenderStatus(parent *unstructured.Unstructured, children []*unstructured.Unstructured) (map[string]any, error) {
-	m, _, err := s.RenderStatusWith(parent, children, nil)
+	m, _, err := s.RenderStatusWith(context.Background(), parent, children, nil)
 	return m, err
 }
 
 // RenderStatusWith is RenderStatus answering lookups from reader, under
 // the same rules as RenderWith's; children are the parent's own. It
-// returns the lookups made, for the caller to watch.
-func (s *Set) RenderStatusWith(parent *unstructured.Unstructured, children []*unstructured.Unstructured, reader Reader) (map[string]any, []Read, error) {
+// returns the lookups made, for the caller to watch. It stops when ctx
+// ends, as RenderContext does.
+func (s *Set) RenderStatusWith(ctx context.Context, parent *unstructured.Unstructured, children []*unstructured.Unstructured, reader Reader) (map[string]any, []Read, error) {
 	file := s.Config.Status
 	if file == "" {
 		return nil, nil, nil
@@ -43,6 +45,7 @@ func (s *Set) RenderStatusWith(parent *unstructured.Unstructured, children []*un
 	}
 	defer s.pool.put(r)
 	r.lk = &lookupState{reader: reader, rules: s.Config.Lookups, namespace: parent.GetNamespace(), parentUID: string(parent.GetUID()), file: file}
+	r.ctx, r.done = ctx, ctx.Done()
 	var buf bytes.Buffer
 	if err := s.execute(r, &buf, file, data); err != nil {
 		return nil, r.lk.reads, err

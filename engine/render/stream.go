@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -39,6 +40,12 @@ func ReadParents(r io.Reader) ([]*unstructured.Unstructured, error) {
 		}
 		obj, err := decodeYAML(d.text)
 		if err != nil {
+			var raw any
+			if yamlv2.Unmarshal(d.text, &raw) == nil {
+				if _, ok := raw.([]any); ok {
+					return nil, fmt.Errorf("document %d is a YAML list, not an object: give each object as its own document (separated by ---), or as the items of a v1 List", i+1)
+				}
+			}
 			return nil, fmt.Errorf("document %d: %w", i+1, err)
 		}
 		if obj == nil {

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -53,8 +54,23 @@ type Result struct {
 func (r Result) Failed() bool { return r.Err != nil || r.Diff != "" }
 
 // Run runs every case of the set in dir. With update, golden files are
-// rewritten to match what renders instead of being compared.
+// rewritten to match what renders instead of being compared. Each
+// parent's render stops after DefaultTimeout.
 func Run(set *render.Set, update bool) ([]Result, error) {
+	return RunOptions(set, Options{Update: update, Timeout: DefaultTimeout})
+}
+
+// Options are how RunOptions runs a set's cases.
+type Options struct {
+	// Update rewrites golden files to match what renders instead of
+	// comparing them.
+	Update bool
+	// Timeout stops each parent's render after this long (0: no limit).
+	Timeout time.Duration
+}
+
+// RunOptions is Run with options.
+func RunOptions(set *render.Set, o Options) ([]Result, error) {
 	testsDir := filepath.Join(set.Dir, render.TestsDir)
 	inputs, err := filepath.Glob(filepath.Join(testsDir, "*.yaml"))
 	if err != nil {
@@ -78,7 +94,7 @@ func Run(set *render.Set, update bool) ([]Result, error) {
 			continue
 		}
 		name := strings.TrimSuffix(filepath.Base(in), ".yaml")
-		r := runCase(set, ad, in, filepath.Join(testsDir, name+GoldenSuffix), update)
+		r := runCase(set, ad, in, filepath.Join(testsDir, name+GoldenSuffix), o)
 		r.Set, r.Case = set.Dir, name
 		results = append(results, r)
 	}
@@ -86,12 +102,12 @@ func Run(set *render.Set, update bool) ([]Result, error) {
 	return results, nil
 }
 
-func runCase(set *render.Set, ad *Admission, input, goldenPath string, update bool) Result {
-	got, err := renderFile(set, ad, input, DefaultNamespace)
+func runCase(set *render.Set, ad *Admission, input, goldenPath string, o Options) Result {
+	got, err := renderFile(set, ad, input, DefaultNamespace, o.Timeout)
 	if err != nil {
 		return Result{Err: err}
 	}
-	if update {
+	if o.Update {
 		old, _ := os.ReadFile(goldenPath)
 		if bytes.Equal(old, got) {
 			return Result{}
@@ -133,11 +149,15 @@ func RenderFile(set *render.Set, path, namespace string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return renderFile(set, ad, path, namespace)
+	return renderFile(set, ad, path, namespace, DefaultTimeout)
 }
 
-func renderFile(set *render.Set, ad *Admission, path, namespace string) ([]byte, error) {
-	parents, err := readObjects(path)
+func renderFile(set *render.Set, ad *Admission, path, namespace string, timeout time.Duration) ([]byte, error) {
+	objs, err := readObjects(path)
+	if err != nil {
+		return nil, err
+	}
+	parents, err := CheckParents(set, path, objs)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +176,7 @@ func renderFile(set *render.Set, ad *Admission, path, namespace string) ([]byte,
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	out, err := RenderParents(set, parents, reader, namespace)
+	out, err := RenderParents(set, parents, reader, namespace, timeout)
 	if err != nil {
 		return nil, err
 	}

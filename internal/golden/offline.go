@@ -1,9 +1,11 @@
 package golden
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -73,14 +75,18 @@ type Rendered struct {
 // readiness rules). Parents that name no namespace get namespace. A
 // render error, or a file that failed although everything it looked up
 // is ready, is an error naming the parent.
-func RenderParents(set *render.Set, parents []*unstructured.Unstructured, reader render.Reader, namespace string) (Rendered, error) {
+//
+// Each parent's render stops after timeout (0: no limit), as the
+// controller's stops at its reconcile timeout: a template that loops for
+// ever fails at the loop's line (render.ErrDeadline).
+func RenderParents(set *render.Set, parents []*unstructured.Unstructured, reader render.Reader, namespace string, timeout time.Duration) (Rendered, error) {
 	var out Rendered
 	for _, p := range parents {
 		if p.GetNamespace() == "" {
 			p.SetNamespace(namespace)
 		}
 		name := fmt.Sprintf("%s %s/%s", p.GetKind(), p.GetNamespace(), p.GetName())
-		rendered, err := set.RenderWith(p, reader)
+		rendered, err := renderOne(set, p, reader, timeout)
 		if err != nil {
 			return Rendered{}, fmt.Errorf("render %s: %w", name, err)
 		}
@@ -101,6 +107,21 @@ func RenderParents(set *render.Set, parents []*unstructured.Unstructured, reader
 	return out, nil
 }
 
+// DefaultTimeout is how long `loom render` and `loom test` let one
+// parent's render run (their --timeout).
+const DefaultTimeout = 30 * time.Second
+
+// renderOne renders p, stopping after timeout (0: no limit).
+func renderOne(set *render.Set, p *unstructured.Unstructured, reader render.Reader, timeout time.Duration) (*render.Output, error) {
+	ctx := context.Background()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("it ran for %s (--timeout)", timeout))
+		defer cancel()
+	}
+	return set.RenderContext(ctx, p, reader)
+}
+
 // Describe says, one line each, what plan holds back and why: each
 // waiting document or file ("waiting: ConfigMap web-config waits for
 // Deployment web: not found yet") and each dependency cycle, followed by
@@ -114,4 +135,39 @@ func Describe(plan depend.Plan, parent string) []string {
 		out = append(out, fmt.Sprintf("%s (%s)", c, parent))
 	}
 	return out
+}
+
+// CheckParents returns the parents that objs, read from name (a file, or
+// "stdin"), hold: a v1 List stands for its items. It is an error naming
+// name when there are none, or when an object is not a parent of set (of
+// another kind, or not a Kubernetes object at all), rather than the
+// render's own refusal, which can only name loom.yaml.
+func CheckParents(set *render.Set, name string, objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	var parents []*unstructured.Unstructured
+	for _, o := range objs {
+		if strings.HasSuffix(o.GetKind(), "List") && o.IsList() {
+			if err := o.EachListItem(func(item runtime.Object) error {
+				parents = append(parents, item.(*unstructured.Unstructured))
+				return nil
+			}); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			continue
+		}
+		parents = append(parents, o)
+	}
+	if len(parents) == 0 {
+		return nil, fmt.Errorf("%s holds no objects: give at least one parent", name)
+	}
+	want := set.ParentGVK()
+	wantName := want.GroupVersion().String() + " " + want.Kind
+	for i, p := range parents {
+		switch gvk := p.GroupVersionKind(); {
+		case gvk.Kind == "" && p.GetAPIVersion() == "":
+			return nil, fmt.Errorf("%s: object %d is not a Kubernetes object (it has no apiVersion and kind); this set's parent is %s (loom.yaml)", name, i+1, wantName)
+		case gvk != want:
+			return nil, fmt.Errorf("%s: object %d is a %s %s (%s), not a parent of this set, whose parent is %s (loom.yaml)", name, i+1, p.GetAPIVersion(), p.GetKind(), p.GetName(), wantName)
+		}
+	}
+	return parents, nil
 }
