@@ -6,6 +6,9 @@
 // and what its loom.yaml declares), and Generate turns the sets and the
 // flags Loom runs with (Options) into a Policy: the rules of a ClusterRole
 // and, for a Loom that watches one namespace, of Roles per namespace.
+// For a set that renders RBAC kinds, the subpackage roles reads the rules
+// its roles write and the roles its bindings name: Loom holds those rules
+// and bind on those roles by name, never escalate (grants.go).
 // Nothing here talks to a cluster; `loom rbac` prints a Policy and the
 // controller checks its own permissions against one.
 package rbac
