@@ -173,7 +173,7 @@ const maxRenderPasses = 3
 // decides which wait (engine/depend). A file that failed although every
 // child it read is ready is a render error.
 //
-// A render stops after half the reconcile timeout (renderTimeout), so
+// A render stops after half the reconcile timeout (renderContext), so
 // that a template that loops for ever frees its worker and leaves time
 // to say so in the parent's status; the error names the loop's line.
 func (c *parentController) render(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, reader *lookupReader) (*render.Output, depend.Plan, error) {
