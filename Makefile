@@ -84,6 +84,11 @@ golden: build ## Rewrite every golden file: the template sets' and the Go tests'
 	$(BIN)/loom test --update templates/
 	go test ./... -update
 
+.PHONY: docs
+docs: ## Regenerate docs/reference/cli from the commands (cobra's doc generator); go test ./docs checks every docs link.
+	go test $(GO_TEST_FLAGS) ./cmd/loom -run '^TestCLIReferenceIsCurrent$$' -update
+	go test $(GO_TEST_FLAGS) ./docs
+
 .PHONY: crds
 crds: build ## Regenerate crds/myresources.example.loom.dev.yaml from templates/myresource/loom.yaml (loom crd).
 	$(BIN)/loom crd -t templates/myresource > crds/myresources.example.loom.dev.yaml

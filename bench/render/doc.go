@@ -5,5 +5,5 @@
 //
 // Both render the same three templates: templates/myresource in this
 // repository, and testdata/chart, the same files with .Values for .Spec and
-// .Release.Name for .Name. See README.md for how to run and read them.
+// .Release.Name for .Name. See docs/explanation/benchmarks.md for how to run and read them.
 package renderbench

@@ -24,7 +24,7 @@ func runLoom(t *testing.T, stdin string, args ...string) (string, string, int) {
 	return out.String(), errOut.String(), code
 }
 
-// Every exit status the commands' help and the README document, except
+// Every exit status the commands' help and docs/reference/cli.md document, except
 // those that need a cluster's answer: loom diff's 0 and 1 (test/e2e
 // diff_test.go), loom crd --check's 0 and 1 (crdcheck_test.go), loom
 // rollout status's 0, 2 and 3 (rollout_test.go), loom version's 1 for a

@@ -11,7 +11,7 @@ import (
 // sets none. Go's default, 100, lets the heap grow to twice what is live
 // between collections, and a pod's memory limit sees that peak. Most of
 // Loom's live heap is its caches, which no collection frees, so 50 cuts
-// the peak by about a third for a few more collections (README, Converge:
+// the peak by about a third for a few more collections (docs/explanation/benchmarks.md, Converge:
 // at 10 000 parents the converge time did not grow, as the API server,
 // not Loom's CPU, bounds it).
 const defaultGCPercent = 50

@@ -111,8 +111,7 @@ func (n needs) addNamed(namespace string, gr schema.GroupResource, name string, 
 }
 
 // Generate returns the least-privilege rules with which a Loom run with o
-// reconciles sets. Each rule has a reason in the README's "What Loom's
-// RBAC grants"; a test removes each in turn.
+// reconciles sets. Each rule has a reason in docs/how-to/rbac-and-identity.md; a test removes each in turn.
 func Generate(sets []Set, o Options) Policy {
 	n := needs{}
 	// ns is where a namespaced permission is needed: the watched

@@ -100,7 +100,7 @@ func jsonRoundTrip(t *testing.T, obj map[string]any) map[string]any {
 }
 
 // withoutLoomMarks removes what Loom adds to every child of a chart set
-// (README, "Helm charts"): the parent's namespace where the chart set
+// (docs/how-to/charts.md): the parent's namespace where the chart set
 // none, the controller ownerReference and the ApplySet and managed-by
 // labels. managed-by is .Release.Service, which is "loom" under Loom.
 func withoutLoomMarks(t *testing.T, obj map[string]any, namespace string) map[string]any {

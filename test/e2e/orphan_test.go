@@ -377,7 +377,7 @@ func TestOrphanFinalizerRemovedByHand(t *testing.T) {
 	if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// What the README says to run.
+	// What docs/how-to/keep-children.md says to run.
 	kubectl(t, "-n", ns, "patch", "myresource", "hello", "--type=json",
 		`-p=[{"op":"test","path":"/metadata/finalizers","value":["loom.dev/orphan"]},{"op":"remove","path":"/metadata/finalizers"}]`)
 	goneCM(t, ns, "hello-plain", "the garbage collector follows its ownerReference")

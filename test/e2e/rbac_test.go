@@ -86,7 +86,7 @@ func convergeAndPrune(t *testing.T, ns string) {
 }
 
 // installRBAC applies the Namespace, ServiceAccount and RBAC of
-// deploy/loom.yaml (not its Deployment), as the README's install steps do.
+// deploy/loom.yaml (not its Deployment), as the install steps of docs/how-to/install.md do.
 // Tests that need it may run together.
 func installRBAC(t *testing.T) {
 	t.Helper()

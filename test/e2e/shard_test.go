@@ -44,7 +44,7 @@ const (
 // so slow (a request took seconds) that the replicas could not renew their
 // Leases in time and failover took over 30 s, where one at a time takes
 // 5 s. The failover bounds are measured on a machine that does nothing
-// else, as the README states them.
+// else, as docs/how-to/sharding.md states them.
 func TestSharded(t *testing.T) {
 	// Three replicas under spec churn: every parent converges, each
 	// replica owns a share, and no two replicas reconcile one parent at

@@ -21,13 +21,14 @@ var update = flag.Bool("update", false, "rewrite metrics.txt from the dashboard 
 const (
 	dashboardFile = "../../deploy/chart/files/dashboards/loom.json"
 	rulesFile     = "../../deploy/chart/files/alerts/loom-rules.yaml"
-	readmeFile    = "../../README.md"
+	// runbookDir holds one page per alert, docs/runbooks/<alert>.md.
+	runbookDir = "../../docs/runbooks"
 	// metricsFile lists the metrics the dashboard and the alerts read;
 	// test/e2e checks that a running Loom exports each of them.
 	metricsFile = "metrics.txt"
 	// runbookBase is where each alert's runbook_url points, before its
-	// README anchor.
-	runbookBase = "https://github.com/loom-operator/loom/blob/main/README.md#"
+	// page's file name.
+	runbookBase = "https://github.com/loom-operator/loom/blob/main/docs/runbooks/"
 )
 
 // notLooms are metrics Prometheus makes itself, not Loom.
@@ -104,11 +105,10 @@ func TestDashboardVariables(t *testing.T) {
 	}
 }
 
-// Each alert has a severity, a summary, a description and a runbook that
-// README.md has; its for is a duration Prometheus reads.
+// Each alert has a severity, a summary, a description and a runbook, a
+// page of its own under docs/runbooks; its for is a duration Prometheus reads.
 func TestRules(t *testing.T) {
 	_, rules := allExprs(t)
-	readme := string(read(t, readmeFile))
 	seen := map[string]bool{}
 	for _, r := range rules {
 		t.Run(r.Alert, func(t *testing.T) {
@@ -129,12 +129,16 @@ func TestRules(t *testing.T) {
 					t.Errorf("for %q: %v", r.For, err)
 				}
 			}
-			anchor := "runbook-" + strings.ToLower(r.Alert)
-			if got := r.Annotations["runbook_url"]; got != runbookBase+anchor {
-				t.Errorf("runbook_url %q, want %q", got, runbookBase+anchor)
+			page := r.Alert + ".md"
+			if got := r.Annotations["runbook_url"]; got != runbookBase+page {
+				t.Errorf("runbook_url %q, want %q", got, runbookBase+page)
 			}
-			if !strings.Contains(readme, "\n### Runbook: "+r.Alert+"\n") {
-				t.Errorf("README.md has no section ### Runbook: %s (anchor #%s)", r.Alert, anchor)
+			b, err := os.ReadFile(filepath.Join(runbookDir, page))
+			if err != nil {
+				t.Fatalf("no runbook page: %v", err)
+			}
+			if title := "# Runbook: " + r.Alert + "\n"; !strings.HasPrefix(string(b), title) {
+				t.Errorf("docs/runbooks/%s does not start with %q", page, title)
 			}
 		})
 	}
