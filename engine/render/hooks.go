@@ -1,9 +1,12 @@
 package render
 
 import (
+	"encoding/json"
 	"sort"
-	"strconv"
-	"strings"
+	"sync"
+
+	helmrelease "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 )
 
 // Helm's hook annotations.
@@ -30,34 +33,122 @@ const (
 	neverHook
 )
 
-// hookOf is the phase and weight of a chart object.
+// hookOf is the phase and weight of a chart object, as Helm 4 reads its
+// hook annotations (see helmHookOf).
 func hookOf(obj map[string]any) (hookPhase, int) {
-	meta, _ := obj["metadata"].(map[string]any)
-	ann, _ := meta["annotations"].(map[string]any)
-	hooks, ok := ann[HookAnnotation].(string)
-	if !ok {
+	h := helmHookOf(obj)
+	if h == nil {
 		return notHook, 0
 	}
-	weight, _ := strconv.Atoi(strings.TrimSpace(stringOr(ann[HookWeightAnnotation])))
+	return h.phase(), h.Weight
+}
+
+// hookSpec is a chart object's hook as Helm 4 parses it; unknown is true
+// for a hook with a type Helm does not know, which Helm skips whole.
+type hookSpec struct {
+	helmrelease.Hook
+	unknown bool
+}
+
+// phase is when Loom applies the hook.
+func (h *hookSpec) phase() hookPhase {
+	if h.unknown {
+		return neverHook
+	}
 	phase := neverHook
-	for h := range strings.SplitSeq(hooks, ",") {
-		switch strings.TrimSpace(h) {
-		case "test", "test-success", "test-failure":
-			return neverHook, weight
-		case "pre-install", "pre-upgrade":
+	for _, e := range h.Events {
+		switch e {
+		case helmrelease.HookTest:
+			return neverHook
+		case helmrelease.HookPreInstall, helmrelease.HookPreUpgrade:
 			phase = preHook
-		case "post-install", "post-upgrade":
+		case helmrelease.HookPostInstall, helmrelease.HookPostUpgrade:
 			if phase != preHook {
 				phase = postHook
 			}
 		}
 	}
-	return phase, weight
+	return phase
 }
 
-func stringOr(v any) string {
-	s, _ := v.(string)
-	return s
+// helmHookOf is obj's hook as Helm 4's own parser (releaseutil.
+// SortManifests) reads its annotations, or nil for an object that is not
+// a hook. Parses are kept by annotation values (hookSpecs), so that Helm
+// logs an unknown hook type once, not on every render.
+func helmHookOf(obj map[string]any) *hookSpec {
+	meta, _ := obj["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	hooks, ok := ann[helmrelease.HookAnnotation].(string)
+	if !ok {
+		return nil
+	}
+	in := map[string]any{helmrelease.HookAnnotation: hooks}
+	for _, k := range []string{helmrelease.HookWeightAnnotation, helmrelease.HookDeleteAnnotation} {
+		if v, ok := ann[k].(string); ok {
+			in[k] = v
+		}
+	}
+	key := hooks + "\x00" + stringOr(in[helmrelease.HookWeightAnnotation]) + "\x00" + stringOr(in[helmrelease.HookDeleteAnnotation])
+	if h, ok := hookSpecs.get(key); ok {
+		return h
+	}
+	h := parseHelmHook(in)
+	hookSpecs.put(key, h)
+	return h
+}
+
+// parseHelmHook runs Helm's manifest sorter over a Job that carries only
+// the hook annotations ann.
+func parseHelmHook(ann map[string]any) *hookSpec {
+	doc, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "hook", "annotations": ann}})
+	if err != nil { // strings only: cannot fail
+		return &hookSpec{unknown: true}
+	}
+	hooks, manifests, err := releaseutil.SortManifests(map[string]string{"hook.yaml": string(doc)}, nil, releaseutil.InstallOrder)
+	switch {
+	case err != nil || len(hooks) > 1:
+		return &hookSpec{unknown: true}
+	case len(hooks) == 1:
+		return &hookSpec{Hook: *hooks[0]}
+	case len(manifests) == 1:
+		return nil
+	}
+	return &hookSpec{unknown: true}
+}
+
+// hookSpecCache keeps parsed hooks by their annotation values, up to a
+// number of entries and of bytes (the values come from charts, and may
+// come from a parent's spec).
+type hookSpecCache struct {
+	mu    sync.Mutex
+	m     map[string]*hookSpec
+	bytes int
+}
+
+// Bounds of hookSpecs.
+const (
+	maxHookSpecs      = 1024
+	maxHookSpecsBytes = 256 << 10
+)
+
+var hookSpecs = &hookSpecCache{m: map[string]*hookSpec{}}
+
+func (c *hookSpecCache) get(key string) (*hookSpec, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.m[key]
+	return h, ok
+}
+
+func (c *hookSpecCache) put(key string, h *hookSpec) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxHookSpecs || c.bytes+len(key) > maxHookSpecsBytes {
+		return
+	}
+	c.m[key] = h
+	c.bytes += len(key)
 }
 
 // orderHooks drops the chart objects Loom never applies and makes the
@@ -127,4 +218,9 @@ func orderHooks(st *lookupState, kids []renderedChild) ([]renderedChild, error) 
 		}
 	}
 	return out, nil
+}
+
+func stringOr(v any) string {
+	s, _ := v.(string)
+	return s
 }
