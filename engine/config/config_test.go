@@ -30,6 +30,8 @@ rollout: {steps: [1, 100%]}
 		{name: "cluster-scoped without kind", src: parent + "clusterScoped: [{apiVersion: v1}]\n", err: "clusterScoped[0]: apiVersion and kind are required"},
 		{name: "cluster-scoped bad apiVersion", src: parent + "clusterScoped: [{apiVersion: a/b/c, kind: X}]\n", err: "clusterScoped[0].apiVersion"},
 		{name: "cluster-scoped twice", src: parent + "clusterScoped: [{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole}, {apiVersion: rbac.authorization.k8s.io/v1beta1, kind: ClusterRole}]\n", err: "clusterScoped[1]: ClusterRole.rbac.authorization.k8s.io is declared twice"},
+		{name: "notes of a chart", src: parent + "chart: chart\nnotes: true\n"},
+		{name: "notes without a chart", src: parent + "notes: true\n", err: "notes: only a chart set has a NOTES.txt"},
 		{name: "compact schema", src: parent + "schema: {spec: {image: string | required=true}}\n"},
 		{name: "openAPI schema", src: parent + "schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}\n"},
 		{name: "names and scope", src: "parent: {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, plural: myresources, singular: myresource, shortNames: [myr], categories: [loom], scope: Cluster}\n"},

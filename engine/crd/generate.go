@@ -17,7 +17,7 @@ import (
 const ParentTypeLabel = "applyset.kubernetes.io/is-parent-type"
 
 // StatusNotes is the status field of a chart set's parent that holds the
-// chart's rendered NOTES.txt.
+// chart's rendered NOTES.txt, when loom.yaml asks for it (notes: true).
 const StatusNotes = "notes"
 
 // Generate builds the parent's CRD from a set's loom.yaml: one version
@@ -26,8 +26,8 @@ const StatusNotes = "notes"
 // fields merged in, the names, scope and printer columns. A set without
 // a schema gets a CRD whose spec is free-form
 // (x-kubernetes-preserve-unknown-fields). The result is the same for the
-// same loom.yaml, field for field. A chart set's status also has notes
-// (StatusNotes).
+// same loom.yaml, field for field. A chart set with notes: true also has
+// status.notes (StatusNotes).
 func Generate(c config.Config) (*apiextv1.CustomResourceDefinition, error) {
 	gvk := c.ParentGVK()
 	if !strings.Contains(gvk.Group, ".") {
@@ -37,8 +37,8 @@ func Generate(c config.Config) (*apiextv1.CustomResourceDefinition, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.Chart != "" {
-		// A chart set writes the chart's rendered NOTES.txt.
+	if c.Chart != "" && c.Notes {
+		// A chart set that asks for it writes the chart's rendered NOTES.txt.
 		st := schema.Properties["status"]
 		st.Properties[StatusNotes] = apiextv1.JSONSchemaProps{Type: "string", Description: "The chart's NOTES.txt, rendered for this parent."}
 		schema.Properties["status"] = st

@@ -155,8 +155,9 @@ func helmValues(v any) any {
 }
 
 // chartFiles renders a chart set's templates for parent, recording its
-// lookups in st. NOTES.txt files are returned apart: Helm never installs
-// them.
+// lookups in st. NOTES.txt files are never children (Helm never installs
+// them); the root chart's is returned apart when loom.yaml asks for it
+// (notes: true).
 func (s *Set) chartFiles(parent *unstructured.Unstructured, st *lookupState, r *renderer) ([]chart.File, string, error) {
 	spec, _ := parent.Object["spec"].(map[string]any)
 	values, _ := helmValues(spec).(map[string]any)
@@ -204,7 +205,7 @@ func (s *Set) chartFiles(parent *unstructured.Unstructured, st *lookupState, r *
 			f.Text = helmSeparator.ReplaceAllString(f.Text, "---\n")
 		}
 		if chart.NotesFile(f.Name) {
-			if f.Name == s.chart.Name()+"/templates/NOTES.txt" {
+			if s.Config.Notes && f.Name == s.chart.Name()+"/templates/NOTES.txt" {
 				notes = f.Text
 			}
 			continue

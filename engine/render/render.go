@@ -54,7 +54,8 @@ type Output struct {
 	// All is every lookup made, in the order made, for the caller to
 	// watch what the render read.
 	All []Read
-	// Notes is a chart set's rendered NOTES.txt (the root chart's).
+	// Notes is a chart set's rendered NOTES.txt (the root chart's), when
+	// loom.yaml asks for it (notes: true).
 	Notes string
 }
 
