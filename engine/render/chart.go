@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -41,14 +42,18 @@ func (s *Set) loadChart(fsys fs.FS) error {
 		return chartError(err)
 	}
 	s.chartTexts = make(map[string][]byte, len(texts))
+	s.omitted = map[string]bool{}
 	for name, text := range texts {
 		s.chartTexts[name] = []byte(text)
+		if !strings.HasPrefix(path.Base(name), "_") && !chart.NotesFile(name) && neverAppliedFile(s.chartTexts[name]) {
+			s.omitted[name] = true
+		}
 	}
 	if err := checkRefused(root, s.chartTexts, chart.SeededFuncs...); err != nil {
 		return err
 	}
 	for _, tmpl := range root.Templates() {
-		if tmpl.Tree != nil && tmpl.Tree.Root != nil {
+		if tmpl.Tree != nil && tmpl.Tree.Root != nil && !s.omitted[tmpl.Name()] {
 			walkIdentifiers(tmpl.Tree.Root, func(id *parse.IdentifierNode) {
 				s.seeded = s.seeded || slices.Contains(chart.SeededFuncs, id.Ident)
 			})
@@ -187,6 +192,7 @@ func (s *Set) chartFiles(parent *unstructured.Unstructured, st *lookupState, r *
 			return st.lookup(at.Offset, apiVersion, kind, namespace, name)
 		},
 		Writer: func(w io.Writer) io.Writer { return &capWriter{w: w, r: r} },
+		Omit:   s.omitted,
 	})
 	if err != nil {
 		if errors.Is(err, errOutputTooLarge) {

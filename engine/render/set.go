@@ -46,8 +46,11 @@ type Set struct {
 	// chartTexts are its templates' sources, by path in the chart.
 	chart      *chart.Chart
 	chartTexts map[string][]byte
-	seeded     bool       // the chart calls a random function (chart.SeededFuncs)
-	cacheMu    sync.Mutex // guards caches for a chart set, filled as files render
+	// omitted are the chart's template files whose every document is a
+	// hook Loom never applies (neverAppliedFile): never executed.
+	omitted map[string]bool
+	seeded  bool       // the chart calls a random function (chart.SeededFuncs)
+	cacheMu sync.Mutex // guards caches for a chart set, filled as files render
 }
 
 // Fingerprint is a hash of every file the set was parsed from, loom.yaml
