@@ -17,6 +17,7 @@ import (
 	"github.com/loom-operator/loom/engine/chart"
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/engine/hook"
 	"github.com/loom-operator/loom/engine/object"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -124,12 +125,22 @@ func chartError(err error) error {
 	return keepCause(fromTemplateError(ce.File, ce.Err), ce.Err)
 }
 
-// release is what .Release says of a parent: its name and namespace, its
-// generation as the revision (a spec change is an upgrade), and an
-// install until the spec first changes.
-func release(parent *unstructured.Unstructured) chart.Release {
-	rev := int(max(parent.GetGeneration(), 1))
-	return chart.Release{Name: parent.GetName(), Namespace: parent.GetNamespace(), Revision: rev, IsInstall: rev == 1}
+// release is the chart release a parent is at (hook.Next): the revision
+// its status.release records while what it renders (the set and the
+// spec) has the same digest, the next one when that changed, 1 (the
+// install) when none is recorded.
+func (s *Set) release(parent *unstructured.Unstructured) (hook.Release, error) {
+	st, _ := parent.Object["status"].(map[string]any)
+	rec, err := hook.RecordOf(st)
+	if err != nil {
+		return hook.Release{}, &Error{File: config.File, Err: fmt.Errorf("the parent's chart release: %w", err)}
+	}
+	s.fpOnce.Do(func() { s.fp = s.Fingerprint() })
+	digest, err := hook.Digest(s.fp, parent.Object["spec"])
+	if err != nil {
+		return hook.Release{}, &Error{File: config.File, Err: err}
+	}
+	return hook.Next(rec, digest), nil
 }
 
 // helmValues is the parent's spec as Helm reads a values file: every
@@ -163,7 +174,7 @@ func helmValues(v any) any {
 // lookups in st. NOTES.txt files are never children (Helm never installs
 // them); the root chart's is returned apart when loom.yaml asks for it
 // (notes: true).
-func (s *Set) chartFiles(parent *unstructured.Unstructured, st *lookupState, r *renderer) ([]chart.File, string, error) {
+func (s *Set) chartFiles(parent *unstructured.Unstructured, rel hook.Release, st *lookupState, r *renderer) ([]chart.File, string, error) {
 	spec, _ := parent.Object["spec"].(map[string]any)
 	values, _ := helmValues(spec).(map[string]any)
 	if values == nil {
@@ -181,7 +192,8 @@ func (s *Set) chartFiles(parent *unstructured.Unstructured, st *lookupState, r *
 		return nil, "", &Error{File: config.File, Err: fmt.Errorf("the cluster's capabilities (.Capabilities): %w", err)}
 	}
 	res, err := s.chart.Render(values, chart.Env{
-		Release:      release(parent),
+		Release: chart.Release{Name: parent.GetName(), Namespace: parent.GetNamespace(),
+			Revision: int(rel.Revision), IsInstall: rel.Install},
 		Seed:         seed,
 		Capabilities: caps,
 		// Loom manages the children: a chart's managed-by label says so,

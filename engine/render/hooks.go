@@ -3,7 +3,12 @@ package render
 import (
 	"encoding/json"
 	"sort"
+	"strconv"
 	"sync"
+
+	"github.com/loom-operator/loom/engine/hook"
+	"github.com/loom-operator/loom/engine/object"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	helmrelease "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
@@ -151,35 +156,71 @@ func (c *hookSpecCache) put(key string, h *hookSpec) {
 	c.bytes += len(key)
 }
 
-// orderHooks drops the chart objects Loom never applies and makes the
-// others wait as Helm's hooks run: each child reads, through the
-// lookup machinery, the hooks it must wait for (pre hooks of a lower
-// weight for a pre hook; every pre hook for an ordinary child; every
-// ordinary child, pre hook and post hook of a lower weight for a post
-// hook), so that the dependency stage holds it until they are ready, and
-// the controller watches them.
-func orderHooks(st *lookupState, kids []renderedChild) ([]renderedChild, error) {
+// Hook is one of a chart's hooks that a render kept, for the controller
+// to run (hook.Decide).
+type Hook struct {
+	// Ref names the hook's object.
+	Ref object.Ref
+	// Key is Ref as the parent's status.release names it.
+	Key hook.Key
+	// Policies are its helm.sh/hook-delete-policy values, as given.
+	Policies []helmrelease.HookDeletePolicy
+}
+
+// HookKey is obj's name in a hook.Record.
+func HookKey(ref object.Ref) hook.Key {
+	return hook.Key{Group: ref.GroupKind.Group, Kind: ref.GroupKind.Kind, Namespace: ref.Namespace, Name: ref.Name}
+}
+
+// orderHooks drops the chart objects Loom does not apply in this release
+// (test, delete and rollback hooks; install hooks on an upgrade and
+// upgrade hooks on the install; hooks the parent's status.release says
+// are done in this revision), stamps the others with the release's
+// revision (hook.AnnotationRevision), and makes them wait as Helm's hooks
+// run: each child reads, through the lookup machinery, the hooks it must
+// wait for (pre hooks of a lower weight for a pre hook; every pre hook
+// for an ordinary child; every ordinary child, pre hook and post hook of
+// a lower weight for a post hook), so that the dependency stage holds it
+// until they are ready, and the controller watches them.
+func orderHooks(st *lookupState, kids []renderedChild, rel hook.Release, parent *unstructured.Unstructured) ([]renderedChild, []Hook, error) {
 	type hooked struct {
 		phase  hookPhase
 		weight int
 	}
-	info := make([]hooked, len(kids))
+	status, _ := parent.Object["status"].(map[string]any)
+	rec, _ := hook.RecordOf(status) // checked by release
+	rec = hook.Start(rec, rel)
+	revision := strconv.FormatInt(rel.Revision, 10)
 	out := kids[:0:0]
 	var keep []hooked
-	for i, k := range kids {
-		p, w := hookOf(k.obj.Object)
-		info[i] = hooked{p, w}
-		if p != neverHook {
+	var isHook []bool
+	var hooks []Hook
+	for _, k := range kids {
+		h := helmHookOf(k.obj.Object)
+		if h == nil {
 			out = append(out, k)
-			keep = append(keep, info[i])
+			keep = append(keep, hooked{notHook, 0})
+			isHook = append(isHook, false)
+			continue
 		}
+		ref := object.RefOf(k.obj)
+		p := h.phase()
+		if p == neverHook || !hook.Runs(h.Events, rel) || rec.Phase(HookKey(ref)).Done() {
+			continue
+		}
+		ann := k.obj.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[hook.AnnotationRevision] = revision
+		k.obj.SetAnnotations(ann)
+		out = append(out, k)
+		keep = append(keep, hooked{p, h.Weight})
+		isHook = append(isHook, true)
+		hooks = append(hooks, Hook{Ref: ref, Key: HookKey(ref), Policies: h.DeletePolicies})
 	}
-	hasHooks := false
-	for _, h := range keep {
-		hasHooks = hasHooks || h.phase != notHook
-	}
-	if !hasHooks {
-		return out, nil
+	if len(hooks) == 0 {
+		return out, nil, nil
 	}
 	waitsFor := func(a, b hooked) bool { // does a wait for b?
 		switch a.phase {
@@ -209,18 +250,35 @@ func orderHooks(st *lookupState, kids []renderedChild) ([]renderedChild, error) 
 				o := out[j].obj
 				st.file = ""
 				if _, err := st.lookup(0, o.GetAPIVersion(), o.GetKind(), o.GetNamespace(), o.GetName()); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				rd = st.reads[len(st.reads)-1]
+				if ran := annotation(rd.Object, hook.AnnotationRevision); isHook[j] && rd.Object != nil && ran != revision && (ran != "" || st.parentUID != "") {
+					// An older run of the hook (a fixed-name Job that
+					// completed on the last revision) is not this one:
+					// what waits for the hook waits for this revision's.
+					// Offline (a parent never stored, loom test), an
+					// object of the lookups file without the mark stands
+					// for this revision's run.
+					rd.Object = nil
+					st.reads[len(st.reads)-1] = rd
+				}
 				reads[j] = rd
 			}
 			out[i].reads = append(out[i].reads, rd)
 		}
 	}
-	return out, nil
+	return out, hooks, nil
 }
 
 func stringOr(v any) string {
 	s, _ := v.(string)
 	return s
+}
+
+// annotation is an annotation of an object's map.
+func annotation(obj map[string]any, key string) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	return stringOr(ann[key])
 }

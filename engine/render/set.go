@@ -49,6 +49,10 @@ type Set struct {
 	// omitted are the chart's template files whose every document is a
 	// hook Loom never applies (neverAppliedFile): never executed.
 	omitted map[string]bool
+	// fpOnce computes fp, the Fingerprint that a chart's release digest
+	// covers, once: the sources do not change after the load.
+	fpOnce  sync.Once
+	fp      string
 	seeded  bool       // the chart calls a random function (chart.SeededFuncs)
 	cacheMu sync.Mutex // guards caches for a chart set, filled as files render
 }
