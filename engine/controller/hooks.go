@@ -51,6 +51,9 @@ type hookRun struct {
 	// created are the hooks applied, by object: their phase is Running
 	// once the apply succeeds.
 	created map[object.Ref]hook.Key
+	// done are the hooks done in this revision already followed (a
+	// reconcile gates each render pass).
+	done map[object.Ref]bool
 }
 
 // startHooks begins the hooks' run of a reconcile of parent rendered as
@@ -65,7 +68,7 @@ func startHooks(parent *unstructured.Unstructured, out *render.Output) (*hookRun
 		return nil, err
 	}
 	stored = hook.Start(stored, *out.Release)
-	return &hookRun{rec: stored, stored: stored, created: map[object.Ref]hook.Key{}}, nil
+	return &hookRun{rec: stored, stored: stored, created: map[object.Ref]hook.Key{}, done: map[object.Ref]bool{}}, nil
 }
 
 // gate decides each hook among apply (hook.Decide) and returns the
@@ -78,11 +81,26 @@ func (c *parentController) gate(ctx context.Context, set *render.Set, run *hookR
 		return apply, nil, nil
 	}
 	hooks := make(map[object.Ref]render.Hook, len(out.Hooks))
-	for _, h := range out.Hooks {
-		hooks[h.Ref] = h
-	}
 	rev := strconv.FormatInt(out.Release.Revision, 10)
 	logger := klog.FromContext(ctx)
+	for _, h := range out.Hooks {
+		if !h.Done {
+			hooks[h.Ref] = h
+			continue
+		}
+		// A hook done in this revision is no child: only its delete
+		// policy may still have something to do.
+		if run.done[h.Ref] {
+			continue
+		}
+		run.done[h.Ref] = true
+		live := c.m.children.get(c.groupResource(h.Ref), h.Ref.Namespace, h.Ref.Name)
+		stored := run.stored.Phase(h.Key)
+		if d := hook.Decide(rev, stored, h.Policies, hookState(live, set)); d.Action == hook.Delete {
+			logger.V(4).Info("Hook decided", "hook", h.Ref.String(), "revision", rev, "action", d.Action.String(), "phase", d.Phase)
+			deleted = append(deleted, c.applier(ctx).Prune(ctx, []*unstructured.Unstructured{live})...)
+		}
+	}
 	keep = apply[:0:0]
 	left = map[object.Ref]*unstructured.Unstructured{}
 	for _, child := range apply {

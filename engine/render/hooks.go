@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -165,6 +166,10 @@ type Hook struct {
 	Key hook.Key
 	// Policies are its helm.sh/hook-delete-policy values, as given.
 	Policies []helmrelease.HookDeletePolicy
+	// Done is true for a hook the parent's status.release says is done
+	// in this revision: it is not among the children, and nothing waits
+	// for it.
+	Done bool
 }
 
 // HookKey is obj's name in a hook.Record.
@@ -205,7 +210,13 @@ func orderHooks(st *lookupState, kids []renderedChild, rel hook.Release, parent 
 		}
 		ref := object.RefOf(k.obj)
 		p := h.phase()
-		if p == neverHook || !hook.Runs(h.Events, rel) || rec.Phase(HookKey(ref)).Done() {
+		if p == neverHook || !hook.Runs(h.Events, rel) {
+			continue
+		}
+		if rec.Phase(HookKey(ref)).Done() {
+			// Not a child any more; the controller still follows its
+			// delete policy.
+			hooks = append(hooks, Hook{Ref: ref, Key: HookKey(ref), Policies: h.DeletePolicies, Done: true})
 			continue
 		}
 		ann := k.obj.GetAnnotations()
@@ -219,8 +230,8 @@ func orderHooks(st *lookupState, kids []renderedChild, rel hook.Release, parent 
 		isHook = append(isHook, true)
 		hooks = append(hooks, Hook{Ref: ref, Key: HookKey(ref), Policies: h.DeletePolicies})
 	}
-	if len(hooks) == 0 {
-		return out, nil, nil
+	if !slices.ContainsFunc(hooks, func(h Hook) bool { return !h.Done }) {
+		return out, hooks, nil
 	}
 	waitsFor := func(a, b hooked) bool { // does a wait for b?
 		switch a.phase {

@@ -138,6 +138,7 @@ func TestChartHooksByRelease(t *testing.T) {
 		hooks    []string // the hooks rendered, with their revision
 		applied  string   // one child applied now, or "" for none checked
 		held     string   // one child that waits, or "" for none checked
+		done     []string // the hooks done in this revision
 	}{
 		{name: "no record: the install", revision: 1,
 			hooks: []string{"ConfigMap/shop-web-installed@1", "Job/shop-web-early@1", "Job/shop-web-migrate@1"}},
@@ -147,6 +148,7 @@ func TestChartHooksByRelease(t *testing.T) {
 		{name: "the pre-upgrade hook done in this revision: not rendered, the Deployment goes ahead", revision: 3,
 			status:  map[string]any{"release": map[string]any{"revision": int64(3), "digest": digest, "hooks": []any{migrate}}},
 			hooks:   []string{"ConfigMap/shop-web-installed@3"},
+			done:    []string{"Job/shop-web-migrate"},
 			applied: "Deployment/shop-web"},
 		{name: "the pre-upgrade Job of the last revision complete: the Deployment waits for this one", revision: 3,
 			status:  map[string]any{"release": map[string]any{"revision": int64(2), "digest": "other"}},
@@ -176,8 +178,21 @@ func TestChartHooksByRelease(t *testing.T) {
 			if diff := cmp.Diff(tt.hooks, hooks); diff != "" {
 				t.Errorf("hooks (-want +got):\n%s", diff)
 			}
-			if len(out.Hooks) != len(tt.hooks) {
-				t.Errorf("Output.Hooks has %d, want %d", len(out.Hooks), len(tt.hooks))
+			var running, done []string
+			for _, h := range out.Hooks {
+				if h.Done {
+					done = append(done, h.Ref.GroupKind.Kind+"/"+h.Ref.Name)
+				} else {
+					running = append(running, h.Ref.GroupKind.Kind+"/"+h.Ref.Name)
+				}
+			}
+			if len(running) != len(tt.hooks) {
+				t.Errorf("Output.Hooks has %v to run, want %d", running, len(tt.hooks))
+			}
+			// A done hook is still handed to the controller, for its
+			// delete policy.
+			if diff := cmp.Diff(tt.done, done); diff != "" {
+				t.Errorf("done hooks (-want +got):\n%s", diff)
 			}
 			if tt.held != "" {
 				plan := depend.Decide(out, set.Config.Readiness)

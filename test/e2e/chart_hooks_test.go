@@ -4,9 +4,10 @@ package e2e
 
 // A chart's hooks run once per release revision: a pre-upgrade Job with a
 // fixed name (Helm's default delete policy, before-hook-creation) runs
-// again on a values edit and gates the Deployment's change, and a hook
-// Job that the TTL controller deletes after it finishes is not created
-// again.
+// again on a values edit and gates the Deployment's change, a hook Job
+// that the TTL controller deletes after it finishes is not created again,
+// and a hook-succeeded hook is deleted once it succeeded, and not created
+// again either.
 
 import (
 	"context"
@@ -57,6 +58,19 @@ spec:
         - name: migrate
           image: "migrate:{{ .Values.tag }}"
           args: [--revision, "{{ .Release.Revision }}", --upgrade, "{{ .Release.IsUpgrade }}"]
+`,
+	"chart/templates/notify.yaml": `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-notify
+  annotations:
+    helm.sh/hook: post-upgrade
+    helm.sh/hook-delete-policy: hook-succeeded
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: notify, image: busybox}]
 `,
 	"chart/templates/welcome.yaml": `apiVersion: batch/v1
 kind: Job
@@ -189,6 +203,28 @@ func TestChartHooksRunOncePerRevision(t *testing.T) {
 	}
 	if j, err := get(context.Background(), jobGVR, ns, "a-migrate"); err != nil || j.GetAnnotations()["loom.dev/hook-revision"] != "2" {
 		t.Errorf("the migrate Job is not revision 2's run (%v)", err)
+	}
+	// The post-upgrade hook ran (the record says it succeeded), and its
+	// delete policy, hook-succeeded, deleted it; it is not created again.
+	eventually(t, 30*time.Second, "the post-upgrade hook is recorded Succeeded", func(ctx context.Context) error {
+		p, err := get(ctx, hookAppGVR, ns, "a")
+		if err != nil {
+			return err
+		}
+		hooks, _, _ := unstructured.NestedSlice(p.Object, "status", "release", "hooks")
+		for _, h := range hooks {
+			if m, _ := h.(map[string]any); m["name"] == "a-notify" && m["phase"] == "Succeeded" {
+				return nil
+			}
+		}
+		return fmt.Errorf("status.release.hooks %v", hooks)
+	})
+	waitGone(t, jobGVR, ns, "a-notify", "hook-succeeded")
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if _, err := get(context.Background(), jobGVR, ns, "a-notify"); !isNotFound(err) {
+			t.Errorf("the hook-succeeded hook was created again (%v)", err)
+			break
+		}
 	}
 	// The post-install hook does not run on an upgrade.
 	if _, err := get(context.Background(), jobGVR, ns, "a-welcome"); !isNotFound(err) {
