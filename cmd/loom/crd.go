@@ -27,7 +27,8 @@ subresource, the names (plural, singular, shortNames, categories with
 "loom"), the scope, the printer columns (Ready, State, Age, then the set's)
 and the ApplySet parent-type label. A set without a schema gets a free-form
 spec, but a chart set's spec types each value its values.yaml lists and
-keeps the others. A chart set's status also has notes (its NOTES.txt).
+keeps the others. A chart set with notes: true also has status.notes
+(its NOTES.txt).
 It needs no cluster; the output passes the API server's CRD
 validation. -o json and -o yaml print the CRD alone, without the comment.
 

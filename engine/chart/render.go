@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"sort"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -47,6 +48,9 @@ type Env struct {
 	// Writer, when set, wraps each file's output writer (to count or cap
 	// what the templates write).
 	Writer func(io.Writer) io.Writer
+	// Omit names template files not to execute (their output is not
+	// wanted, as a chart's test hooks are not by Loom).
+	Omit map[string]bool
 }
 
 // File is one rendered template file.
@@ -140,7 +144,7 @@ func (c *Chart) Render(values map[string]any, env Env) (*Result, error) {
 	res := &Result{}
 	var buf strings.Builder
 	for _, name := range p.order {
-		if strings.HasPrefix(path.Base(name), "_") {
+		if strings.HasPrefix(path.Base(name), "_") || env.Omit[name] {
 			continue
 		}
 		t := tpls[name]
@@ -177,6 +181,17 @@ func outputKey(values [32]byte, env Env, caps *common.Capabilities) string {
 	for _, v := range caps.APIVersions {
 		h.Write([]byte(v))
 		h.Write([]byte{0})
+	}
+	omit := make([]string, 0, len(env.Omit))
+	for name, ok := range env.Omit {
+		if ok {
+			omit = append(omit, name)
+		}
+	}
+	sort.Strings(omit)
+	for _, name := range omit {
+		h.Write([]byte{1})
+		h.Write([]byte(name))
 	}
 	return string(h.Sum(nil))
 }

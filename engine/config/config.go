@@ -72,6 +72,11 @@ type Config struct {
 	// loom.yaml and inside the set's folder) that renders the children in
 	// place of the set's own templates: the parent's spec is its values.
 	Chart string `json:"chart,omitempty"`
+	// Notes, for a chart set, writes the chart's rendered NOTES.txt (the
+	// root chart's) into each parent's status.notes. Off by default: some
+	// charts print generated passwords there, and whoever may read a
+	// parent may read its status.
+	Notes bool `json:"notes,omitempty"`
 	// ServiceAccountName, when set, names a ServiceAccount of each
 	// parent's namespace that Loom acts as for that parent's children:
 	// it applies, prunes and releases them, and answers the templates'
@@ -189,6 +194,9 @@ func (c *Config) Validate() error {
 		if c.Parent.Scope == "Cluster" {
 			return fmt.Errorf("serviceAccountName %q: a cluster-scoped parent has no namespace to find the ServiceAccount in", n)
 		}
+	}
+	if c.Notes && c.Chart == "" {
+		return errors.New("notes: only a chart set has a NOTES.txt")
 	}
 	if c.Chart != "" && !filepath.IsLocal(c.Chart) {
 		return fmt.Errorf("chart %q: must be a path inside the set's folder (a symlink to a chart elsewhere works)", c.Chart)

@@ -34,6 +34,8 @@ rollout: {steps: [1, 100%]}
 		{name: "role to bind of no RBAC kind", src: parent + "bindRoles: [{kind: Group, name: view}]\n", err: `bindRoles[0].kind "Group": must be Role or ClusterRole`},
 		{name: "role to bind without name", src: parent + "bindRoles: [{kind: Role}]\n", err: "bindRoles[0].name is required"},
 		{name: "role to bind with a slash", src: parent + "bindRoles: [{kind: Role, name: a/b}]\n", err: `bindRoles[0].name "a/b"`},
+		{name: "notes of a chart", src: parent + "chart: chart\nnotes: true\n"},
+		{name: "notes without a chart", src: parent + "notes: true\n", err: "notes: only a chart set has a NOTES.txt"},
 		{name: "compact schema", src: parent + "schema: {spec: {image: string | required=true}}\n"},
 		{name: "openAPI schema", src: parent + "schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}\n"},
 		{name: "names and scope", src: "parent: {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, plural: myresources, singular: myresource, shortNames: [myr], categories: [loom], scope: Cluster}\n"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/depend"
+	"github.com/loom-operator/loom/engine/hook"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/render"
@@ -73,10 +75,17 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 
 	// 2. Render the children, answering lookups from the caches, and
 	//    decide which wait for others they looked up (engine/depend).
+	if set.Chart() != nil {
+		parent = c.withRecord(parent)
+	}
 	out, plan, renderErr := c.render(ctx, set, parent, reader)
 	if namespaceTerminating(renderErr) || namespaceTerminating(reader.err) {
 		logger.V(2).Info("The parent's namespace is being deleted; creating nothing", "err", errors.Join(renderErr, reader.err))
 		return nil
+	}
+	var hooks *hookRun
+	if renderErr == nil {
+		hooks, renderErr = startHooks(parent, out)
 	}
 	if renderErr != nil {
 		logger.V(2).Info("Render failed", "err", renderErr)
@@ -94,11 +103,18 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 	//    orphan finalizer, cluster-scoped children only once it carries
 	//    the cluster-children finalizer (owner is the parent as those
 	//    patches left it).
+	//    A chart's hooks are applied only when hook.Decide says so
+	//    (hooks.go): once per release revision, after their older run is
+	//    deleted.
 	owner, held := c.protect(ctx, parent, out.Children)
-	results, live := c.applyAll(ctx, plan.Apply, reader.fresh, held)
+	toApply, hookDeletes, hookLive := c.gate(ctx, set, hooks, out, plan.Apply, reader.fresh)
+	results, live := c.applyAll(ctx, toApply, reader.fresh, held)
 	if terminatingIn(results) {
 		return nil
 	}
+	hooks.applied(results)
+	maps.Copy(live, hookLive)
+	results = append(results, hookDeletes...)
 	c.recordDrift(ctx, parent, results)
 	all := results
 	for pass := 0; pass < maxRenderPasses && (len(plan.Held) > 0 || !plan.Complete) && results.Writes() > 0; pass++ {
@@ -113,10 +129,14 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 		}
 		out, plan = nextOut, nextPlan
 		owner, held = c.protect(ctx, owner, out.Children)
-		results, live = c.applyAll(ctx, plan.Apply, reader.fresh, held)
+		toApply, hookDeletes, hookLive = c.gate(ctx, set, hooks, out, plan.Apply, reader.fresh)
+		results, live = c.applyAll(ctx, toApply, reader.fresh, held)
 		if terminatingIn(results) {
 			return nil
 		}
+		hooks.applied(results)
+		maps.Copy(live, hookLive)
+		results = append(results, hookDeletes...)
 		c.recordDrift(ctx, parent, results)
 		all = append(all, results...)
 	}
@@ -159,8 +179,16 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 		}
 		in.Extra[crd.StatusNotes] = out.Notes
 	}
+	if hooks != nil {
+		in.Release = hooks.rec.Map()
+	}
 	if err := c.writeStatus(ctx, set, parent, in); err != nil {
 		return err
+	}
+	if hooks.changed() {
+		// A hook the Record now calls done is dropped by the next render,
+		// and what waited for it goes ahead: no child event may come.
+		c.queue.Add(key)
 	}
 	return errors.Join(retryableOf(results), pruneErr, finErr, reader.err)
 }
@@ -295,6 +323,11 @@ func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstr
 	for _, child := range c.m.children.owned(parent.GetUID()) {
 		switch {
 		case keep[object.RefOf(child)] || !render.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil:
+		case child.GetAnnotations()[hook.AnnotationRevision] != "":
+			// A hook's run is not pruned when it no longer renders (it
+			// is done, or of another event): as under Helm, it stays
+			// until its delete policy, its next run or the parent's
+			// deletion removes it.
 		case object.IsOrphan(child.GetAnnotations()):
 			orphans = append(orphans, child)
 		default:

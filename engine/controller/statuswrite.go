@@ -96,6 +96,12 @@ func (c *parentController) caughtUp(uid types.UID, rv string) {
 func (c *parentController) writeStatus(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, in status.Input) error {
 	prev := c.previous(parent)
 	in.Parent = prev
+	if in.Release == nil && set.Chart() != nil {
+		// A chart set's release record outlives a reconcile that did not
+		// get as far as its hooks (a failed render): losing it would
+		// start the release over as an install, and run done hooks again.
+		in.Release, _, _ = unstructured.NestedMap(prev.Object, "status", status.FieldRelease)
+	}
 	in.Rules = set.Config.Readiness
 	in.Now = c.m.opts.Clock.Now()
 	want := status.Compute(in)

@@ -18,8 +18,36 @@ import (
 const ParentTypeLabel = "applyset.kubernetes.io/is-parent-type"
 
 // StatusNotes is the status field of a chart set's parent that holds the
-// chart's rendered NOTES.txt.
+// chart's rendered NOTES.txt, when loom.yaml asks for it (notes: true).
 const StatusNotes = "notes"
+
+// StatusRelease is the status field of a chart set's parent that records
+// its release: the revision, the digest of what it renders, and the runs
+// of its hooks in that revision.
+const StatusRelease = "release"
+
+// releaseSchema is the schema of status.release.
+func releaseSchema() apiextv1.JSONSchemaProps {
+	str := func(d string) apiextv1.JSONSchemaProps {
+		return apiextv1.JSONSchemaProps{Type: "string", Description: d}
+	}
+	return apiextv1.JSONSchemaProps{
+		Type:        "object",
+		Description: "The chart release: .Release.Revision, which moves when the values or the chart change, and the hooks run in it.",
+		Properties: map[string]apiextv1.JSONSchemaProps{
+			"revision": {Type: "integer", Format: "int64", Description: "The release revision, from 1 (the install)."},
+			"digest":   str("A digest of the chart and the values this revision renders."),
+			"hooks": {Type: "array", Description: "The hooks Loom ran in this revision: each runs once.", Items: &apiextv1.JSONSchemaPropsOrArray{Schema: &apiextv1.JSONSchemaProps{
+				Type: "object", Required: []string{"kind", "name", "phase"},
+				Properties: map[string]apiextv1.JSONSchemaProps{
+					"group": str("The hook's API group."), "kind": str("The hook's kind."),
+					"namespace": str("The hook's namespace."), "name": str("The hook's name."),
+					"phase": str("Running, Succeeded, Failed, or Deleted (gone before Loom saw it finish)."),
+				},
+			}}},
+		},
+	}
+}
 
 // Generate builds the parent's CRD from a set's loom.yaml: one version
 // (served, storage) with the status subresource, the schema (the compact
@@ -27,9 +55,9 @@ const StatusNotes = "notes"
 // fields merged in, the names, scope and printer columns. A set without
 // a schema gets a CRD whose spec is free-form
 // (x-kubernetes-preserve-unknown-fields). The result is the same for the
-// same loom.yaml, field for field. A chart set's status also has notes
-// (StatusNotes). The CRD passes the API server's own validation
-// (Validate): a schema it would refuse is an error.
+// same loom.yaml, field for field. A chart set with notes: true also has
+// status.notes (StatusNotes). The CRD passes the API server's own
+// validation (Validate): a schema it would refuse is an error.
 func Generate(c config.Config) (*apiextv1.CustomResourceDefinition, error) {
 	def, err := generate(c)
 	if err != nil {
@@ -52,9 +80,14 @@ func generate(c config.Config) (*apiextv1.CustomResourceDefinition, error) {
 		return nil, err
 	}
 	if c.Chart != "" {
-		// A chart set writes the chart's rendered NOTES.txt.
 		st := schema.Properties["status"]
-		st.Properties[StatusNotes] = apiextv1.JSONSchemaProps{Type: "string", Description: "The chart's NOTES.txt, rendered for this parent."}
+		// A chart set records its release: the revision, and its hooks'
+		// runs (engine/hook).
+		st.Properties[StatusRelease] = releaseSchema()
+		if c.Notes {
+			// A chart set that asks for it writes the chart's rendered NOTES.txt.
+			st.Properties[StatusNotes] = apiextv1.JSONSchemaProps{Type: "string", Description: "The chart's NOTES.txt, rendered for this parent."}
+		}
 		schema.Properties["status"] = st
 	}
 	cols, err := printerColumns(c.Parent.PrinterColumns, schema)

@@ -189,18 +189,22 @@ func TestPlural(t *testing.T) {
 	}
 }
 
-// A chart set's parent has status.notes, for the chart's NOTES.txt; other
-// sets' parents do not.
+// A chart set's parent has status.notes, for the chart's NOTES.txt, only
+// when loom.yaml asks for it (notes: true); other sets' parents never.
 func TestGenerateChartSetHasNotes(t *testing.T) {
-	for chart, want := range map[string]bool{"chart": true, "": false} {
-		c := config.Config{Parent: config.ParentRef{APIVersion: "example.loom.dev/v1", Kind: "App"}, Chart: chart}
+	for _, tt := range []struct {
+		chart string
+		notes bool
+		want  bool
+	}{{"chart", true, true}, {"chart", false, false}, {"", false, false}} {
+		c := config.Config{Parent: config.ParentRef{APIVersion: "example.loom.dev/v1", Kind: "App"}, Chart: tt.chart, Notes: tt.notes}
 		crd, err := Generate(c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, got := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties[StatusNotes]
-		if got != want {
-			t.Errorf("chart %q: status.notes in the schema: %v, want %v", chart, got, want)
+		if got != tt.want {
+			t.Errorf("chart %q, notes %v: status.notes in the schema: %v, want %v", tt.chart, tt.notes, got, tt.want)
 		}
 	}
 }

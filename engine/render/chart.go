@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/loom-operator/loom/engine/chart"
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/engine/hook"
 	"github.com/loom-operator/loom/engine/object"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -41,14 +43,18 @@ func (s *Set) loadChart(fsys fs.FS) error {
 		return chartError(err)
 	}
 	s.chartTexts = make(map[string][]byte, len(texts))
+	s.omitted = map[string]bool{}
 	for name, text := range texts {
 		s.chartTexts[name] = []byte(text)
+		if !strings.HasPrefix(path.Base(name), "_") && !chart.NotesFile(name) && neverAppliedFile(s.chartTexts[name]) {
+			s.omitted[name] = true
+		}
 	}
 	if err := checkRefused(root, s.chartTexts, chart.SeededFuncs...); err != nil {
 		return err
 	}
 	for _, tmpl := range root.Templates() {
-		if tmpl.Tree != nil && tmpl.Tree.Root != nil {
+		if tmpl.Tree != nil && tmpl.Tree.Root != nil && !s.omitted[tmpl.Name()] {
 			walkIdentifiers(tmpl.Tree.Root, func(id *parse.IdentifierNode) {
 				s.seeded = s.seeded || slices.Contains(chart.SeededFuncs, id.Ident)
 			})
@@ -119,12 +125,22 @@ func chartError(err error) error {
 	return keepCause(fromTemplateError(ce.File, ce.Err), ce.Err)
 }
 
-// release is what .Release says of a parent: its name and namespace, its
-// generation as the revision (a spec change is an upgrade), and an
-// install until the spec first changes.
-func release(parent *unstructured.Unstructured) chart.Release {
-	rev := int(max(parent.GetGeneration(), 1))
-	return chart.Release{Name: parent.GetName(), Namespace: parent.GetNamespace(), Revision: rev, IsInstall: rev == 1}
+// release is the chart release a parent is at (hook.Next): the revision
+// its status.release records while what it renders (the set and the
+// spec) has the same digest, the next one when that changed, 1 (the
+// install) when none is recorded.
+func (s *Set) release(parent *unstructured.Unstructured) (hook.Release, error) {
+	st, _ := parent.Object["status"].(map[string]any)
+	rec, err := hook.RecordOf(st)
+	if err != nil {
+		return hook.Release{}, &Error{File: config.File, Err: fmt.Errorf("the parent's chart release: %w", err)}
+	}
+	s.fpOnce.Do(func() { s.fp = s.Fingerprint() })
+	digest, err := hook.Digest(s.fp, parent.Object["spec"])
+	if err != nil {
+		return hook.Release{}, &Error{File: config.File, Err: err}
+	}
+	return hook.Next(rec, digest), nil
 }
 
 // helmValues is the parent's spec as Helm reads a values file: every
@@ -155,9 +171,10 @@ func helmValues(v any) any {
 }
 
 // chartFiles renders a chart set's templates for parent, recording its
-// lookups in st. NOTES.txt files are returned apart: Helm never installs
-// them.
-func (s *Set) chartFiles(parent *unstructured.Unstructured, st *lookupState, r *renderer) ([]chart.File, string, error) {
+// lookups in st. NOTES.txt files are never children (Helm never installs
+// them); the root chart's is returned apart when loom.yaml asks for it
+// (notes: true).
+func (s *Set) chartFiles(parent *unstructured.Unstructured, rel hook.Release, st *lookupState, r *renderer) ([]chart.File, string, error) {
 	spec, _ := parent.Object["spec"].(map[string]any)
 	values, _ := helmValues(spec).(map[string]any)
 	if values == nil {
@@ -175,7 +192,8 @@ func (s *Set) chartFiles(parent *unstructured.Unstructured, st *lookupState, r *
 		return nil, "", &Error{File: config.File, Err: fmt.Errorf("the cluster's capabilities (.Capabilities): %w", err)}
 	}
 	res, err := s.chart.Render(values, chart.Env{
-		Release:      release(parent),
+		Release: chart.Release{Name: parent.GetName(), Namespace: parent.GetNamespace(),
+			Revision: int(rel.Revision), IsInstall: rel.Install},
 		Seed:         seed,
 		Capabilities: caps,
 		// Loom manages the children: a chart's managed-by label says so,
@@ -186,6 +204,7 @@ func (s *Set) chartFiles(parent *unstructured.Unstructured, st *lookupState, r *
 			return st.lookup(at.Offset, apiVersion, kind, namespace, name)
 		},
 		Writer: func(w io.Writer) io.Writer { return &capWriter{w: w, r: r} },
+		Omit:   s.omitted,
 	})
 	if err != nil {
 		if errors.Is(err, errOutputTooLarge) {
@@ -204,7 +223,7 @@ func (s *Set) chartFiles(parent *unstructured.Unstructured, st *lookupState, r *
 			f.Text = helmSeparator.ReplaceAllString(f.Text, "---\n")
 		}
 		if chart.NotesFile(f.Name) {
-			if f.Name == s.chart.Name()+"/templates/NOTES.txt" {
+			if s.Config.Notes && f.Name == s.chart.Name()+"/templates/NOTES.txt" {
 				notes = f.Text
 			}
 			continue

@@ -17,6 +17,8 @@ func job(name string, complete bool) *unstructured.Unstructured {
 	j := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "batch/v1", "kind": "Job",
 		"metadata": map[string]any{"name": name, "namespace": "team-a", "generation": int64(1),
+			// The run of the release's first revision.
+			"annotations": map[string]any{"loom.dev/hook-revision": "1"},
 			// The parent's child, as Loom applied it: a lookup of a kind the
 			// set does not declare finds only the parent's own children.
 			"ownerReferences": []any{map[string]any{"apiVersion": "example.loom.dev/v1alpha1", "kind": "WebApp", "name": "shop", "uid": "u-shop", "controller": true}}},
@@ -96,6 +98,118 @@ func TestChartHooksWait(t *testing.T) {
 			for _, w := range tt.waits {
 				if !strings.Contains(all, w) {
 					t.Errorf("waits lack %q:\n%s", w, all)
+				}
+			}
+		})
+	}
+}
+
+// A chart's hooks run per release revision: install hooks on the install,
+// upgrade hooks on an upgrade (a new digest), each stamped with its
+// revision; a hook the parent's status.release says is done in this
+// revision is neither rendered nor waited for.
+func TestChartHooksByRelease(t *testing.T) {
+	set, err := render.Load("testdata/chartsets/web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := func(status map[string]any) *unstructured.Unstructured {
+		p := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.loom.dev/v1alpha1", "kind": "WebApp",
+			"metadata": map[string]any{"name": "shop", "namespace": "team-a", "uid": "u-shop", "generation": int64(7)},
+			"spec":     map[string]any{"db": map[string]any{"enabled": false}},
+		}}
+		if status != nil {
+			p.Object["status"] = status
+		}
+		return p
+	}
+	first, err := set.RenderWith(parent(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := first.Release.Digest
+	migrate := map[string]any{"group": "batch", "kind": "Job", "namespace": "team-a", "name": "shop-web-migrate", "phase": "Succeeded"}
+	tests := []struct {
+		name     string
+		status   map[string]any
+		cluster  []*unstructured.Unstructured
+		revision int64
+		hooks    []string // the hooks rendered, with their revision
+		applied  string   // one child applied now, or "" for none checked
+		held     string   // one child that waits, or "" for none checked
+		done     []string // the hooks done in this revision
+	}{
+		{name: "no record: the install", revision: 1,
+			hooks: []string{"ConfigMap/shop-web-installed@1", "Job/shop-web-early@1", "Job/shop-web-migrate@1"}},
+		{name: "recorded at another digest: an upgrade, without the install-only hook", revision: 3,
+			status: map[string]any{"release": map[string]any{"revision": int64(2), "digest": "other"}},
+			hooks:  []string{"ConfigMap/shop-web-installed@3", "Job/shop-web-migrate@3"}},
+		{name: "the pre-upgrade hook done in this revision: not rendered, the Deployment goes ahead", revision: 3,
+			status:  map[string]any{"release": map[string]any{"revision": int64(3), "digest": digest, "hooks": []any{migrate}}},
+			hooks:   []string{"ConfigMap/shop-web-installed@3"},
+			done:    []string{"Job/shop-web-migrate"},
+			applied: "Deployment/shop-web"},
+		{name: "the pre-upgrade Job of the last revision complete: the Deployment waits for this one", revision: 3,
+			status:  map[string]any{"release": map[string]any{"revision": int64(2), "digest": "other"}},
+			cluster: []*unstructured.Unstructured{job("shop-web-early", true), job("shop-web-migrate", true)},
+			hooks:   []string{"ConfigMap/shop-web-installed@3", "Job/shop-web-migrate@3"},
+			held:    "Deployment/shop-web"},
+		{name: "done in an earlier revision: runs again", revision: 4,
+			status: map[string]any{"release": map[string]any{"revision": int64(3), "digest": "other", "hooks": []any{migrate}}},
+			hooks:  []string{"ConfigMap/shop-web-installed@4", "Job/shop-web-migrate@4"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := set.RenderWith(parent(tt.status), render.NewObjectsReader(tt.cluster))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Release.Revision != tt.revision {
+				t.Errorf("revision %d, want %d", out.Release.Revision, tt.revision)
+			}
+			var hooks []string
+			for _, c := range out.Children {
+				if c.GetAnnotations()["helm.sh/hook"] != "" {
+					hooks = append(hooks, c.GetKind()+"/"+c.GetName()+"@"+c.GetAnnotations()["loom.dev/hook-revision"])
+				}
+			}
+			sort.Strings(hooks)
+			if diff := cmp.Diff(tt.hooks, hooks); diff != "" {
+				t.Errorf("hooks (-want +got):\n%s", diff)
+			}
+			var running, done []string
+			for _, h := range out.Hooks {
+				if h.Done {
+					done = append(done, h.Ref.GroupKind.Kind+"/"+h.Ref.Name)
+				} else {
+					running = append(running, h.Ref.GroupKind.Kind+"/"+h.Ref.Name)
+				}
+			}
+			if len(running) != len(tt.hooks) {
+				t.Errorf("Output.Hooks has %v to run, want %d", running, len(tt.hooks))
+			}
+			// A done hook is still handed to the controller, for its
+			// delete policy.
+			if diff := cmp.Diff(tt.done, done); diff != "" {
+				t.Errorf("done hooks (-want +got):\n%s", diff)
+			}
+			if tt.held != "" {
+				plan := depend.Decide(out, set.Config.Readiness)
+				for _, c := range plan.Apply {
+					if c.GetKind()+"/"+c.GetName() == tt.held {
+						t.Errorf("%s is applied now: it must wait for this revision's run of the hook", tt.held)
+					}
+				}
+			}
+			if tt.applied != "" {
+				plan := depend.Decide(out, set.Config.Readiness)
+				found := false
+				for _, c := range plan.Apply {
+					found = found || c.GetKind()+"/"+c.GetName() == tt.applied
+				}
+				if !found {
+					t.Errorf("%s is not applied now; waits: %v", tt.applied, plan.Waits)
 				}
 			}
 		})

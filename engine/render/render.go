@@ -11,6 +11,7 @@ import (
 	"text/template"
 
 	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/hook"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -56,7 +57,14 @@ type Output struct {
 	// All is every lookup made, in the order made, for the caller to
 	// watch what the render read.
 	All []Read
-	// Notes is a chart set's rendered NOTES.txt (the root chart's).
+	// Release is a chart set's release: its revision, install or
+	// upgrade, and the digest of what it renders (nil for other sets).
+	Release *hook.Release
+	// Hooks are the chart's hooks among Children, each once, for the
+	// controller to run by hook.Decide.
+	Hooks []Hook
+	// Notes is a chart set's rendered NOTES.txt (the root chart's), when
+	// loom.yaml asks for it (notes: true).
 	Notes string
 	// Sources holds, for each child, the template file it was rendered
 	// from: a file of the set, or a chart's template path as helm
@@ -138,8 +146,13 @@ func (s *Set) RenderContext(ctx context.Context, parent *unstructured.Unstructur
 		return nil
 	}
 	var notes string
+	var rel hook.Release
+	var hooks []Hook
 	if s.chart != nil {
-		files, n, err := s.chartFiles(parent, r.lk, r)
+		if rel, err = s.release(parent); err != nil {
+			return nil, err
+		}
+		files, n, err := s.chartFiles(parent, rel, r.lk, r)
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +166,7 @@ func (s *Set) RenderContext(ctx context.Context, parent *unstructured.Unstructur
 				return nil, err
 			}
 		}
-		if kids, err = orderHooks(r.lk, kids); err != nil {
+		if kids, hooks, err = orderHooks(r.lk, kids, rel, parent); err != nil {
 			return nil, err
 		}
 	}
@@ -175,7 +188,10 @@ func (s *Set) RenderContext(ctx context.Context, parent *unstructured.Unstructur
 	if err := s.checkRBAC(rbacKids); err != nil {
 		return nil, err
 	}
-	out := &Output{All: r.lk.reads, Notes: notes}
+	out := &Output{All: r.lk.reads, Notes: notes, Hooks: hooks}
+	if s.chart != nil {
+		out.Release = &rel
+	}
 	names := make(map[string]bool, len(kids))
 	for _, k := range kids {
 		names[keyOf(k.obj)] = true
@@ -289,7 +305,11 @@ func (s *Set) refuseForeign(r *renderer, buf *bytes.Buffer, parent *unstructured
 	r.lk.reads = nil
 	defer func() { r.lk.refuse, r.lk.reads = nil, saved }()
 	if s.chart != nil {
-		if _, _, err := s.chartFiles(parent, r.lk, r); err != nil {
+		rel, err := s.release(parent)
+		if err != nil {
+			return err
+		}
+		if _, _, err := s.chartFiles(parent, rel, r.lk, r); err != nil {
 			return err
 		}
 	} else if _, err := s.renderFile(r, buf, file, data); err != nil {

@@ -49,9 +49,16 @@ type Set struct {
 	// chartTexts are its templates' sources, by path in the chart.
 	chart      *chart.Chart
 	chartTexts map[string][]byte
-	seeded     bool        // the chart calls a random function (chart.SeededFuncs)
-	roles      roles.Found // the roles and roleRefs the templates write
-	cacheMu    sync.Mutex  // guards caches for a chart set, filled as files render
+	// omitted are the chart's template files whose every document is a
+	// hook Loom never applies (neverAppliedFile): never executed.
+	omitted map[string]bool
+	// fpOnce computes fp, the Fingerprint that a chart's release digest
+	// covers, once: the sources do not change after the load.
+	fpOnce  sync.Once
+	fp      string
+	seeded  bool        // the chart calls a random function (chart.SeededFuncs)
+	roles   roles.Found // the roles and roleRefs the templates write
+	cacheMu sync.Mutex  // guards caches for a chart set, filled as files render
 
 	// crd is the parent's CRD, generated and validated at load.
 	crd *apiextv1.CustomResourceDefinition

@@ -11,7 +11,9 @@ func (s *Set) ChildTexts() map[string][]byte {
 	if s.chart != nil {
 		out := make(map[string][]byte, len(s.chartTexts))
 		for name, b := range s.chartTexts {
-			if !strings.HasSuffix(name, ".txt") { // NOTES.txt renders no object
+			// NOTES.txt renders no object; an omitted file, only objects
+			// Loom never applies.
+			if !strings.HasSuffix(name, ".txt") && !s.omitted[name] {
 				out[name] = b
 			}
 		}

@@ -30,6 +30,10 @@ const (
 	fieldTemplateRevision   = "templateRevision"
 )
 
+// FieldRelease is the status field of a chart set's release record
+// (Input.Release).
+const FieldRelease = "release"
+
 var reservedFields = []string{fieldObservedGeneration, fieldConditions, fieldState, fieldChildren, fieldTemplateRevision}
 
 // child is one entry of status.children while it is being computed.
@@ -82,6 +86,11 @@ func Compute(in Input) map[string]any {
 	status := make(map[string]any, len(extra)+len(reservedFields))
 	for k, v := range extra {
 		status[k] = v
+	}
+	if in.Release != nil {
+		if rel, err := toJSONMap(in.Release); err == nil {
+			status[FieldRelease] = rel
+		}
 	}
 	status[fieldObservedGeneration] = gen
 	status[fieldConditions] = conds

@@ -132,6 +132,10 @@ type Input struct {
 	// the status; ExtraErr is that template's failure, if any.
 	Extra    map[string]any
 	ExtraErr error
+	// Release, when set, is a chart set's release record (engine/hook's
+	// Record as a map), written as status.release over anything the
+	// status template set there, whatever else failed.
+	Release map[string]any
 	// Waits are the children and files that wait for a dependency; such a
 	// child is rendered but not applied.
 	Waits []Wait

@@ -37,6 +37,7 @@ var chartSetFiles = map[string]string{
   apiVersion: charts.e2e.loom.dev/v1
   kind: ChartApp
 chart: chart
+notes: true
 clusterScoped:
   - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole}
   - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRoleBinding}
