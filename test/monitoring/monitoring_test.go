@@ -106,9 +106,10 @@ func TestDashboardVariables(t *testing.T) {
 }
 
 // Each alert has a severity, a summary, a description and a runbook, a
-// page of its own under docs/runbooks; its for is a duration Prometheus reads.
+// page of its own under docs/runbooks that the runbooks' index links; its for is a duration Prometheus reads.
 func TestRules(t *testing.T) {
 	_, rules := allExprs(t)
+	index := string(read(t, filepath.Join(runbookDir, "README.md")))
 	seen := map[string]bool{}
 	for _, r := range rules {
 		t.Run(r.Alert, func(t *testing.T) {
@@ -139,6 +140,9 @@ func TestRules(t *testing.T) {
 			}
 			if title := "# Runbook: " + r.Alert + "\n"; !strings.HasPrefix(string(b), title) {
 				t.Errorf("docs/runbooks/%s does not start with %q", page, title)
+			}
+			if !strings.Contains(index, "]("+page+")") {
+				t.Errorf("docs/runbooks/README.md does not link %s", page)
 			}
 		})
 	}
