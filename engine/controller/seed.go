@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
 )
 
 // AnnotationSeedOf names, on a seed Secret, the parent whose seed it is.
@@ -42,8 +43,24 @@ func newSeedStore(client dynamic.Interface) *seedStore {
 	return &seedStore{client: client, known: map[types.UID][]byte{}}
 }
 
-// seedSecretName is the name of a parent's seed Secret.
+// seedSecretName is the name of a parent's seed Secret:
+// loom-seed-<kind>.<group>-<name>, so that two sets of the same Kind in
+// two groups never share one. A name too long for the API server is
+// hashed.
 func seedSecretName(parent *unstructured.Unstructured) string {
+	gk := parent.GroupVersionKind().GroupKind()
+	name := "loom-seed-" + strings.ToLower(gk.Kind+"."+gk.Group) + "-" + parent.GetName()
+	if len(name) > 253 {
+		sum := sha256.Sum256([]byte(gk.String() + "/" + parent.GetName()))
+		name = "loom-seed-" + hex.EncodeToString(sum[:16])
+	}
+	return name
+}
+
+// legacySeedSecretName is the name Loom gave seed Secrets before the
+// group was in it (loom-seed-<kind>-<name>). seed migrates such a Secret,
+// when it is this parent's, to seedSecretName.
+func legacySeedSecretName(parent *unstructured.Unstructured) string {
 	name := "loom-seed-" + strings.ToLower(parent.GetKind()) + "-" + parent.GetName()
 	if len(name) > 253 {
 		sum := sha256.Sum256([]byte(parent.GetKind() + "/" + parent.GetName()))
@@ -57,7 +74,9 @@ func seedSecretName(parent *unstructured.Unstructured) string {
 // this parent's (another owner UID: an earlier parent of the same name
 // that the garbage collector has not removed yet, or someone else's) is
 // an error, retried: taking its seed would give values that change when
-// it goes.
+// it goes. A parent whose seed is still in a Secret of the legacy name
+// (legacySeedSecretName) keeps it: it is copied to the new name, and the
+// old Secret deleted.
 func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured) ([]byte, error) {
 	uid := parent.GetUID()
 	s.mu.Lock()
@@ -70,9 +89,19 @@ func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured)
 	name := seedSecretName(parent)
 	obj, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		obj, err = s.create(ctx, secrets, parent, name)
-		if apierrors.IsAlreadyExists(err) { // another Loom made it first
-			obj, err = secrets.Get(ctx, name, metav1.GetOptions{})
+		var data map[string]any
+		if data, err = s.legacy(ctx, secrets, parent); err == nil {
+			obj, err = s.create(ctx, secrets, parent, name, data)
+			if apierrors.IsAlreadyExists(err) { // another Loom made it first
+				obj, err = secrets.Get(ctx, name, metav1.GetOptions{})
+			}
+		}
+		if err == nil && data != nil {
+			// The seed is safe in the new Secret; an old one left behind
+			// (no delete permission yet) goes with the parent.
+			if derr := s.dropLegacy(ctx, secrets, parent); derr != nil {
+				klog.FromContext(ctx).Info("Could not delete a migrated seed Secret", "err", derr)
+			}
 		}
 	}
 	if err != nil {
@@ -93,14 +122,60 @@ func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured)
 	return b, nil
 }
 
+// legacy returns the data of parent's seed Secret of the legacy name, or
+// nil when there is none that is this parent's (a Secret of that name
+// owned by another parent, of the same Kind in another group, stays
+// that parent's).
+func (s *seedStore) legacy(ctx context.Context, secrets dynamic.ResourceInterface, parent *unstructured.Unstructured) (map[string]any, error) {
+	old := legacySeedSecretName(parent)
+	if old == seedSecretName(parent) {
+		return nil, nil
+	}
+	obj, err := secrets.Get(ctx, old, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the seed Secret of the old name %s: %w", old, err)
+	}
+	if _, err := seedFrom(obj, parent.GetUID()); err != nil {
+		return nil, nil
+	}
+	data, _, _ := unstructured.NestedMap(obj.Object, "data")
+	return data, nil
+}
+
+// dropLegacy deletes parent's seed Secret of the legacy name, once its
+// data is in the new one.
+func (s *seedStore) dropLegacy(ctx context.Context, secrets dynamic.ResourceInterface, parent *unstructured.Unstructured) error {
+	old := legacySeedSecretName(parent)
+	obj, err := secrets.Get(ctx, old, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete the seed Secret of the old name %s: %w", old, err)
+	}
+	uid := obj.GetUID()
+	err = secrets.Delete(ctx, old, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete the seed Secret of the old name %s: %w", old, err)
+	}
+	return nil
+}
+
 // maxKnownSeeds bounds the seeds kept in memory (about 100 bytes each).
 const maxKnownSeeds = 100_000
 
-// create makes a new seed Secret for parent.
-func (s *seedStore) create(ctx context.Context, secrets dynamic.ResourceInterface, parent *unstructured.Unstructured, name string) (*unstructured.Unstructured, error) {
-	seed := make([]byte, 32)
-	if _, err := rand.Read(seed); err != nil {
-		return nil, err
+// create makes a new seed Secret for parent, holding data, or a new
+// seed when data is nil.
+func (s *seedStore) create(ctx context.Context, secrets dynamic.ResourceInterface, parent *unstructured.Unstructured, name string, data map[string]any) (*unstructured.Unstructured, error) {
+	if data == nil {
+		seed := make([]byte, 32)
+		if _, err := rand.Read(seed); err != nil {
+			return nil, err
+		}
+		data = map[string]any{"seed": base64.StdEncoding.EncodeToString(seed)}
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "immutable": true,
@@ -111,7 +186,7 @@ func (s *seedStore) create(ctx context.Context, secrets dynamic.ResourceInterfac
 				"apiVersion": parent.GetAPIVersion(), "kind": parent.GetKind(), "name": parent.GetName(), "uid": string(parent.GetUID()),
 			}},
 		},
-		"data": map[string]any{"seed": base64.StdEncoding.EncodeToString(seed)},
+		"data": data,
 	}}
 	return secrets.Create(ctx, obj, metav1.CreateOptions{})
 }

@@ -40,13 +40,39 @@ func TestSeedFrom(t *testing.T) {
 	}
 }
 
+// A seed Secret's name holds the parent's group: two sets of the same
+// Kind in two groups, with parents of the same name, get two Secrets.
 func TestSeedSecretName(t *testing.T) {
-	p := &unstructured.Unstructured{Object: map[string]any{"kind": "RandomApp", "metadata": map[string]any{"name": "a"}}}
-	if got := seedSecretName(p); got != "loom-seed-randomapp-a" {
-		t.Errorf("name %q", got)
+	parent := func(apiVersion, kind, name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}}}
 	}
-	p.SetName(strings.Repeat("x", 250))
-	if got := seedSecretName(p); len(got) > 253 || !strings.HasPrefix(got, "loom-seed-") {
+	tests := []struct {
+		name   string
+		parent *unstructured.Unstructured
+		want   string
+	}{
+		{"kind, group and name", parent("charts.example.dev/v1", "RandomApp", "a"), "loom-seed-randomapp.charts.example.dev-a"},
+		{"the same kind in another group", parent("other.example.dev/v1", "RandomApp", "a"), "loom-seed-randomapp.other.example.dev-a"},
+		{"another version of the same group: the same Secret", parent("charts.example.dev/v2", "RandomApp", "a"), "loom-seed-randomapp.charts.example.dev-a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := seedSecretName(tt.parent); got != tt.want {
+				t.Errorf("seedSecretName = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	long := parent("charts.example.dev/v1", "RandomApp", strings.Repeat("x", 250))
+	other := parent("other.example.dev/v1", "RandomApp", strings.Repeat("x", 250))
+	got := seedSecretName(long)
+	if len(got) > 253 || !strings.HasPrefix(got, "loom-seed-") {
 		t.Errorf("long name %q (%d)", got, len(got))
+	}
+	if got == seedSecretName(other) {
+		t.Errorf("two groups, one long name: %q", got)
+	}
+	// The name before the group was in it, which Loom migrates from.
+	if got := legacySeedSecretName(parent("charts.example.dev/v1", "RandomApp", "a")); got != "loom-seed-randomapp-a" {
+		t.Errorf("legacy name %q", got)
 	}
 }

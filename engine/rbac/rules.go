@@ -27,7 +27,8 @@ type Set struct {
 	// Loom then reads Namespaces and writes the parent's finalizers.
 	Orphans bool
 	// Seeded is true for a chart that calls a random function: Loom keeps
-	// a seed Secret per parent (get and create in the parent's namespace).
+	// a seed Secret per parent (get and create in the parent's namespace,
+	// and delete to migrate a Secret of the name it had before).
 	Seeded bool
 }
 
@@ -171,7 +172,7 @@ func (s Set) add(n needs, ns string, installCRDs bool) {
 		n.add("", schema.GroupResource{Resource: "namespaces"}, "get")
 	}
 	if s.Seeded {
-		n.add(parentNS, schema.GroupResource{Resource: "secrets"}, "get", "create")
+		n.add(parentNS, schema.GroupResource{Resource: "secrets"}, "get", "create", "delete")
 	}
 	// With a ServiceAccount, the account writes the children and Loom
 	// only watches them; it impersonates the account, checks that it

@@ -1,0 +1,133 @@
+//go:build e2e
+
+package e2e
+
+// A chart set's seed Secret on the cluster: it is found again after a
+// restart under its old name, and its loss is said on the parent.
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/internal/testutil"
+)
+
+// seededSet writes randomChartFiles for kind (in charts.e2e.loom.dev),
+// starts Loom over it, and returns the parents' resource and Loom's
+// arguments. The CRD is deleted when the test ends.
+func seededSet(t *testing.T, ns, kind string, files map[string]string) (schema.GroupVersionResource, []string) {
+	t.Helper()
+	root := t.TempDir()
+	set := map[string]string{}
+	for name, text := range files {
+		set[name] = strings.ReplaceAll(text, "kind: RandomApp", "kind: "+kind)
+	}
+	testutil.WriteFiles(t, filepath.Join(root, "db"), set)
+	gvr := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: strings.ToLower(kind) + "s"}
+	t.Cleanup(func() {
+		_ = dyn.Resource(crdGVR).Delete(context.Background(), gvr.Resource+"."+gvr.Group, metav1.DeleteOptions{})
+	})
+	return gvr, []string{"--templates", root, "--install-crds"}
+}
+
+// startSeeded starts Loom and waits until gvr is served.
+func startSeeded(t *testing.T, ns string, gvr schema.GroupVersionResource, args []string) *loomProcess {
+	t.Helper()
+	p := startLoomProcess(t, ns, args...)
+	eventually(t, 60*time.Second, "the "+gvr.Resource+" CRD is served", func(ctx context.Context) error {
+		_, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		return err
+	})
+	return p
+}
+
+// kill SIGKILLs a Loom process and waits for it to exit.
+func kill(t *testing.T, p *loomProcess) {
+	t.Helper()
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+}
+
+// mustGet reads an object or fails the test.
+func mustGet(t *testing.T, gvr schema.GroupVersionResource, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	o, err := get(context.Background(), gvr, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// A seed Secret of the name Loom gave it before the name held the group
+// (loom-seed-<kind>-<name>) is moved to the new name: the parent keeps
+// its seed, so its values, with no write to its children, and the old
+// Secret is deleted.
+func TestSeedSecretOfTheOldNameIsMigrated(t *testing.T) {
+	ns := newNamespace(t)
+	gvr, args := seededSet(t, ns, "SeedMoveApp", randomChartFiles)
+	first := startSeeded(t, ns, gvr, args)
+	parent := createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: SeedMoveApp\nmetadata:\n  name: a\nspec: {}\n")
+	waitConditionGVR(t, gvr, ns, "a", "Ready", "True")
+	const newName, oldName = "loom-seed-seedmoveapp.charts.e2e.loom.dev-a", "loom-seed-seedmoveapp-a"
+	auth := mustGet(t, secretGVR, ns, "a-auth")
+	seed := mustGet(t, secretGVR, ns, newName)
+	kill(t, first)
+
+	// What an earlier Loom left: the seed under the old name.
+	createObject(t, secretGVR, ns, fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: %s
+  ownerReferences: [{apiVersion: charts.e2e.loom.dev/v1, kind: SeedMoveApp, name: a, uid: %s}]
+data: {seed: %s}
+`, oldName, parent.GetUID(), seed.Object["data"].(map[string]any)["seed"]))
+	if err := dyn.Resource(secretGVR).Namespace(ns).Delete(context.Background(), newName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, secretGVR, ns, newName, "it was deleted")
+
+	startSeeded(t, ns, gvr, args)
+	eventually(t, 60*time.Second, "the seed is under its new name, and the old Secret gone", func(ctx context.Context) error {
+		moved, err := get(ctx, secretGVR, ns, newName)
+		if err != nil {
+			return err
+		}
+		if got, want := moved.Object["data"].(map[string]any)["seed"], seed.Object["data"].(map[string]any)["seed"]; got != want {
+			return fmt.Errorf("seed %v, want the old Secret's %v", got, want)
+		}
+		if _, err := get(ctx, secretGVR, ns, oldName); !isNotFound(err) {
+			return fmt.Errorf("the old Secret is still there (%v)", err)
+		}
+		return nil
+	})
+	// The reconcile that moved the seed applies the children right after
+	// (milliseconds): five seconds without a write to the chart's Secret
+	// show that its values did not change.
+	unchanged(t, 5*time.Second, ns, auth)
+	waitConditionGVR(t, gvr, ns, "a", "Ready", "True")
+}
+
+// unchanged checks for d that obj is not written.
+func unchanged(t *testing.T, d time.Duration, ns string, obj *unstructured.Unstructured) {
+	t.Helper()
+	consistently(t, d, obj.GetName()+" is not written", func(ctx context.Context) error {
+		now, err := get(ctx, secretGVR, ns, obj.GetName())
+		if err != nil {
+			return err
+		}
+		if now.GetResourceVersion() != obj.GetResourceVersion() {
+			return fmt.Errorf("%s was written: %v, was %v", obj.GetName(), now.Object["data"], obj.Object["data"])
+		}
+		return nil
+	})
+}
