@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -17,6 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
+
+	"github.com/loom-operator/loom/engine/chart"
+	"github.com/loom-operator/loom/engine/render"
 )
 
 // AnnotationSeedOf names, on a seed Secret, the parent whose seed it is.
@@ -24,9 +28,11 @@ const AnnotationSeedOf = "loom.dev/seed-of"
 
 var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
-// seedStore keeps the seed of each parent whose chart calls a random
-// function (chart.SeededFuncs) in an immutable Secret of the parent's
-// namespace, owned by the parent (not as its controller: it is no child,
+// seedStore keeps the seed of each parent whose chart calls a random or
+// generating function (chart.SeededFuncs, chart.GeneratedFuncs) in a
+// Secret of the parent's namespace, with the values the generating
+// functions made (keys, certificates, salted hashes; data keys
+// chart.GeneratedKeyPrefix...), owned by the parent (not as its controller: it is no child,
 // never applied nor pruned; the garbage collector deletes it with the
 // parent). Who may read the namespace's Secrets may read the seed, and
 // so may read what the chart derives from it, as they could read the
@@ -36,11 +42,11 @@ var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 type seedStore struct {
 	client dynamic.Interface
 	mu     sync.Mutex
-	known  map[types.UID][]byte
+	known  map[types.UID]render.Seed
 }
 
 func newSeedStore(client dynamic.Interface) *seedStore {
-	return &seedStore{client: client, known: map[types.UID][]byte{}}
+	return &seedStore{client: client, known: map[types.UID]render.Seed{}}
 }
 
 // seedSecretName is the name of a parent's seed Secret:
@@ -77,7 +83,7 @@ func legacySeedSecretName(parent *unstructured.Unstructured) string {
 // it goes. A parent whose seed is still in a Secret of the legacy name
 // (legacySeedSecretName) keeps it: it is copied to the new name, and the
 // old Secret deleted.
-func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured) ([]byte, error) {
+func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured) (render.Seed, error) {
 	uid := parent.GetUID()
 	s.mu.Lock()
 	b, ok := s.known[uid]
@@ -105,11 +111,11 @@ func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("seed Secret %s/%s: %w", parent.GetNamespace(), name, err)
+		return render.Seed{}, fmt.Errorf("seed Secret %s/%s: %w", parent.GetNamespace(), name, err)
 	}
 	b, err = seedFrom(obj, uid)
 	if err != nil {
-		return nil, fmt.Errorf("seed Secret %s/%s: %w", parent.GetNamespace(), name, err)
+		return render.Seed{}, fmt.Errorf("seed Secret %s/%s: %w", parent.GetNamespace(), name, err)
 	}
 	s.mu.Lock()
 	if len(s.known) >= maxKnownSeeds {
@@ -178,7 +184,7 @@ func (s *seedStore) create(ctx context.Context, secrets dynamic.ResourceInterfac
 		data = map[string]any{"seed": base64.StdEncoding.EncodeToString(seed)}
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "immutable": true,
+		"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
 		"metadata": map[string]any{
 			"name": name, "namespace": parent.GetNamespace(),
 			"annotations": map[string]any{AnnotationSeedOf: parent.GetAPIVersion() + "/" + parent.GetKind() + "/" + parent.GetName()},
@@ -191,21 +197,109 @@ func (s *seedStore) create(ctx context.Context, secrets dynamic.ResourceInterfac
 	return secrets.Create(ctx, obj, metav1.CreateOptions{})
 }
 
-// seedFrom reads the seed of a Secret that must be owned by uid.
-func seedFrom(obj *unstructured.Unstructured, uid types.UID) ([]byte, error) {
+// seedFrom reads the seed, and the kept values, of a Secret that must be
+// owned by uid.
+func seedFrom(obj *unstructured.Unstructured, uid types.UID) (render.Seed, error) {
 	owned := false
 	for _, r := range obj.GetOwnerReferences() {
 		owned = owned || r.UID == uid
 	}
 	if !owned {
-		return nil, fmt.Errorf("it exists but is not this parent's (owners %v): its random values would change when it goes; delete it, or wait for the garbage collector to", ownerUIDs(obj))
+		return render.Seed{}, fmt.Errorf("it exists but is not this parent's (owners %v): its random values would change when it goes; delete it, or wait for the garbage collector to", ownerUIDs(obj))
 	}
-	enc, _, _ := unstructured.NestedString(obj.Object, "data", "seed")
+	data, _, _ := unstructured.NestedMap(obj.Object, "data")
+	enc, _ := data["seed"].(string)
 	b, err := base64.StdEncoding.DecodeString(enc)
 	if err != nil || len(b) < 16 {
-		return nil, fmt.Errorf("data.seed is not 16 or more bytes of base64")
+		return render.Seed{}, fmt.Errorf("data.seed is not 16 or more bytes of base64")
 	}
-	return b, nil
+	out := render.Seed{Bytes: b}
+	for k, v := range data {
+		enc, _ := v.(string)
+		if !strings.HasPrefix(k, chart.GeneratedKeyPrefix) {
+			continue
+		}
+		val, err := base64.StdEncoding.DecodeString(enc)
+		if err != nil {
+			continue // made again, and written over
+		}
+		if out.Kept == nil {
+			out.Kept = map[string]string{}
+		}
+		out.Kept[k] = string(val)
+	}
+	return out, nil
+}
+
+// keep writes the generated values of a render of parent that its seed
+// Secret does not hold yet, before the children that hold them are
+// applied: after a restart, the same calls return the same keys and
+// certificates. When the Secret would pass maxKeptBytes, the values this
+// render did not use (made for inputs since changed) are dropped.
+func (s *seedStore) keep(ctx context.Context, parent *unstructured.Unstructured, generated map[string]string) error {
+	uid := parent.GetUID()
+	s.mu.Lock()
+	cur, ok := s.known[uid]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("keep generated values of %s %s/%s: its seed was not read", parent.GetKind(), parent.GetNamespace(), parent.GetName())
+	}
+	patch := map[string]any{}
+	size := 0
+	for k, v := range cur.Kept {
+		size += len(k) + len(v)
+	}
+	for k, v := range generated {
+		if old, ok := cur.Kept[k]; !ok || old != v {
+			patch[k] = base64.StdEncoding.EncodeToString([]byte(v))
+			size += len(k) + len(v)
+		}
+	}
+	if len(patch) == 0 {
+		return nil
+	}
+	next := make(map[string]string, len(cur.Kept)+len(patch))
+	for k, v := range cur.Kept {
+		next[k] = v
+	}
+	for k, v := range generated {
+		next[k] = v
+	}
+	if size > maxKeptBytes {
+		for k := range cur.Kept {
+			if _, used := generated[k]; !used {
+				patch[k] = nil // a merge patch's null deletes the key
+				delete(next, k)
+			}
+		}
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": string(uid)}, "data": patch})
+	if err != nil {
+		return err
+	}
+	name := seedSecretName(parent)
+	_, err = s.client.Resource(secretsGVR).Namespace(parent.GetNamespace()).Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			s.forget(uid) // read again, and found lost, by the next render
+		}
+		return fmt.Errorf("keep generated values in seed Secret %s/%s: %w", parent.GetNamespace(), name, err)
+	}
+	s.mu.Lock()
+	s.known[uid] = render.Seed{Bytes: cur.Bytes, Kept: next}
+	s.mu.Unlock()
+	return nil
+}
+
+// maxKeptBytes bounds the generated values a seed Secret holds (the API
+// server takes Secrets up to 1 MiB, base64 included).
+const maxKeptBytes = 512 << 10
+
+// forget drops what Loom knows of a parent's seed.
+func (s *seedStore) forget(uid types.UID) {
+	s.mu.Lock()
+	delete(s.known, uid)
+	s.mu.Unlock()
 }
 
 func ownerUIDs(obj *unstructured.Unstructured) []string {
@@ -218,10 +312,19 @@ func ownerUIDs(obj *unstructured.Unstructured) []string {
 
 // Seed is the parent's seed (render.Seeder). A failure is the
 // environment's, retried like a lookup that failed.
-func (r *lookupReader) Seed(parent *unstructured.Unstructured) ([]byte, error) {
+func (r *lookupReader) Seed(parent *unstructured.Unstructured) (render.Seed, error) {
 	b, err := r.lc.seeds.seed(r.ctx, parent)
 	if err != nil {
-		return nil, r.fail(err)
+		return render.Seed{}, r.fail(err)
 	}
 	return b, nil
+}
+
+// keep keeps the values a render's generating functions made in the
+// parent's seed Secret (seedStore.keep). A failure is retried.
+func (r *lookupReader) keep(parent *unstructured.Unstructured, generated map[string]string) error {
+	if err := r.lc.seeds.keep(r.ctx, parent, generated); err != nil {
+		return r.fail(err)
+	}
+	return nil
 }

@@ -4,32 +4,46 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestSeedFrom(t *testing.T) {
-	secret := func(owner, seed string) *unstructured.Unstructured {
+	secret := func(owner, seed string, kept map[string]any) *unstructured.Unstructured {
+		data := map[string]any{"seed": seed}
+		for k, v := range kept {
+			data[k] = v
+		}
 		return &unstructured.Unstructured{Object: map[string]any{
 			"metadata": map[string]any{"name": "s", "ownerReferences": []any{map[string]any{"apiVersion": "v1", "kind": "X", "name": "p", "uid": owner}}},
-			"data":     map[string]any{"seed": seed},
+			"data":     data,
 		}}
 	}
 	const good = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // 32 bytes
 	tests := []struct {
 		name, owner, seed, err string
+		data                   map[string]any
+		kept                   map[string]string
 	}{
 		{name: "this parent's", owner: "u1", seed: good},
+		{name: "with generated values", owner: "u1", seed: good,
+			data: map[string]any{"gen.ab12": "YWRtaW46JDJhJDEwJHh5eg==", "gen.bad": "%%%", "other": "eA=="},
+			kept: map[string]string{"gen.ab12": "admin:$2a$10$xyz"}},
 		{name: "another parent's", owner: "u0", seed: good, err: "not this parent's"},
 		{name: "not base64", owner: "u1", seed: "%%%", err: "not 16 or more bytes"},
 		{name: "too short", owner: "u1", seed: "c2hvcnQ=", err: "not 16 or more bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := seedFrom(secret(tt.owner, tt.seed), types.UID("u1"))
+			got, err := seedFrom(secret(tt.owner, tt.seed, tt.data), types.UID("u1"))
 			if tt.err == "" {
-				if err != nil || len(b) != 32 {
-					t.Fatalf("seed %d bytes, err %v", len(b), err)
+				if err != nil || len(got.Bytes) != 32 {
+					t.Fatalf("seed %d bytes, err %v", len(got.Bytes), err)
+				}
+				if diff := cmp.Diff(tt.kept, got.Kept); diff != "" {
+					t.Errorf("kept values (-want +got):\n%s", diff)
 				}
 				return
 			}

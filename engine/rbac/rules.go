@@ -26,9 +26,10 @@ type Set struct {
 	// Orphans is true when a template sets loom.dev/delete-policy:
 	// Loom then reads Namespaces and writes the parent's finalizers.
 	Orphans bool
-	// Seeded is true for a chart that calls a random function: Loom keeps
-	// a seed Secret per parent (get and create in the parent's namespace,
-	// and delete to migrate a Secret of the name it had before).
+	// Seeded is true for a chart that calls a random or generating
+	// function: Loom keeps a seed Secret per parent (get and create in the
+	// parent's namespace, patch to keep generated keys and certificates in
+	// it, and delete to migrate a Secret of the name it had before).
 	Seeded bool
 }
 
@@ -172,7 +173,7 @@ func (s Set) add(n needs, ns string, installCRDs bool) {
 		n.add("", schema.GroupResource{Resource: "namespaces"}, "get")
 	}
 	if s.Seeded {
-		n.add(parentNS, schema.GroupResource{Resource: "secrets"}, "get", "create", "delete")
+		n.add(parentNS, schema.GroupResource{Resource: "secrets"}, "get", "create", "patch", "delete")
 	}
 	// With a ServiceAccount, the account writes the children and Loom
 	// only watches them; it impersonates the account, checks that it

@@ -122,7 +122,7 @@ func TestGenerate(t *testing.T) {
 			opts: Options{Namespace: "shop"},
 			want: []string{
 				"* '' namespaces get",
-				"* '' secrets get,create,delete",
+				"* '' secrets get,create,patch,delete",
 				"* apiextensions.k8s.io customresourcedefinitions get,list,watch",
 				"* loom.dev templaterevisions get,list,create,delete",
 				"* loom.dev templatesets get,list,watch,create",

@@ -56,6 +56,12 @@ type Output struct {
 	All []Read
 	// Notes is a chart set's rendered NOTES.txt (the root chart's).
 	Notes string
+	// Generated are the values a chart's generating functions (keys,
+	// certificates, salted hashes: chart.GeneratedFuncs) returned, by
+	// key: those the Seeder kept (Seed.Kept) and those made in this
+	// render, which the caller must keep (in the parent's seed Secret)
+	// before it applies children that hold them.
+	Generated map[string]string
 }
 
 // Deferred is a file whose render failed after it looked up one of the
@@ -114,12 +120,13 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 		return nil
 	}
 	var notes string
+	var generated map[string]string
 	if s.chart != nil {
-		files, n, err := s.chartFiles(parent, r.lk, r)
+		files, n, gen, err := s.chartFiles(parent, r.lk, r)
 		if err != nil {
 			return nil, err
 		}
-		notes = n
+		notes, generated = n, gen
 		for _, f := range files {
 			objs, err := s.decodeFile(f.Name, []byte(f.Text))
 			if err != nil {
@@ -145,7 +152,7 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 			return nil, err
 		}
 	}
-	out := &Output{All: r.lk.reads, Notes: notes}
+	out := &Output{All: r.lk.reads, Notes: notes, Generated: generated}
 	names := make(map[string]bool, len(kids))
 	for _, k := range kids {
 		names[keyOf(k.obj)] = true
@@ -257,7 +264,7 @@ func (s *Set) refuseForeign(r *renderer, buf *bytes.Buffer, parent *unstructured
 	r.lk.reads = nil
 	defer func() { r.lk.refuse, r.lk.reads = nil, saved }()
 	if s.chart != nil {
-		if _, _, err := s.chartFiles(parent, r.lk, r); err != nil {
+		if _, _, _, err := s.chartFiles(parent, r.lk, r); err != nil {
 			return err
 		}
 	} else if _, err := s.renderFile(r, buf, file, data); err != nil {

@@ -8,6 +8,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -130,4 +132,74 @@ func unchanged(t *testing.T, d time.Duration, ns string, obj *unstructured.Unstr
 		}
 		return nil
 	})
+}
+
+// hookSetFiles is a set over engine/chart's hook chart (an htpasswd
+// Secret, and a TLS Secret with a CA and a certificate signed by it),
+// for parents of kind.
+func hookSetFiles(t *testing.T, kind string) map[string]string {
+	t.Helper()
+	files := map[string]string{"loom.yaml": "parent:\n  apiVersion: charts.e2e.loom.dev/v1\n  kind: " + kind + "\nchart: chart\n"}
+	dir := filepath.Join(repoRoot, "engine", "chart", "testdata", "charts", "hook")
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		rel, _ := filepath.Rel(dir, path)
+		files[filepath.Join("chart", rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// A chart's generated certificates and htpasswd lines are the parent's:
+// kept in its seed Secret, they survive a SIGKILL of Loom and a new
+// process, with no write to the children.
+func TestChartGeneratedValuesSurviveARestart(t *testing.T) {
+	ns := newNamespace(t)
+	gvr, args := seededSet(t, ns, "HookApp", hookSetFiles(t, "HookApp"))
+	first := startSeeded(t, ns, gvr, args)
+	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: HookApp\nmetadata:\n  name: a\nspec: {webhook: {configuration: false}}\n")
+	waitConditionGVR(t, gvr, ns, "a", "Ready", "True")
+	tls, auth := mustGet(t, secretGVR, ns, "a-hook-tls"), mustGet(t, secretGVR, ns, "a-hook-auth")
+	crt, _, _ := unstructured.NestedString(tls.Object, "data", "tls.crt")
+	if len(crt) < 200 {
+		t.Fatalf("tls.crt %q", crt)
+	}
+	seed := mustGet(t, secretGVR, ns, "loom-seed-hookapp.charts.e2e.loom.dev-a")
+	var kept []string
+	for k := range seed.Object["data"].(map[string]any) {
+		if strings.HasPrefix(k, "gen.") {
+			kept = append(kept, k)
+		}
+	}
+	if len(kept) != 3 {
+		t.Errorf("the seed Secret keeps %v, want three generated values (htpasswd, genCA, genSignedCert)", kept)
+	}
+
+	kill(t, first)
+	second := startSeeded(t, ns, gvr, args)
+	eventually(t, 60*time.Second, "the new process reconciles", func(context.Context) error {
+		if !second.leading() {
+			return errNotYet
+		}
+		return nil
+	})
+	// The new process reconciles the one parent within a second of
+	// starting its workers; ten seconds without a write show that the
+	// certificate and the hash it renders are the kept ones.
+	for _, s := range []*unstructured.Unstructured{tls, auth} {
+		unchanged(t, 5*time.Second, ns, s)
+	}
+	now, _, _ := unstructured.NestedString(mustGet(t, secretGVR, ns, "a-hook-tls").Object, "data", "tls.crt")
+	if now != crt {
+		t.Errorf("the certificate changed after the restart")
+	}
+	if st, _, msg := condition(mustGet(t, gvr, ns, "a"), "Ready"); st != "True" {
+		t.Errorf("Ready=%s after the restart: %s", st, msg)
+	}
 }
