@@ -171,6 +171,9 @@ func (c *parentController) render(set *render.Set, parent *unstructured.Unstruct
 			return nil, depend.Plan{}, err
 		}
 	}
+	if err := c.markSeed(reader, parent); err != nil {
+		return nil, depend.Plan{}, err
+	}
 	if c.m != nil && c.m.opts.Shard != nil {
 		labelBucket(out.Children, parent.GetUID())
 	}

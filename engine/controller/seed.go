@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -76,46 +77,73 @@ func legacySeedSecretName(parent *unstructured.Unstructured) string {
 }
 
 // seed returns parent's seed: the one Loom knows, the one its Secret
-// holds, or a new one in a new Secret. A Secret of that name that is not
-// this parent's (another owner UID: an earlier parent of the same name
-// that the garbage collector has not removed yet, or someone else's) is
-// an error, retried: taking its seed would give values that change when
-// it goes. A parent whose seed is still in a Secret of the legacy name
-// (legacySeedSecretName) keeps it: it is copied to the new name, and the
-// old Secret deleted.
-func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured) (render.Seed, error) {
+// holds, or a new one in a new Secret, and whether the parent's
+// AnnotationSeed must be written (judgeSeed). A Secret of that name that
+// is not this parent's (another owner UID: an earlier parent of the same
+// name that the garbage collector has not removed yet, or someone
+// else's) is an error, retried: taking its seed would give values that
+// change when it goes. A parent whose seed is still in a Secret of the
+// legacy name (legacySeedSecretName) keeps it: it is copied to the new
+// name, and the old Secret deleted. A parent whose seed was lost gets a
+// *SeedLostError, and no new seed.
+func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured) (render.Seed, bool, error) {
 	uid := parent.GetUID()
+	name := seedSecretName(parent)
 	s.mu.Lock()
 	b, ok := s.known[uid]
 	s.mu.Unlock()
 	if ok {
-		return b, nil
+		_, mark, err := judgeSeed(parent, name, true, seedFingerprint(b.Bytes))
+		return b, mark, err
 	}
 	secrets := s.client.Resource(secretsGVR).Namespace(parent.GetNamespace())
-	name := seedSecretName(parent)
 	obj, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	var old *unstructured.Unstructured
 	if apierrors.IsNotFound(err) {
-		var data map[string]any
-		if data, err = s.legacy(ctx, secrets, parent); err == nil {
-			obj, err = s.create(ctx, secrets, parent, name, data)
-			if apierrors.IsAlreadyExists(err) { // another Loom made it first
-				obj, err = secrets.Get(ctx, name, metav1.GetOptions{})
-			}
+		obj = nil
+		old, err = s.legacy(ctx, secrets, parent)
+	}
+	if err != nil {
+		return render.Seed{}, false, fmt.Errorf("seed Secret %s/%s: %w", parent.GetNamespace(), name, err)
+	}
+	from := obj
+	if from == nil {
+		from = old
+	}
+	fp := ""
+	if from != nil {
+		if b, err = seedFrom(from, uid); err != nil {
+			return render.Seed{}, false, fmt.Errorf("seed Secret %s/%s: %w", parent.GetNamespace(), from.GetName(), err)
 		}
-		if err == nil && data != nil {
+		fp = seedFingerprint(b.Bytes)
+	}
+	action, mark, err := judgeSeed(parent, name, from != nil, fp)
+	if err != nil {
+		return render.Seed{}, false, err
+	}
+	if obj == nil && (old != nil || action == makeSeed) {
+		var data map[string]any
+		if old != nil {
+			data, _, _ = unstructured.NestedMap(old.Object, "data")
+		}
+		obj, err = s.create(ctx, secrets, parent, name, data)
+		if apierrors.IsAlreadyExists(err) { // another Loom made it first
+			obj, err = secrets.Get(ctx, name, metav1.GetOptions{})
+		}
+		if err == nil {
+			b, err = seedFrom(obj, uid)
+		}
+		if err != nil {
+			return render.Seed{}, false, fmt.Errorf("seed Secret %s/%s: %w", parent.GetNamespace(), name, err)
+		}
+		mark = mark || seedFingerprint(b.Bytes) != parent.GetAnnotations()[AnnotationSeed]
+		if old != nil {
 			// The seed is safe in the new Secret; an old one left behind
 			// (no delete permission yet) goes with the parent.
 			if derr := s.dropLegacy(ctx, secrets, parent); derr != nil {
 				klog.FromContext(ctx).Info("Could not delete a migrated seed Secret", "err", derr)
 			}
 		}
-	}
-	if err != nil {
-		return render.Seed{}, fmt.Errorf("seed Secret %s/%s: %w", parent.GetNamespace(), name, err)
-	}
-	b, err = seedFrom(obj, uid)
-	if err != nil {
-		return render.Seed{}, fmt.Errorf("seed Secret %s/%s: %w", parent.GetNamespace(), name, err)
 	}
 	s.mu.Lock()
 	if len(s.known) >= maxKnownSeeds {
@@ -125,14 +153,14 @@ func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured)
 	}
 	s.known[uid] = b
 	s.mu.Unlock()
-	return b, nil
+	return b, mark, nil
 }
 
-// legacy returns the data of parent's seed Secret of the legacy name, or
-// nil when there is none that is this parent's (a Secret of that name
-// owned by another parent, of the same Kind in another group, stays
-// that parent's).
-func (s *seedStore) legacy(ctx context.Context, secrets dynamic.ResourceInterface, parent *unstructured.Unstructured) (map[string]any, error) {
+// legacy returns parent's seed Secret of the legacy name, or nil when
+// there is none that is this parent's (a Secret of that name owned by
+// another parent, of the same Kind in another group, stays that
+// parent's).
+func (s *seedStore) legacy(ctx context.Context, secrets dynamic.ResourceInterface, parent *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	old := legacySeedSecretName(parent)
 	if old == seedSecretName(parent) {
 		return nil, nil
@@ -147,8 +175,7 @@ func (s *seedStore) legacy(ctx context.Context, secrets dynamic.ResourceInterfac
 	if _, err := seedFrom(obj, parent.GetUID()); err != nil {
 		return nil, nil
 	}
-	data, _, _ := unstructured.NestedMap(obj.Object, "data")
-	return data, nil
+	return obj, nil
 }
 
 // dropLegacy deletes parent's seed Secret of the legacy name, once its
@@ -278,11 +305,19 @@ func (s *seedStore) keep(ctx context.Context, parent *unstructured.Unstructured,
 		return err
 	}
 	name := seedSecretName(parent)
-	_, err = s.client.Resource(secretsGVR).Namespace(parent.GetNamespace()).Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			s.forget(uid) // read again, and found lost, by the next render
+	secrets := s.client.Resource(secretsGVR).Namespace(parent.GetNamespace())
+	_, err = secrets.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		// Deleted while Loom knew the seed: made again from what Loom
+		// knows, so nothing is lost.
+		data := map[string]any{"seed": base64.StdEncoding.EncodeToString(cur.Bytes)}
+		for k, v := range next {
+			data[k] = base64.StdEncoding.EncodeToString([]byte(v))
 		}
+		_, err = s.create(ctx, secrets, parent, name, data)
+	}
+	if err != nil {
+		s.forget(uid) // read again by the next render
 		return fmt.Errorf("keep generated values in seed Secret %s/%s: %w", parent.GetNamespace(), name, err)
 	}
 	s.mu.Lock()
@@ -310,12 +345,21 @@ func ownerUIDs(obj *unstructured.Unstructured) []string {
 	return out
 }
 
-// Seed is the parent's seed (render.Seeder). A failure is the
+// Seed is the parent's seed (render.Seeder). A lost seed is the
+// parent's to settle (a *SeedLostError, not retried: the annotation that
+// accepts a new seed brings the next reconcile); any other failure is the
 // environment's, retried like a lookup that failed.
 func (r *lookupReader) Seed(parent *unstructured.Unstructured) (render.Seed, error) {
-	b, err := r.lc.seeds.seed(r.ctx, parent)
+	b, mark, err := r.lc.seeds.seed(r.ctx, parent)
+	var lost *SeedLostError
+	if errors.As(err, &lost) {
+		return render.Seed{}, err
+	}
 	if err != nil {
 		return render.Seed{}, r.fail(err)
+	}
+	if mark {
+		r.seedMark = seedFingerprint(b.Bytes)
 	}
 	return b, nil
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -88,5 +89,56 @@ func TestSeedSecretName(t *testing.T) {
 	// The name before the group was in it, which Loom migrates from.
 	if got := legacySeedSecretName(parent("charts.example.dev/v1", "RandomApp", "a")); got != "loom-seed-randomapp-a" {
 		t.Errorf("legacy name %q", got)
+	}
+}
+
+// judgeSeed: a parent that had a seed (loom.dev/seed) whose Secret is gone
+// or holds another seed has lost it, unless loom.dev/accept-new-seed
+// names the lost seed; a parent that never had one takes what it finds.
+func TestJudgeSeed(t *testing.T) {
+	parent := func(annotations map[string]string) *unstructured.Unstructured {
+		p := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "charts.example.dev/v1", "kind": "RandomApp",
+			"metadata": map[string]any{"name": "a", "namespace": "shop"}}}
+		p.SetAnnotations(annotations)
+		return p
+	}
+	had := map[string]string{AnnotationSeed: "f1"}
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		found       bool
+		fp          string
+		action      seedAction
+		mark        bool
+		lost        string // part of the error, "" for none
+	}{
+		{name: "the parent's seed", annotations: had, found: true, fp: "f1", action: useSeed},
+		{name: "a parent from before the mark: its Secret, marked", found: true, fp: "f1", action: useSeed, mark: true},
+		{name: "a new parent: a new seed, marked", action: makeSeed, mark: true},
+		{name: "deleted: lost", annotations: had, action: makeSeed,
+			lost: "seed Secret shop/loom-seed-x was deleted (seed f1)"},
+		{name: "replaced: lost", annotations: had, found: true, fp: "f2", action: useSeed,
+			lost: "holds another seed than the parent's"},
+		{name: "deleted, the loss accepted: a new seed, marked", annotations: map[string]string{AnnotationSeed: "f1", AnnotationAcceptNewSeed: "f1"},
+			action: makeSeed, mark: true},
+		{name: "replaced, the loss accepted: the Secret's seed, marked", annotations: map[string]string{AnnotationSeed: "f1", AnnotationAcceptNewSeed: "f1"},
+			found: true, fp: "f2", action: useSeed, mark: true},
+		{name: "an acceptance of an earlier loss accepts no other", annotations: map[string]string{AnnotationSeed: "f2", AnnotationAcceptNewSeed: "f1"},
+			lost: "kubectl annotate randomapp.charts.example.dev a -n shop loom.dev/accept-new-seed=f2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			action, mark, err := judgeSeed(parent(tt.annotations), "loom-seed-x", tt.found, tt.fp)
+			if tt.lost != "" {
+				var lost *SeedLostError
+				if !errors.As(err, &lost) || !strings.Contains(err.Error(), tt.lost) || lost.Reason() != "SeedLost" {
+					t.Fatalf("err %v, want a SeedLostError with %q", err, tt.lost)
+				}
+				return
+			}
+			if err != nil || action != tt.action || mark != tt.mark {
+				t.Errorf("judgeSeed = %v, %v, %v; want %v, %v", action, mark, err, tt.action, tt.mark)
+			}
+		})
 	}
 }

@@ -165,8 +165,9 @@ func (s Set) add(n needs, ns string, installCRDs bool) {
 	// blockOwnerDeletion on every child's ownerReference: under the
 	// OwnerReferencesPermissionEnforcement admission plugin.
 	n.add(parentNS, gr(pres+"/finalizers"), "update")
-	if s.Orphans || len(clusterScoped) > 0 {
-		// The loom.dev/orphan and loom.dev/cluster-children finalizers.
+	if s.Orphans || len(clusterScoped) > 0 || s.Seeded {
+		// The loom.dev/orphan and loom.dev/cluster-children finalizers;
+		// a seeded chart's loom.dev/seed annotation.
 		n.add(parentNS, gr(pres), "patch")
 	}
 	if s.Orphans {

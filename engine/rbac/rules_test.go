@@ -116,6 +116,21 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
+			name: "a seeded chart: its seed Secrets, and the parents' loom.dev/seed annotation",
+			sets: []Set{{Config: config.Config{Parent: parent}, Children: []Kind{cm}, Seeded: true}},
+			opts: Options{Namespace: "shop"},
+			want: []string{
+				"* apiextensions.k8s.io customresourcedefinitions get,list,watch",
+				"default '' events create,patch",
+				"shop '' configmaps get,list,watch,create,patch,delete",
+				"shop '' events create,patch",
+				"shop '' secrets get,create,patch,delete",
+				"shop shop.example shops get,list,watch,patch",
+				"shop shop.example shops/finalizers update",
+				"shop shop.example shops/status patch",
+			},
+		},
+		{
 			name: "orphans, a seeded chart, a rollout, a cluster-scoped parent with a plural",
 			sets: []Set{{Config: config.Config{Parent: config.ParentRef{APIVersion: "shop.example/v1", Kind: "Mouse", Plural: "mice", Scope: "Cluster"},
 				Rollout: &config.Policy{}}, Children: []Kind{cm}, Orphans: true, Seeded: true}},

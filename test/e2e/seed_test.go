@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loom-operator/loom/internal/testutil"
 )
@@ -202,4 +204,72 @@ func TestChartGeneratedValuesSurviveARestart(t *testing.T) {
 	if st, _, msg := condition(mustGet(t, gvr, ns, "a"), "Ready"); st != "True" {
 		t.Errorf("Ready=%s after the restart: %s", st, msg)
 	}
+}
+
+// A seed Secret deleted while Loom is stopped is not silently made again
+// (which would give the chart's passwords new values under a running
+// app): the parent is Degraded (SeedLost, with an Event) and names the
+// annotation that accepts a new seed; its children are not written.
+// With the annotation, Loom makes a new seed and the values change once.
+func TestLostSeedDegradesTheParent(t *testing.T) {
+	ns := newNamespace(t)
+	gvr, args := seededSet(t, ns, "SeedLossApp", randomChartFiles)
+	first := startSeeded(t, ns, gvr, args)
+	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: SeedLossApp\nmetadata:\n  name: a\nspec: {}\n")
+	waitConditionGVR(t, gvr, ns, "a", "Ready", "True")
+	const seedName = "loom-seed-seedlossapp.charts.e2e.loom.dev-a"
+	var fp string
+	eventually(t, 30*time.Second, "the parent carries its seed's fingerprint", func(ctx context.Context) error {
+		p, err := get(ctx, gvr, ns, "a")
+		if err != nil {
+			return err
+		}
+		if fp = p.GetAnnotations()["loom.dev/seed"]; fp == "" {
+			return errNotYet
+		}
+		return nil
+	})
+	auth := mustGet(t, secretGVR, ns, "a-auth")
+	kill(t, first)
+	if err := dyn.Resource(secretGVR).Namespace(ns).Delete(context.Background(), seedName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, secretGVR, ns, seedName, "it was deleted")
+
+	startSeeded(t, ns, gvr, args)
+	accept := "kubectl annotate seedlossapp.charts.e2e.loom.dev a -n " + ns + " loom.dev/accept-new-seed=" + fp
+	waitDegraded(t, gvr, ns, "a", "SeedLost", "was deleted", accept)
+	waitEvent(t, ns, "a", "Warning", "SeedLost", accept)
+	// Degraded is written after the render that found the loss, which
+	// applies nothing: five seconds more show that nothing is written.
+	unchanged(t, 5*time.Second, ns, auth)
+	if _, err := get(context.Background(), secretGVR, ns, seedName); !isNotFound(err) {
+		t.Errorf("a new seed Secret was made before the loss was accepted (%v)", err)
+	}
+
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"loom.dev/accept-new-seed":%q}}}`, fp)
+	if _, err := dyn.Resource(gvr).Namespace(ns).Patch(context.Background(), "a", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "a new seed, new values, and the parent Ready", func(ctx context.Context) error {
+		p, err := get(ctx, gvr, ns, "a")
+		if err != nil {
+			return err
+		}
+		if now := p.GetAnnotations()["loom.dev/seed"]; now == "" || now == fp {
+			return fmt.Errorf("loom.dev/seed is %q, want a new fingerprint", now)
+		}
+		if st, reason, msg := condition(p, "Ready"); st != "True" {
+			return fmt.Errorf("Ready=%s (%s: %s)", st, reason, msg)
+		}
+		s, err := get(ctx, secretGVR, ns, "a-auth")
+		if err != nil {
+			return err
+		}
+		if s.Object["data"].(map[string]any)["replication"] == auth.Object["data"].(map[string]any)["replication"] {
+			return errors.New("the replication key is the old one")
+		}
+		_, err = get(ctx, secretGVR, ns, seedName)
+		return err
+	})
 }
