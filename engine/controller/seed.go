@@ -136,7 +136,7 @@ func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured)
 		if err != nil {
 			return render.Seed{}, false, fmt.Errorf("seed Secret %s/%s: %w", parent.GetNamespace(), name, err)
 		}
-		mark = mark || seedFingerprint(b.Bytes) != parent.GetAnnotations()[AnnotationSeed]
+		mark = mark || seedFingerprint(b.Bytes) != seedMarkOf(parent)
 		if old != nil {
 			// The seed is safe in the new Secret; an old one left behind
 			// (no delete permission yet) goes with the parent.

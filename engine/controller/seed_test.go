@@ -98,11 +98,11 @@ func TestSeedSecretName(t *testing.T) {
 func TestJudgeSeed(t *testing.T) {
 	parent := func(annotations map[string]string) *unstructured.Unstructured {
 		p := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "charts.example.dev/v1", "kind": "RandomApp",
-			"metadata": map[string]any{"name": "a", "namespace": "shop"}}}
+			"metadata": map[string]any{"name": "a", "namespace": "shop", "uid": "u1"}}}
 		p.SetAnnotations(annotations)
 		return p
 	}
-	had := map[string]string{AnnotationSeed: "f1"}
+	had := map[string]string{AnnotationSeed: "f1/u1"}
 	tests := []struct {
 		name        string
 		annotations map[string]string
@@ -119,11 +119,13 @@ func TestJudgeSeed(t *testing.T) {
 			lost: "seed Secret shop/loom-seed-x was deleted (seed f1)"},
 		{name: "replaced: lost", annotations: had, found: true, fp: "f2", action: useSeed,
 			lost: "holds another seed than the parent's"},
-		{name: "deleted, the loss accepted: a new seed, marked", annotations: map[string]string{AnnotationSeed: "f1", AnnotationAcceptNewSeed: "f1"},
+		{name: "deleted, the loss accepted: a new seed, marked", annotations: map[string]string{AnnotationSeed: "f1/u1", AnnotationAcceptNewSeed: "f1"},
 			action: makeSeed, mark: true},
-		{name: "replaced, the loss accepted: the Secret's seed, marked", annotations: map[string]string{AnnotationSeed: "f1", AnnotationAcceptNewSeed: "f1"},
+		{name: "replaced, the loss accepted: the Secret's seed, marked", annotations: map[string]string{AnnotationSeed: "f1/u1", AnnotationAcceptNewSeed: "f1"},
 			found: true, fp: "f2", action: useSeed, mark: true},
-		{name: "an acceptance of an earlier loss accepts no other", annotations: map[string]string{AnnotationSeed: "f2", AnnotationAcceptNewSeed: "f1"},
+		{name: "a mark copied from another parent (another UID) is no mark: a new seed", annotations: map[string]string{AnnotationSeed: "f1/u0"},
+			action: makeSeed, mark: true},
+		{name: "an acceptance of an earlier loss accepts no other", annotations: map[string]string{AnnotationSeed: "f2/u1", AnnotationAcceptNewSeed: "f1"},
 			lost: "kubectl annotate randomapp.charts.example.dev a -n shop loom.dev/accept-new-seed=f2"},
 	}
 	for _, tt := range tests {

@@ -16,9 +16,10 @@ import (
 
 const (
 	// AnnotationSeed is, on a parent, the fingerprint of the seed its
-	// chart's values come from (seedFingerprint): Loom writes it when it
-	// first reads or makes the seed, and finds a seed Secret that was
-	// deleted or replaced by it.
+	// chart's values come from (seedFingerprint) and the parent's UID,
+	// "<fingerprint>/<uid>": Loom writes it when it first reads or makes
+	// the seed, and finds a seed Secret that was deleted or replaced by
+	// it. One copied onto another parent (another UID) is ignored.
 	AnnotationSeed = "loom.dev/seed"
 	// AnnotationAcceptNewSeed, on a parent whose seed was lost, set to
 	// the lost seed's fingerprint (the parent's AnnotationSeed), lets Loom
@@ -52,7 +53,7 @@ const (
 // kept one, or whose annotations were cleared) takes the Secret it
 // finds, or a new one.
 func judgeSeed(parent *unstructured.Unstructured, secret string, found bool, fp string) (seedAction, bool, error) {
-	had := parent.GetAnnotations()[AnnotationSeed]
+	had := seedMarkOf(parent)
 	accepted := had != "" && parent.GetAnnotations()[AnnotationAcceptNewSeed] == had
 	switch {
 	case found && fp == had:
@@ -65,6 +66,21 @@ func judgeSeed(parent *unstructured.Unstructured, secret string, found bool, fp 
 		return makeSeed, true, nil
 	}
 	return makeSeed, false, &SeedLostError{Parent: parent, Secret: secret, Fingerprint: had}
+}
+
+// seedMarkOf is the seed fingerprint that parent's AnnotationSeed names,
+// or "" when it has none, or one written for another parent.
+func seedMarkOf(parent *unstructured.Unstructured) string {
+	fp, uid, _ := strings.Cut(parent.GetAnnotations()[AnnotationSeed], "/")
+	if uid != string(parent.GetUID()) {
+		return ""
+	}
+	return fp
+}
+
+// seedMark is the AnnotationSeed value of parent for fingerprint fp.
+func seedMark(parent *unstructured.Unstructured, fp string) string {
+	return fp + "/" + string(parent.GetUID())
 }
 
 // SeedLostError is the render error of a parent whose seed Secret is gone
@@ -105,11 +121,11 @@ func (e *SeedLostError) Reason() string { return status.ReasonSeedLost }
 // written before any child is applied with values from that seed.
 func (c *parentController) markSeed(reader *lookupReader, parent *unstructured.Unstructured) error {
 	fp := reader.seedMark
-	if fp == "" || parent.GetAnnotations()[AnnotationSeed] == fp {
+	if fp == "" || seedMarkOf(parent) == fp {
 		return nil
 	}
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": string(parent.GetUID()), "annotations": map[string]any{AnnotationSeed: fp},
+		"uid": string(parent.GetUID()), "annotations": map[string]any{AnnotationSeed: seedMark(parent, fp)},
 	}})
 	if err != nil {
 		return err

@@ -224,9 +224,11 @@ func TestLostSeedDegradesTheParent(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if fp = p.GetAnnotations()["loom.dev/seed"]; fp == "" {
-			return errNotYet
+		mark, uid, ok := strings.Cut(p.GetAnnotations()["loom.dev/seed"], "/")
+		if !ok || uid != string(p.GetUID()) {
+			return fmt.Errorf("loom.dev/seed %q, want <fingerprint>/<uid>", p.GetAnnotations()["loom.dev/seed"])
 		}
+		fp = mark
 		return nil
 	})
 	auth := mustGet(t, secretGVR, ns, "a-auth")
@@ -256,7 +258,7 @@ func TestLostSeedDegradesTheParent(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if now := p.GetAnnotations()["loom.dev/seed"]; now == "" || now == fp {
+		if now, _, _ := strings.Cut(p.GetAnnotations()["loom.dev/seed"], "/"); now == "" || now == fp {
 			return fmt.Errorf("loom.dev/seed is %q, want a new fingerprint", now)
 		}
 		if st, reason, msg := condition(p, "Ready"); st != "True" {
