@@ -43,11 +43,17 @@ var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 type seedStore struct {
 	client dynamic.Interface
 	mu     sync.Mutex
-	known  map[types.UID]render.Seed
+	known  map[types.UID]knownSeed
+}
+
+// knownSeed is a parent's seed, and the UID of the Secret that holds it.
+type knownSeed struct {
+	render.Seed
+	secret types.UID
 }
 
 func newSeedStore(client dynamic.Interface) *seedStore {
-	return &seedStore{client: client, known: map[types.UID]render.Seed{}}
+	return &seedStore{client: client, known: map[types.UID]knownSeed{}}
 }
 
 // seedSecretName is the name of a parent's seed Secret:
@@ -90,12 +96,13 @@ func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured)
 	uid := parent.GetUID()
 	name := seedSecretName(parent)
 	s.mu.Lock()
-	b, ok := s.known[uid]
+	k, ok := s.known[uid]
 	s.mu.Unlock()
 	if ok {
-		_, mark, err := judgeSeed(parent, name, true, seedFingerprint(b.Bytes))
-		return b, mark, err
+		_, mark, err := judgeSeed(parent, name, true, seedFingerprint(k.Bytes))
+		return k.Seed, mark, err
 	}
+	var b render.Seed
 	secrets := s.client.Resource(secretsGVR).Namespace(parent.GetNamespace())
 	obj, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	var old *unstructured.Unstructured
@@ -151,7 +158,7 @@ func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured)
 		// and read each live parent's Secret again.
 		clear(s.known)
 	}
-	s.known[uid] = b
+	s.known[uid] = knownSeed{Seed: b, secret: obj.GetUID()}
 	s.mu.Unlock()
 	return b, mark, nil
 }
@@ -300,13 +307,15 @@ func (s *seedStore) keep(ctx context.Context, parent *unstructured.Unstructured,
 			}
 		}
 	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": string(uid)}, "data": patch})
+	// The Secret's UID is the patch's precondition: one made again by
+	// someone else is read afresh (and judged) by the next render.
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": string(cur.secret)}, "data": patch})
 	if err != nil {
 		return err
 	}
 	name := seedSecretName(parent)
 	secrets := s.client.Resource(secretsGVR).Namespace(parent.GetNamespace())
-	_, err = secrets.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
+	obj, err := secrets.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		// Deleted while Loom knew the seed: made again from what Loom
 		// knows, so nothing is lost.
@@ -314,14 +323,14 @@ func (s *seedStore) keep(ctx context.Context, parent *unstructured.Unstructured,
 		for k, v := range next {
 			data[k] = base64.StdEncoding.EncodeToString([]byte(v))
 		}
-		_, err = s.create(ctx, secrets, parent, name, data)
+		obj, err = s.create(ctx, secrets, parent, name, data)
 	}
 	if err != nil {
 		s.forget(uid) // read again by the next render
 		return fmt.Errorf("keep generated values in seed Secret %s/%s: %w", parent.GetNamespace(), name, err)
 	}
 	s.mu.Lock()
-	s.known[uid] = render.Seed{Bytes: cur.Bytes, Kept: next}
+	s.known[uid] = knownSeed{Seed: render.Seed{Bytes: cur.Bytes, Kept: next}, secret: obj.GetUID()}
 	s.mu.Unlock()
 	return nil
 }
