@@ -27,6 +27,11 @@ var GeneratedFuncs = []string{
 	"genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey",
 }
 
+// MaxGenerated bounds the generating calls of one render: each value is
+// kept in a Secret, which the API server caps at 1 MiB, and each key
+// takes tens of milliseconds to make.
+const MaxGenerated = 100
+
 // GeneratedKeyPrefix starts every key of Result.Generated.
 const GeneratedKeyPrefix = "gen."
 
@@ -57,6 +62,10 @@ func (r *renderer) generate(key string, orig reflect.Value, args []reflect.Value
 	}
 	typ := orig.Type()
 	k := r.generatedKey(key, args)
+	if _, ok := r.gen[k]; !ok && len(r.gen) >= MaxGenerated {
+		// text/template turns the panic into the call's error, at its line.
+		panic(fmt.Errorf("more than %d keys, certificates and hashes in one render: each is kept in the parent's seed Secret", MaxGenerated))
+	}
 	if enc, ok := r.kept[k]; ok {
 		if v, err := decodeGenerated(enc, typ.Out(0)); err == nil {
 			r.gen[k] = enc

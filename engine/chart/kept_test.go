@@ -172,3 +172,33 @@ func keysOf(m map[string]string) []string {
 	}
 	return out
 }
+
+// A render that would make more than MaxGenerated values (a loop over
+// the values, say) fails at the call's line instead of filling the
+// parent's seed Secret past what the API server takes.
+func TestGeneratingFunctionsAreBounded(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "many")
+	if err := os.MkdirAll(filepath.Join(dir, "templates"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"Chart.yaml":             "apiVersion: v2\nname: many\nversion: 0.1.0\n",
+		"templates/secret.yaml":  "apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\nstringData:\n  {{- range $i := until (int .Values.n) }}\n  k{{ $i }}: {{ genPrivateKey \"ed25519\" | quote }}\n  {{- end }}\n",
+		"templates/_helpers.tpl": "",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _, err := Load(os.DirFS(filepath.Dir(dir)), "many", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Render(map[string]any{"n": float64(MaxGenerated)}, Env{Seed: []byte("s")}); err != nil {
+		t.Errorf("%d values: %v", MaxGenerated, err)
+	}
+	_, err = c.Render(map[string]any{"n": float64(MaxGenerated + 1)}, Env{Seed: []byte("s")})
+	if err == nil || !strings.Contains(err.Error(), "many/templates/secret.yaml:7") || !strings.Contains(err.Error(), "more than 100 keys") {
+		t.Errorf("%d values: err %v, want one at many/templates/secret.yaml:7", MaxGenerated+1, err)
+	}
+}
