@@ -21,7 +21,7 @@ import (
 // instead: Result.Generated holds each value under a key (GeneratedKey),
 // and a later render given those values in Env.Kept returns the kept value
 // for the same call with the same inputs, without calling sprig. A render
-// without a seed calls sprig, as Helm does: a new value each time.
+// without a seed fails where one is called, as the random functions do.
 var GeneratedFuncs = []string{
 	"bcrypt", "htpasswd", "encryptAES", "genPrivateKey",
 	"genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey",
@@ -58,7 +58,10 @@ func (r *renderer) generatedFunc(fn, key string) any {
 // what it made.
 func (r *renderer) generate(key string, orig reflect.Value, args []reflect.Value) []reflect.Value {
 	if r.seed == nil {
-		return orig.Call(args)
+		// A value made afresh on every render would be rewritten on
+		// every reconcile. (A chart whose templates call one is rendered
+		// with a seed; text that tpl parses may call one that none does.)
+		panic(errNoSeed)
 	}
 	typ := orig.Type()
 	k := r.generatedKey(key, args)

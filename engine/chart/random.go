@@ -21,7 +21,8 @@ import (
 var SeededFuncs = []string{"randAlpha", "randAlphaNum", "randAscii", "randNumeric", "randBytes", "randInt", "shuffle", "uuidv4"}
 
 // errNoSeed is the error of a seeded function in a render without a seed.
-var errNoSeed = errors.New("a random function needs the render's seed, and this render has none")
+var errNoSeed = errors.New("a random or generating function needs the render's seed, and this render has none " +
+	"(in Loom: a call that only text given to tpl makes, which the chart's own templates never make)")
 
 // Character sets of sprig's (goutils') random strings.
 const (

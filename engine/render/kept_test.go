@@ -98,3 +98,30 @@ func TestChartGeneratedValuesAreKept(t *testing.T) {
 		}
 	}
 }
+
+// Text given to tpl that calls a generating function, in a chart whose
+// own templates call none (so no seed is read for it), fails the render
+// at the tpl call: a certificate made afresh on every render would be
+// rewritten on every reconcile.
+func TestChartGeneratingFunctionInTplNeedsASeed(t *testing.T) {
+	dir := t.TempDir()
+	testutil.WriteFiles(t, dir, map[string]string{
+		"loom.yaml":               "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: Database\nchart: chart\n",
+		"chart/Chart.yaml":        "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+		"chart/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: {{ tpl (.Values.text | default \"plain\") . | quote }}\n",
+	})
+	set, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := database("a")
+	if _, err := set.Render(p); err != nil {
+		t.Fatalf("plain text: %v", err)
+	}
+	p.Object["spec"] = map[string]any{"text": `{{ (genCA "x" 3).Cert }}`}
+	first, err1 := set.Render(p)
+	_, err2 := set.Render(p)
+	if err1 == nil || err2 == nil || !strings.Contains(err1.Error(), "c/templates/cm.yaml:6") || !strings.Contains(err1.Error(), "needs the render's seed") {
+		t.Errorf("genCA through tpl: err %v, %v (children %d), want a failure at c/templates/cm.yaml:6", err1, err2, len(first))
+	}
+}
