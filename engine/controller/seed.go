@@ -32,10 +32,10 @@ var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 // seedStore keeps the seed of each parent whose chart calls a random or
 // generating function (chart.SeededFuncs, chart.GeneratedFuncs) in a
 // Secret of the parent's namespace, with the values the generating
-// functions made (keys, certificates, salted hashes; data keys
-// chart.GeneratedKeyPrefix...), owned by the parent (not as its controller: it is no child,
-// never applied nor pruned; the garbage collector deletes it with the
-// parent). Who may read the namespace's Secrets may read the seed, and
+// functions made (keys, certificates, salted hashes, under data keys that
+// start with chart.GeneratedKeyPrefix), owned by the parent (not as its
+// controller: it is no child, never applied nor pruned; the garbage
+// collector deletes it with the parent). Who may read the namespace's Secrets may read the seed, and
 // so may read what the chart derives from it, as they could read the
 // Secret the chart writes; nobody else can derive the values from what
 // they can read. Every Loom process, after a restart or a change of

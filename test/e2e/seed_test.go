@@ -275,3 +275,43 @@ func TestLostSeedDegradesTheParent(t *testing.T) {
 		return err
 	})
 }
+
+// Two sets with the same Kind in two groups, and parents of the same
+// name in one namespace, get a seed Secret each (the name holds the
+// group; before, the second parent found the first one's Secret, not
+// its own, and failed): both parents are Ready, with seeds of their own.
+func TestSeedSecretsOfOneKindInTwoGroups(t *testing.T) {
+	ns := newNamespace(t)
+	root := t.TempDir()
+	var gvrs []schema.GroupVersionResource
+	for _, group := range []string{"charts.e2e.loom.dev", "other.e2e.loom.dev"} {
+		set := map[string]string{}
+		for name, text := range randomChartFiles {
+			text = strings.ReplaceAll(text, "apiVersion: charts.e2e.loom.dev/v1\n  kind: RandomApp", "apiVersion: "+group+"/v1\n  kind: TwinApp")
+			// The children's names differ by group; the parents' do not.
+			set[name] = strings.ReplaceAll(text, "{{ .Release.Name }}-auth", "{{ .Release.Name }}-auth-"+group[:5])
+		}
+		testutil.WriteFiles(t, filepath.Join(root, group), set)
+		gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "twinapps"}
+		gvrs = append(gvrs, gvr)
+		t.Cleanup(func() {
+			_ = dyn.Resource(crdGVR).Delete(context.Background(), gvr.Resource+"."+gvr.Group, metav1.DeleteOptions{})
+		})
+	}
+	startSeeded(t, ns, gvrs[0], []string{"--templates", root, "--install-crds"})
+	for _, gvr := range gvrs {
+		eventually(t, 60*time.Second, "the "+gvr.Group+" CRD is served", func(ctx context.Context) error {
+			_, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+			return err
+		})
+		createObject(t, gvr, ns, "apiVersion: "+gvr.Group+"/v1\nkind: TwinApp\nmetadata:\n  name: a\nspec: {}\n")
+	}
+	for _, gvr := range gvrs {
+		waitConditionGVR(t, gvr, ns, "a", "Ready", "True")
+	}
+	a := mustGet(t, secretGVR, ns, "loom-seed-twinapp.charts.e2e.loom.dev-a")
+	b := mustGet(t, secretGVR, ns, "loom-seed-twinapp.other.e2e.loom.dev-a")
+	if a.Object["data"].(map[string]any)["seed"] == b.Object["data"].(map[string]any)["seed"] {
+		t.Error("two parents share one seed")
+	}
+}
