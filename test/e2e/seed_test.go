@@ -77,6 +77,7 @@ func mustGet(t *testing.T, gvr schema.GroupVersionResource, ns, name string) *un
 // its seed, so its values, with no write to its children, and the old
 // Secret is deleted.
 func TestSeedSecretOfTheOldNameIsMigrated(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	gvr, args := seededSet(t, ns, "SeedMoveApp", randomChartFiles)
 	first := startSeeded(t, ns, gvr, args)
@@ -162,6 +163,7 @@ func hookSetFiles(t *testing.T, kind string) map[string]string {
 // kept in its seed Secret, they survive a SIGKILL of Loom and a new
 // process, with no write to the children.
 func TestChartGeneratedValuesSurviveARestart(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	gvr, args := seededSet(t, ns, "HookApp", hookSetFiles(t, "HookApp"))
 	first := startSeeded(t, ns, gvr, args)
@@ -212,6 +214,7 @@ func TestChartGeneratedValuesSurviveARestart(t *testing.T) {
 // annotation that accepts a new seed; its children are not written.
 // With the annotation, Loom makes a new seed and the values change once.
 func TestLostSeedDegradesTheParent(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	gvr, args := seededSet(t, ns, "SeedLossApp", randomChartFiles)
 	first := startSeeded(t, ns, gvr, args)
@@ -281,6 +284,7 @@ func TestLostSeedDegradesTheParent(t *testing.T) {
 // group; before, the second parent found the first one's Secret, not
 // its own, and failed): both parents are Ready, with seeds of their own.
 func TestSeedSecretsOfOneKindInTwoGroups(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	root := t.TempDir()
 	var gvrs []schema.GroupVersionResource
