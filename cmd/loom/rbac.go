@@ -53,7 +53,8 @@ Loom's ServiceAccount, and nothing more:
     watched namespace and the lookup's namespaces when Loom watches one
     namespace;
   - Namespaces (get) for loom.dev/delete-policy: orphan; Secrets (get,
-    create) for a chart that calls a random function (its seed);
+    create, patch, delete) for a chart that calls a random or generating
+    function (its seed Secret);
   - Events (create, patch); CRDs (get, list, watch, and with
     --install-crds create and patch); TemplateSets and TemplateRevisions
     only for sets with a rollout; the leader-election Lease with

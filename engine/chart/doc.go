@@ -18,6 +18,12 @@
 // treatment of missing keys are Helm's; the differential test holds them
 // to Helm's engine.Render on charts written for the purpose.
 //
+// Functions whose value differs on every render are made stable per
+// render input: the random ones are drawn from Env.Seed (random.go), and
+// those that make keys, certificates and salted hashes return the value
+// kept in Env.Kept for the same call and inputs, or make one and return
+// it in Result.Generated for the caller to keep (kept.go).
+//
 // The package knows nothing of Loom's children: Render returns each
 // file's text, and the render stage splits, decodes and validates it.
 package chart

@@ -15,13 +15,14 @@ import (
 // SeededFuncs are sprig's random functions that a chart may call: each
 // call's value comes from the render's seed (Env.Seed), so a parent gets
 // the same values on every render, in every Loom process, and another
-// parent, whose seed differs, other values. Sprig's other functions whose
-// value differs on every render (the clock, keys, certificates, salted
-// hashes) are not seeded: the caller refuses them (Options.Funcs).
+// parent, whose seed differs, other values. Keys, certificates and salted
+// hashes cannot be seeded: they are kept instead (GeneratedFuncs). The
+// clock is neither: the caller refuses it (Options.Funcs).
 var SeededFuncs = []string{"randAlpha", "randAlphaNum", "randAscii", "randNumeric", "randBytes", "randInt", "shuffle", "uuidv4"}
 
 // errNoSeed is the error of a seeded function in a render without a seed.
-var errNoSeed = errors.New("a random function needs the render's seed, and this render has none")
+var errNoSeed = errors.New("a random or generating function needs the render's seed, and this render has none " +
+	"(in Loom: a call that only text given to tpl makes, which the chart's own templates never make)")
 
 // Character sets of sprig's (goutils') random strings.
 const (
@@ -77,17 +78,24 @@ func (r *renderer) randString(key string, count int, chars string) (string, erro
 func (r *renderer) siteFuncs() template.FuncMap {
 	m := template.FuncMap{}
 	for i, s := range r.sites {
+		if isGenerated(s.fn) {
+			m[siteFunc(i)] = r.generatedFunc(s.fn, "site\x00"+s.key)
+			continue
+		}
 		m[siteFunc(i)] = r.seededFunc(s.fn, "site\x00"+s.key)
 	}
 	return m
 }
 
-// seededFuncs binds the random functions, as text that tpl parses calls
-// them, to this renderer's seed.
+// seededFuncs binds the random and generating functions, as text that
+// tpl parses calls them, to this renderer's seed and kept values.
 func (r *renderer) seededFuncs() template.FuncMap {
 	m := template.FuncMap{}
 	for _, fn := range SeededFuncs {
 		m[fn] = r.seededFunc(fn, "tpl\x00"+fn)
+	}
+	for _, fn := range GeneratedFuncs {
+		m[fn] = r.generatedFunc(fn, "tpl\x00"+fn)
 	}
 	return m
 }

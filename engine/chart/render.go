@@ -45,6 +45,10 @@ type Env struct {
 	// Seed makes the random functions (SeededFuncs) give this render's
 	// values: the same seed, the same values. Without it they fail.
 	Seed []byte
+	// Kept are values the generating functions (GeneratedFuncs) made in
+	// earlier renders with this seed, by key (Result.Generated): a call
+	// whose key is here returns its value.
+	Kept map[string]string
 	// Writer, when set, wraps each file's output writer (to count or cap
 	// what the templates write).
 	Writer func(io.Writer) io.Writer
@@ -68,6 +72,10 @@ type Result struct {
 	// Helm executes them. A Result may be shared with later renders of
 	// the same input (see Chart.Render): it must not be changed.
 	Files []File
+	// Generated holds the value of each generating function's call that
+	// ran (GeneratedFuncs), by key: kept from Env.Kept or made in this
+	// render. A caller that keeps them gives them back in Env.Kept.
+	Generated map[string]string
 }
 
 // NotesFile reports whether name is a NOTES.txt, which Helm renders but
@@ -141,6 +149,7 @@ func (c *Chart) Render(values map[string]any, env Env) (*Result, error) {
 	r := sh.get()
 	defer sh.put(r)
 	r.lookup, r.looked, r.seed = env.Lookup, false, env.Seed
+	r.kept, r.gen = env.Kept, map[string]string{}
 	res := &Result{}
 	var buf strings.Builder
 	for _, name := range p.order {
@@ -155,6 +164,9 @@ func (c *Chart) Render(values map[string]any, env Env) (*Result, error) {
 		}
 		res.Files = append(res.Files, File{Name: name, Text: strings.ReplaceAll(buf.String(), "<no value>", "")})
 	}
+	if len(r.gen) > 0 {
+		res.Generated = r.gen
+	}
 	if !r.looked {
 		size := 0
 		for _, f := range res.Files {
@@ -165,8 +177,8 @@ func (c *Chart) Render(values map[string]any, env Env) (*Result, error) {
 	return res, nil
 }
 
-// outputKey names a render's input: the values, the release, and the
-// capabilities. Rendering is hermetic (the functions whose value differs
+// outputKey names a render's input: the values, the release, the seed
+// and kept values, and the capabilities. Rendering is hermetic (the functions whose value differs
 // on every render are refused, see Options.Funcs), so a render that made
 // no lookup gives the same files for the same key, and Render keeps them:
 // the controller renders an unchanged parent again on every event of its
@@ -176,6 +188,14 @@ func outputKey(values [32]byte, env Env, caps *common.Capabilities) string {
 	h.Write(values[:])
 	h.Write(env.Seed)
 	h.Write([]byte{0})
+	kept := make([]string, 0, len(env.Kept))
+	for k := range env.Kept {
+		kept = append(kept, k)
+	}
+	sort.Strings(kept)
+	for _, k := range kept {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", k, len(env.Kept[k]), env.Kept[k])
+	}
 	fmt.Fprintf(h, "\x00%s\x00%s\x00%d\x00%t\x00%s\x00%s\x00", env.Release.Name, env.Release.Namespace,
 		env.Release.Revision, env.Release.IsInstall, env.Service, caps.KubeVersion.Version)
 	for _, v := range caps.APIVersions {

@@ -24,6 +24,9 @@ type renderer struct {
 	// seed is the render's Env.Seed; calls counts each file's random calls.
 	seed  []byte
 	calls map[string]int
+	// kept are the render's Env.Kept; gen collects what the generating
+	// functions returned (Result.Generated).
+	kept, gen map[string]string
 	// sites are the shape's random calls (markSites).
 	sites []site
 }
@@ -44,7 +47,7 @@ func (sh *shape) get() *renderer {
 }
 
 func (sh *shape) put(r *renderer) {
-	r.lookup, r.out, r.looked, r.seed = nil, nil, false, nil
+	r.lookup, r.out, r.looked, r.seed, r.kept, r.gen = nil, nil, false, nil, nil, nil
 	select {
 	case sh.pool <- r:
 	default:
@@ -109,7 +112,7 @@ func (r *renderer) tpl(text string, data any) (string, error) {
 		return "", fmt.Errorf("cannot clone template: %w", err)
 	}
 	// The clone's include and tpl see the defines that text adds.
-	sub := &renderer{t: t, depth: r.depth + 1, lookup: r.lookup, file: r.file, out: r.out, seed: r.seed, calls: r.calls}
+	sub := &renderer{t: t, depth: r.depth + 1, lookup: r.lookup, file: r.file, out: r.out, seed: r.seed, calls: r.calls, kept: r.kept, gen: r.gen}
 	t.Option("missingkey=zero").Funcs(sub.funcs())
 	if t, err = t.New(TplName).Parse(text); err != nil {
 		return "", fmt.Errorf("cannot parse template %q: %w", text, err)

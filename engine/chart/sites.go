@@ -8,7 +8,8 @@ import (
 	"text/template/parse"
 )
 
-// site is one call of a random function in a chart's source: the file
+// site is one call of a random or generating function (GeneratedFuncs)
+// in a chart's source: the file
 // that holds it (a define's file, for a call in a define), the function,
 // the source text of its arguments, and its rank among the calls of that
 // file with the same function and arguments, in source order. A call's
@@ -40,7 +41,7 @@ func markSites(root *template.Template) []site {
 		file := t.Tree.ParseName
 		walkCommands(t.Tree.Root, func(c *parse.CommandNode) {
 			id, ok := c.Args[0].(*parse.IdentifierNode)
-			if !ok || !slices.Contains(SeededFuncs, id.Ident) {
+			if !ok || !(slices.Contains(SeededFuncs, id.Ident) || isGenerated(id.Ident)) {
 				return
 			}
 			var args []string

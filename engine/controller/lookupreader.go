@@ -35,6 +35,9 @@ type lookupReader struct {
 	// kind is answered only if the account may make it (identity.go).
 	as     *identity
 	idents *identities
+	// seedMark, when set, is the fingerprint of the seed this render
+	// read, to be written on the parent (AnnotationSeed).
+	seedMark string
 }
 
 // Namespaced reports whether the kind is namespaced.

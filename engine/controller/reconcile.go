@@ -211,6 +211,16 @@ func (c *parentController) render(ctx context.Context, set *render.Set, parent *
 	if err != nil {
 		return nil, depend.Plan{}, err
 	}
+	// Generated keys and certificates are kept before any child holds
+	// them: a restart after the apply must render them again.
+	if len(out.Generated) > 0 {
+		if err := reader.keep(parent, out.Generated); err != nil {
+			return nil, depend.Plan{}, err
+		}
+	}
+	if err := c.markSeed(reader, parent); err != nil {
+		return nil, depend.Plan{}, err
+	}
 	if c.m != nil && c.m.opts.Shard != nil {
 		labelBucket(out.Children, parent.GetUID())
 	}

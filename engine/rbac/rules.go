@@ -27,8 +27,10 @@ type Set struct {
 	// Orphans is true when a template sets loom.dev/delete-policy:
 	// Loom then reads Namespaces and writes the parent's finalizers.
 	Orphans bool
-	// Seeded is true for a chart that calls a random function: Loom keeps
-	// a seed Secret per parent (get and create in the parent's namespace).
+	// Seeded is true for a chart that calls a random or generating
+	// function: Loom keeps a seed Secret per parent (get and create in the
+	// parent's namespace, patch to keep generated keys and certificates in
+	// it, and delete to migrate a Secret of the name it had before).
 	Seeded bool
 	// Roles are the roles its templates write and the roleRefs of its
 	// bindings (see roles.Scan).
@@ -170,15 +172,16 @@ func (s Set) add(n needs, ns string, installCRDs bool) {
 	// blockOwnerDeletion on every child's ownerReference: under the
 	// OwnerReferencesPermissionEnforcement admission plugin.
 	n.add(parentNS, gr(pres+"/finalizers"), "update")
-	if s.Orphans || len(clusterScoped) > 0 {
-		// The loom.dev/orphan and loom.dev/cluster-children finalizers.
+	if s.Orphans || len(clusterScoped) > 0 || s.Seeded {
+		// The loom.dev/orphan and loom.dev/cluster-children finalizers;
+		// a seeded chart's loom.dev/seed annotation.
 		n.add(parentNS, gr(pres), "patch")
 	}
 	if s.Orphans {
 		n.add("", schema.GroupResource{Resource: "namespaces"}, "get")
 	}
 	if s.Seeded {
-		n.add(parentNS, schema.GroupResource{Resource: "secrets"}, "get", "create")
+		n.add(parentNS, schema.GroupResource{Resource: "secrets"}, "get", "create", "patch", "delete")
 	}
 	// With a ServiceAccount, the account writes the children and Loom
 	// only watches them; it impersonates the account, checks that it

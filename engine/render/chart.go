@@ -28,8 +28,8 @@ const HookAnnotation = "helm.sh/hook"
 
 // loadChart loads the chart that loom.yaml names, keeps its files among
 // the set's sources (so that the revision covers the whole chart) and
-// refuses it, as any set, when a template calls a function whose value
-// differs on every render.
+// notes whether it calls a random or generating function (which need
+// the parent's seed).
 func (s *Set) loadChart(fsys fs.FS) error {
 	c, src, err := chart.Load(fsys, s.Config.Chart, chart.Options{Funcs: chartOverrides})
 	if err != nil {
@@ -50,13 +50,13 @@ func (s *Set) loadChart(fsys fs.FS) error {
 			s.omitted[name] = true
 		}
 	}
-	if err := checkRefused(root, s.chartTexts, chart.SeededFuncs...); err != nil {
-		return err
-	}
+	// A chart's refused functions (the clock) fail when a call runs, at
+	// its line (hermetic), not when the chart loads: charts call them in
+	// branches that the values never take.
 	for _, tmpl := range root.Templates() {
 		if tmpl.Tree != nil && tmpl.Tree.Root != nil && !s.omitted[tmpl.Name()] {
 			walkIdentifiers(tmpl.Tree.Root, func(id *parse.IdentifierNode) {
-				s.seeded = s.seeded || slices.Contains(chart.SeededFuncs, id.Ident)
+				s.seeded = s.seeded || slices.Contains(chart.SeededFuncs, id.Ident) || slices.Contains(chart.GeneratedFuncs, id.Ident)
 			})
 		}
 	}
@@ -173,28 +173,30 @@ func helmValues(v any) any {
 // chartFiles renders a chart set's templates for parent, recording its
 // lookups in st. NOTES.txt files are never children (Helm never installs
 // them); the root chart's is returned apart when loom.yaml asks for it
-// (notes: true).
-func (s *Set) chartFiles(parent *unstructured.Unstructured, rel hook.Release, st *lookupState, r *renderer) ([]chart.File, string, error) {
+// (notes: true). So are the generating functions' values
+// (chart.Result.Generated).
+func (s *Set) chartFiles(parent *unstructured.Unstructured, rel hook.Release, st *lookupState, r *renderer) ([]chart.File, string, map[string]string, error) {
 	spec, _ := parent.Object["spec"].(map[string]any)
 	values, _ := helmValues(spec).(map[string]any)
 	if values == nil {
 		values = map[string]any{}
 	}
-	var seed []byte
+	var seed Seed
 	if s.seeded {
 		var err error
 		if seed, err = seedOf(parent, st.reader); err != nil {
-			return nil, "", &Error{File: config.File, Err: fmt.Errorf("the chart's random functions need the parent's seed: %w", err)}
+			return nil, "", nil, &Error{File: config.File, Err: fmt.Errorf("the chart's random functions need the parent's seed: %w", err)}
 		}
 	}
 	caps, err := capabilitiesOf(st.reader)
 	if err != nil {
-		return nil, "", &Error{File: config.File, Err: fmt.Errorf("the cluster's capabilities (.Capabilities): %w", err)}
+		return nil, "", nil, &Error{File: config.File, Err: fmt.Errorf("the cluster's capabilities (.Capabilities): %w", err)}
 	}
 	res, err := s.chart.Render(values, chart.Env{
 		Release: chart.Release{Name: parent.GetName(), Namespace: parent.GetNamespace(),
 			Revision: int(rel.Revision), IsInstall: rel.Install},
-		Seed:         seed,
+		Seed:         seed.Bytes,
+		Kept:         seed.Kept,
 		Capabilities: caps,
 		// Loom manages the children: a chart's managed-by label says so,
 		// and agrees with the label Loom sets.
@@ -210,9 +212,9 @@ func (s *Set) chartFiles(parent *unstructured.Unstructured, rel hook.Release, st
 		if errors.Is(err, errOutputTooLarge) {
 			var ce *chart.Error
 			errors.As(err, &ce)
-			return nil, "", &Error{File: ce.File, Err: errOutputTooLarge}
+			return nil, "", nil, &Error{File: ce.File, Err: errOutputTooLarge}
 		}
-		return nil, "", chartError(err)
+		return nil, "", nil, chartError(err)
 	}
 	var files []chart.File
 	var notes string
@@ -230,31 +232,40 @@ func (s *Set) chartFiles(parent *unstructured.Unstructured, rel hook.Release, st
 		}
 		files = append(files, f)
 	}
-	return files, notes, nil
+	return files, notes, res.Generated, nil
 }
 
 // helmSeparator is where Helm 4 splits a file into documents.
 var helmSeparator = regexp.MustCompile(`(?m)^---[ \t]*`)
 
+// Seed is what a parent's seed holds: the bytes a chart's random
+// functions take their values from (see chart.SeededFuncs), and the
+// values its generating functions made in earlier renders (see
+// chart.GeneratedFuncs, Output.Generated).
+type Seed struct {
+	Bytes []byte
+	Kept  map[string]string
+}
+
 // Seeder gives a parent's seed: secret bytes, the same on every call for
-// one parent and different for another, from which a chart's random
-// functions take their values (see chart.SeededFuncs). The controller's
-// Reader is one: it keeps each parent's seed in a Secret of the parent's
-// namespace.
+// one parent and different for another, and the values kept with them.
+// The controller's Reader is one: it keeps each parent's seed in a Secret
+// of the parent's namespace.
 type Seeder interface {
-	Seed(parent *unstructured.Unstructured) ([]byte, error)
+	Seed(parent *unstructured.Unstructured) (Seed, error)
 }
 
 // seedOf is the parent's seed from reader, or, for a Reader that keeps
 // none (loom render, loom test), one made from the parent's namespace and
-// name: the same values on every offline render of that parent, and not
-// the values the cluster's parent gets.
-func seedOf(parent *unstructured.Unstructured, reader Reader) ([]byte, error) {
+// name: the same random values on every offline render of that parent,
+// and not the values the cluster's parent gets; generated keys and
+// certificates are new in each process, as under helm template.
+func seedOf(parent *unstructured.Unstructured, reader Reader) (Seed, error) {
 	if s, ok := reader.(Seeder); ok {
 		return s.Seed(parent)
 	}
 	sum := sha256.Sum256([]byte("loom offline seed\x00" + parent.GetNamespace() + "/" + parent.GetName()))
-	return sum[:], nil
+	return Seed{Bytes: sum[:]}, nil
 }
 
 // CapabilitiesReader gives what a chart's .Capabilities holds. The

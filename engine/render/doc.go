@@ -29,7 +29,12 @@
 // salts, keys and certificates; refusedFuncs in hermetic.go) make Load
 // refuse the set, naming the file and line of the first call. The
 // controller re-renders a parent on every child event, so a child that
-// changed with each render would be rewritten in a loop.
+// changed with each render would be rewritten in a loop. A chart set is
+// rendered as Helm renders it instead: its random functions take their
+// values from the parent's seed (Seeder), its keys, certificates and
+// salted hashes are the values kept with the seed (Seed.Kept; a render
+// returns new ones in Output.Generated for the caller to keep), and a
+// call of the clock fails the render where it runs.
 //
 // A set whose loom.yaml has a schema is checked against it when it loads
 // (schemacheck.go): every path into .Spec that a template reads, through

@@ -3,7 +3,6 @@ package render
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"text/template"
@@ -15,8 +14,10 @@ import (
 // render, each with why. Loom re-renders a parent whenever one of its
 // children changes, so a child rendered with one of them would be
 // rewritten on every reconcile, and that write is itself a change that
-// brings the next reconcile: a loop. A set that calls one does not load
-// (see checkRefused). The list was made by reading sprig v3.3.0's function
+// brings the next reconcile: a loop. A set of Loom templates that calls
+// one does not load (see checkRefused); in a chart set, a call fails when
+// it runs, and the random and generating functions are the parent's
+// (chart.SeededFuncs, chart.GeneratedFuncs). The list was made by reading sprig v3.3.0's function
 // map; TestSprigFuncsClassified fails when sprig gains a function that
 // nobody has classified.
 var refusedFuncs = map[string]string{
@@ -45,7 +46,7 @@ var refusedFuncs = map[string]string{
 // refusalAdvice says what to do instead of calling a refused function.
 const refusalAdvice = "take the value from the parent (its spec, or metadata.creationTimestamp through toDate for a time) " +
 	"or read it from a Secret with lookup; in a chart set (chart: in loom.yaml), the rand functions, shuffle and uuidv4 " +
-	"give stable values per parent, and a certificate is best left to cert-manager"
+	"give stable values per parent, and keys, certificates and salted hashes are kept per parent"
 
 // refusedError is the error of a template that calls fn, a refused function.
 func refusedError(fn string) error {
@@ -139,7 +140,7 @@ func sortedValues(dict map[string]any) []any {
 // checkRefused fails when a template of t calls a refused function,
 // naming the first call by file and line, wherever it is: in a file, in a
 // define (used or not), in the status template.
-func checkRefused(t *template.Template, sources map[string][]byte, allowed ...string) error {
+func checkRefused(t *template.Template, sources map[string][]byte) error {
 	var found *Error
 	pos := 0
 	for _, tmpl := range t.Templates() {
@@ -148,7 +149,7 @@ func checkRefused(t *template.Template, sources map[string][]byte, allowed ...st
 		}
 		file := tmpl.Tree.ParseName
 		walkIdentifiers(tmpl.Tree.Root, func(id *parse.IdentifierNode) {
-			if _, ok := refusedFuncs[id.Ident]; !ok || slices.Contains(allowed, id.Ident) {
+			if _, ok := refusedFuncs[id.Ident]; !ok {
 				return
 			}
 			if found == nil || file < found.File || (file == found.File && int(id.Pos) < pos) {

@@ -13,14 +13,16 @@ import (
 )
 
 // seedReader is a Reader with a seed per parent name, as the
-// controller's, which keeps each in a Secret.
+// controller's, which keeps each in a Secret, with the generated values
+// kept for it.
 type seedReader struct {
 	Reader
 	seeds map[string][]byte
+	kept  map[string]map[string]string
 }
 
-func (r seedReader) Seed(p *unstructured.Unstructured) ([]byte, error) {
-	return r.seeds[p.GetName()], nil
+func (r seedReader) Seed(p *unstructured.Unstructured) (Seed, error) {
+	return Seed{Bytes: r.seeds[p.GetName()], Kept: r.kept[p.GetName()]}, nil
 }
 
 func database(name string) *unstructured.Unstructured {
@@ -96,20 +98,31 @@ func TestChartRandomFunctionsAreSeeded(t *testing.T) {
 	}
 }
 
-// The random functions Loom cannot seed (the clock, keys and
-// certificates, salted hashes) still refuse the chart, at the line.
-func TestChartUnseedableFunctionsRefused(t *testing.T) {
-	for fn, call := range map[string]string{"now": "now", "genCA": `genCA "x" 365`, "bcrypt": `bcrypt "x"`} {
+// The clock refuses a chart where a call runs, at its line, and not at
+// all in a branch the values never take (charts call now in branches
+// that are off by default). Keys, certificates and salted hashes do not
+// refuse it: they are kept (TestChartGeneratedValuesAreKept).
+func TestChartClockRefusedWhereItRuns(t *testing.T) {
+	for _, call := range []string{"now", "ago .Values.t"} {
 		dir := t.TempDir()
 		testutil.WriteFiles(t, dir, map[string]string{
-			"loom.yaml":                  "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: Database\nchart: chart\n",
-			"chart/Chart.yaml":           "apiVersion: v2\nname: c\nversion: 0.1.0\n",
-			"chart/templates/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: {{ " + call + " | toString | quote }}\n",
-			"chart/templates/_empty.tpl": "",
+			"loom.yaml":               "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: Database\nchart: chart\n",
+			"chart/Chart.yaml":        "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+			"chart/values.yaml":       "stamp: false\n",
+			"chart/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  {{- if .Values.stamp }}\n  a: {{ " + call + " | toString | quote }}\n  {{- end }}\n",
 		})
-		_, err := Load(dir)
-		if err == nil || !strings.Contains(err.Error(), "c/templates/cm.yaml:6") || !strings.Contains(err.Error(), fn) {
-			t.Errorf("%s: want a refusal at c/templates/cm.yaml:6, got %v", fn, err)
+		set, err := Load(dir)
+		if err != nil {
+			t.Fatalf("%s in a branch not taken: the set does not load: %v", call, err)
+		}
+		p := database("a")
+		if _, err := set.Render(p); err != nil {
+			t.Errorf("%s in a branch not taken: %v", call, err)
+		}
+		p.Object["spec"] = map[string]any{"stamp": true}
+		_, err = set.Render(p)
+		if err == nil || !strings.Contains(err.Error(), "c/templates/cm.yaml:7") || !strings.Contains(err.Error(), "would rewrite the child on every reconcile") {
+			t.Errorf("%s where it runs: want a refusal at c/templates/cm.yaml:7, got %v", call, err)
 		}
 	}
 }

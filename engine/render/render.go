@@ -70,6 +70,12 @@ type Output struct {
 	// from: a file of the set, or a chart's template path as helm
 	// template's `# Source:` comments name it (web/templates/svc.yaml).
 	Sources []string
+	// Generated are the values a chart's generating functions (keys,
+	// certificates, salted hashes: chart.GeneratedFuncs) returned, by
+	// key: those the Seeder kept (Seed.Kept) and those made in this
+	// render, which the caller must keep (in the parent's seed Secret)
+	// before it applies children that hold them.
+	Generated map[string]string
 }
 
 // Deferred is a file whose render failed after it looked up one of the
@@ -148,15 +154,16 @@ func (s *Set) RenderContext(ctx context.Context, parent *unstructured.Unstructur
 	var notes string
 	var rel hook.Release
 	var hooks []Hook
+	var generated map[string]string
 	if s.chart != nil {
 		if rel, err = s.release(parent); err != nil {
 			return nil, err
 		}
-		files, n, err := s.chartFiles(parent, rel, r.lk, r)
+		files, n, gen, err := s.chartFiles(parent, rel, r.lk, r)
 		if err != nil {
 			return nil, err
 		}
-		notes = n
+		notes, generated = n, gen
 		for _, f := range files {
 			objs, err := s.decodeFile(f.Name, []byte(f.Text))
 			if err != nil {
@@ -188,7 +195,7 @@ func (s *Set) RenderContext(ctx context.Context, parent *unstructured.Unstructur
 	if err := s.checkRBAC(rbacKids); err != nil {
 		return nil, err
 	}
-	out := &Output{All: r.lk.reads, Notes: notes, Hooks: hooks}
+	out := &Output{All: r.lk.reads, Notes: notes, Hooks: hooks, Generated: generated}
 	if s.chart != nil {
 		out.Release = &rel
 	}
@@ -309,7 +316,7 @@ func (s *Set) refuseForeign(r *renderer, buf *bytes.Buffer, parent *unstructured
 		if err != nil {
 			return err
 		}
-		if _, _, err := s.chartFiles(parent, rel, r.lk, r); err != nil {
+		if _, _, _, err := s.chartFiles(parent, rel, r.lk, r); err != nil {
 			return err
 		}
 	} else if _, err := s.renderFile(r, buf, file, data); err != nil {

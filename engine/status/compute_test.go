@@ -457,3 +457,45 @@ func testKeepsChildren(t *testing.T, rollout bool) {
 		t.Errorf("state = %v, want %s", got["state"], StateFailed)
 	}
 }
+
+// reasonedErr is a render error that names its own reason.
+type reasonedErr struct{ reason string }
+
+func (e reasonedErr) Error() string  { return "the seed is gone" }
+func (e reasonedErr) Reason() string { return e.reason }
+
+// A render error that names its reason (Reasoned) gives Ready and
+// Degraded that reason, wrapped or not; any other, RenderFailed.
+func TestComputeRenderErrorReason(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"plain", renderErr, ReasonRenderFailed},
+		{"reasoned", reasonedErr{ReasonSeedLost}, ReasonSeedLost},
+		{"wrapped", fmt.Errorf("loom.yaml: %w", reasonedErr{ReasonSeedLost}), ReasonSeedLost},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := baseInput(t)
+			in.Rendered, in.Results, in.RenderErr = nil, nil, tt.err
+			got := Compute(in)
+			for _, typ := range []string{TypeReady, TypeDegraded} {
+				if c := findCond(t, got, typ); c["reason"] != tt.want {
+					t.Errorf("%s reason %v, want %s", typ, c["reason"], tt.want)
+				}
+			}
+		})
+	}
+}
+
+func findCond(t *testing.T, st map[string]any, typ string) map[string]any {
+	t.Helper()
+	for _, c := range st["conditions"].([]any) {
+		if m := c.(map[string]any); m["type"] == typ {
+			return m
+		}
+	}
+	t.Fatalf("no %s condition in %v", typ, st["conditions"])
+	return nil
+}

@@ -113,6 +113,9 @@ func (f findings) ready() metav1.Condition {
 		c.Reason, c.Message = ReasonServiceAccountUnavailable, "cannot act as the set's ServiceAccount: "+f.identityErr.Error()
 	case f.renderErr != nil:
 		c.Reason, c.Message = ReasonRenderFailed, "cannot render children: "+f.renderErr.Error()
+		if r, ok := errors.AsType[Reasoned](f.renderErr); ok {
+			c.Reason = r.Reason()
+		}
 	case len(f.applyFailures) > 0:
 		c.Reason = ReasonApplyFailed
 	case len(f.childFailures) > 0:
@@ -207,6 +210,9 @@ func (f findings) degraded() metav1.Condition {
 		c.Reason = ReasonServiceAccountUnavailable
 	case f.renderErr != nil:
 		c.Reason = ReasonRenderFailed
+		if r, ok := errors.AsType[Reasoned](f.renderErr); ok {
+			c.Reason = r.Reason()
+		}
 	case len(f.applyFailures) > 0:
 		c.Reason = ReasonApplyFailed
 	case len(f.childFailures) > 0:

@@ -73,7 +73,19 @@ const (
 	// what must happen first (release children to keep, delete
 	// cluster-scoped children); the message says what it waits on.
 	ReasonDeletionBlocked = "DeletionBlocked"
+	// ReasonSeedLost: the parent's seed Secret, from which its chart's
+	// random values, keys and certificates come, is gone or was replaced;
+	// Loom renders nothing rather than rotate them, until the parent is
+	// annotated to accept a new seed (the message says how).
+	ReasonSeedLost = "SeedLost"
 )
+
+// Reasoned is a render error that names the Degraded reason it gives
+// (ReasonSeedLost), rather than ReasonRenderFailed.
+type Reasoned interface {
+	error
+	Reason() string
+}
 
 // Wait is a child, or a template file, that waits for another child.
 type Wait struct {

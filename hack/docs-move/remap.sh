@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# remap.sh BASE BRANCH: print, as a patch on docs/ (apply with patch -p1 at
+# remap.sh BASE BRANCH: print, as a patch on docs/ (apply with patch -p1 --no-backup-if-mismatch at
 # the top of the repository), what BRANCH changed in README.md since BASE,
 # for a branch cut before the README moved into docs/ (BASE is then
 # usually `git merge-base main BRANCH`'s side that predates the move, such

@@ -413,7 +413,7 @@ func TestChartRandomValuesSurviveARestart(t *testing.T) {
 	if out := second.Output(); !strings.Contains(out, "Started workers") {
 		t.Errorf("the second process did not start:\n%s", out)
 	}
-	seed := secret("loom-seed-randomapp-a")
+	seed := secret("loom-seed-randomapp.charts.e2e.loom.dev-a")
 	if refs := seed.GetOwnerReferences(); len(refs) != 1 || refs[0].Name != "a" || (refs[0].Controller != nil && *refs[0].Controller) {
 		t.Errorf("seed Secret's owners %v, want parent a, not as controller", refs)
 	}
