@@ -19,8 +19,12 @@ type renderer struct {
 	// tpls are the texts tplFast has parsed into t.
 	tpls map[string]*template.Template
 	// looked is set when the render called lookup: its output depends on
-	// the cluster, and is not kept.
+	// the cluster, and is not kept. A sub-renderer (see tpl) marks its
+	// root's.
 	looked bool
+	// root is the renderer a sub-renderer runs tpl text for; nil for a
+	// render's own.
+	root *renderer
 	// seed is the render's Env.Seed; calls counts each file's random calls.
 	seed  []byte
 	calls map[string]int
@@ -109,7 +113,7 @@ func (r *renderer) tpl(text string, data any) (string, error) {
 		return "", fmt.Errorf("cannot clone template: %w", err)
 	}
 	// The clone's include and tpl see the defines that text adds.
-	sub := &renderer{t: t, depth: r.depth + 1, lookup: r.lookup, file: r.file, out: r.out, seed: r.seed, calls: r.calls}
+	sub := &renderer{t: t, depth: r.depth + 1, lookup: r.lookup, file: r.file, out: r.out, seed: r.seed, calls: r.calls, root: r.top()}
 	t.Option("missingkey=zero").Funcs(sub.funcs())
 	if t, err = t.New(TplName).Parse(text); err != nil {
 		return "", fmt.Errorf("cannot parse template %q: %w", text, err)
@@ -157,8 +161,16 @@ func (r *renderer) tplFast(text string, data any) (string, bool) {
 	return strings.ReplaceAll(b.String(), "<no value>", ""), true
 }
 
+// top is the render's own renderer: r, or the one r runs tpl text for.
+func (r *renderer) top() *renderer {
+	if r.root != nil {
+		return r.root
+	}
+	return r
+}
+
 func (r *renderer) lookupFunc(apiVersion, kind, namespace, name string) (map[string]any, error) {
-	r.looked = true
+	r.top().looked = true
 	if r.lookup == nil {
 		return map[string]any{}, nil
 	}
