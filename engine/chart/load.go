@@ -31,6 +31,10 @@ type Chart struct {
 	shapes   map[string]*shape
 	prepared map[[32]byte]*prepared // by the hash of the values' JSON
 	outputs  memo[*Result]          // by outputKey
+
+	// authored are the chart's own strings (authoredTexts).
+	authoredOnce sync.Once
+	authored     map[string]bool
 }
 
 // Options tune how a chart is executed.

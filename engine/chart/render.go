@@ -28,6 +28,10 @@ type Release struct {
 type Position struct {
 	File   string
 	Offset int
+	// FromSpec is true when the lookup is made by text that tpl runs
+	// and that is not the chart's own (see authoredTexts): under Loom,
+	// text a parent's author wrote.
+	FromSpec bool
 }
 
 // Env is what one render may see besides the values.

@@ -25,6 +25,10 @@ type renderer struct {
 	// root is the renderer a sub-renderer runs tpl text for; nil for a
 	// render's own.
 	root *renderer
+	// authored are the chart's own strings; fromSpec counts the tpl
+	// calls running text that is not one of them (see authoredTexts).
+	authored map[string]bool
+	fromSpec int
 	// seed is the render's Env.Seed; calls counts each file's random calls.
 	seed  []byte
 	calls map[string]int
@@ -38,7 +42,7 @@ func (sh *shape) get() *renderer {
 		return r
 	default:
 	}
-	r := &renderer{calls: map[string]int{}, sites: sh.sites}
+	r := &renderer{calls: map[string]int{}, sites: sh.sites, authored: sh.c.authoredTexts()}
 	t, err := sh.root.Clone()
 	if err != nil {
 		panic(err) // Clone fails only after the tree has executed, and the root never does
@@ -48,7 +52,7 @@ func (sh *shape) get() *renderer {
 }
 
 func (sh *shape) put(r *renderer) {
-	r.lookup, r.out, r.looked, r.seed = nil, nil, false, nil
+	r.lookup, r.out, r.looked, r.seed, r.fromSpec = nil, nil, false, nil, 0
 	select {
 	case sh.pool <- r:
 	default:
@@ -105,6 +109,11 @@ func (r *renderer) tpl(text string, data any) (string, error) {
 	if r.depth >= MaxIncludeDepth {
 		return "", fmt.Errorf("tpl: nesting deeper than %d", MaxIncludeDepth)
 	}
+	if !r.authored[text] {
+		top := r.top()
+		top.fromSpec++
+		defer func() { top.fromSpec-- }()
+	}
 	if out, ok := r.tplFast(text, data); ok {
 		return out, nil
 	}
@@ -113,7 +122,7 @@ func (r *renderer) tpl(text string, data any) (string, error) {
 		return "", fmt.Errorf("cannot clone template: %w", err)
 	}
 	// The clone's include and tpl see the defines that text adds.
-	sub := &renderer{t: t, depth: r.depth + 1, lookup: r.lookup, file: r.file, out: r.out, seed: r.seed, calls: r.calls, root: r.top()}
+	sub := &renderer{t: t, depth: r.depth + 1, lookup: r.lookup, file: r.file, out: r.out, seed: r.seed, calls: r.calls, root: r.top(), authored: r.authored}
 	t.Option("missingkey=zero").Funcs(sub.funcs())
 	if t, err = t.New(TplName).Parse(text); err != nil {
 		return "", fmt.Errorf("cannot parse template %q: %w", text, err)
@@ -174,7 +183,7 @@ func (r *renderer) lookupFunc(apiVersion, kind, namespace, name string) (map[str
 	if r.lookup == nil {
 		return map[string]any{}, nil
 	}
-	at := Position{File: r.file}
+	at := Position{File: r.file, FromSpec: r.top().fromSpec > 0}
 	if r.out != nil {
 		at.Offset = r.out.n
 	}

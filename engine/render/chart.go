@@ -182,6 +182,11 @@ func (s *Set) chartFiles(parent *unstructured.Unstructured, st *lookupState, r *
 		// and agrees with the label Loom sets.
 		Service: object.ManagedByValue,
 		Lookup: func(at chart.Position, apiVersion, kind, namespace, name string) (map[string]any, error) {
+			if at.FromSpec {
+				if err := st.refuseFromSpec(apiVersion, kind, namespace, name); err != nil {
+					return nil, err
+				}
+			}
 			st.file = at.File
 			return st.lookup(at.Offset, apiVersion, kind, namespace, name)
 		},

@@ -94,7 +94,7 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 	defer s.pool.put(r)
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer bufPool.Put(buf)
-	r.lk = &lookupState{reader: reader, rules: s.Config.Lookups, namespace: parent.GetNamespace(), parentUID: string(parent.GetUID())}
+	r.lk = &lookupState{reader: reader, rules: s.Config.Lookups, specLookups: s.Config.SpecLookups, namespace: parent.GetNamespace(), parentUID: string(parent.GetUID())}
 
 	var kids []renderedChild
 	var failed []Deferred

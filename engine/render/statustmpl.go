@@ -42,7 +42,7 @@ func (s *Set) RenderStatusWith(parent *unstructured.Unstructured, children []*un
 		return nil, nil, &Error{File: file, Err: err}
 	}
 	defer s.pool.put(r)
-	r.lk = &lookupState{reader: reader, rules: s.Config.Lookups, namespace: parent.GetNamespace(), parentUID: string(parent.GetUID()), file: file}
+	r.lk = &lookupState{reader: reader, rules: s.Config.Lookups, specLookups: s.Config.SpecLookups, namespace: parent.GetNamespace(), parentUID: string(parent.GetUID()), file: file}
 	var buf bytes.Buffer
 	if err := s.execute(r, &buf, file, data); err != nil {
 		return nil, r.lk.reads, err
