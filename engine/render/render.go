@@ -102,6 +102,9 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 	add := func(file string, objs []renderedDoc, reads []Read) error {
 		docReads := readsByDoc(objs, reads)
 		for i, o := range objs {
+			if err := s.checkKind(o.obj); err != nil {
+				return &Error{File: file, Line: o.line, Doc: o.doc, Object: objectName(o.obj), Err: err}
+			}
 			if err := owner.inject(o.obj); err != nil {
 				return &Error{File: file, Line: o.line, Doc: o.doc, Object: objectName(o.obj), Err: err}
 			}
@@ -166,6 +169,24 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 		out.Children[i], out.Reads[i] = k.obj, k.reads
 	}
 	return out, nil
+}
+
+// ErrUndeclaredKind marks a child whose kind no template of the set
+// names: its kind came out of the parent's spec (a value a chart passes
+// to tpl or toYaml), and whoever writes a parent must not choose what
+// kinds Loom writes.
+var ErrUndeclaredKind = errors.New("kind not declared by the set")
+
+// checkKind refuses a child of a kind the set does not declare: no
+// template names it on a top-level kind line and loom.yaml's
+// clusterScoped does not list it.
+func (s *Set) checkKind(obj map[string]any) error {
+	u := unstructured.Unstructured{Object: obj}
+	gk := u.GroupVersionKind().GroupKind()
+	if s.kinds[gk] {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is named by no template of the set (a top-level kind: line), so it came from the parent's spec; write the kind in a template", ErrUndeclaredKind, gk)
 }
 
 // readsOf is the reads made while file rendered.

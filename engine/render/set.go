@@ -46,8 +46,11 @@ type Set struct {
 	// chartTexts are its templates' sources, by path in the chart.
 	chart      *chart.Chart
 	chartTexts map[string][]byte
-	seeded     bool       // the chart calls a random function (chart.SeededFuncs)
-	cacheMu    sync.Mutex // guards caches for a chart set, filled as files render
+	seeded     bool // the chart calls a random function (chart.SeededFuncs)
+	// kinds are the kinds the templates name (namedKinds) and those
+	// loom.yaml declares: a child of any other kind is refused.
+	kinds   map[schema.GroupKind]bool
+	cacheMu sync.Mutex // guards caches for a chart set, filled as files render
 }
 
 // Fingerprint is a hash of every file the set was parsed from, loom.yaml
@@ -152,6 +155,10 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 		}
 	} else if err := s.checkSpec(); err != nil {
 		return nil, err
+	}
+	s.kinds = namedKinds(s.ChildTexts())
+	for gk := range s.Config.ClusterScopedKinds() {
+		s.kinds[gk] = true
 	}
 	s.caches = make(map[string]*decodeCache, len(s.files))
 	for _, f := range s.files {

@@ -146,3 +146,57 @@ func TestChartOwnLookupStillReads(t *testing.T) {
 		t.Errorf("banner = %q", got)
 	}
 }
+
+// TestSpecCannotChooseKinds renders children whose whole text comes from
+// the parent's spec (a chart's extraDeploy-style list through tpl, a
+// set's toYaml of .Spec): a kind that a template names is rendered, any
+// other is refused at the template that wrote it.
+func TestSpecCannotChooseKinds(t *testing.T) {
+	binding := map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+		"metadata": map[string]any{"name": "root"},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+		"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": "default", "namespace": "team-a"}},
+	}
+	configMap := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "extra"}}
+	plain := loadSet(t, map[string]string{
+		"cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: out\n",
+		"extra.yaml": "{{ range .Spec.extra }}\n---\n{{ toYaml . }}\n{{ end }}\n",
+	})
+	tests := []struct {
+		name   string
+		set    *Set
+		parent *unstructured.Unstructured
+		// where is the file the error must name; "" for no error.
+		where string
+	}{
+		{name: "chart, a declared kind", set: withConfig(t, tenantChartSet, ""),
+			parent: site(map[string]any{"extra": []any{configMap}})},
+		{name: "chart, an undeclared kind", set: withConfig(t, tenantChartSet, ""),
+			parent: site(map[string]any{"extra": []any{configMap, binding}}), where: "site/templates/extra.yaml"},
+		{name: "chart, an undeclared kind as tpl text", set: withConfig(t, tenantChartSet, ""),
+			parent: site(map[string]any{"extra": []any{"apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\n"}}), where: "site/templates/extra.yaml"},
+		{name: "set, a declared kind", set: plain,
+			parent: app(t, "  extra: [{apiVersion: v1, kind: ConfigMap, metadata: {name: extra}}]\n")},
+		{name: "set, an undeclared kind", set: plain,
+			parent: app(t, "  extra: [{apiVersion: v1, kind: Secret, metadata: {name: extra}}]\n"), where: "extra.yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := tt.set.RenderWith(tt.parent, nil)
+			if tt.where == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := names(out.Children); !strings.Contains(strings.Join(got, " "), "extra") {
+					t.Errorf("children %v lack the spec's ConfigMap extra", got)
+				}
+				return
+			}
+			var re *Error
+			if !errors.Is(err, ErrUndeclaredKind) || !errors.As(err, &re) || re.File != tt.where {
+				t.Fatalf("err = %v, want %v at %s", err, ErrUndeclaredKind, tt.where)
+			}
+		})
+	}
+}
