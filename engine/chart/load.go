@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/template"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -30,7 +31,15 @@ type Chart struct {
 	mu       sync.Mutex
 	shapes   map[string]*shape
 	prepared map[[32]byte]*prepared // by the hash of the values' JSON
-	outputs  memo[*Result]          // by outputKey
+	// shapeBytes and preparedBytes are the weights of shapes and prepared
+	// (maxShapeBytes, maxPreparedBytes).
+	shapeBytes    int
+	preparedBytes int
+	outputs       memo[*Result] // by outputKey
+
+	// tplBytes is the weight of the tpl texts its renderers keep parsed
+	// (maxTplBytes).
+	tplBytes atomic.Int64
 
 	// authored are the chart's own strings (authoredTexts).
 	authoredOnce sync.Once
