@@ -31,21 +31,26 @@ const HookAnnotation = "helm.sh/hook"
 func (s *Set) loadChart(fsys fs.FS) error {
 	c, src, err := chart.Load(fsys, s.Config.Chart, chart.Options{Funcs: chartOverrides})
 	if err != nil {
-		return &Error{File: config.File, Err: fmt.Errorf("chart: %w", err)}
+		var ce *chart.Error
+		if errors.As(err, &ce) { // a file of the chart, at its path in the set
+			return &Error{File: ce.File, Line: ce.Line, Err: ce.Err}
+		}
+		return &Error{File: config.File, Err: err}
 	}
+	s.chart = c
 	for name, b := range src {
 		s.sources[name] = b
 	}
 	root, texts, err := c.Parse()
 	if err != nil {
-		return chartError(err)
+		return s.onDisk(chartError(err))
 	}
 	s.chartTexts = make(map[string][]byte, len(texts))
 	for name, text := range texts {
 		s.chartTexts[name] = []byte(text)
 	}
 	if err := checkRefused(root, s.chartTexts, chart.SeededFuncs...); err != nil {
-		return err
+		return s.onDisk(err)
 	}
 	for _, tmpl := range root.Templates() {
 		if tmpl.Tree != nil && tmpl.Tree.Root != nil {
@@ -54,7 +59,6 @@ func (s *Set) loadChart(fsys fs.FS) error {
 			})
 		}
 	}
-	s.chart = c
 	s.caches = map[string]*decodeCache{}
 	// A chart's Job is ready when it has completed, not when it has
 	// started (kstatus's Current): a pre-install hook's Job must finish
@@ -117,6 +121,23 @@ func chartError(err error) error {
 		return &Error{File: config.File, Err: fmt.Errorf("chart values: %w", ce.Err)}
 	}
 	return keepCause(fromTemplateError(ce.File, ce.Err), ce.Err)
+}
+
+// onDisk names, in a chart set's error, the files by their path in the
+// set (chart/templates/_helpers.tpl:85) instead of Helm's name for them
+// (web/templates/_helpers.tpl:85; see chart.DiskPath). Any other error is
+// returned as it is.
+func (s *Set) onDisk(err error) error {
+	var e *Error
+	if s.chart == nil || !errors.As(err, &e) || error(e) != err {
+		return err
+	}
+	out := *e
+	out.File = s.chart.DiskPath(e.File)
+	if msg := e.Err.Error(); s.chart.DiskPaths(msg) != msg {
+		out.Err = &causedError{text: s.chart.DiskPaths(msg), cause: e.Err}
+	}
+	return &out
 }
 
 // release is what .Release says of a parent: its name and namespace, its

@@ -108,8 +108,8 @@ func TestChartUnseedableFunctionsRefused(t *testing.T) {
 			"chart/templates/_empty.tpl": "",
 		})
 		_, err := Load(dir)
-		if err == nil || !strings.Contains(err.Error(), "c/templates/cm.yaml:6") || !strings.Contains(err.Error(), fn) {
-			t.Errorf("%s: want a refusal at c/templates/cm.yaml:6, got %v", fn, err)
+		if err == nil || !strings.Contains(err.Error(), "chart/templates/cm.yaml:6") || !strings.Contains(err.Error(), fn) {
+			t.Errorf("%s: want a refusal at chart/templates/cm.yaml:6 (the file in the set), got %v", fn, err)
 		}
 	}
 }

@@ -82,6 +82,12 @@ type Deferred struct {
 //
 // Every error is an *Error naming the template file and line.
 func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Output, error) {
+	out, err := s.renderWith(parent, reader)
+	return out, s.onDisk(err)
+}
+
+// renderWith is RenderWith, with a chart's files named as Helm names them.
+func (s *Set) renderWith(parent *unstructured.Unstructured, reader Reader) (*Output, error) {
 	if gvk := parent.GroupVersionKind(); gvk != s.gvk {
 		return nil, &Error{File: config.File, Err: fmt.Errorf("parent is %s, but this set renders %s", gvk, s.gvk)}
 	}
