@@ -24,8 +24,8 @@ func heapInUse() uint64 {
 // outputs) must stay within a few tens of MiB, whatever the texts: 100
 // texts of 130 KB, and 600 of 16 KB (each small enough to be kept).
 func TestTplCachesAreBoundedInBytes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("renders tens of MB of template text")
+	if testing.Short() || raceEnabled {
+		t.Skip("renders tens of MB of template text, and measures the heap")
 	}
 	for _, tc := range []struct {
 		size, n int
@@ -109,8 +109,8 @@ func heapKeptByTpl(t *testing.T, size, n int, blob bool) int64 {
 // text per render: the shapes the chart keeps stay within maxShapeBytes,
 // and the tpl budget counts exactly what the kept renderers hold.
 func TestShapesAreBoundedInBytes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("parses 64 shapes of up to 600 KB")
+	if testing.Short() || raceEnabled {
+		t.Skip("parses 64 shapes of up to 600 KB, and measures the heap")
 	}
 	fsys := fstest.MapFS{
 		"c/values.yaml":       {Data: []byte("text: \"\"\n")},
@@ -163,5 +163,61 @@ func TestShapesAreBoundedInBytes(t *testing.T) {
 	t.Logf("heap kept by the chart after 64 shapes: %.1f MiB", float64(kept)/(1<<20))
 	if kept > 96<<20 {
 		t.Errorf("the chart keeps %.1f MiB after 64 shapes, want under 96 MiB", float64(kept)/(1<<20))
+	}
+}
+
+// TestTplBudgetUnderConcurrentRenders renders, from 8 goroutines at once,
+// more distinct tpl texts than the budget holds, so that renderers drop
+// their texts while others take theirs (run it with -race): the renders
+// agree with their texts, and afterwards the budget counts exactly what
+// the pooled renderers hold.
+func TestTplBudgetUnderConcurrentRenders(t *testing.T) {
+	fsys := fstest.MapFS{
+		"c/Chart.yaml":        {Data: []byte("apiVersion: v2\nname: c\nversion: 0.1.0\n")},
+		"c/values.yaml":       {Data: []byte("text: \"\"\n")},
+		"c/templates/cm.yaml": {Data: []byte("v: {{ tpl .Values.text . | len }}\n")},
+	}
+	c, _, err := Load(fsys, "c", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Release: Release{Name: "r", Namespace: "ns", Revision: 1, IsInstall: true}}
+	size := maxTplBytes / tplWeight / 20 // 20 texts fill the budget
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 10 {
+				text := fmt.Sprintf("%d-%d ", g, i) + strings.Repeat("{{ .Release.Name }}", size/19)
+				res, err := c.Render(map[string]any{"text": text}, env)
+				if err != nil {
+					errs <- err
+					return
+				}
+				want := fmt.Sprintf("v: %d\n", len(fmt.Sprintf("%d-%d ", g, i))+size/19)
+				if got := res.Files[0].Text; got != want {
+					errs <- fmt.Errorf("goroutine %d, render %d: %q, want %q", g, i, got, want)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	held := int64(0)
+	for _, sh := range c.shapes {
+		for range len(sh.pool) {
+			r := <-sh.pool
+			held += r.tplBytes
+			sh.pool <- r
+		}
+	}
+	if got := c.tplBytes.Load(); got != held || got > maxTplBytes {
+		t.Errorf("the tpl budget counts %d bytes, the pooled renderers hold %d (budget %d)", got, held, maxTplBytes)
 	}
 }
