@@ -2,9 +2,11 @@ package render
 
 import (
 	"errors"
+	"sort"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -82,5 +84,24 @@ func TestChartErrorsNameFilesInTheSet(t *testing.T) {
 	}
 	if _, err := set.RenderWith(&unstructured.Unstructured{Object: app(t, "").Object}, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestChartChildTextsByPathInTheSet lists a chart set's templates by
+// their path in the set, as loom rbac names them in its errors (a
+// computed kind at mychart/templates/x.yaml:2, not thing/templates/...).
+func TestChartChildTextsByPathInTheSet(t *testing.T) {
+	set, err := LoadFS(fsOf(pathsSet(nil)), "set")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for name := range set.ChildTexts() {
+		got = append(got, name)
+	}
+	sort.Strings(got)
+	want := []string{"mychart/charts/subdir/templates/cm.yaml", "mychart/templates/_helpers.tpl", "mychart/templates/cm.yaml"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ChildTexts (-want +got):\n%s", diff)
 	}
 }

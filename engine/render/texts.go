@@ -5,14 +5,14 @@ import "strings"
 // ChildTexts returns the sources of the templates that may render
 // children, by file name: the set's templates and partials, or, for a
 // chart set, every template of the chart and its subcharts (by path in the
-// chart). The status template and loom.yaml are left out. Callers must
-// not modify the slices.
+// chart's folder in the set, as errors name them). The status template
+// and loom.yaml are left out. Callers must not modify the slices.
 func (s *Set) ChildTexts() map[string][]byte {
 	if s.chart != nil {
 		out := make(map[string][]byte, len(s.chartTexts))
 		for name, b := range s.chartTexts {
 			if !strings.HasSuffix(name, ".txt") { // NOTES.txt renders no object
-				out[name] = b
+				out[s.chart.DiskPath(name)] = b
 			}
 		}
 		return out
