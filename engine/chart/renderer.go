@@ -193,6 +193,14 @@ func (r *renderer) dropTpls() {
 	r.tplBytes = 0
 }
 
+// tplFast runs text that defines no template without cloning the whole
+// tree, as Helm's tpl does on every call: the text is parsed once, into
+// the renderer's own tree under a name of its own, and executed there.
+// It reports false when it cannot: text that may define a template (a
+// define would outlive the call), or that fails, which the slow path
+// runs again for Helm's error message. A pooled renderer keeps its texts
+// within the chart's budget (maxTplBytes); a sub-renderer's tree, and
+// what it parsed, lives for one tpl call only.
 func (r *renderer) tplFast(text string, data any) (string, bool) {
 	if strings.Contains(text, "define") || strings.Contains(text, "block") {
 		return "", false
@@ -203,7 +211,13 @@ func (r *renderer) tplFast(text string, data any) (string, bool) {
 		if w > maxTplBytes/16 {
 			return "", false
 		}
-		if len(r.tpls) >= maxTplCache || !r.reserveTpl(w) {
+		switch {
+		case r.sh == nil: // a sub-renderer
+			if len(r.tpls) >= maxTplCache {
+				return "", false
+			}
+			w = 0
+		case len(r.tpls) >= maxTplCache || !r.reserveTpl(w):
 			r.dropTpls()
 			if !r.reserveTpl(w) {
 				return "", false
@@ -211,8 +225,10 @@ func (r *renderer) tplFast(text string, data any) (string, bool) {
 		}
 		var err error
 		if t, err = r.t.New(fmt.Sprintf("%s\x00%d", TplName, len(r.tpls))).Parse(text); err != nil {
-			r.sh.c.tplBytes.Add(-w)
-			r.tplBytes -= w
+			if w > 0 {
+				r.sh.c.tplBytes.Add(-w)
+				r.tplBytes -= w
+			}
 			return "", false
 		}
 		if r.tpls == nil {

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"github.com/google/go-cmp/cmp"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -122,5 +123,19 @@ func TestTplLookupFromSpec(t *testing.T) {
 				t.Errorf("lookups by namespace, FromSpec (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestTplInTplThatDefines runs tpl inside text that defines a template
+// (which tpl runs on a clone of the tree), as Helm runs it.
+func TestTplInTplThatDefines(t *testing.T) {
+	c := tplChart(t, Options{})
+	text := `{{ define "x" }}[{{ .Release.Name }}]{{ end }}{{ tpl "{{ include \"x\" . }}-{{ .Release.Namespace }}" . }}`
+	res, err := c.Render(map[string]any{"text": text}, Env{Release: Release{Name: "r", Namespace: "ns", Revision: 1, IsInstall: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Files[0].Text; !strings.Contains(got, `v: "[r]-ns"`) {
+		t.Errorf("got %q, want v: \"[r]-ns\"", got)
 	}
 }
