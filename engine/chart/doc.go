@@ -24,6 +24,13 @@
 // kept in Env.Kept for the same call and inputs, or make one and return
 // it in Result.Generated for the caller to keep (kept.go).
 //
+// What it keeps between renders (parsed tpl texts, prepared values,
+// shapes, outputs) is bounded in bytes: values are parents' specs. A
+// lookup made by tpl text that is not the chart's own is marked
+// (Position.FromSpec) for the caller to refuse. Errors name templates as
+// Helm does (web/charts/db/templates/x.yaml); DiskPath maps such a name
+// to the file Load read.
+//
 // The package knows nothing of Loom's children: Render returns each
 // file's text, and the render stage splits, decodes and validates it.
 package chart

@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/template"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -30,7 +31,22 @@ type Chart struct {
 	mu       sync.Mutex
 	shapes   map[string]*shape
 	prepared map[[32]byte]*prepared // by the hash of the values' JSON
-	outputs  memo[*Result]          // by outputKey
+	// shapeBytes and preparedBytes are the weights of shapes and prepared
+	// (maxShapeBytes, maxPreparedBytes).
+	shapeBytes    int
+	preparedBytes int
+	outputs       memo[*Result] // by outputKey
+
+	// tplBytes is the weight of the tpl texts its renderers keep parsed
+	// (maxTplBytes).
+	tplBytes atomic.Int64
+
+	// dirs are the charts' folders by Helm's path (see DiskPath).
+	dirs map[string]string
+
+	// authored are the chart's own strings (authoredTexts).
+	authoredOnce sync.Once
+	authored     map[string]bool
 }
 
 // Options tune how a chart is executed.
@@ -55,11 +71,11 @@ func Load(fsys fs.FS, dir string, opts Options) (*Chart, Sources, error) {
 	if strings.HasSuffix(dir, ".tgz") || strings.HasSuffix(dir, ".tar.gz") {
 		b, err := fs.ReadFile(fsys, dir)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("chart %s: %w", dir, err)
 		}
 		src[dir] = b
 		if c, err = loader.LoadArchive(bytes.NewReader(b)); err != nil {
-			return nil, nil, fmt.Errorf("load chart %s: %w", dir, err)
+			return nil, nil, fmt.Errorf("chart %s: %w", dir, err)
 		}
 	} else {
 		files, err := readDir(fsys, dir, src)
@@ -67,16 +83,22 @@ func Load(fsys fs.FS, dir string, opts Options) (*Chart, Sources, error) {
 			return nil, nil, err
 		}
 		if c, err = loader.LoadFiles(files); err != nil {
-			return nil, nil, fmt.Errorf("load chart %s: %w", dir, err)
+			return nil, nil, fmt.Errorf("chart %s: %w", dir, err)
 		}
 	}
 	if err := c.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("chart %s: %w", dir, err)
 	}
-	if err := checkSchemas(c); err != nil {
-		return nil, nil, fmt.Errorf("chart %s: %w", dir, err)
-	}
 	out := &Chart{chart: c, overrides: opts.Funcs, files: map[*common.File]Files{}, shapes: map[string]*shape{}, prepared: map[[32]byte]*prepared{}}
+	out.dirs = map[string]string{}
+	out.diskDirs(c, c.Name(), dir, src)
+	if err := checkSchemas(c); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			ce.File = out.DiskPath(ce.File)
+		}
+		return nil, nil, err
+	}
 	out.indexFiles(c)
 	return out, src, nil
 }

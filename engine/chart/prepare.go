@@ -22,14 +22,23 @@ import (
 // is kept, read-only, for the next render of the same values.
 type prepared struct {
 	key    [32]byte // the hash of the values' JSON
+	weight int      // what it is counted in maxPreparedBytes
 	ch     *chartv2.Chart
 	values common.Values
 	meta   []map[string]any
 	order  []string
 }
 
-// maxPrepared bounds the prepared values kept per chart.
-const maxPrepared = 64
+// maxPrepared bounds the prepared values kept per chart, in number and
+// in bytes: values are parents' specs, whose size is a tenant's choice.
+// A prepared render is counted as preparedWeight times its values' JSON
+// (the coalesced maps take about that); one that weighs more than a
+// quarter of the budget is not kept.
+const (
+	maxPrepared      = 64
+	maxPreparedBytes = 16 << 20
+	preparedWeight   = 2
+)
 
 // prepare runs Helm's ProcessDependencies and
 // ToRenderValuesWithSchemaValidation on a copy of the chart, or returns
@@ -63,14 +72,22 @@ func (c *Chart) prepare(values map[string]any) (*prepared, error) {
 	i := 0
 	c.collect(ch, tpls, common.Values{"Values": p.values}, p.meta, &i)
 	p.order = executionOrder(tpls)
+	p.weight = preparedWeight * len(raw)
+	if p.weight > maxPreparedBytes/4 {
+		return p, nil
+	}
 	c.mu.Lock()
-	if len(c.prepared) >= maxPrepared {
-		for k := range c.prepared { // drop one, any
-			delete(c.prepared, k)
+	for k, old := range c.prepared { // drop any, until p fits
+		if len(c.prepared) < maxPrepared && c.preparedBytes+p.weight <= maxPreparedBytes {
 			break
 		}
+		delete(c.prepared, k)
+		c.preparedBytes -= old.weight
 	}
-	c.prepared[key] = p
+	if _, ok := c.prepared[key]; !ok {
+		c.prepared[key] = p
+		c.preparedBytes += p.weight
+	}
 	c.mu.Unlock()
 	return p, nil
 }

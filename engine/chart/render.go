@@ -29,6 +29,10 @@ type Release struct {
 type Position struct {
 	File   string
 	Offset int
+	// FromSpec is true when the lookup is made by text that tpl runs
+	// and that is not the chart's own (see authoredTexts): under Loom,
+	// text a parent's author wrote.
+	FromSpec bool
 }
 
 // Env is what one render may see besides the values.
@@ -85,8 +89,12 @@ func NotesFile(name string) bool { return path.Base(name) == "NOTES.txt" }
 // Error is a failure of one template file; Err is text/template's error,
 // which names the file and line.
 type Error struct {
-	// File is the template's path; "" for a failure of the values.
+	// File is the template's path; "" for a failure of the values. For
+	// an error of Load it is the file's path in the file system Load
+	// read.
 	File string
+	// Line is the line in File, when known and not in Err's text.
+	Line int
 	// Err is the cause.
 	Err error
 }
@@ -94,6 +102,9 @@ type Error struct {
 func (e *Error) Error() string {
 	if e.File == "" {
 		return e.Err.Error()
+	}
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Err)
 	}
 	return e.File + ": " + e.Err.Error()
 }

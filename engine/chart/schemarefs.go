@@ -1,7 +1,9 @@
 package chart
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -25,14 +27,23 @@ var knownDrafts = []string{
 
 // checkSchemas refuses a chart, or a subchart, whose values.schema.json
 // points outside itself.
+// An error is an *Error naming the schema by Helm's path, with the line
+// and column of a syntax error.
 func checkSchemas(ch *chartv2.Chart) error {
 	if len(ch.Schema) > 0 {
+		file := ch.ChartFullPath() + "/values.schema.json"
 		var doc any
 		if err := json.Unmarshal(ch.Schema, &doc); err != nil {
-			return fmt.Errorf("%s/values.schema.json: %w", ch.ChartFullPath(), err)
+			var syn *json.SyntaxError
+			if errors.As(err, &syn) {
+				// Offset is past the byte that failed.
+				line, col := lineCol(ch.Schema, int(syn.Offset)-1)
+				return &Error{File: file, Line: line, Err: fmt.Errorf("column %d: %w", col, err)}
+			}
+			return &Error{File: file, Err: err}
 		}
 		if err := checkRefs(doc, ""); err != nil {
-			return fmt.Errorf("%s/values.schema.json: %w", ch.ChartFullPath(), err)
+			return &Error{File: file, Err: err}
 		}
 	}
 	for _, d := range ch.Dependencies() {
@@ -82,4 +93,14 @@ func knownDraft(s string) bool {
 		}
 	}
 	return false
+}
+
+// lineCol is the 1-based line and column of byte offset off in b; an
+// offset past the end is the end.
+func lineCol(b []byte, off int) (line, col int) {
+	off = min(max(off, 0), len(b))
+	before := b[:off]
+	line = 1 + bytes.Count(before, []byte("\n"))
+	col = off - bytes.LastIndexByte(before, '\n')
+	return line, col
 }

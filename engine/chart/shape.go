@@ -3,15 +3,22 @@ package chart
 import (
 	"path"
 	"strings"
+	"sync/atomic"
 	"text/template"
 
 	ci "helm.sh/helm/v4/pkg/chart"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 )
 
-// maxShapes bounds the parsed shapes kept per chart; past it a shape is
-// parsed for the render and dropped.
-const maxShapes = 32
+// maxShapes bounds the parsed shapes kept per chart, in number and in
+// bytes: which subcharts are enabled is the values' choice, so a tenant
+// picks among as many shapes as the chart's conditions make. A shape is
+// counted as tplWeight times its templates' text; past the bounds, other
+// shapes are dropped (any, the first one kept whatever its weight).
+const (
+	maxShapes     = 32
+	maxShapeBytes = 64 << 20
+)
 
 // shape is the parsed templates of one set of enabled subcharts.
 type shape struct {
@@ -19,6 +26,10 @@ type shape struct {
 	pool  chan *renderer
 	c     *Chart
 	sites []site // the random functions' calls, renamed (markSites)
+	// cached is true while the chart keeps the shape; the renderers of
+	// one it does not keep are not pooled.
+	cached atomic.Bool
+	weight int // what it is counted in maxShapeBytes
 }
 
 // shape returns the parsed templates for order, parsing them the first
@@ -32,10 +43,12 @@ func (c *Chart) shape(order []string, tpls map[string]renderable) (*shape, error
 		return sh, nil
 	}
 	root := template.New("gotpl").Option("missingkey=zero").Funcs(helmFuncs()).Funcs(c.overrides)
+	weight := 0
 	for _, name := range order {
 		if _, err := root.New(name).Parse(string(tpls[name].text)); err != nil {
 			return nil, &Error{File: name, Err: err}
 		}
+		weight += tplWeight * len(tpls[name].text)
 	}
 	sites := markSites(root)
 	stubs := template.FuncMap{}
@@ -43,13 +56,38 @@ func (c *Chart) shape(order []string, tpls map[string]renderable) (*shape, error
 		stubs[siteFunc(i)] = func(...any) (any, error) { return nil, errOutside }
 	}
 	root.Funcs(stubs)
-	sh = &shape{root: root, pool: make(chan *renderer, 8), c: c, sites: sites}
+	sh = &shape{root: root, pool: make(chan *renderer, 8), c: c, sites: sites, weight: weight}
 	c.mu.Lock()
-	if len(c.shapes) < maxShapes {
-		c.shapes[key] = sh
+	defer c.mu.Unlock()
+	if other := c.shapes[key]; other != nil {
+		return other, nil // parsed meanwhile by another render
 	}
-	c.mu.Unlock()
+	for k, old := range c.shapes {
+		if len(c.shapes) < maxShapes && c.shapeBytes+weight <= maxShapeBytes {
+			break
+		}
+		delete(c.shapes, k)
+		c.shapeBytes -= old.weight
+		old.cached.Store(false)
+		old.drain()
+	}
+	sh.cached.Store(true)
+	c.shapes[key] = sh
+	c.shapeBytes += weight
 	return sh, nil
+}
+
+// drain empties the shape's pool, returning what its renderers' parsed
+// tpl texts held to the chart's budget. The caller holds c.mu.
+func (sh *shape) drain() {
+	for {
+		select {
+		case r := <-sh.pool:
+			sh.c.tplBytes.Add(-r.tplBytes)
+		default:
+			return
+		}
+	}
 }
 
 // Parse parses every template of the chart and of all its subcharts,

@@ -52,6 +52,14 @@ type Config struct {
 	// parent's own children, and the namespaces they may read besides the
 	// parent's.
 	Lookups []LookupRule `json:"lookups,omitempty"`
+	// SpecLookups, when true, lets template text that comes from a
+	// parent's spec call lookup: text that tpl runs (a chart's
+	// common.tplvalues.render, a set's tpl of .Spec) and that is not the
+	// set's or the chart's own. Without it such a lookup, or one in a
+	// define that text includes, fails the render: whoever may write a
+	// parent could otherwise read, with Loom's identity, whatever the
+	// set's lookups declare.
+	SpecLookups bool `json:"specLookups,omitempty"`
 	// ClusterScoped declares the cluster-scoped kinds a namespaced
 	// parent's templates may render (ClusterRole, ClusterRoleBinding,
 	// webhook configurations, ...). No ownerReference can reach such a

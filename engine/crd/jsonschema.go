@@ -16,7 +16,9 @@ import (
 // (["T", "null"] is a nullable T), properties, items, a map's
 // additionalProperties, enum and const, numbers' and strings' and lists'
 // bounds, patterns Go's regexp accepts, descriptions and formats, and
-// local $refs (#/definitions/..., #/$defs/...). A node it cannot express
+// local $refs (#/definitions/..., #/$defs/...). An object with
+// additionalProperties: false keeps unknown keys for Helm's validation to
+// refuse (see node). A node it cannot express
 // (allOf, anyOf, oneOf, not, a remote or recursive $ref, a list of
 // types) keeps whatever it is given (x-kubernetes-preserve-unknown-fields),
 // and Helm still checks it against the whole schema at every render.
@@ -169,11 +171,13 @@ func (c *jsConverter) node(n map[string]any, values any, depth int) apiextv1.JSO
 		}
 		switch ap := n["additionalProperties"].(type) {
 		case bool:
-			if ap {
-				yes := true
-				s.XPreserveUnknownFields = &yes
-			}
-			// false: unknown keys are pruned, as the schema forbids them.
+			// true: any key. false: the schema forbids other keys, and
+			// Helm fails on them; the API server cannot say so (a
+			// structural schema has no additionalProperties: false), so
+			// they are kept, not pruned, and Helm's own validation of the
+			// values fails the render, as `helm install` fails.
+			yes := true
+			s.XPreserveUnknownFields = &yes
 		case map[string]any:
 			if len(s.Properties) == 0 {
 				as := c.node(ap, nil, depth)

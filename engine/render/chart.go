@@ -33,14 +33,19 @@ const HookAnnotation = "helm.sh/hook"
 func (s *Set) loadChart(fsys fs.FS) error {
 	c, src, err := chart.Load(fsys, s.Config.Chart, chart.Options{Funcs: chartOverrides})
 	if err != nil {
-		return &Error{File: config.File, Err: fmt.Errorf("chart: %w", err)}
+		var ce *chart.Error
+		if errors.As(err, &ce) { // a file of the chart, at its path in the set
+			return &Error{File: ce.File, Line: ce.Line, Err: ce.Err}
+		}
+		return &Error{File: config.File, Err: err}
 	}
+	s.chart = c
 	for name, b := range src {
 		s.sources[name] = b
 	}
 	root, texts, err := c.Parse()
 	if err != nil {
-		return chartError(err)
+		return s.onDisk(chartError(err))
 	}
 	s.chartTexts = make(map[string][]byte, len(texts))
 	s.omitted = map[string]bool{}
@@ -60,7 +65,6 @@ func (s *Set) loadChart(fsys fs.FS) error {
 			})
 		}
 	}
-	s.chart = c
 	s.caches = map[string]*decodeCache{}
 	// A chart's Job is ready when it has completed, not when it has
 	// started (kstatus's Current): a pre-install hook's Job must finish
@@ -143,6 +147,23 @@ func (s *Set) release(parent *unstructured.Unstructured) (hook.Release, error) {
 	return hook.Next(rec, digest), nil
 }
 
+// onDisk names, in a chart set's error, the files by their path in the
+// set (chart/templates/_helpers.tpl:85) instead of Helm's name for them
+// (web/templates/_helpers.tpl:85; see chart.DiskPath). Any other error is
+// returned as it is.
+func (s *Set) onDisk(err error) error {
+	var e *Error
+	if s.chart == nil || !errors.As(err, &e) || error(e) != err {
+		return err
+	}
+	out := *e
+	out.File = s.chart.DiskPath(e.File)
+	if msg := e.Err.Error(); s.chart.DiskPaths(msg) != msg {
+		out.Err = &causedError{text: s.chart.DiskPaths(msg), cause: e.Err}
+	}
+	return &out
+}
+
 // helmValues is the parent's spec as Helm reads a values file: every
 // number a float64 (so that a template prints 1000000 as 1e+06, as under
 // Helm), copied so that templates cannot change the parent.
@@ -202,6 +223,11 @@ func (s *Set) chartFiles(parent *unstructured.Unstructured, rel hook.Release, st
 		// and agrees with the label Loom sets.
 		Service: object.ManagedByValue,
 		Lookup: func(at chart.Position, apiVersion, kind, namespace, name string) (map[string]any, error) {
+			if at.FromSpec {
+				if err := st.refuseFromSpec(apiVersion, kind, namespace, name); err != nil {
+					return nil, err
+				}
+			}
 			st.file = at.File
 			return st.lookup(at.Offset, apiVersion, kind, namespace, name)
 		},

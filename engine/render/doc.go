@@ -12,7 +12,8 @@
 //	       ──► text/template + sprig, one file at a time
 //	       ──► YAML documents split on "---"
 //	       ──► decoded objects (cached by content)
-//	       ──► validation (required fields, names, strict decode of built-in kinds)
+//	       ──► validation (required fields, names, strict decode of built-in kinds,
+//	           a kind the templates name: ScanKinds, kinds.go)
 //	       ──► injection (namespace, controller ownerReference, ApplySet labels)
 //	       ──► a stably ordered []*unstructured.Unstructured
 //
@@ -44,6 +45,13 @@
 // file and line, and the set does not load. Where the type is not known
 // (a function's result, a free-form part of the schema) nothing is checked.
 //
+// What a parent's author writes is data, not template: text from the spec
+// that tpl runs may not call lookup unless loom.yaml's specLookups says so
+// (lookup.go), and a child whose kind no template names, which can only
+// have come from the spec, is refused (checkKind).
+//
 // Every error is an *Error that names the template file, the line, and the
-// document index, so that it can be fixed without reading Loom's source.
+// document index, so that it can be fixed without reading Loom's source;
+// in a chart set, the file is the one in the set's folder (onDisk), not
+// Helm's name for it.
 package render

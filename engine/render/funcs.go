@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"text/template"
+	"text/template/parse"
 
 	"github.com/Masterminds/sprig/v3"
 	"sigs.k8s.io/yaml"
@@ -298,6 +299,11 @@ type renderer struct {
 	// deadline), which every turn of a loop checks (see deadline.go).
 	ctx  context.Context
 	done <-chan struct{}
+	// authored are the set's string literals; fromSpec counts the tpl
+	// calls running text that is none of them, which came from the
+	// parent's spec (see lookupState.refuseFromSpec).
+	authored map[string]bool
+	fromSpec int
 }
 
 // count adds n bytes to what this render wrote, failing past the cap.
@@ -328,6 +334,10 @@ func (r *renderer) tpl(text string, data any) (string, error) {
 	}
 	r.depth++
 	defer func() { r.depth-- }()
+	if !r.authored[text] {
+		r.fromSpec++
+		defer func() { r.fromSpec-- }()
+	}
 	t, err := r.t.Clone()
 	if err != nil {
 		return "", fmt.Errorf("tpl: %w", err)
@@ -350,22 +360,35 @@ const tplName = "tpl"
 
 // rendererPool hands out renderers bound to one set's template tree.
 type rendererPool struct {
-	root *template.Template
-	p    sync.Pool
+	root     *template.Template
+	authored map[string]bool // the string literals of root's templates
+	p        sync.Pool
 }
 
-func (p *rendererPool) init(root *template.Template) { p.root = root }
+func (p *rendererPool) init(root *template.Template) {
+	p.root = root
+	p.authored = map[string]bool{}
+	for _, t := range root.Templates() {
+		if t.Tree != nil && t.Tree.Root != nil {
+			walkNodes(t.Tree.Root, func(n parse.Node) {
+				if s, ok := n.(*parse.StringNode); ok {
+					p.authored[s.Text] = true
+				}
+			})
+		}
+	}
+}
 
 func (p *rendererPool) get() (*renderer, error) {
 	if r, ok := p.p.Get().(*renderer); ok {
-		r.depth, r.written, r.lk, r.ctx, r.done = 0, 0, nil, nil, nil
+		r.depth, r.written, r.lk, r.ctx, r.done, r.fromSpec = 0, 0, nil, nil, nil, 0
 		return r, nil
 	}
 	t, err := p.root.Clone()
 	if err != nil {
 		return nil, err
 	}
-	r := &renderer{}
+	r := &renderer{authored: p.authored}
 	r.t = t.Funcs(funcMap(r))
 	return r, nil
 }

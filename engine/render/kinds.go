@@ -94,23 +94,37 @@ func ScanKinds(texts map[string][]byte) ([]Kind, error) {
 	return out, nil
 }
 
-// scanFile returns the kinds one file names.
+// namedKinds is every kind that texts name literally (ScanKinds), the
+// documents whose kind is computed left out.
+func namedKinds(texts map[string][]byte) map[schema.GroupKind]bool {
+	out := map[schema.GroupKind]bool{}
+	for name, text := range texts {
+		kinds, _ := scanFile(name, text)
+		for _, k := range kinds {
+			out[k.GroupKind] = true
+		}
+	}
+	return out
+}
+
+// scanFile returns the kinds one file names, and the error of the first
+// document whose kind it cannot resolve (the others are still scanned).
 func scanFile(name string, text []byte) ([]Kind, error) {
 	var out []Kind
 	var versions, kinds []field
-	flush := func() error {
+	var first error
+	flush := func() {
 		for _, k := range kinds {
 			av := pairVersion(versions, k.line)
 			gk, err := resolve(name, av, k)
-			if err != nil {
-				return err
+			if err != nil && first == nil {
+				first = err
 			}
-			if gk.Kind != "" {
+			if err == nil && gk.Kind != "" {
 				out = append(out, Kind{GroupKind: gk, File: name, Line: k.line})
 			}
 		}
 		versions, kinds = versions[:0], kinds[:0]
-		return nil
 	}
 	sc := bufio.NewScanner(bytes.NewReader(text))
 	sc.Buffer(make([]byte, 64*1024), len(text)+1)
@@ -118,19 +132,15 @@ func scanFile(name string, text []byte) ([]Kind, error) {
 		line := sc.Text()
 		switch {
 		case strings.HasPrefix(line, "---"):
-			if err := flush(); err != nil {
-				return nil, err
-			}
+			flush()
 		case apiVersionLine.MatchString(line):
 			versions = append(versions, field{value: scalar(apiVersionLine.FindStringSubmatch(line)[1]), line: n})
 		case kindLine.MatchString(line):
 			kinds = append(kinds, field{value: scalar(kindLine.FindStringSubmatch(line)[1]), line: n})
 		}
 	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	flush()
+	return out, first
 }
 
 // pairVersion is the apiVersion of the kind at line: the last one before

@@ -65,12 +65,14 @@ var ErrLookupRefused = errors.New("lookup refused")
 
 // lookupState is what the lookup function of one render knows.
 type lookupState struct {
-	reader    Reader
-	rules     []config.LookupRule
-	namespace string // the parent's
-	parentUID string
-	reads     []Read
-	file      string
+	reader Reader
+	rules  []config.LookupRule
+	// specLookups is loom.yaml's: text from the parent's spec may look up.
+	specLookups bool
+	namespace   string // the parent's
+	parentUID   string
+	reads       []Read
+	file        string
 	// refuse holds reads of undeclared kinds that turned out not to be
 	// the parent's children: a second execution of the file fails at the
 	// lookup itself, so that the error has the template's line.
@@ -91,7 +93,23 @@ func (r *renderer) lookup(apiVersion, kind, namespace, name string) (map[string]
 	if r.lk == nil {
 		return map[string]any{}, nil // the parser's stub tree, or a partial's check
 	}
+	if r.fromSpec > 0 {
+		if err := r.lk.refuseFromSpec(apiVersion, kind, namespace, name); err != nil {
+			return nil, err
+		}
+	}
 	return r.lk.lookup(r.out.n, apiVersion, kind, namespace, name)
+}
+
+// refuseFromSpec refuses a lookup made by template text that comes from
+// the parent's spec (text tpl runs that the set's author did not write),
+// unless loom.yaml's specLookups allows it.
+func (st *lookupState) refuseFromSpec(apiVersion, kind, namespace, name string) error {
+	if st.specLookups {
+		return nil
+	}
+	return fmt.Errorf("%w: %s %s %s/%s is looked up by template text that comes from the parent's spec (text that tpl runs): set specLookups: true in %s to let whoever writes a parent look up what the set may read",
+		ErrLookupRefused, apiVersion, kind, namespace, name, config.File)
 }
 
 // lookup answers one lookup made at offset pos of the current file's

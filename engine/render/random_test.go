@@ -121,8 +121,8 @@ func TestChartClockRefusedWhereItRuns(t *testing.T) {
 		}
 		p.Object["spec"] = map[string]any{"stamp": true}
 		_, err = set.Render(p)
-		if err == nil || !strings.Contains(err.Error(), "c/templates/cm.yaml:7") || !strings.Contains(err.Error(), "would rewrite the child on every reconcile") {
-			t.Errorf("%s where it runs: want a refusal at c/templates/cm.yaml:7, got %v", call, err)
+		if err == nil || !strings.Contains(err.Error(), "chart/templates/cm.yaml:7") || !strings.Contains(err.Error(), "would rewrite the child on every reconcile") {
+			t.Errorf("%s where it runs: want a refusal at chart/templates/cm.yaml:7, got %v", call, err)
 		}
 	}
 }

@@ -110,8 +110,16 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 // RenderContext is RenderWith stopped when ctx ends: a render still
 // running then fails with an *Error at the line of the loop it was in
 // (see deadline.go), which errors.Is finds to be ErrDeadline and the
-// context's error.
+// context's error. A chart set's errors name its files by their path in
+// the set (onDisk).
 func (s *Set) RenderContext(ctx context.Context, parent *unstructured.Unstructured, reader Reader) (*Output, error) {
+	out, err := s.renderContext(ctx, parent, reader)
+	return out, s.onDisk(err)
+}
+
+// renderContext is RenderContext, with a chart's files named as Helm
+// names them.
+func (s *Set) renderContext(ctx context.Context, parent *unstructured.Unstructured, reader Reader) (*Output, error) {
 	if err := stopped(ctx); err != nil {
 		return nil, &Error{File: s.Name, Err: err}
 	}
@@ -127,7 +135,7 @@ func (s *Set) RenderContext(ctx context.Context, parent *unstructured.Unstructur
 	defer s.pool.put(r)
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer bufPool.Put(buf)
-	r.lk = &lookupState{reader: reader, rules: s.Config.Lookups, namespace: parent.GetNamespace(), parentUID: string(parent.GetUID())}
+	r.lk = &lookupState{reader: reader, rules: s.Config.Lookups, specLookups: s.Config.SpecLookups, namespace: parent.GetNamespace(), parentUID: string(parent.GetUID())}
 	r.ctx, r.done = ctx, ctx.Done()
 
 	var kids []renderedChild
@@ -137,6 +145,9 @@ func (s *Set) RenderContext(ctx context.Context, parent *unstructured.Unstructur
 	add := func(file string, objs []renderedDoc, reads []Read) error {
 		docReads := readsByDoc(objs, reads)
 		for i, o := range objs {
+			if err := s.checkKind(o.obj); err != nil {
+				return &Error{File: file, Line: o.line, Doc: o.doc, Object: objectName(o.obj), Err: err}
+			}
 			if err := owner.inject(o.obj); err != nil {
 				return &Error{File: file, Line: o.line, Doc: o.doc, Object: objectName(o.obj), Err: err}
 			}
@@ -220,6 +231,24 @@ func (s *Set) RenderContext(ctx context.Context, parent *unstructured.Unstructur
 		out.Children[i], out.Reads[i], out.Sources[i] = k.obj, k.reads, k.file
 	}
 	return out, nil
+}
+
+// ErrUndeclaredKind marks a child whose kind no template of the set
+// names: its kind came out of the parent's spec (a value a chart passes
+// to tpl or toYaml), and whoever writes a parent must not choose what
+// kinds Loom writes.
+var ErrUndeclaredKind = errors.New("kind not declared by the set")
+
+// checkKind refuses a child of a kind the set does not declare: no
+// template names it on a top-level kind line and loom.yaml's
+// clusterScoped does not list it.
+func (s *Set) checkKind(obj map[string]any) error {
+	u := unstructured.Unstructured{Object: obj}
+	gk := u.GroupVersionKind().GroupKind()
+	if s.kinds[gk] {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is named by no template of the set (a top-level kind: line), so it came from the parent's spec; write the kind in a template", ErrUndeclaredKind, gk)
 }
 
 // readsOf is the reads made while file rendered.

@@ -62,6 +62,9 @@ type Set struct {
 
 	// crd is the parent's CRD, generated and validated at load.
 	crd *apiextv1.CustomResourceDefinition
+	// kinds are the kinds the templates name (namedKinds) and those
+	// loom.yaml declares: a child of any other kind is refused.
+	kinds map[schema.GroupKind]bool
 }
 
 // Fingerprint is a hash of every file the set was parsed from, loom.yaml
@@ -190,6 +193,10 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	}
 	if err := s.checkKinds(); err != nil {
 		return nil, err
+	}
+	s.kinds = namedKinds(s.ChildTexts())
+	for gk := range s.Config.ClusterScopedKinds() {
+		s.kinds[gk] = true
 	}
 	s.caches = make(map[string]*decodeCache, len(s.files))
 	for _, f := range s.files {

@@ -44,7 +44,7 @@ func (s *Set) RenderStatusWith(ctx context.Context, parent *unstructured.Unstruc
 		return nil, nil, &Error{File: file, Err: err}
 	}
 	defer s.pool.put(r)
-	r.lk = &lookupState{reader: reader, rules: s.Config.Lookups, namespace: parent.GetNamespace(), parentUID: string(parent.GetUID()), file: file}
+	r.lk = &lookupState{reader: reader, rules: s.Config.Lookups, specLookups: s.Config.SpecLookups, namespace: parent.GetNamespace(), parentUID: string(parent.GetUID()), file: file}
 	r.ctx, r.done = ctx, ctx.Done()
 	var buf bytes.Buffer
 	if err := s.execute(r, &buf, file, data); err != nil {

@@ -5,8 +5,8 @@ import "strings"
 // ChildTexts returns the sources of the templates that may render
 // children, by file name: the set's templates and partials, or, for a
 // chart set, every template of the chart and its subcharts (by path in the
-// chart). The status template and loom.yaml are left out. Callers must
-// not modify the slices.
+// chart's folder in the set, as errors name them). The status template
+// and loom.yaml are left out. Callers must not modify the slices.
 func (s *Set) ChildTexts() map[string][]byte {
 	if s.chart != nil {
 		out := make(map[string][]byte, len(s.chartTexts))
@@ -14,7 +14,7 @@ func (s *Set) ChildTexts() map[string][]byte {
 			// NOTES.txt renders no object; an omitted file, only objects
 			// Loom never applies.
 			if !strings.HasSuffix(name, ".txt") && !s.omitted[name] {
-				out[name] = b
+				out[s.chart.DiskPath(name)] = b
 			}
 		}
 		return out

@@ -1,0 +1,76 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/loom-operator/loom/internal/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// strictChartFiles is a set over a chart whose values.schema.json forbids
+// other keys (additionalProperties: false), at the top and in image.
+var strictChartFiles = map[string]string{
+	"loom.yaml": `parent:
+  apiVersion: charts.e2e.loom.dev/v1
+  kind: StrictApp
+chart: chart
+`,
+	"chart/Chart.yaml":  "apiVersion: v2\nname: strict\nversion: 0.1.0\n",
+	"chart/values.yaml": "replicaCount: 1\nimage:\n  repository: nginx\n",
+	"chart/values.schema.json": `{
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {
+    "replicaCount": {"type": "integer"},
+    "image": {"type": "object", "additionalProperties": false, "properties": {"repository": {"type": "string"}}}
+  }
+}
+`,
+	"chart/templates/configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}
+data:
+  replicas: {{ .Values.replicaCount | quote }}
+`,
+}
+
+// A key that values.schema.json's additionalProperties: false forbids is
+// kept by the API server (the generated CRD cannot forbid it) and fails
+// the render with Helm's message, as `helm install` fails; it is not
+// pruned away, and the chart does not render with its defaults.
+func TestChartAdditionalPropertiesFalse(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	root := t.TempDir()
+	testutil.WriteFiles(t, filepath.Join(root, "strict"), strictChartFiles)
+	gvr := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "strictapps"}
+	t.Cleanup(func() {
+		_ = dyn.Resource(crdGVR).Delete(context.Background(), "strictapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
+	})
+	startLoomProcess(t, ns, "--templates", root, "--install-crds")
+	eventually(t, 60*time.Second, "the StrictApp CRD is served", func(ctx context.Context) error {
+		_, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		return err
+	})
+	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: StrictApp\nmetadata:\n  name: good\nspec:\n  replicaCount: 2\n")
+	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: StrictApp\nmetadata:\n  name: typo\nspec:\n  replicaCont: 2\n  image: {repository: nginx, tag: latest}\n")
+	waitConditionGVR(t, gvr, ns, "good", "Ready", "True")
+	p, err := get(context.Background(), gvr, ns, "typo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec, _ := p.Object["spec"].(map[string]any); spec["replicaCont"] == nil {
+		t.Fatalf("the API server pruned replicaCont: spec %v", spec)
+	}
+	waitDegraded(t, gvr, ns, "typo", "RenderFailed", "additional properties 'replicaCont' not allowed", "additional properties 'tag' not allowed")
+	if _, err := get(context.Background(), configMapGVR, ns, "typo"); err == nil {
+		t.Error("the chart rendered a child for values Helm refuses")
+	}
+}
