@@ -79,7 +79,7 @@ func TestChildTextsLeaveOutHooksNeverApplied(t *testing.T) {
 		got = append(got, name)
 	}
 	sort.Strings(got)
-	want := []string{"app/templates/deployment.yaml", "app/templates/maybe.yaml"}
+	want := []string{"chart/templates/deployment.yaml", "chart/templates/maybe.yaml"} // by their path in the set
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ChildTexts (-want +got):\n%s", diff)
 	}

@@ -121,7 +121,7 @@ func TestChartGeneratingFunctionInTplNeedsASeed(t *testing.T) {
 	p.Object["spec"] = map[string]any{"text": `{{ (genCA "x" 3).Cert }}`}
 	first, err1 := set.Render(p)
 	_, err2 := set.Render(p)
-	if err1 == nil || err2 == nil || !strings.Contains(err1.Error(), "c/templates/cm.yaml:6") || !strings.Contains(err1.Error(), "needs the render's seed") {
-		t.Errorf("genCA through tpl: err %v, %v (children %d), want a failure at c/templates/cm.yaml:6", err1, err2, len(first))
+	if err1 == nil || err2 == nil || !strings.Contains(err1.Error(), "chart/templates/cm.yaml:6") || !strings.Contains(err1.Error(), "needs the render's seed") {
+		t.Errorf("genCA through tpl: err %v, %v (children %d), want a failure at chart/templates/cm.yaml:6", err1, err2, len(first))
 	}
 }
