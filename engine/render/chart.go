@@ -46,7 +46,7 @@ func (s *Set) loadChart(fsys fs.FS) error {
 	}
 	root, texts, err := c.Parse()
 	if err != nil {
-		return s.onDisk(chartError(err))
+		return s.onDisk(s.chartParseError(err))
 	}
 	s.chartTexts = make(map[string][]byte, len(texts))
 	s.omitted = map[string]bool{}
@@ -145,6 +145,20 @@ func chartStopped(err error, se *chart.StoppedError) error {
 	}
 	e := fromTemplateError(ce.File, ce.Err)
 	return &Error{File: e.File, Line: e.Line, Err: de}
+}
+
+// chartParseError is chartError for a chart's template that does not
+// parse, except that an unexpected end of the text is reported where the
+// block that is not closed opens (parseError), as for a set's own
+// templates.
+func (s *Set) chartParseError(err error) error {
+	var ce *chart.Error
+	if errors.As(err, &ce) && ce.File != "" {
+		if src, ok := s.sources[s.chart.DiskPath(ce.File)]; ok {
+			return keepCause(parseError(ce.File, src, ce.Err), ce.Err)
+		}
+	}
+	return chartError(err)
 }
 
 // release is the chart release a parent is at (hook.Next): the revision
