@@ -33,3 +33,34 @@ func TestRenderAndTestStopAtTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderStopsChartSetAtTimeout checks that loom render stops a chart
+// set's template that loops for ever at --timeout too, naming the loop by
+// its file's path in the set and its line. On the old code it ran until
+// killed.
+func TestRenderStopsChartSetAtTimeout(t *testing.T) {
+	dir := chartSet(t)
+	loop := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-loop\n" +
+		"{{- range until 1000000 }}{{ range until 1000000 }}{{ end }}{{ end }}\n"
+	if err := os.WriteFile(filepath.Join(dir, "chart", "templates", "loop.yaml"), []byte(loop), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const want = "chart/templates/loop.yaml:5: the render did not finish in time (a loop that never ends?): it ran for 200ms (--timeout)"
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := execute(t, "", "render", "--timeout", "200ms", "-t", dir, "-f", filepath.Join(dir, "tests", "shop.yaml"))
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err == nil || !strings.Contains(r.err.Error()+r.out, want) {
+			t.Errorf("loom render: err = %v, want one holding %q; output:\n%s", r.err, want, r.out)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("loom render still running 20s after --timeout 200ms")
+	}
+}

@@ -31,6 +31,11 @@
 // Helm does (web/charts/db/templates/x.yaml); DiskPath maps such a name
 // to the file Load read.
 //
+// RenderContext stops a render when its context ends, at the loop that
+// was running (deadline.go): every parsed tree is guarded by package
+// deadline, and the writers the templates execute into check the context.
+// A stopped render is never kept.
+//
 // The package knows nothing of Loom's children: Render returns each
 // file's text, and the render stage splits, decodes and validates it.
 package chart

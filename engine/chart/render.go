@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -118,6 +119,16 @@ func (e *Error) Unwrap() error { return e.Err }
 // kubeVersion checked, then every template executed. values is not
 // changed. An error is an *Error.
 func (c *Chart) Render(values map[string]any, env Env) (*Result, error) {
+	return c.RenderContext(context.Background(), values, env)
+}
+
+// RenderContext is Render stopped when ctx ends: a render still running
+// then fails with an *Error whose Err is a *StoppedError, at the line of
+// the loop it was in (see deadline.go). A stopped render is not kept.
+func (c *Chart) RenderContext(ctx context.Context, values map[string]any, env Env) (*Result, error) {
+	if err := stopped(ctx); err != nil {
+		return nil, &Error{Err: err}
+	}
 	caps := env.Capabilities
 	if caps == nil {
 		caps = common.DefaultCapabilities
@@ -161,6 +172,7 @@ func (c *Chart) Render(values map[string]any, env Env) (*Result, error) {
 	defer sh.put(r)
 	r.lookup, r.looked, r.seed = env.Lookup, false, env.Seed
 	r.kept, r.gen = env.Kept, map[string]string{}
+	r.ctx, r.done = ctx, ctx.Done()
 	res := &Result{}
 	var buf strings.Builder
 	for _, name := range p.order {
@@ -171,7 +183,7 @@ func (c *Chart) Render(values map[string]any, env Env) (*Result, error) {
 		t.vals["Template"] = common.Values{"Name": name, "BasePath": t.basePath}
 		buf.Reset()
 		if err := r.execute(&buf, name, t.vals, env.Writer); err != nil {
-			return nil, &Error{File: name, Err: err}
+			return nil, r.locate(name, err)
 		}
 		res.Files = append(res.Files, File{Name: name, Text: strings.ReplaceAll(buf.String(), "<no value>", "")})
 	}

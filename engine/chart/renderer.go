@@ -1,11 +1,14 @@
 package chart
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/template"
+
+	"github.com/loom-operator/loom/engine/render/deadline"
 )
 
 // renderer is a clone of a shape's templates with include, tpl, required,
@@ -41,6 +44,12 @@ type renderer struct {
 	kept, gen map[string]string
 	// sites are the shape's random calls (markSites).
 	sites []site
+	// ctx is the render's context, and done its Done channel (nil: no
+	// deadline), which every turn of a loop checks (see deadline.go);
+	// site is the check that failed, kept by the render's own renderer.
+	ctx  context.Context
+	done <-chan struct{}
+	site []byte
 }
 
 func (sh *shape) get() *renderer {
@@ -66,6 +75,7 @@ func (r *renderer) clone() {
 
 func (sh *shape) put(r *renderer) {
 	r.lookup, r.out, r.looked, r.seed, r.kept, r.gen, r.fromSpec = nil, nil, false, nil, nil, nil, 0
+	r.ctx, r.done, r.site = nil, nil, nil
 	// Under the chart's lock, so that a shape being dropped (drain)
 	// cannot miss a renderer on its way back.
 	sh.c.mu.Lock()
@@ -104,7 +114,7 @@ func (r *renderer) execute(w *strings.Builder, name string, data any, wrap func(
 	}()
 	r.file = name
 	clear(r.calls)
-	r.out = &countWriter{w: w}
+	r.out = &countWriter{w: w, r: r}
 	var out io.Writer = r.out
 	if wrap != nil {
 		out = wrap(out)
@@ -118,7 +128,7 @@ func (r *renderer) include(name string, data any) (string, error) {
 	}
 	r.depth++
 	defer func() { r.depth-- }()
-	var b strings.Builder
+	b := checkedBuilder{r: r}
 	err := r.t.ExecuteTemplate(&b, name, data)
 	return b.String(), err
 }
@@ -139,17 +149,22 @@ func (r *renderer) tpl(text string, data any) (string, error) {
 	if out, ok := r.tplFast(text, data); ok {
 		return out, nil
 	}
+	if err := stopped(r.ctx); err != nil {
+		return "", err // the slow path would stop at once
+	}
 	t, err := r.t.Clone()
 	if err != nil {
 		return "", fmt.Errorf("cannot clone template: %w", err)
 	}
 	// The clone's include and tpl see the defines that text adds.
-	sub := &renderer{t: t, depth: r.depth + 1, lookup: r.lookup, file: r.file, out: r.out, seed: r.seed, calls: r.calls, kept: r.kept, gen: r.gen, root: r.top(), authored: r.authored}
+	sub := &renderer{t: t, depth: r.depth + 1, lookup: r.lookup, file: r.file, out: r.out, seed: r.seed, calls: r.calls, kept: r.kept, gen: r.gen, root: r.top(), authored: r.authored,
+		ctx: r.ctx, done: r.done}
 	t.Option("missingkey=zero").Funcs(sub.funcs())
 	if t, err = t.New(TplName).Parse(text); err != nil {
 		return "", fmt.Errorf("cannot parse template %q: %w", text, err)
 	}
-	var b strings.Builder
+	deadline.Guard(t, r.t) // the text's own trees; the chart's are guarded already
+	b := checkedBuilder{r: sub}
 	if err := t.Execute(&b, data); err != nil {
 		return "", fmt.Errorf("error during tpl function execution for %q: %w", text, err)
 	}
@@ -234,6 +249,7 @@ func (r *renderer) tplFast(text string, data any) (string, bool) {
 			}
 			return "", false
 		}
+		deadline.GuardTree(t.Tree) // text without a define parses into one tree
 		if r.tpls == nil {
 			r.tpls = map[string]*template.Template{}
 		}
@@ -241,7 +257,7 @@ func (r *renderer) tplFast(text string, data any) (string, bool) {
 	}
 	r.depth++
 	defer func() { r.depth-- }()
-	var b strings.Builder
+	b := checkedBuilder{r: r}
 	if err := t.Execute(&b, data); err != nil {
 		return "", false
 	}
@@ -282,13 +298,18 @@ func required(msg string, v any) (any, error) {
 // fail fails the render with msg.
 func fail(msg string) (string, error) { return "", errors.New(msg) }
 
-// countWriter counts what a file writes.
+// countWriter counts what a file writes, and checks the render's
+// context on each empty write.
 type countWriter struct {
 	w io.Writer
 	n int
+	r *renderer
 }
 
 func (c *countWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, c.r.check(p) // a check (package deadline)
+	}
 	n, err := c.w.Write(p)
 	c.n += n
 	return n, err

@@ -8,6 +8,8 @@ import (
 
 	ci "helm.sh/helm/v4/pkg/chart"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+
+	"github.com/loom-operator/loom/engine/render/deadline"
 )
 
 // maxShapes bounds the parsed shapes kept per chart, in number and in
@@ -50,6 +52,9 @@ func (c *Chart) shape(order []string, tpls map[string]renderable) (*shape, error
 		}
 		weight += tplWeight * len(tpls[name].text)
 	}
+	// Once, before any clone: the trees are shared by every renderer's
+	// clone (see deadline.go).
+	deadline.Guard(root, nil)
 	sites := markSites(root)
 	stubs := template.FuncMap{}
 	for i := range sites {

@@ -75,8 +75,11 @@ func startHooks(parent *unstructured.Unstructured, out *render.Output) (*hookRun
 // children to apply now: a hook only when it is to be created; a hook to
 // delete (an older run, before-hook-creation; this run, by its delete
 // policy) is deleted here. left holds the live objects of the hooks left
-// as they are, which the status judges.
-func (c *parentController) gate(ctx context.Context, set *render.Set, run *hookRun, out *render.Output, apply []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured) (keep []*unstructured.Unstructured, deleted object.ChangeSet, left map[object.Ref]*unstructured.Unstructured) {
+// as they are, which the status judges. Only an object that is parent's
+// child (render.IsChildOf) is a run of its hook: another parent's object
+// of the same name is neither deleted nor taken for this parent's run,
+// and the hook is applied, which the API server refuses as another's.
+func (c *parentController) gate(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, run *hookRun, out *render.Output, apply []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured) (keep []*unstructured.Unstructured, deleted object.ChangeSet, left map[object.Ref]*unstructured.Unstructured) {
 	if run == nil || len(out.Hooks) == 0 {
 		return apply, nil, nil
 	}
@@ -95,6 +98,9 @@ func (c *parentController) gate(ctx context.Context, set *render.Set, run *hookR
 		}
 		run.done[h.Ref] = true
 		live := c.m.children.get(c.groupResource(h.Ref), h.Ref.Namespace, h.Ref.Name)
+		if live != nil && !render.IsChildOf(live, parent) {
+			continue
+		}
 		stored := run.stored.Phase(h.Key)
 		if d := hook.Decide(rev, stored, h.Policies, hookState(live, set)); d.Action == hook.Delete {
 			logger.V(4).Info("Hook decided", "hook", h.Ref.String(), "revision", rev, "action", d.Action.String(), "phase", d.Phase)
@@ -112,6 +118,10 @@ func (c *parentController) gate(ctx context.Context, set *render.Set, run *hookR
 		}
 		stored := run.stored.Phase(h.Key)
 		live := c.hookLive(ctx, child, fresh, stored)
+		if live != nil && !render.IsChildOf(live, parent) {
+			keep = append(keep, child) // refused by the API server, as another's
+			continue
+		}
 		d := hook.Decide(rev, stored, h.Policies, hookState(live, set))
 		logger.V(4).Info("Hook decided", "hook", ref.String(), "revision", rev, "action", d.Action.String(), "phase", d.Phase)
 		switch d.Action {

@@ -107,7 +107,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 	//    (hooks.go): once per release revision, after their older run is
 	//    deleted.
 	owner, held := c.protect(ctx, parent, out.Children)
-	toApply, hookDeletes, hookLive := c.gate(ctx, set, hooks, out, plan.Apply, reader.fresh)
+	toApply, hookDeletes, hookLive := c.gate(ctx, set, parent, hooks, out, plan.Apply, reader.fresh)
 	results, live := c.applyAll(ctx, toApply, reader.fresh, held)
 	if terminatingIn(results) {
 		return nil
@@ -129,7 +129,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 		}
 		out, plan = nextOut, nextPlan
 		owner, held = c.protect(ctx, owner, out.Children)
-		toApply, hookDeletes, hookLive = c.gate(ctx, set, hooks, out, plan.Apply, reader.fresh)
+		toApply, hookDeletes, hookLive = c.gate(ctx, set, parent, hooks, out, plan.Apply, reader.fresh)
 		results, live = c.applyAll(ctx, toApply, reader.fresh, held)
 		if terminatingIn(results) {
 			return nil

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -45,7 +46,7 @@ func (s *Set) loadChart(fsys fs.FS) error {
 	}
 	root, texts, err := c.Parse()
 	if err != nil {
-		return s.onDisk(chartError(err))
+		return s.onDisk(s.chartParseError(err))
 	}
 	s.chartTexts = make(map[string][]byte, len(texts))
 	s.omitted = map[string]bool{}
@@ -127,6 +128,37 @@ func chartError(err error) error {
 		return &Error{File: config.File, Err: fmt.Errorf("chart values: %w", ce.Err)}
 	}
 	return keepCause(fromTemplateError(ce.File, ce.Err), ce.Err)
+}
+
+// chartStopped is a chart's render that its context stopped: an *Error
+// that is ErrDeadline, at the loop's file and line when the chart found
+// its check, else where text/template's error says (the line of the tpl
+// call whose text was running).
+func chartStopped(err error, se *chart.StoppedError) error {
+	de := &deadlineError{err: se.Err, cause: se.Cause}
+	var ce *chart.Error
+	if !errors.As(err, &ce) || ce.File == "" {
+		return &Error{File: config.File, Err: de}
+	}
+	if ce.Line > 0 {
+		return &Error{File: ce.File, Line: ce.Line, Err: de}
+	}
+	e := fromTemplateError(ce.File, ce.Err)
+	return &Error{File: e.File, Line: e.Line, Err: de}
+}
+
+// chartParseError is chartError for a chart's template that does not
+// parse, except that an unexpected end of the text is reported where the
+// block that is not closed opens (parseError), as for a set's own
+// templates.
+func (s *Set) chartParseError(err error) error {
+	var ce *chart.Error
+	if errors.As(err, &ce) && ce.File != "" {
+		if src, ok := s.sources[s.chart.DiskPath(ce.File)]; ok {
+			return keepCause(parseError(ce.File, src, ce.Err), ce.Err)
+		}
+	}
+	return chartError(err)
 }
 
 // release is the chart release a parent is at (hook.Next): the revision
@@ -213,7 +245,11 @@ func (s *Set) chartFiles(parent *unstructured.Unstructured, rel hook.Release, st
 	if err != nil {
 		return nil, "", nil, &Error{File: config.File, Err: fmt.Errorf("the cluster's capabilities (.Capabilities): %w", err)}
 	}
-	res, err := s.chart.Render(values, chart.Env{
+	ctx := r.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	res, err := s.chart.RenderContext(ctx, values, chart.Env{
 		Release: chart.Release{Name: parent.GetName(), Namespace: parent.GetNamespace(),
 			Revision: int(rel.Revision), IsInstall: rel.Install},
 		Seed:         seed.Bytes,
@@ -235,6 +271,9 @@ func (s *Set) chartFiles(parent *unstructured.Unstructured, rel hook.Release, st
 		Omit:   s.omitted,
 	})
 	if err != nil {
+		if se := (*chart.StoppedError)(nil); errors.As(err, &se) {
+			return nil, "", nil, chartStopped(err, se)
+		}
 		if errors.Is(err, errOutputTooLarge) {
 			var ce *chart.Error
 			errors.As(err, &ce)

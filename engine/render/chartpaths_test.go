@@ -50,6 +50,12 @@ func TestChartErrorsNameFilesInTheSet(t *testing.T) {
 			file: "mychart/charts/subdir/templates/cm.yaml", line: 6, in: "need a name"},
 		{name: "parse error", change: map[string]string{"mychart/templates/bad.yaml": "a: 1\n{{ if }}\n"},
 			file: "mychart/templates/bad.yaml", line: 2, in: "missing value for if"},
+		{name: "unclosed if", change: map[string]string{"mychart/templates/bad.yaml": unclosedIf},
+			file: "mychart/templates/bad.yaml", line: 12, in: "unclosed {{ if }}: no {{ end }} before the end of the file"},
+		{name: "unclosed define in a partial", change: map[string]string{"mychart/templates/_more.tpl": "{{/* {{ if }} in a comment */}}\n{{ define \"x\" }}\n{{- range .list }}\n{{ \"{{ with\" }}{{ . }}\n{{ end }}\n\n\n"},
+			file: "mychart/templates/_more.tpl", line: 2, in: "unclosed {{ define }}: no {{ end }} before the end of the file"},
+		{name: "unclosed if in a subchart", change: map[string]string{"mychart/charts/subdir/templates/bad.yaml": unclosedIf},
+			file: "mychart/charts/subdir/templates/bad.yaml", line: 12, in: "unclosed {{ if }}"},
 		{name: "broken values.schema.json", change: map[string]string{"mychart/values.schema.json": "{\n  \"type\": \"object\",\n  \"properties\": {\"a\": }\n}\n"},
 			file: "mychart/values.schema.json", line: 3, in: "column 23"},
 		{name: "broken subchart values.schema.json", change: map[string]string{"mychart/charts/subdir/values.schema.json": "{\"type\": \"object\""},
@@ -103,5 +109,30 @@ func TestChartChildTextsByPathInTheSet(t *testing.T) {
 	want := []string{"mychart/charts/subdir/templates/cm.yaml", "mychart/templates/_helpers.tpl", "mychart/templates/cm.yaml"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ChildTexts (-want +got):\n%s", diff)
+	}
+}
+
+// A chart's partial may hold text outside its defines: Helm never
+// executes a file whose name starts with "_", and a chart set renders
+// what Helm renders, so the stray text a set of Loom templates is refused
+// for (TestLoadErrors, "partial with stray text on line 26") is no error
+// in a chart, and changes none of its children.
+func TestChartPartialStrayTextIsNoError(t *testing.T) {
+	render := func(files map[string]string) []*unstructured.Unstructured {
+		t.Helper()
+		set, err := LoadFS(fsOf(files), "set")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := set.RenderWith(app(t, ""), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Children
+	}
+	want := render(pathsSet(nil))
+	got := render(pathsSet(map[string]string{"mychart/templates/_stray.tpl": strayText}))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("children (-without the stray text +with it):\n%s", diff)
 	}
 }

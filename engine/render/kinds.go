@@ -225,3 +225,9 @@ func (s *Set) checkKinds() error {
 	}
 	return err
 }
+
+// builtinKind reports whether gvk is a kind built into Kubernetes
+// (client-go's scheme), which no CRD of Loom's serves.
+func builtinKind(gvk schema.GroupVersionKind) bool {
+	return scheme.Scheme.Recognizes(gvk)
+}

@@ -187,9 +187,12 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 		return nil, err
 	}
 	// Every command refuses a set whose CRD the API server would refuse,
-	// not only loom crd (and the controller before it installs it).
-	if s.crd, err = s.generateCRD(); err != nil {
-		return nil, &Error{File: config.File, Err: err}
+	// not only loom crd (and the controller before it installs it). A
+	// parent of a built-in kind (a ConfigMap) has no CRD to check.
+	if !builtinKind(s.gvk) {
+		if s.crd, err = s.generateCRD(); err != nil {
+			return nil, &Error{File: config.File, Err: err}
+		}
 	}
 	if err := s.checkKinds(); err != nil {
 		return nil, err

@@ -149,3 +149,21 @@ func TestSameNameOtherKind(t *testing.T) {
 		t.Errorf("children mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// A set whose parent is a built-in kind (a ConfigMap: no generation, no
+// CRD) loads, renders and has no CRD: the load-time CRD check applies
+// only to parents that are custom resources.
+func TestBuiltinParentKindLoads(t *testing.T) {
+	s := loadSet(t, map[string]string{
+		"loom.yaml": "parent:\n  apiVersion: v1\n  kind: ConfigMap\n",
+		"sa.yaml":   "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {{ .Name }}-sa\n",
+	})
+	parent := fixture(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: default\n  uid: uid-1\ndata:\n  color: blue\n")
+	out, err := s.Render(parent)
+	if err != nil || len(out) != 1 {
+		t.Fatalf("render: %v (%d children)", err, len(out))
+	}
+	if _, err := s.CRD(); err == nil {
+		t.Error("CRD() of a built-in parent kind: want an error, as loom crd gives")
+	}
+}

@@ -3,9 +3,14 @@
 package e2e
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/loom-operator/loom/internal/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // A template that loops for ever holds one worker only until its render's
@@ -29,4 +34,39 @@ func TestLoopingTemplateDoesNotBlockOtherParents(t *testing.T) {
 	waitCondition(t, ns, "hello", "Ready", "True")
 	waitDegraded(t, myresGVR, ns, "looping", "RenderFailed",
 		"configmap.yaml:7: the render did not finish in time (a loop that never ends?): it ran for 2s, half the reconcile timeout (loom run --reconcile-timeout)")
+}
+
+// A chart set's template that loops for ever holds one worker only until
+// the render's deadline too: with a single worker, another parent of the
+// set still converges, and the looping parent names the loop by its
+// file's path in the set and its line. On the old code a chart's render
+// had no deadline: the only worker rendered the looping parent until Loom
+// was killed, and the other parent never became Ready.
+func TestLoopingChartDoesNotBlockOtherParents(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	gvr := schema.GroupVersionResource{Group: "deadline.e2e.loom.dev", Version: "v1", Resource: "loopapps"}
+	t.Cleanup(func() {
+		_ = dyn.Resource(crdGVR).Delete(context.Background(), "loopapps.deadline.e2e.loom.dev", metav1.DeleteOptions{})
+	})
+	root := t.TempDir()
+	testutil.WriteFiles(t, filepath.Join(root, "loopapp"), map[string]string{
+		"loom.yaml":         "parent:\n  apiVersion: deadline.e2e.loom.dev/v1\n  kind: LoopApp\nchart: chart\n",
+		"chart/Chart.yaml":  "apiVersion: v2\nname: loopapp\nversion: 0.1.0\n",
+		"chart/values.yaml": "loop: false\n",
+		"chart/templates/_helpers.tpl": "{{- define \"loopapp.loop\" }}\n" +
+			"{{- range until 1000000 }}{{ range until 1000000 }}{{ end }}{{ end }}\n{{- end }}\n",
+		"chart/templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n" +
+			"  loop: {{ .Values.loop | quote }}\n{{- if .Values.loop }}{{ include \"loopapp.loop\" . }}{{ end }}\n",
+	})
+	startLoom(t, root, ns, loomOptions{workers: 1, reconcileTimeout: 4 * time.Second, installCRDs: true})
+	eventually(t, 60*time.Second, "the LoopApp CRD is served", func(ctx context.Context) error {
+		_, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		return err
+	})
+	createObject(t, gvr, ns, "apiVersion: deadline.e2e.loom.dev/v1\nkind: LoopApp\nmetadata:\n  name: looping\nspec:\n  loop: true\n")
+	createObject(t, gvr, ns, "apiVersion: deadline.e2e.loom.dev/v1\nkind: LoopApp\nmetadata:\n  name: good\nspec: {}\n")
+	waitConditionGVR(t, gvr, ns, "good", "Ready", "True")
+	waitDegraded(t, gvr, ns, "looping", "RenderFailed",
+		"chart/templates/_helpers.tpl:2: the render did not finish in time (a loop that never ends?): it ran for 2s, half the reconcile timeout (loom run --reconcile-timeout)")
 }
