@@ -273,7 +273,7 @@ func (d *differ) prunable(ctx context.Context, parent *unstructured.Unstructured
 	for _, k := range status.ChildKinds(parent) {
 		kinds[k] = true
 	}
-	selector := render.ChildSelector(parent)
+	selector := object.ChildSelector(parent)
 	var out []*unstructured.Unstructured
 	listed := map[schema.GroupKind]bool{} // one kind at two versions is listed once
 	for k := range kinds {
@@ -295,7 +295,7 @@ func (d *differ) prunable(ctx context.Context, parent *unstructured.Unstructured
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
-			if rendered[object.RefOf(obj)] || !render.IsChildOf(obj, parent) || obj.GetDeletionTimestamp() != nil {
+			if rendered[object.RefOf(obj)] || !object.IsChildOf(obj, parent) || obj.GetDeletionTimestamp() != nil {
 				continue
 			}
 			out = append(out, obj)

@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/object"
-	"github.com/loom-operator/loom/engine/render"
 )
 
 // Cluster-scoped children of a namespaced parent (kinds loom.yaml declares
@@ -95,7 +94,7 @@ func (c *parentController) settleClusterFinalizer(ctx context.Context, parent *u
 // the kinds its annotation lists, and of those its cached children have.
 func (c *parentController) listClusterChildren(ctx context.Context, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	return c.listGuarded(ctx, parent, clusterGuard, clusterKinds(c.m.children.owned(parent.GetUID())), func(o *unstructured.Unstructured) bool {
-		return isClusterChild(o) && render.IsChildOf(o, parent)
+		return isClusterChild(o) && object.IsChildOf(o, parent)
 	})
 }
 

@@ -76,7 +76,7 @@ func startHooks(parent *unstructured.Unstructured, out *render.Output) (*hookRun
 // delete (an older run, before-hook-creation; this run, by its delete
 // policy) is deleted here. left holds the live objects of the hooks left
 // as they are, which the status judges. Only an object that is parent's
-// child (render.IsChildOf) is a run of its hook: another parent's object
+// child (object.IsChildOf) is a run of its hook: another parent's object
 // of the same name is neither deleted nor taken for this parent's run,
 // and the hook is applied, which the API server refuses as another's.
 func (c *parentController) gate(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, run *hookRun, out *render.Output, apply []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured) (keep []*unstructured.Unstructured, deleted object.ChangeSet, left map[object.Ref]*unstructured.Unstructured) {
@@ -98,7 +98,7 @@ func (c *parentController) gate(ctx context.Context, set *render.Set, parent *un
 		}
 		run.done[h.Ref] = true
 		live := c.m.children.get(c.groupResource(h.Ref), h.Ref.Namespace, h.Ref.Name)
-		if live != nil && !render.IsChildOf(live, parent) {
+		if live != nil && !object.IsChildOf(live, parent) {
 			continue
 		}
 		stored := run.stored.Phase(h.Key)
@@ -118,7 +118,7 @@ func (c *parentController) gate(ctx context.Context, set *render.Set, parent *un
 		}
 		stored := run.stored.Phase(h.Key)
 		live := c.hookLive(ctx, child, fresh, stored)
-		if live != nil && !render.IsChildOf(live, parent) {
+		if live != nil && !object.IsChildOf(live, parent) {
 			keep = append(keep, child) // refused by the API server, as another's
 			continue
 		}

@@ -21,7 +21,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/object"
-	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
 )
 
@@ -327,12 +326,10 @@ func (c *parentController) patchParent(ctx context.Context, parent *unstructured
 // also owned by its Namespace, when parent is deleted in the foreground or
 // while Loom is stopped): it has no controller and parent's ApplySet label.
 func isOrDroppedChildOf(obj, parent *unstructured.Unstructured) bool {
-	if render.IsChildOf(obj, parent) {
+	if object.IsChildOf(obj, parent) {
 		return true
 	}
-	gvk := parent.GroupVersionKind()
-	id := render.ApplySetID(parent.GetName(), parent.GetNamespace(), gvk.Kind, gvk.Group)
-	return metav1.GetControllerOfNoCopy(obj) == nil && obj.GetLabels()[object.LabelPartOf] == id
+	return metav1.GetControllerOfNoCopy(obj) == nil && obj.GetLabels()[object.LabelPartOf] == object.ParentApplySetID(parent)
 }
 
 // listOrphans lists afresh, from the API server rather than the cache
@@ -376,7 +373,7 @@ func (c *parentController) listGuarded(ctx context.Context, parent *unstructured
 		if m.Scope.Name() != meta.RESTScopeNameNamespace {
 			ns = ""
 		}
-		list, err := c.m.client.Resource(m.Resource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: render.ChildSelector(parent)})
+		list, err := c.m.client.Resource(m.Resource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: object.ChildSelector(parent)})
 		if err != nil {
 			return nil, fmt.Errorf("list %s children of %s %s/%s: %w", gk, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
 		}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/object"
 )
 
 func TestOrphanKinds(t *testing.T) {
@@ -173,7 +173,7 @@ func applyOps(t *testing.T, obj *unstructured.Unstructured, ops []patchOp) *unst
 
 func TestIsOrDroppedChildOf(t *testing.T) {
 	parent := yamlObj(t, `{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, metadata: {name: web, namespace: ns, uid: p1}}`)
-	id := render.ApplySetID("web", "ns", "MyResource", "example.loom.dev")
+	id := object.ApplySetID("web", "ns", "MyResource", "example.loom.dev")
 	ref := func(uid string) string {
 		return `[{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: ` + uid + `, controller: true}]`
 	}

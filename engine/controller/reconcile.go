@@ -332,7 +332,7 @@ func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstr
 	var stale, orphans []*unstructured.Unstructured
 	for _, child := range c.m.children.owned(parent.GetUID()) {
 		switch {
-		case keep[object.RefOf(child)] || !render.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil:
+		case keep[object.RefOf(child)] || !object.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil:
 		case child.GetAnnotations()[hook.AnnotationRevision] != "":
 			// A hook's run is not pruned when it no longer renders (it
 			// is done, or of another event): as under Helm, it stays

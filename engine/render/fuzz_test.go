@@ -207,7 +207,7 @@ func checkChild(t *testing.T, parent, c *unstructured.Unstructured) {
 		t.Errorf("%s: %d controller ownerReferences, want 1", id, controllers)
 	}
 	gvk := parent.GroupVersionKind()
-	want := ApplySetID(parent.GetName(), parent.GetNamespace(), gvk.Kind, gvk.Group)
+	want := object.ApplySetID(parent.GetName(), parent.GetNamespace(), gvk.Kind, gvk.Group)
 	if got := c.GetLabels()[object.LabelPartOf]; got != want {
 		t.Errorf("%s: label %s = %q, want %q", id, object.LabelPartOf, got, want)
 	}

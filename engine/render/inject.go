@@ -1,8 +1,6 @@
 package render
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"strings"
 
@@ -12,35 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// ApplySetID returns the KEP-3659 ApplySet ID of a parent:
-// applyset-<base64url(sha256(name.namespace.kind.group))>-v1.
-func ApplySetID(name, namespace, kind, group string) string {
-	sum := sha256.Sum256([]byte(strings.Join([]string{name, namespace, kind, group}, ".")))
-	return "applyset-" + base64.RawURLEncoding.EncodeToString(sum[:]) + "-v1"
-}
-
-// ChildSelector is the label selector that matches the children rendered
-// for parent (and, if another tool mislabels objects, a few more: check
-// each with IsChildOf).
-func ChildSelector(parent *unstructured.Unstructured) string {
-	return object.LabelPartOf + "=" + parentApplySetID(parent)
-}
-
-// IsChildOf reports whether obj carries the marks Render injects into a
-// child of parent: a controller reference to that very object (its UID),
-// as an ownerReference or, on a cluster-scoped child of a namespaced
-// parent, as object.AnnotationOwner, and the parent's ApplySet label.
-// Prune deletes only such objects.
-func IsChildOf(obj, parent *unstructured.Unstructured) bool {
-	ref, _ := object.OwnerOf(obj)
-	return ref != nil && ref.UID == parent.GetUID() && obj.GetLabels()[object.LabelPartOf] == parentApplySetID(parent)
-}
-
-func parentApplySetID(p *unstructured.Unstructured) string {
-	gvk := p.GroupVersionKind()
-	return ApplySetID(p.GetName(), p.GetNamespace(), gvk.Kind, gvk.Group)
-}
 
 // owner is what injection needs to know of the parent.
 type owner struct {
@@ -59,7 +28,7 @@ func newOwner(p *unstructured.Unstructured, cluster map[schema.GroupKind]bool) o
 		name:       p.GetName(),
 		namespace:  p.GetNamespace(),
 		uid:        string(p.GetUID()),
-		applySetID: parentApplySetID(p),
+		applySetID: object.ParentApplySetID(p),
 	}
 }
 

@@ -1,8 +1,6 @@
 package render
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"strings"
 	"testing"
 
@@ -16,30 +14,6 @@ import (
 //
 //	printf web.default.App.example.com | sha256sum
 const webAppSetID = "applyset-D_YSZBlQreU9VPuJq0a-dh4leAUnoO6H3Z0vC-CUzsk-v1"
-
-// TestApplySetID checks the KEP-3659 format against IDs computed by hand.
-func TestApplySetID(t *testing.T) {
-	sum := sha256.Sum256([]byte("web.default.App.example.com"))
-	byHand := "applyset-" + base64.RawURLEncoding.EncodeToString(sum[:]) + "-v1"
-	tests := []struct {
-		name                         string
-		pname, ns, kind, group, want string
-	}{
-		{"computed in the test", "web", "default", "App", "example.com", byHand},
-		{"computed outside Go", "web", "default", "App", "example.com", webAppSetID},
-		{"the shipped golden files' parent", "web", "default", "MyResource", "example.loom.dev", "applyset-FSgPlITH87J3vpFkNgH2JrPYvqH5X4k9_84MvYmFRqg-v1"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, ApplySetID(tt.pname, tt.ns, tt.kind, tt.group)); diff != "" {
-				t.Errorf("ApplySetID mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-	if a, b := ApplySetID("web", "default", "App", "example.com"), ApplySetID("web", "other", "App", "example.com"); a == b {
-		t.Errorf("parents in two namespaces share the ApplySet ID %s", a)
-	}
-}
 
 // TestInject checks the metadata every child gets from its parent.
 func TestInject(t *testing.T) {
@@ -142,7 +116,7 @@ func TestInjectClusterScopedParent(t *testing.T) {
 	if len(refs) != 1 || refs[0].Name != "web" || refs[0].UID != "uid-1" || refs[0].Controller == nil || !*refs[0].Controller {
 		t.Errorf("ownerReferences = %+v, want one controller reference to App web", refs)
 	}
-	id := ApplySetID("web", "", "App", "example.com")
+	id := object.ApplySetID("web", "", "App", "example.com")
 	if got := got[0].GetLabels()[object.LabelPartOf]; got != id {
 		t.Errorf("label %s = %q, want %q", object.LabelPartOf, got, id)
 	}
@@ -249,13 +223,13 @@ func TestCustomClusterRoleNamespaced(t *testing.T) {
 	}
 }
 
-// What Render injects is what IsChildOf and ChildSelector recognise, and
-// nothing else passes IsChildOf.
+// What Render injects is what object.IsChildOf and object.ChildSelector
+// recognise, and nothing else passes object.IsChildOf.
 func TestIsChildOf(t *testing.T) {
 	s := loadSet(t, map[string]string{"cm.yaml": configMap("cm", "  a: b\n")})
 	parent := app(t, "")
 	child := mustRender(t, s, parent)[0]
-	if sel := ChildSelector(parent); sel != object.LabelPartOf+"="+child.GetLabels()[object.LabelPartOf] {
+	if sel := object.ChildSelector(parent); sel != object.LabelPartOf+"="+child.GetLabels()[object.LabelPartOf] {
 		t.Errorf("ChildSelector = %q does not select the rendered child (labels %v)", sel, child.GetLabels())
 	}
 	other := parent.DeepCopy()
@@ -279,7 +253,7 @@ func TestIsChildOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := IsChildOf(tt.obj, tt.parent); got != tt.want {
+			if got := object.IsChildOf(tt.obj, tt.parent); got != tt.want {
 				t.Errorf("IsChildOf = %v, want %v", got, tt.want)
 			}
 		})
@@ -325,12 +299,12 @@ func TestInjectDeclaredClusterScoped(t *testing.T) {
 			if got := c.GetLabels()[object.LabelPartOf]; got != webAppSetID {
 				t.Errorf("label %s = %q, want %q", object.LabelPartOf, got, webAppSetID)
 			}
-			if !IsChildOf(c, app(t, "")) {
+			if !object.IsChildOf(c, app(t, "")) {
 				t.Errorf("IsChildOf(child, parent) = false, want true")
 			}
 			other := app(t, "")
 			other.SetUID("uid-2")
-			if IsChildOf(c, other) {
+			if object.IsChildOf(c, other) {
 				t.Errorf("IsChildOf(child, another parent of the same name) = true, want false")
 			}
 		})
