@@ -67,19 +67,38 @@ func ParseOwner(s string) (ref metav1.OwnerReference, namespace string, ok bool)
 // the annotation means nothing, since an ownerReference can reach its
 // parent.
 func OwnerOf(obj *unstructured.Unstructured) (*metav1.OwnerReference, string) {
-	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-		return ref, obj.GetNamespace()
+	return ControllerOf(metav1.GetControllerOfNoCopy(obj), obj.GetNamespace(), func(key string) (string, bool) {
+		v, ok := obj.GetAnnotations()[key]
+		return v, ok
+	})
+}
+
+// ControllerOf is OwnerOf's decision for an object in any form (an
+// Unstructured, or the informers' packed JSON): controller is the
+// object's controller ownerReference or nil, namespace its namespace, and
+// annotation looks up one of its annotations. annotation is called only
+// when the decision needs it: for a cluster-scoped object without a
+// controller reference.
+func ControllerOf(controller *metav1.OwnerReference, namespace string, annotation func(key string) (string, bool)) (*metav1.OwnerReference, string) {
+	if controller != nil {
+		return controller, namespace
 	}
-	if obj.GetNamespace() != "" {
+	if namespace != "" {
 		return nil, ""
 	}
-	return AnnotatedOwner(obj.GetAnnotations())
+	return parseAnnotatedOwner(annotation(AnnotationOwner))
 }
 
 // AnnotatedOwner returns the owner that annotations' AnnotationOwner
 // names, and its namespace, or nil.
 func AnnotatedOwner(annotations map[string]string) (*metav1.OwnerReference, string) {
 	v, ok := annotations[AnnotationOwner]
+	return parseAnnotatedOwner(v, ok)
+}
+
+// parseAnnotatedOwner reads v, an AnnotationOwner value, if ok: the owner
+// it names and its namespace, or nil.
+func parseAnnotatedOwner(v string, ok bool) (*metav1.OwnerReference, string) {
 	if !ok {
 		return nil, ""
 	}

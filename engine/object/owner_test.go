@@ -75,3 +75,45 @@ func TestOwnerOf(t *testing.T) {
 		t.Errorf("OwnerOf(controller and annotation) = %+v, %q; want the controller, in the object's namespace", ref, ns)
 	}
 }
+
+// TestControllerOfLooksUpTheAnnotationOnlyWhenNeeded checks that
+// ControllerOf reads the annotation only for a cluster-scoped object
+// without a controller reference: pack.Packed.Owner relies on it to scan
+// its JSON only then.
+func TestControllerOfLooksUpTheAnnotationOnlyWhenNeeded(t *testing.T) {
+	yes := true
+	ref := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "d", UID: "d1", Controller: &yes}
+	annotated := "example.loom.dev/v1alpha1/MyResource/team-a/web/p1"
+	tests := []struct {
+		name       string
+		controller *metav1.OwnerReference
+		namespace  string
+		wantUID    string
+		wantNS     string
+		wantLookup bool
+	}{
+		{"a controller reference", ref, "team-b", "d1", "team-b", false},
+		{"a cluster-scoped controller reference", ref, "", "d1", "", false},
+		{"a namespaced object without one", nil, "team-b", "", "", false},
+		{"a cluster-scoped object without one", nil, "", "p1", "team-a", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			looked := false
+			got, ns := ControllerOf(tt.controller, tt.namespace, func(key string) (string, bool) {
+				looked = true
+				if key != AnnotationOwner {
+					t.Errorf("looked up %q, want %q", key, AnnotationOwner)
+				}
+				return annotated, true
+			})
+			var uid string
+			if got != nil {
+				uid = string(got.UID)
+			}
+			if uid != tt.wantUID || ns != tt.wantNS || looked != tt.wantLookup {
+				t.Errorf("ControllerOf = uid %q, namespace %q, looked up the annotation %v; want %q, %q, %v", uid, ns, looked, tt.wantUID, tt.wantNS, tt.wantLookup)
+			}
+		})
+	}
+}

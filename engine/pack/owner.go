@@ -9,25 +9,12 @@ import (
 // Owner returns the object's controller and that controller's namespace:
 // its controller ownerReference (and its own namespace), or, when it has
 // none and no namespace, the parent its object.AnnotationOwner names (a
-// cluster-scoped child of a namespaced parent), as object.OwnerOf does. It
-// returns nil when the object has neither. Only a cluster-scoped object
-// without a controller reference costs a scan of its JSON.
+// cluster-scoped child of a namespaced parent): object.OwnerOf's decision
+// (object.ControllerOf). It returns nil when the object has neither. Only
+// a cluster-scoped object without a controller reference costs a scan of
+// its JSON.
 func (p *Packed) Owner() (*metav1.OwnerReference, string) {
-	if ref := p.Controller(); ref != nil {
-		return ref, p.namespace
-	}
-	if p.namespace != "" {
-		return nil, ""
-	}
-	v, ok := p.annotation(object.AnnotationOwner)
-	if !ok {
-		return nil, ""
-	}
-	ref, ns, ok := object.ParseOwner(v)
-	if !ok {
-		return nil, ""
-	}
-	return &ref, ns
+	return object.ControllerOf(p.Controller(), p.namespace, p.annotation)
 }
 
 // OwnerUID returns the UID of the object's controller (see Owner), or "".

@@ -3,6 +3,8 @@ package pack
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -42,6 +44,14 @@ func TestOwner(t *testing.T) {
 					t.Fatal(err)
 				}
 				ref, ns := p.Owner()
+				u := &unstructured.Unstructured{}
+				if err := u.UnmarshalJSON([]byte(tt.json)); err != nil {
+					t.Fatal(err)
+				}
+				uref, uns := object.OwnerOf(u)
+				if diff := cmp.Diff(uref, ref); diff != "" || uns != ns {
+					t.Errorf("Owner() and object.OwnerOf decide apart: namespace %q and %q, reference (-OwnerOf +Owner):\n%s", uns, ns, diff)
+				}
 				if got := p.OwnerUID(); got != types.UID(tt.uid) {
 					t.Errorf("OwnerUID() = %q, want %q", got, tt.uid)
 				}
