@@ -104,35 +104,62 @@ func applyMessage(r object.Result) string {
 // applied and is ready. Its reason is the most severe thing in the way.
 func (f findings) ready() metav1.Condition {
 	c := metav1.Condition{Type: TypeReady, Status: metav1.ConditionFalse}
-	switch {
-	case f.deleting != nil:
-		c.Reason, c.Message = ReasonDeletionBlocked, "being deleted: "+f.deleting.Error()
-	case f.rolloutErr != nil:
-		c.Reason, c.Message = ReasonRolloutUnavailable, "cannot tell which template revision to render: "+f.rolloutErr.Error()
-	case f.identityErr != nil:
-		c.Reason, c.Message = ReasonServiceAccountUnavailable, "cannot act as the set's ServiceAccount: "+f.identityErr.Error()
-	case f.renderErr != nil:
-		c.Reason, c.Message = ReasonRenderFailed, "cannot render children: "+f.renderErr.Error()
-		if r, ok := errors.AsType[Reasoned](f.renderErr); ok {
-			c.Reason = r.Reason()
+	if reason, msg, failed := f.failure(); failed {
+		c.Reason, c.Message = reason, msg
+	} else {
+		switch {
+		case len(f.dependencies) > 0:
+			c.Reason = ReasonWaitingForDependency
+		case len(f.waiting) > 0:
+			c.Reason = ReasonChildrenNotReady
+		default:
+			c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonAllChildrenReady, f.allReady()
 		}
-	case len(f.applyFailures) > 0:
-		c.Reason = ReasonApplyFailed
-	case len(f.childFailures) > 0:
-		c.Reason = ReasonChildFailed
-	case len(f.cycles) > 0:
-		c.Reason = ReasonDependencyCycle
-	case len(f.dependencies) > 0:
-		c.Reason = ReasonWaitingForDependency
-	case len(f.waiting) > 0:
-		c.Reason = ReasonChildrenNotReady
-	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonAllChildrenReady, f.allReady()
 	}
 	if c.Message == "" {
 		c.Message = summarize(concat(f.applyFailures, f.childFailures, f.cycles, f.dependencies, f.waiting))
 	}
 	return c
+}
+
+// failure is the most severe failure of one pass, in the one ranking
+// Ready and Degraded share (and state, which calls the parent Failed on
+// any of them): the parent being deleted, then what stops the render
+// (rollout state, ServiceAccount, the render itself), then failed
+// applies, failed children and dependency cycles. reason is the reason
+// both conditions give; readyMessage is what Ready says of a failure of
+// the parent as a whole, or "" when Ready sums up the children. failed is
+// false when nothing failed (a status template failure aside, which only
+// Degraded reads, below all of these).
+func (f findings) failure() (reason, readyMessage string, failed bool) {
+	switch {
+	case f.deleting != nil:
+		return ReasonDeletionBlocked, "being deleted: " + f.deleting.Error(), true
+	case f.rolloutErr != nil:
+		return ReasonRolloutUnavailable, "cannot tell which template revision to render: " + f.rolloutErr.Error(), true
+	case f.identityErr != nil:
+		return ReasonServiceAccountUnavailable, "cannot act as the set's ServiceAccount: " + f.identityErr.Error(), true
+	case f.renderErr != nil:
+		reason = ReasonRenderFailed
+		if r, ok := errors.AsType[Reasoned](f.renderErr); ok {
+			reason = r.Reason()
+		}
+		return reason, "cannot render children: " + f.renderErr.Error(), true
+	case len(f.applyFailures) > 0:
+		return ReasonApplyFailed, "", true
+	case len(f.childFailures) > 0:
+		return ReasonChildFailed, "", true
+	case len(f.cycles) > 0:
+		return ReasonDependencyCycle, "", true
+	}
+	return "", "", false
+}
+
+// failed reports whether anything in failure's ranking is present; state
+// checks the parent's deletion first, so there it means Failed.
+func (f findings) failed() bool {
+	_, _, failed := f.failure()
+	return failed
 }
 
 // allReady is the message when nothing is in the way.
@@ -201,27 +228,11 @@ func (f findings) degraded() metav1.Condition {
 		msgs = append(msgs, f.renderErr.Error())
 	}
 	msgs = concat(msgs, f.applyFailures, f.childFailures, f.cycles, f.templateProblems)
-	switch {
-	case f.deleting != nil:
-		c.Reason = ReasonDeletionBlocked
-	case f.rolloutErr != nil:
-		c.Reason = ReasonRolloutUnavailable
-	case f.identityErr != nil:
-		c.Reason = ReasonServiceAccountUnavailable
-	case f.renderErr != nil:
-		c.Reason = ReasonRenderFailed
-		if r, ok := errors.AsType[Reasoned](f.renderErr); ok {
-			c.Reason = r.Reason()
-		}
-	case len(f.applyFailures) > 0:
-		c.Reason = ReasonApplyFailed
-	case len(f.childFailures) > 0:
-		c.Reason = ReasonChildFailed
-	case len(f.cycles) > 0:
-		c.Reason = ReasonDependencyCycle
-	case len(f.templateProblems) > 0:
+	if reason, _, failed := f.failure(); failed {
+		c.Reason = reason
+	} else if len(f.templateProblems) > 0 {
 		c.Reason = ReasonStatusTemplateFailed
-	default:
+	} else {
 		c.Status, c.Reason, msgs = metav1.ConditionFalse, ReasonAsExpected, []string{"no failures"}
 	}
 	c.Message = summarize(msgs)
@@ -235,7 +246,7 @@ func (f findings) state(ready metav1.Condition) string {
 	switch {
 	case f.deleting != nil:
 		return StateDeleting
-	case f.rolloutErr != nil || f.identityErr != nil || f.renderErr != nil || len(f.applyFailures) > 0 || len(f.childFailures) > 0 || len(f.cycles) > 0:
+	case f.failed():
 		return StateFailed
 	case ready.Status == metav1.ConditionTrue:
 		return StateReady
