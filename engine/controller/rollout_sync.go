@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/api/v1alpha1"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/rollout"
 )
@@ -223,11 +224,15 @@ func (r *rollouts) ensureStable(ctx context.Context, in *rollout.Input) error {
 	return nil
 }
 
-// loadRevision loads the set whose files a TemplateRevision keeps.
+// loadRevision loads the set whose files a TemplateRevision keeps. One
+// that does not read as a TemplateRevision does not load.
 func loadRevision(dir string, obj *unstructured.Unstructured) (*render.Set, error) {
-	files, _, _ := unstructured.NestedStringMap(obj.Object, "files")
-	raw := make(map[string][]byte, len(files))
-	for n, f := range files {
+	tr, err := v1alpha1.TemplateRevisionFromUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	raw := make(map[string][]byte, len(tr.Files))
+	for n, f := range tr.Files {
 		raw[n] = []byte(f)
 	}
 	return render.LoadSources(dir, raw)
@@ -364,7 +369,12 @@ func (r *rollouts) prune(ctx context.Context, s rollout.State) error {
 		return err
 	}
 	for _, item := range items {
-		rev, _, _ := unstructured.NestedString(item.Object, "revision")
+		// One that does not read as a TemplateRevision names no revision:
+		// it goes with the others.
+		var rev string
+		if tr, err := v1alpha1.TemplateRevisionFromUnstructured(&item); err == nil {
+			rev = tr.Revision
+		}
 		if rev == s.StableRevision || rev == s.CandidateRevision {
 			continue
 		}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/api/v1alpha1"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/rollout"
 )
@@ -253,7 +254,7 @@ func TestTemplateSetOfAnotherSetIsRefused(t *testing.T) {
 			// The same when the cache does not hold it yet: the create
 			// finds it exists (another Loom made it) and reads it.
 			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-				map[schema.GroupVersionResource]string{templateSetGVR: "TemplateSetList"}, ts.DeepCopy())
+				map[schema.GroupVersionResource]string{v1alpha1.TemplateSetGVR: "TemplateSetList"}, ts.DeepCopy())
 			empty := cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
 			r = &rollouts{name: "app", informer: empty,
 				store: &rolloutStore{client: client, name: "app", fieldManager: "loom", timeout: time.Second}}
@@ -337,7 +338,7 @@ func TestStableRevisionThatNoLongerLoads(t *testing.T) {
 				"files": map[string]any{"loom.yaml": parent, "cm.yaml": tt.template},
 			}}
 			r.store.client = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-				map[schema.GroupVersionResource]string{templateRevisionGVR: "TemplateRevisionList"}, rev)
+				map[schema.GroupVersionResource]string{v1alpha1.TemplateRevisionGVR: "TemplateRevisionList"}, rev)
 			in := rollout.Input{Revision: folder.Revision(), State: rollout.State{StableRevision: "old"}}
 			if err := r.ensureStable(t.Context(), &in); err != nil {
 				t.Fatal(err)
