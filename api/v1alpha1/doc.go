@@ -15,7 +15,9 @@
 // turn it into a TemplateSet or a TemplateRevision with
 // TemplateSetFromUnstructured or TemplateRevisionFromUnstructured, and
 // turn the typed objects they build back with ToUnstructured before they
-// write them. engine/rbac names the resources Loom must be allowed.
+// write them. engine/rollout decides the status's rollout fields and
+// speaks its phases and condition reasons; engine/rbac names the
+// resources Loom must be allowed.
 //
 // The package imports no client and no other Loom package, so that any
 // stage may name these kinds without pulling in the controller.

@@ -47,13 +47,22 @@ const (
 // it (the CRD's enum).
 type Phase string
 
-// The phases of a rollout. engine/rollout documents what each means.
+// The phases of a rollout.
 const (
-	PhaseComplete    Phase = "Complete"
+	// PhaseComplete: every parent is on the stable revision; nothing to
+	// roll out.
+	PhaseComplete Phase = "Complete"
+	// PhaseProgressing: a candidate moves step by step.
 	PhaseProgressing Phase = "Progressing"
-	PhasePaused      Phase = "Paused"
-	PhaseFailed      Phase = "Failed"
-	PhaseRolledBack  Phase = "RolledBack"
+	// PhasePaused: a user paused the rollout, or it waits for a resume
+	// after a failed step was followed by a new edit.
+	PhasePaused Phase = "Paused"
+	// PhaseFailed: a step failed with onFailure: pause; the moved parents
+	// stay on the candidate until resume, promote, abort or a new edit.
+	PhaseFailed Phase = "Failed"
+	// PhaseRolledBack: a step failed with onFailure: rollback, or the
+	// rollout was aborted; every parent is back on the stable revision.
+	PhaseRolledBack Phase = "RolledBack"
 )
 
 // The condition types of a TemplateSet, in kstatus's terms so that

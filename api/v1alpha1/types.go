@@ -47,17 +47,21 @@ type TemplateSetStatus struct {
 	RejectedRevision string `json:"rejectedRevision,omitempty"`
 	// Phase is where the rollout stands.
 	Phase Phase `json:"phase,omitempty"`
-	// Step is the current step, counted from 1; 0 when no candidate moves.
+	// Step is the current step, counted from 1; 0 when no rollout runs.
 	Step int `json:"step,omitempty"`
 	// Steps is how many steps the policy has.
 	Steps int `json:"steps,omitempty"`
-	// Threshold fixes which parents the current step moved.
+	// Threshold moves the parents whose key is below it, as a decimal
+	// uint64. It is fixed when a step starts and never lowered while the
+	// candidate lasts.
 	Threshold string `json:"threshold,omitempty"`
-	// Halted is true when a step failed.
+	// Halted is set by a failed step with onFailure: pause, and cleared by
+	// a resume.
 	Halted bool `json:"halted,omitempty"`
 	// StepStartedAt is when the current step started.
 	StepStartedAt *metav1.Time `json:"stepStartedAt,omitempty"`
-	// StepReadyAt is when the current step's parents were all Ready.
+	// StepReadyAt is when the current step's parents were all Ready; its
+	// soak counts from then.
 	StepReadyAt *metav1.Time `json:"stepReadyAt,omitempty"`
 	// ObservedResume is the last spec.resume Loom acted on.
 	ObservedResume string `json:"observedResume,omitempty"`
