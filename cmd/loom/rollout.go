@@ -13,17 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/loom-operator/loom/engine/rollout"
+	"github.com/loom-operator/loom/api/v1alpha1"
 )
-
-// templateSetGVR is the cluster-scoped TemplateSet: one per template set
-// Loom loads, whose status is the set's rollout and whose spec its controls.
-var templateSetGVR = schema.GroupVersionResource{Group: "loom.dev", Version: "v1alpha1", Resource: "templatesets"}
 
 // rolloutFieldManager names loom rollout in the managedFields of the spec
 // fields it writes.
@@ -120,7 +115,7 @@ func (o *rolloutOptions) client() (dynamic.ResourceInterface, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.templateSets = c.Resource(templateSetGVR)
+	o.templateSets = c.Resource(v1alpha1.TemplateSetGVR)
 	return o.templateSets, nil
 }
 
@@ -212,45 +207,40 @@ func (o *rolloutOptions) status(ctx context.Context, out, errOut io.Writer, name
 // phaseExitCode is the exit code of a rollout in phase p. No phase yet
 // (Loom has not written the status) is not done; an unknown one is an
 // error.
-func phaseExitCode(name string, p rollout.Phase) (int, error) {
+func phaseExitCode(name string, p v1alpha1.Phase) (int, error) {
 	switch p {
-	case rollout.Complete:
+	case v1alpha1.PhaseComplete:
 		return exitRolloutDone, nil
-	case rollout.Failed, rollout.RolledBack:
+	case v1alpha1.PhaseFailed, v1alpha1.PhaseRolledBack:
 		return exitRolloutFailed, nil
-	case rollout.Progressing, rollout.Paused, "":
+	case v1alpha1.PhaseProgressing, v1alpha1.PhasePaused, "":
 		return exitRolloutPending, nil
 	}
 	return 0, fmt.Errorf("templateset/%s: unknown phase %q", name, p)
 }
 
 // done reports whether a watch ends at phase p.
-func done(p rollout.Phase) bool {
-	return p == rollout.Complete || p == rollout.Failed || p == rollout.RolledBack
+func done(p v1alpha1.Phase) bool {
+	return p == v1alpha1.PhaseComplete || p == v1alpha1.PhaseFailed || p == v1alpha1.PhaseRolledBack
 }
 
-// templateSet is what loom rollout shows of a TemplateSet.
+// templateSet is what loom rollout shows of a TemplateSet: its status,
+// as Loom wrote it.
 type templateSet struct {
-	rollout.State
+	v1alpha1.TemplateSetStatus
 	Name string
-	// Set is the template set's folder; ParentKind its parents' apiVersion
-	// and kind.
-	Set, ParentKind string
 	// Paused is spec.paused: asked for, whether or not Loom acted yet.
 	Paused bool
 }
 
-// templateSetOf reads a TemplateSet's status the way Loom writes it.
+// templateSetOf reads a TemplateSet. One that does not read as a
+// TemplateSet is an error naming it.
 func templateSetOf(obj *unstructured.Unstructured) (templateSet, error) {
-	ts := templateSet{Name: obj.GetName()}
-	state, controls, err := rollout.FromObject(obj)
+	ts, err := v1alpha1.TemplateSetFromUnstructured(obj)
 	if err != nil {
-		return ts, err
+		return templateSet{Name: obj.GetName()}, err
 	}
-	ts.State, ts.Paused = state, controls.Paused
-	ts.Set, _, _ = unstructured.NestedString(obj.Object, "status", "set")
-	ts.ParentKind, _, _ = unstructured.NestedString(obj.Object, "status", "parentKind")
-	return ts, nil
+	return templateSet{TemplateSetStatus: ts.Status, Name: ts.Name, Paused: ts.Spec.Paused}, nil
 }
 
 // writeSummary prints the rollout for a person, a field a line.
@@ -308,7 +298,7 @@ func orNone(s string) string {
 
 // progress is what --watch prints a line for when it changes.
 type progress struct {
-	phase        rollout.Phase
+	phase        v1alpha1.Phase
 	step         int
 	moved, ready int
 	message      string
@@ -347,7 +337,7 @@ type follower struct {
 // or RolledBack, and returns that phase. It watches the object from each
 // read; when the API server refuses the watch it reads the object every
 // interval instead. It returns ctx's error when ctx ends first.
-func (f *follower) follow(ctx context.Context) (rollout.Phase, error) {
+func (f *follower) follow(ctx context.Context) (v1alpha1.Phase, error) {
 	watching := true
 	failures := 0
 	for {
@@ -404,7 +394,7 @@ func (e *watchUnavailableError) Unwrap() error { return e.err }
 
 // watch follows the object from resourceVersion rv until the rollout is
 // over, the watch ends (over false, no error: read again) or ctx ends.
-func (f *follower) watch(ctx context.Context, rv string) (rollout.Phase, bool, error) {
+func (f *follower) watch(ctx context.Context, rv string) (v1alpha1.Phase, bool, error) {
 	w, err := f.client.Watch(ctx, metav1.ListOptions{
 		FieldSelector:   fields.OneTermEqualSelector("metadata.name", f.name).String(),
 		ResourceVersion: rv,
@@ -444,7 +434,7 @@ func (f *follower) watch(ctx context.Context, rv string) (rollout.Phase, bool, e
 
 // observe prints a line if the rollout changed since the last one, and
 // reports its phase and whether the rollout is over.
-func (f *follower) observe(obj *unstructured.Unstructured) (rollout.Phase, bool, error) {
+func (f *follower) observe(obj *unstructured.Unstructured) (v1alpha1.Phase, bool, error) {
 	ts, err := templateSetOf(obj)
 	if err != nil {
 		return "", false, err

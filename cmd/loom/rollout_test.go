@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/api/v1alpha1"
 )
 
 // testNow is the clock of the tests: resume tokens and step ages.
@@ -206,7 +208,7 @@ func TestRolloutControls(t *testing.T) {
 			if patches != tt.patches {
 				t.Errorf("%d patches sent, want %d", patches, tt.patches)
 			}
-			got, err := client.Resource(templateSetGVR).Get(context.Background(), "ts", metav1.GetOptions{})
+			got, err := client.Resource(v1alpha1.TemplateSetGVR).Get(context.Background(), "ts", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -277,7 +279,7 @@ func TestRolloutStatusWatch(t *testing.T) {
 				}
 				// Watch first, then let the updates start, so that each
 				// is an event of this watch.
-				w, err := client.Tracker().Watch(templateSetGVR, "", a.(clienttesting.WatchActionImpl).ListOptions)
+				w, err := client.Tracker().Watch(v1alpha1.TemplateSetGVR, "", a.(clienttesting.WatchActionImpl).ListOptions)
 				return true, w, err
 			})
 			if tt.slowGet {
@@ -337,7 +339,7 @@ func writeStatuses(client *fake.FakeDynamicClient, watching <-chan struct{}, sta
 		if err := obj.UnmarshalJSON(j); err != nil {
 			return err
 		}
-		if _, err := client.Resource(templateSetGVR).Update(context.Background(), obj, metav1.UpdateOptions{}); err != nil {
+		if _, err := client.Resource(v1alpha1.TemplateSetGVR).Update(context.Background(), obj, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
 		time.Sleep(30 * time.Millisecond) // a poll (every 10ms) sees each

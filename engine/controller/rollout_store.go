@@ -10,27 +10,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/loom-operator/loom/api/v1alpha1"
 	"github.com/loom-operator/loom/engine/render"
 )
-
-// The kinds that keep rollouts in the cluster (crds/).
-var (
-	templateSetGVR      = schema.GroupVersionResource{Group: "loom.dev", Version: "v1alpha1", Resource: "templatesets"}
-	templateRevisionGVR = schema.GroupVersionResource{Group: "loom.dev", Version: "v1alpha1", Resource: "templaterevisions"}
-)
-
-// setLabel names the TemplateSet a TemplateRevision belongs to.
-const setLabel = "loom.dev/set"
-
-// namespaceLabel marks the TemplateSets and TemplateRevisions of a Loom
-// that watches one namespace with that namespace.
-const namespaceLabel = "loom.dev/namespace"
 
 var invalidName = regexp.MustCompile(`[^a-z0-9.-]+`)
 
@@ -68,9 +55,11 @@ func (s *rolloutStore) call(ctx context.Context) (context.Context, context.Cance
 	return context.WithTimeout(ctx, s.timeout)
 }
 
-func (s *rolloutStore) sets() dynamic.ResourceInterface { return s.client.Resource(templateSetGVR) }
+func (s *rolloutStore) sets() dynamic.ResourceInterface {
+	return s.client.Resource(v1alpha1.TemplateSetGVR)
+}
 func (s *rolloutStore) revisions() dynamic.ResourceInterface {
-	return s.client.Resource(templateRevisionGVR)
+	return s.client.Resource(v1alpha1.TemplateRevisionGVR)
 }
 
 // revisionName is the TemplateRevision that keeps revision rev.
@@ -78,9 +67,9 @@ func (s *rolloutStore) revisionName(rev string) string { return s.name + "-" + r
 
 // labels are the labels of this set's TemplateSet and TemplateRevisions.
 func (s *rolloutStore) labels() map[string]string {
-	l := map[string]string{setLabel: s.name}
+	l := map[string]string{v1alpha1.SetLabel: s.name}
 	if s.namespace != "" {
-		l[namespaceLabel] = s.namespace
+		l[v1alpha1.NamespaceLabel] = s.namespace
 	}
 	return l
 }
@@ -101,19 +90,21 @@ func (s *rolloutStore) canRead(ctx context.Context) error {
 
 // informer returns an informer of the one TemplateSet.
 func (s *rolloutStore) informer() cache.SharedIndexInformer {
-	return dynamicinformer.NewFilteredDynamicInformer(s.client, templateSetGVR, "", 0, cache.Indexers{},
+	return dynamicinformer.NewFilteredDynamicInformer(s.client, v1alpha1.TemplateSetGVR, "", 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + s.name }).Informer()
 }
 
 // createSet creates the TemplateSet of the set in folder, or reads it if
 // it exists.
 func (s *rolloutStore) createSet(ctx context.Context, folder string) (*unstructured.Unstructured, error) {
-	ts := &unstructured.Unstructured{}
-	ts.SetAPIVersion("loom.dev/v1alpha1")
-	ts.SetKind("TemplateSet")
-	ts.SetName(s.name)
-	ts.SetLabels(s.labels())
-	ts.SetAnnotations(map[string]string{"loom.dev/folder": folder})
+	ts, err := (&v1alpha1.TemplateSet{ObjectMeta: metav1.ObjectMeta{
+		Name:        s.name,
+		Labels:      s.labels(),
+		Annotations: map[string]string{v1alpha1.FolderAnnotation: folder},
+	}}).ToUnstructured()
+	if err != nil {
+		return nil, err
+	}
 	cctx, cancel := s.call(ctx)
 	defer cancel()
 	created, err := s.sets().Create(cctx, ts, metav1.CreateOptions{FieldManager: s.fieldManager})
@@ -155,22 +146,23 @@ func (s *rolloutStore) revision(ctx context.Context, rev string) (*unstructured.
 // keep creates the TemplateRevision of set, revision rev, owned by the
 // TemplateSet owner (when known). One that exists already is kept.
 func (s *rolloutStore) keep(ctx context.Context, set *render.Set, rev string, owner *unstructured.Unstructured) error {
-	files := map[string]any{}
-	for n, b := range set.Sources() {
-		files[n] = string(b)
+	tr := &v1alpha1.TemplateRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: s.revisionName(rev), Labels: s.labels()},
+		Set:        s.name, Revision: rev, Files: map[string]string{},
 	}
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "loom.dev/v1alpha1", "kind": "TemplateRevision",
-		"metadata": map[string]any{"name": s.revisionName(rev)},
-		"set":      s.name, "revision": rev, "files": files,
-	}}
-	obj.SetLabels(s.labels())
+	for n, b := range set.Sources() {
+		tr.Files[n] = string(b)
+	}
 	if owner != nil {
-		obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "loom.dev/v1alpha1", Kind: "TemplateSet", Name: owner.GetName(), UID: owner.GetUID()}})
+		tr.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.TemplateSetKind, Name: owner.GetName(), UID: owner.GetUID()}}
+	}
+	obj, err := tr.ToUnstructured()
+	if err != nil {
+		return err
 	}
 	cctx, cancel := s.call(ctx)
 	defer cancel()
-	_, err := s.revisions().Create(cctx, obj, metav1.CreateOptions{FieldManager: s.fieldManager})
+	_, err = s.revisions().Create(cctx, obj, metav1.CreateOptions{FieldManager: s.fieldManager})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("keep revision %s of %s: %w", rev, set.Dir, err)
 	}
@@ -181,7 +173,7 @@ func (s *rolloutStore) keep(ctx context.Context, set *render.Set, rev string, ow
 func (s *rolloutStore) listRevisions(ctx context.Context) ([]unstructured.Unstructured, error) {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
-	list, err := s.revisions().List(ctx, metav1.ListOptions{LabelSelector: setLabel + "=" + s.name})
+	list, err := s.revisions().List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.SetLabel + "=" + s.name})
 	if err != nil {
 		return nil, fmt.Errorf("list the TemplateRevisions of %s: %w", s.name, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/api/v1alpha1"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/rollout"
 )
@@ -223,11 +224,15 @@ func (r *rollouts) ensureStable(ctx context.Context, in *rollout.Input) error {
 	return nil
 }
 
-// loadRevision loads the set whose files a TemplateRevision keeps.
+// loadRevision loads the set whose files a TemplateRevision keeps. One
+// that does not read as a TemplateRevision does not load.
 func loadRevision(dir string, obj *unstructured.Unstructured) (*render.Set, error) {
-	files, _, _ := unstructured.NestedStringMap(obj.Object, "files")
-	raw := make(map[string][]byte, len(files))
-	for n, f := range files {
+	tr, err := v1alpha1.TemplateRevisionFromUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	raw := make(map[string][]byte, len(tr.Files))
+	for n, f := range tr.Files {
 		raw[n] = []byte(f)
 	}
 	return render.LoadSources(dir, raw)
@@ -324,23 +329,18 @@ func (r *rollouts) writeState(ctx context.Context, ts *unstructured.Unstructured
 	return nil
 }
 
-// tsStatus is a TemplateSet's status: the rollout's state, the set and
-// parent kind it belongs to, and its conditions.
-type tsStatus struct {
-	rollout.State `json:",inline"`
-	Set           string             `json:"set"`
-	ParentKind    string             `json:"parentKind"`
-	Conditions    []metav1.Condition `json:"conditions"`
-}
-
 // templateSetStatus is the status of a TemplateSet at generation gen
 // whose status was old, once it holds s: old's conditions, updated by
 // the ones s implies and by extra (an unreadable list is replaced).
 func templateSetStatus(old map[string]any, gen int64, folder *render.Set, s rollout.State, extra ...metav1.Condition) (map[string]any, error) {
-	st := tsStatus{State: s, Set: folder.Dir,
-		ParentKind: folder.ParentGVK().GroupVersion().String() + "/" + folder.ParentGVK().Kind}
+	st, err := statusOf(s)
+	if err != nil {
+		return nil, err
+	}
+	st.Set = folder.Dir
+	st.ParentKind = folder.ParentGVK().GroupVersion().String() + "/" + folder.ParentGVK().Kind
 	if list, ok := old["conditions"].([]any); ok {
-		var prev tsStatus
+		var prev v1alpha1.TemplateSetStatus
 		if runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"conditions": list}, &prev) == nil {
 			st.Conditions = prev.Conditions
 		}
@@ -350,6 +350,21 @@ func templateSetStatus(old map[string]any, gen int64, folder *render.Set, s roll
 		meta.SetStatusCondition(&st.Conditions, cond)
 	}
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+}
+
+// statusOf is a TemplateSet's status holding s, and nothing else yet.
+// State's fields are the status's, under the same names; TestStatusOf
+// checks that every one of them arrives.
+func statusOf(s rollout.State) (v1alpha1.TemplateSetStatus, error) {
+	var st v1alpha1.TemplateSetStatus
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&s)
+	if err == nil {
+		err = runtime.DefaultUnstructuredConverter.FromUnstructured(m, &st)
+	}
+	if err != nil {
+		return st, fmt.Errorf("convert the rollout state to a TemplateSet status: %w", err)
+	}
+	return st, nil
 }
 
 // prune deletes this set's TemplateRevisions that s does not name. It
@@ -364,7 +379,12 @@ func (r *rollouts) prune(ctx context.Context, s rollout.State) error {
 		return err
 	}
 	for _, item := range items {
-		rev, _, _ := unstructured.NestedString(item.Object, "revision")
+		// One that does not read as a TemplateRevision names no revision:
+		// it goes with the others.
+		var rev string
+		if tr, err := v1alpha1.TemplateRevisionFromUnstructured(&item); err == nil {
+			rev = tr.Revision
+		}
 		if rev == s.StableRevision || rev == s.CandidateRevision {
 			continue
 		}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/api/v1alpha1"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/rollout"
 )
@@ -253,7 +255,7 @@ func TestTemplateSetOfAnotherSetIsRefused(t *testing.T) {
 			// The same when the cache does not hold it yet: the create
 			// finds it exists (another Loom made it) and reads it.
 			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-				map[schema.GroupVersionResource]string{templateSetGVR: "TemplateSetList"}, ts.DeepCopy())
+				map[schema.GroupVersionResource]string{v1alpha1.TemplateSetGVR: "TemplateSetList"}, ts.DeepCopy())
 			empty := cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
 			r = &rollouts{name: "app", informer: empty,
 				store: &rolloutStore{client: client, name: "app", fieldManager: "loom", timeout: time.Second}}
@@ -337,7 +339,7 @@ func TestStableRevisionThatNoLongerLoads(t *testing.T) {
 				"files": map[string]any{"loom.yaml": parent, "cm.yaml": tt.template},
 			}}
 			r.store.client = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-				map[schema.GroupVersionResource]string{templateRevisionGVR: "TemplateRevisionList"}, rev)
+				map[schema.GroupVersionResource]string{v1alpha1.TemplateRevisionGVR: "TemplateRevisionList"}, rev)
 			in := rollout.Input{Revision: folder.Revision(), State: rollout.State{StableRevision: "old"}}
 			if err := r.ensureStable(t.Context(), &in); err != nil {
 				t.Fatal(err)
@@ -346,5 +348,40 @@ func TestStableRevisionThatNoLongerLoads(t *testing.T) {
 				t.Errorf("stable revision reset = %v, want %v (state %+v)", reset, tt.wantReset, in.State)
 			}
 		})
+	}
+}
+
+// Every field of the rollout's State reaches the TemplateSet's typed
+// status and comes back from it unchanged: a field added to State but not
+// to api/v1alpha1's TemplateSetStatus would be lost from the status, and
+// a restarted Loom would decide without it.
+func TestStatusOf(t *testing.T) {
+	at := func(h int) *metav1.Time { return &metav1.Time{Time: time.Date(2026, 1, 2, h, 0, 0, 0, time.UTC)} }
+	s := rollout.State{StableRevision: "a", CandidateRevision: "b", RejectedRevision: "c", Phase: rollout.Failed,
+		Step: 2, Steps: 3, Threshold: "12", Halted: true, StepStartedAt: at(4), StepReadyAt: at(5),
+		ObservedResume: "r", FailedParent: "ns/p", Message: "m", Parents: rollout.Counts{Total: 3, Moved: 2, Ready: 1}}
+	v := reflect.ValueOf(s)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("the test's State leaves %s zero: set it, so that the test covers it", v.Type().Field(i).Name)
+		}
+	}
+	st, err := statusOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Phase != v1alpha1.PhaseFailed || st.Parents != (v1alpha1.ParentCounts{Total: 3, Moved: 2, Ready: 1}) {
+		t.Errorf("status: got %+v", st)
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, _, err := rollout.FromObject(&unstructured.Unstructured{Object: map[string]any{"status": m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(s, back); diff != "" {
+		t.Errorf("State -> TemplateSetStatus -> State (-want +got):\n%s", diff)
 	}
 }

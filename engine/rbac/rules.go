@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/loom-operator/loom/api/v1alpha1"
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/object"
@@ -219,10 +220,9 @@ func (s Set) add(n needs, ns string, installCRDs bool) {
 		}
 	}
 	if s.Config.Rollout != nil {
-		sets := schema.GroupResource{Group: "loom.dev", Resource: "templatesets"}
-		n.add("", sets, "get", "list", "watch", "create")
-		n.add("", schema.GroupResource{Group: "loom.dev", Resource: "templatesets/status"}, "update")
-		n.add("", schema.GroupResource{Group: "loom.dev", Resource: "templaterevisions"}, "get", "list", "create", "delete")
+		n.add("", v1alpha1.TemplateSetGVR.GroupResource(), "get", "list", "watch", "create")
+		n.add("", schema.GroupResource{Group: v1alpha1.Group, Resource: v1alpha1.TemplateSetStatusResource}, "update")
+		n.add("", v1alpha1.TemplateRevisionGVR.GroupResource(), "get", "list", "create", "delete")
 	}
 }
 

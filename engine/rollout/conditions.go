@@ -2,6 +2,8 @@ package rollout
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loom-operator/loom/api/v1alpha1"
 )
 
 // Conditions are the TemplateSet's conditions for s, in kstatus's terms so
@@ -17,15 +19,21 @@ func Conditions(s State) []metav1.Condition {
 		}
 		return metav1.Condition{Type: typ, Status: st, Reason: reason, Message: msg}
 	}
+	const ready, reconciling, stalled = v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled
 	switch s.Phase {
 	case Progressing:
-		return []metav1.Condition{cond("Ready", false, "Progressing", s.Message), cond("Reconciling", true, "Progressing", s.Message), cond("Stalled", false, "Progressing", "")}
+		r := v1alpha1.ReasonProgressing
+		return []metav1.Condition{cond(ready, false, r, s.Message), cond(reconciling, true, r, s.Message), cond(stalled, false, r, "")}
 	case Paused:
-		return []metav1.Condition{cond("Ready", false, "Paused", s.Message), cond("Reconciling", false, "Paused", s.Message), cond("Stalled", false, "Paused", "")}
+		r := v1alpha1.ReasonPaused
+		return []metav1.Condition{cond(ready, false, r, s.Message), cond(reconciling, false, r, s.Message), cond(stalled, false, r, "")}
 	case Failed:
-		return []metav1.Condition{cond("Ready", false, "RolloutFailed", s.Message), cond("Reconciling", false, "RolloutFailed", ""), cond("Stalled", true, "RolloutFailed", s.Message)}
+		r := v1alpha1.ReasonRolloutFailed
+		return []metav1.Condition{cond(ready, false, r, s.Message), cond(reconciling, false, r, ""), cond(stalled, true, r, s.Message)}
 	case RolledBack:
-		return []metav1.Condition{cond("Ready", true, "RolledBack", s.Message), cond("Reconciling", false, "RolledBack", ""), cond("Stalled", true, "RolledBack", s.Message)}
+		r := v1alpha1.ReasonRolledBack
+		return []metav1.Condition{cond(ready, true, r, s.Message), cond(reconciling, false, r, ""), cond(stalled, true, r, s.Message)}
 	}
-	return []metav1.Condition{cond("Ready", true, "Complete", s.Message), cond("Reconciling", false, "Complete", ""), cond("Stalled", false, "Complete", "")}
+	r := v1alpha1.ReasonComplete
+	return []metav1.Condition{cond(ready, true, r, s.Message), cond(reconciling, false, r, ""), cond(stalled, false, r, "")}
 }

@@ -8,26 +8,29 @@ import (
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loom-operator/loom/api/v1alpha1"
 )
 
-// Phase is where a rollout stands.
-type Phase string
+// Phase is where a rollout stands: api/v1alpha1's, the TemplateSet's
+// status.phase.
+type Phase = v1alpha1.Phase
 
 // The phases of a rollout, as TemplateSet's status.phase shows them.
 const (
 	// Complete: every parent is on the stable revision; nothing to roll out.
-	Complete Phase = "Complete"
+	Complete = v1alpha1.PhaseComplete
 	// Progressing: a candidate moves step by step.
-	Progressing Phase = "Progressing"
+	Progressing = v1alpha1.PhaseProgressing
 	// Paused: a user paused the rollout, or it waits for a resume after a
 	// failed step was followed by a new edit.
-	Paused Phase = "Paused"
+	Paused = v1alpha1.PhasePaused
 	// Failed: a step failed with onFailure: pause; the moved parents stay
 	// on the candidate until resume, promote, abort or a new edit.
-	Failed Phase = "Failed"
+	Failed = v1alpha1.PhaseFailed
 	// RolledBack: a step failed with onFailure: rollback, or the rollout
 	// was aborted; every parent is back on the stable revision.
-	RolledBack Phase = "RolledBack"
+	RolledBack = v1alpha1.PhaseRolledBack
 )
 
 // State is a set's rollout as Loom keeps it in the cluster, in the status
