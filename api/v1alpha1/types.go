@@ -35,9 +35,23 @@ type TemplateSetSpec struct {
 }
 
 // TemplateSetStatus is a set's rollout as Loom keeps it: the fields
-// engine/rollout's State decides, the set and parent kind the rollout
-// belongs to, and the conditions.
+// engine/rollout's State decides (RolloutState), the set and parent kind
+// the rollout belongs to, and the conditions.
 type TemplateSetStatus struct {
+	RolloutState `json:",inline"`
+
+	// Set is the template set's folder.
+	Set string `json:"set"`
+	// ParentKind is the parents' apiVersion and kind, e.g.
+	// example.loom.dev/v1/MyResource.
+	ParentKind string `json:"parentKind"`
+	// Conditions are Ready, Reconciling and Stalled, and Loom's own.
+	Conditions []metav1.Condition `json:"conditions"`
+}
+
+// RolloutState is where a set's rollout stands: what engine/rollout's
+// Decide reads and returns, kept in the TemplateSet's status.
+type RolloutState struct {
 	// StableRevision is the revision every parent not moved renders.
 	StableRevision string `json:"stableRevision,omitempty"`
 	// CandidateRevision is the revision being rolled out, if any.
@@ -71,14 +85,6 @@ type TemplateSetStatus struct {
 	Message string `json:"message,omitempty"`
 	// Parents counts the set's parents.
 	Parents ParentCounts `json:"parents"`
-
-	// Set is the template set's folder.
-	Set string `json:"set"`
-	// ParentKind is the parents' apiVersion and kind, e.g.
-	// example.loom.dev/v1/MyResource.
-	ParentKind string `json:"parentKind"`
-	// Conditions are Ready, Reconciling and Stalled, and Loom's own.
-	Conditions []metav1.Condition `json:"conditions"`
 }
 
 // ParentCounts counts a set's parents during a rollout.

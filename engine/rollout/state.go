@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loom-operator/loom/api/v1alpha1"
 )
@@ -34,52 +33,12 @@ const (
 )
 
 // State is a set's rollout as Loom keeps it in the cluster, in the status
-// of the set's TemplateSet object: what Decide reads and returns.
-type State struct {
-	// StableRevision is the revision every parent not moved renders.
-	StableRevision string `json:"stableRevision,omitempty"`
-	// CandidateRevision is the revision being rolled out; empty for none.
-	CandidateRevision string `json:"candidateRevision,omitempty"`
-	// RejectedRevision is a candidate rolled back or aborted. It is not
-	// rolled out again until the folder holds another revision.
-	RejectedRevision string `json:"rejectedRevision,omitempty"`
-	// Phase is where the rollout stands.
-	Phase Phase `json:"phase,omitempty"`
-	// Step is the current step, 1-based; 0 when no rollout runs.
-	Step int `json:"step,omitempty"`
-	// Steps is how many steps the policy has.
-	Steps int `json:"steps,omitempty"`
-	// Threshold moves the parents whose key is below it, as a decimal
-	// uint64. It is fixed when a step starts and never lowered while the
-	// candidate lasts.
-	Threshold string `json:"threshold,omitempty"`
-	// Halted is set by a failed step with onFailure: pause, and cleared by
-	// a resume.
-	Halted bool `json:"halted,omitempty"`
-	// StepStartedAt is when the current step started.
-	StepStartedAt *metav1.Time `json:"stepStartedAt,omitempty"`
-	// StepReadyAt is when the current step's parents were all Ready; its
-	// soak counts from then.
-	StepReadyAt *metav1.Time `json:"stepReadyAt,omitempty"`
-	// ObservedResume is the last spec.resume token acted on.
-	ObservedResume string `json:"observedResume,omitempty"`
-	// FailedParent names the parent whose failure stopped the step.
-	FailedParent string `json:"failedParent,omitempty"`
-	// Message says what the rollout is doing or why it stopped.
-	Message string `json:"message,omitempty"`
-	// Parents counts the parents by where they are.
-	Parents Counts `json:"parents"`
-}
+// of the set's TemplateSet object (v1alpha1.RolloutState, whose fields
+// and their meaning it has): what Decide reads and returns.
+type State v1alpha1.RolloutState
 
 // Counts are the parents of a set, by revision and readiness.
-type Counts struct {
-	// Total is every parent of the set's kind.
-	Total int `json:"total"`
-	// Moved is the parents whose target is the candidate.
-	Moved int `json:"moved"`
-	// Ready is the moved parents that are Ready on the candidate.
-	Ready int `json:"ready"`
-}
+type Counts = v1alpha1.ParentCounts
 
 // Parent is what Decide needs of one parent.
 type Parent struct {
