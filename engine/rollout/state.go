@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 
-
 	"github.com/loom-operator/loom/api/v1alpha1"
 )
 
