@@ -3,9 +3,10 @@ package render
 import (
 	"bytes"
 	"fmt"
-	"strconv"
 	"strings"
 	"text/template/parse"
+
+	"github.com/loom-operator/loom/engine/render/deadline"
 )
 
 // parseError is fromTemplateError for a parse of file's text src, except
@@ -134,19 +135,9 @@ func strayLine(tree *parse.Tree) int {
 // skip bytes when it is a text node.
 func textLine(tree *parse.Tree, n parse.Node, skip int) int {
 	loc, _ := tree.ErrorContext(n)
-	line := locLine(loc)
+	line := deadline.LocLine(loc)
 	if t, ok := n.(*parse.TextNode); ok {
 		line += strings.Count(string(t.Text[:skip]), "\n")
 	}
 	return line
-}
-
-// locLine is the line of an ErrorContext location, "file:line:col".
-func locLine(loc string) int {
-	parts := strings.Split(loc, ":")
-	if len(parts) < 3 {
-		return 0
-	}
-	n, _ := strconv.Atoi(parts[len(parts)-2])
-	return n
 }

@@ -106,7 +106,7 @@ func Site(t *template.Template, site []byte) (file string, line int, ok bool) {
 		}
 		if n := findCheck(tmpl.Tree.Root, first); n != nil {
 			loc, _ := tmpl.Tree.ErrorContext(n)
-			return tmpl.Tree.ParseName, locLine(loc), true
+			return tmpl.Tree.ParseName, LocLine(loc), true
 		}
 	}
 	return "", 0, false
@@ -145,8 +145,9 @@ func findCheckIn(b *parse.BranchNode, first *byte) *parse.TextNode {
 	return findCheck(b.ElseList, first)
 }
 
-// locLine is the line of an ErrorContext location, "file:line:col".
-func locLine(loc string) int {
+// LocLine is the line of a text/template ErrorContext location,
+// "file:line:col" (0 when it has none).
+func LocLine(loc string) int {
 	parts := strings.Split(loc, ":")
 	if len(parts) < 3 {
 		return 0
