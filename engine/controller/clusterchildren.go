@@ -53,57 +53,12 @@ func clusterKinds(lists ...[]*unstructured.Unstructured) []schema.GroupKind {
 	return out
 }
 
-// guardClusterChildren makes sure parent carries the cluster-children
-// finalizer, listing the kind of every cluster-scoped child among
-// children, before any of them is applied. It returns the parent as last
-// written (or parent).
-func (c *parentController) guardClusterChildren(ctx context.Context, parent *unstructured.Unstructured, children ...[]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	ops := finalizerPatch(parent, clusterGuard, clusterKinds(children...))
-	if ops == nil {
-		return parent, nil
-	}
-	resp, err := c.patchParent(ctx, parent, ops)
-	if err != nil {
-		return parent, fmt.Errorf("add finalizer %s to %s %s/%s before applying cluster-scoped children: %w",
-			object.FinalizerClusterChildren, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
-	}
-	klog.FromContext(ctx).V(2).Info("Added the cluster-children finalizer", "kinds", resp.GetAnnotations()[object.AnnotationClusterKinds])
-	return resp, nil
-}
-
-// settleClusterFinalizer runs after prune, as settleOrphanFinalizer does:
-// while parent has cluster-scoped children, rendered or live, its
-// finalizer lists their kinds; once it has none, and a fresh list finds
-// none either (a pruned child may still be going), the finalizer goes.
-func (c *parentController) settleClusterFinalizer(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	current := liveList(live)
-	if len(clusterKinds(rendered, current)) > 0 {
-		return c.guardClusterChildren(ctx, parent, rendered, current)
-	}
-	if !clusterGuard.has(parent) {
-		return parent, nil
-	}
-	left, err := c.listClusterChildren(ctx, parent)
-	if err != nil || len(left) > 0 {
-		return parent, err
-	}
-	return c.removeFinalizer(ctx, parent, clusterGuard)
-}
-
-// listClusterChildren lists afresh parent's cluster-scoped children: of
-// the kinds its annotation lists, and of those its cached children have.
-func (c *parentController) listClusterChildren(ctx context.Context, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	return c.listGuarded(ctx, parent, clusterGuard, clusterKinds(c.m.children.owned(parent.GetUID())), func(o *unstructured.Unstructured) bool {
-		return isClusterChild(o) && object.IsChildOf(o, parent)
-	})
-}
-
 // deleteClusterChildren deletes parent's cluster-scoped children, listed
 // afresh. pending is true when it asked for a delete just now; it returns
 // a DeletionBlockedError when children it asked to delete before are
 // still there (their own finalizers hold them), and a delete's failure.
 func (c *parentController) deleteClusterChildren(ctx context.Context, parent *unstructured.Unstructured) (pending bool, err error) {
-	left, err := c.listClusterChildren(ctx, parent)
+	left, err := c.listGuarded(ctx, clusterGuard, parent)
 	if err != nil {
 		return false, err
 	}
@@ -153,12 +108,12 @@ func (e *DeletionBlockedError) Error() string {
 
 // protect readies rendered, a render pass's children, for the apply: the
 // children to keep (protectOrphans) and the cluster-scoped children
-// (guardClusterChildren) get the parent's finalizers first. It returns the
+// (ensureGuard) get the parent's finalizers first. It returns the
 // parent as last written, and what it could not protect.
 func (c *parentController) protect(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (*unstructured.Unstructured, holds) {
 	var h holds
 	parent, h.orphans = c.protectOrphans(ctx, parent, rendered)
-	parent, h.cluster = c.guardClusterChildren(ctx, parent, rendered)
+	parent, h.cluster = c.ensureGuard(ctx, clusterGuard, parent, rendered)
 	return parent, h
 }
 

@@ -21,7 +21,7 @@ import (
 // finalizer. It is empty when a template computes a kind (the set's kinds
 // cannot be known; Loom then lists only the kinds of the children it
 // caches).
-func declaredKinds(set *render.Set, g guard) map[schema.GroupKind]bool {
+func declaredKinds(set *render.Set, g *guard) map[schema.GroupKind]bool {
 	if g == clusterGuard {
 		return set.Config.ClusterScopedKinds()
 	}
@@ -38,7 +38,7 @@ func declaredKinds(set *render.Set, g guard) map[schema.GroupKind]bool {
 
 // guardedKinds splits the kinds g's annotation on parent lists into those
 // declared holds (kept) and the others (ignored).
-func guardedKinds(parent *unstructured.Unstructured, g guard, declared map[schema.GroupKind]bool) (kept, ignored []schema.GroupKind) {
+func guardedKinds(parent *unstructured.Unstructured, g *guard, declared map[schema.GroupKind]bool) (kept, ignored []schema.GroupKind) {
 	for _, gk := range object.ParseGroupKinds(parent.GetAnnotations()[g.annotation]) {
 		if declared[gk] {
 			kept = append(kept, gk)

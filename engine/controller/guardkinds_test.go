@@ -31,7 +31,7 @@ func TestGuardedKinds(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		name          string
-		g             guard
+		g             *guard
 		kept, ignored []schema.GroupKind
 	}{
 		{name: "cluster-kinds: those clusterScoped declares", g: clusterGuard,

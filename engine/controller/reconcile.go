@@ -157,10 +157,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 		pruned, pruneErr = c.prune(ctx, parent, out.Children)
 		c.recordOrphans(ctx, parent, pruned, "as it no longer renders")
 		if pruneErr == nil {
-			owner, finErr = c.settleOrphanFinalizer(ctx, owner, out.Children, live)
-		}
-		if pruneErr == nil && finErr == nil {
-			_, finErr = c.settleClusterFinalizer(ctx, owner, out.Children, live)
+			_, finErr = c.settleFinalizers(ctx, owner, out.Children, live)
 		}
 	}
 	results = append(results, pruned...)
