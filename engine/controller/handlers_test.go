@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -47,8 +46,6 @@ func u(t *testing.T, y string) *unstructured.Unstructured {
 func newTestController(q workqueue.TypedRateLimitingInterface[cache.ObjectName]) *parentController {
 	c := &parentController{
 		queue:    q,
-		written:  map[types.UID]writtenStatus{},
-		noStatus: map[types.UID]bool{},
 		unserved: map[cache.ObjectName]bool{},
 	}
 	c.gen.Store(&parentGen{informer: cache.NewSharedIndexInformer(&cache.ListWatch{}, &pack.Packed{}, 0, cache.Indexers{}), live: true})

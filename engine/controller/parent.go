@@ -54,17 +54,12 @@ type parentController struct {
 	ctx    context.Context // cancelled when the set is removed
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	written map[types.UID]writtenStatus
-	// inflight holds, for each parent whose status write is in flight,
-	// the versions the cache delivered meanwhile (see rememberWritten).
-	inflight map[types.UID][]string
-	// noStatus holds the parents told, in one Warning Event, that their
-	// CRD has no status subresource: true while their status writes are
-	// skipped, false once a CRD change asked for one more try. The entry
-	// goes when a status write succeeds or the parent goes, so the Warning
-	// is said once however often other CRDs change.
-	noStatus map[types.UID]bool
+	// statuses is what the controller remembers of the statuses it
+	// wrote (statuswrite.go).
+	statuses statusMemory
+
+	// mu guards unserved.
+	mu sync.Mutex
 	// unserved holds the parents whose last reconcile met a child kind the
 	// cluster does not serve; they are retried each time discovery is
 	// refreshed, which happens with backoff while any is held here.
@@ -75,7 +70,7 @@ type parentController struct {
 }
 
 func newParentController(m *Manager, set *render.Set) *parentController {
-	c := &parentController{m: m, gvk: set.ParentGVK(), written: map[types.UID]writtenStatus{}, noStatus: map[types.UID]bool{},
+	c := &parentController{m: m, gvk: set.ParentGVK(),
 		unserved: map[cache.ObjectName]bool{}, kick: make(chan struct{}, 1), reshardKick: make(chan struct{}, 1), done: make(chan struct{})}
 	c.set.Store(set)
 	if m != nil {
@@ -162,7 +157,7 @@ func (c *parentController) drain() {
 // relist reports it as an update. It is always enqueued.
 func (c *parentController) onUpdate(old, cur any) {
 	if id, ok := idOf(cur); ok {
-		c.caughtUp(id.GetUID(), id.GetResourceVersion())
+		c.statuses.caughtUp(id.GetUID(), id.GetResourceVersion())
 	}
 	if c.rollouts != nil && c.rollouts.active() {
 		c.rollouts.wake() // a moved parent's status may end a step
@@ -236,10 +231,9 @@ func (c *parentController) forget(key cache.ObjectName, uid types.UID) {
 	if c.m != nil {
 		c.m.lookups.forget(parentKey{gk: c.gvk.GroupKind(), key: key})
 	}
+	c.statuses.forget(uid)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.written, uid)
-	delete(c.noStatus, uid)
 	delete(c.unserved, key)
 }
 
@@ -298,15 +292,7 @@ func (c *parentController) retryStatus() {
 	if !c.running.Load() {
 		return
 	}
-	c.mu.Lock()
-	uids := map[types.UID]bool{}
-	for uid, skip := range c.noStatus {
-		if skip {
-			uids[uid] = true
-			c.noStatus[uid] = false
-		}
-	}
-	c.mu.Unlock()
+	uids := c.statuses.retry()
 	if len(uids) == 0 {
 		return
 	}

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/rest"
@@ -103,7 +102,7 @@ func newWidgetServer(t *testing.T) *packedClient {
 
 func newWidgetController(m *Manager) *parentController {
 	return &parentController{m: m, gvk: widgetGVK, done: make(chan struct{}),
-		written: map[types.UID]writtenStatus{}, noStatus: map[types.UID]bool{}, unserved: map[cache.ObjectName]bool{}}
+		unserved: map[cache.ObjectName]bool{}}
 }
 
 // A set that fails to reload records a Warning Event on its kind's CRD

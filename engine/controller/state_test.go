@@ -22,13 +22,15 @@ type parentState struct {
 }
 
 func stateOf(c *parentController) parentState {
+	c.statuses.mu.Lock()
+	defer c.statuses.mu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var s parentState
-	for uid := range c.written {
+	for uid := range c.statuses.written {
 		s.Written = append(s.Written, uid)
 	}
-	for uid := range c.noStatus {
+	for uid := range c.statuses.noStatus {
 		s.NoStatus = append(s.NoStatus, uid)
 	}
 	for k := range c.unserved {
@@ -43,16 +45,23 @@ func stateOf(c *parentController) parentState {
 func stateController(t *testing.T) *parentController {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
 	t.Cleanup(q.ShutDown)
-	return newTestController(q)
+	c := newTestController(q)
+	c.statuses.written, c.statuses.noStatus = map[types.UID]writtenStatus{}, map[types.UID]bool{}
+	return c
 }
 
 func remember(c *parentController, parent *unstructured.Unstructured) {
+	c.statuses.mu.Lock()
+	defer c.statuses.mu.Unlock()
+	if c.statuses.written == nil {
+		c.statuses.written, c.statuses.noStatus = map[types.UID]writtenStatus{}, map[types.UID]bool{}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// A write based on the parent at resourceVersion 5, the version the
 	// update events of these tests bring: the cache has not caught up.
-	c.written[parent.GetUID()] = writtenStatus{stale: []string{"5"}, status: map[string]any{"state": "Ready"}}
-	c.noStatus[parent.GetUID()] = true
+	c.statuses.written[parent.GetUID()] = writtenStatus{stale: []string{"5"}, status: map[string]any{"state": "Ready"}}
+	c.statuses.noStatus[parent.GetUID()] = true
 	c.unserved[cache.MetaObjectToName(parent)] = true
 }
 
@@ -153,24 +162,24 @@ func TestStateRecordedByAReconcileOfADeletedParentIsDropped(t *testing.T) {
 // then the cached parent holds it, and a copy per parent would only cost
 // memory.
 func TestWrittenStatusIsDroppedOnceTheCacheCatchesUp(t *testing.T) {
-	c := &parentController{written: map[types.UID]writtenStatus{}}
+	c := &parentController{statuses: statusMemory{written: map[types.UID]writtenStatus{}}}
 	parent := u(t, parentYAML)
 	parent.SetUID("u1")
-	c.written["u1"] = writtenStatus{stale: []string{"9"}, status: map[string]any{"state": "Ready"}}
+	c.statuses.written["u1"] = writtenStatus{stale: []string{"9"}, status: map[string]any{"state": "Ready"}}
 
 	parent.SetResourceVersion("9") // the cache lags behind Loom's write, based on 9
 	if got := c.previous(parent); got.Object["status"].(map[string]any)["state"] != "Ready" {
 		t.Fatalf("previous with a lagging cache = %v, want the status Loom wrote", got.Object["status"])
 	}
-	if len(c.written) != 1 {
+	if len(c.statuses.written) != 1 {
 		t.Fatal("the written status was dropped before the cache caught up")
 	}
 	parent.SetResourceVersion("10")
 	if got := c.previous(parent); got != parent {
 		t.Fatal("previous with a current cache should be the cached parent")
 	}
-	if len(c.written) != 0 {
-		t.Errorf("the written status is still kept after the cache caught up: %v", c.written)
+	if len(c.statuses.written) != 0 {
+		t.Errorf("the written status is still kept after the cache caught up: %v", c.statuses.written)
 	}
 }
 
@@ -194,17 +203,17 @@ func TestWrittenStatusIsDroppedWhenTheWatchCatchesUp(t *testing.T) {
 			c := stateController(t)
 			old := u(t, parentYAML)
 			old.SetResourceVersion("8")
-			c.written["u1"] = writtenStatus{stale: []string{"9"}, status: map[string]any{"state": "Ready"}}
-			c.written["u9"] = writtenStatus{stale: []string{"4"}, status: map[string]any{"state": "Ready"}} // another parent's
+			c.statuses.written["u1"] = writtenStatus{stale: []string{"9"}, status: map[string]any{"state": "Ready"}}
+			c.statuses.written["u9"] = writtenStatus{stale: []string{"4"}, status: map[string]any{"state": "Ready"}} // another parent's
 			cur := old.DeepCopy()
 			cur.SetUID(tt.uid)
 			cur.SetResourceVersion(tt.eventRV)
 			cur.Object["status"] = map[string]any{"state": "Ready"} // status only: no reconcile
 			c.onUpdate(packParent(t, old), packParent(t, cur))
-			if _, kept := c.written["u1"]; kept != tt.wantKept {
+			if _, kept := c.statuses.written["u1"]; kept != tt.wantKept {
 				t.Errorf("written status kept = %v, want %v", kept, tt.wantKept)
 			}
-			if _, kept := c.written["u9"]; !kept {
+			if _, kept := c.statuses.written["u9"]; !kept {
 				t.Error("another parent's written status was dropped")
 			}
 		})
@@ -241,13 +250,13 @@ func TestWrittenStatusIsNotKeptWhenTheCacheIsAhead(t *testing.T) {
 			if err := c.store().Add(packParent(t, cached)); err != nil {
 				t.Fatal(err)
 			}
-			end := c.beginWrite(parent.GetUID())
+			end := c.statuses.beginWrite(parent.GetUID())
 			for _, v := range tt.delivered {
-				c.caughtUp(parent.GetUID(), v)
+				c.statuses.caughtUp(parent.GetUID(), v)
 			}
 			c.rememberWritten(parent, "10", map[string]any{"state": "Ready"})
 			end()
-			if _, kept := c.written[parent.GetUID()]; kept != tt.wantKept {
+			if _, kept := c.statuses.written[parent.GetUID()]; kept != tt.wantKept {
 				t.Errorf("written status kept = %v, want %v", kept, tt.wantKept)
 			}
 		})
@@ -281,21 +290,19 @@ func TestNoStatusSubresourceIsToldOnce(t *testing.T) {
 			if err := c.store().Add(packParent(t, parent)); err != nil {
 				t.Fatal(err)
 			}
-			if !c.markNoStatus(parent.GetUID()) {
+			if !c.statuses.markNoStatus(parent.GetUID()) {
 				t.Fatal("the first finding does not tell")
 			}
 			c.retryStatus()
 			if got := c.queue.Len(); got != 1 {
 				t.Errorf("a CRD change queued %d parents, want 1", got)
 			}
-			c.mu.Lock()
-			skip := c.noStatus[parent.GetUID()]
-			c.mu.Unlock()
+			skip := c.statuses.skipped(parent.GetUID())
 			if skip {
 				t.Error("after a CRD change the status write is still skipped")
 			}
 			tt.between(c, parent)
-			if got := c.markNoStatus(parent.GetUID()); got != tt.wantFirst {
+			if got := c.statuses.markNoStatus(parent.GetUID()); got != tt.wantFirst {
 				t.Errorf("second finding tells = %v, want %v", got, tt.wantFirst)
 			}
 		})
@@ -327,7 +334,7 @@ func TestWrittenStatusAfterResourceVersionsWentBack(t *testing.T) {
 			parent := u(t, parentYAML)
 			parent.SetResourceVersion("990")
 			c.rememberWritten(parent, "1000", map[string]any{"state": "Ready"})
-			if _, kept := c.written[parent.GetUID()]; !kept {
+			if _, kept := c.statuses.written[parent.GetUID()]; !kept {
 				t.Fatal("the written status is not kept while the cache is behind the write")
 			}
 			restored := parent.DeepCopy()
@@ -336,7 +343,7 @@ func TestWrittenStatusAfterResourceVersionsWentBack(t *testing.T) {
 			if got := tt.deliver(c, parent, restored); got != nil && got != restored {
 				t.Errorf("previous = %v, want the restored parent", got.Object["status"])
 			}
-			if _, kept := c.written[parent.GetUID()]; kept {
+			if _, kept := c.statuses.written[parent.GetUID()]; kept {
 				t.Error("the written status is kept after the parent came back at another version")
 			}
 		})
@@ -360,7 +367,7 @@ func TestWrittenStatusSurvivesTheEchoOfAnEarlierWrite(t *testing.T) {
 	echo := parent.DeepCopy()
 	echo.SetResourceVersion("2") // the first write's echo
 	echo.Object["status"] = map[string]any{"state": "Building"}
-	c.caughtUp(parent.GetUID(), "2")
+	c.statuses.caughtUp(parent.GetUID(), "2")
 	if got := c.previous(echo).Object["status"].(map[string]any)["state"]; got != "Ready" {
 		t.Fatalf("previous with the cache at the first write = %v, want the second write's status", got)
 	}
@@ -369,7 +376,7 @@ func TestWrittenStatusSurvivesTheEchoOfAnEarlierWrite(t *testing.T) {
 	if got := c.previous(latest); got != latest {
 		t.Fatal("previous with the cache at the second write should be the cached parent")
 	}
-	if _, kept := c.written[parent.GetUID()]; kept {
+	if _, kept := c.statuses.written[parent.GetUID()]; kept {
 		t.Error("the written status is kept after the cache caught up with the last write")
 	}
 }

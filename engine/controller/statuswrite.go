@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,6 +44,25 @@ type writtenStatus struct {
 	status map[string]any
 }
 
+// statusMemory is what a parent controller remembers of the statuses it
+// wrote, under a lock of its own: the status last written to each parent
+// while the cache is behind that write (written), the versions the cache
+// delivered while a write was in flight (inflight), and the parents whose
+// CRD has no status subresource (noStatus). Its zero value is ready.
+type statusMemory struct {
+	mu      sync.Mutex
+	written map[types.UID]writtenStatus
+	// inflight holds, for each parent whose status write is in flight,
+	// the versions the cache delivered meanwhile (see remember).
+	inflight map[types.UID][]string
+	// noStatus holds the parents told, in one Warning Event, that their
+	// CRD has no status subresource: true while their status writes are
+	// skipped, false once a CRD change asked for one more try. The entry
+	// goes when a status write succeeds or the parent goes, so the Warning
+	// is said once however often other CRDs change.
+	noStatus map[types.UID]bool
+}
+
 // maxStale bounds the versions a writtenStatus remembers: writes chained
 // faster than the cache follows are rare, and forgetting the oldest only
 // drops the copy early (the old behaviour, which costs a no-op write).
@@ -52,17 +72,17 @@ const maxStale = 8
 // the cache delivers while its status write is in flight, which
 // rememberWritten takes; the returned func stops it, for a write that
 // failed.
-func (c *parentController) beginWrite(uid types.UID) (end func()) {
-	c.mu.Lock()
-	if c.inflight == nil {
-		c.inflight = map[types.UID][]string{}
+func (s *statusMemory) beginWrite(uid types.UID) (end func()) {
+	s.mu.Lock()
+	if s.inflight == nil {
+		s.inflight = map[types.UID][]string{}
 	}
-	c.inflight[uid] = []string{}
-	c.mu.Unlock()
+	s.inflight[uid] = []string{}
+	s.mu.Unlock()
 	return func() {
-		c.mu.Lock()
-		delete(c.inflight, uid)
-		c.mu.Unlock()
+		s.mu.Lock()
+		delete(s.inflight, uid)
+		s.mu.Unlock()
 	}
 }
 
@@ -74,19 +94,19 @@ func (w writtenStatus) behind(rv string) bool { return slices.Contains(w.stale, 
 // was based on (see writtenStatus). A status write triggers no reconcile (onUpdate ignores it), so this, and
 // not the next reconcile (previous), is what keeps Loom from holding a
 // copy of every parent's status at steady state.
-func (c *parentController) caughtUp(uid types.UID, rv string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if seen, ok := c.inflight[uid]; ok {
-		// A status write is in flight: rememberWritten decides, knowing
+func (s *statusMemory) caughtUp(uid types.UID, rv string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if seen, ok := s.inflight[uid]; ok {
+		// A status write is in flight: remember decides, knowing
 		// whether this version came before that write's or is it.
 		if len(seen) < maxStale {
-			c.inflight[uid] = append(seen, rv)
+			s.inflight[uid] = append(seen, rv)
 		}
 		return
 	}
-	if w, ok := c.written[uid]; ok && !w.behind(rv) {
-		delete(c.written, uid)
+	if w, ok := s.written[uid]; ok && !w.behind(rv) {
+		delete(s.written, uid)
 	}
 }
 
@@ -108,10 +128,7 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 	if status.Equal(want, prev) {
 		return nil
 	}
-	c.mu.Lock()
-	skip := c.noStatus[parent.GetUID()]
-	c.mu.Unlock()
-	if skip {
+	if c.statuses.skipped(parent.GetUID()) {
 		return nil // its CRD has no status subresource; retried when CRDs change
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
@@ -122,7 +139,7 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 		},
 		"status": want,
 	}}
-	defer c.beginWrite(parent.GetUID())()
+	defer c.statuses.beginWrite(parent.GetUID())()
 	resp, err := c.m.client.Resource(c.gvr).Namespace(parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), obj,
 		metav1.ApplyOptions{FieldManager: c.m.opts.FieldManager, Force: true})
 	if apierrors.IsNotFound(err) {
@@ -141,32 +158,42 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 	return nil
 }
 
-// rememberWritten keeps the status Loom wrote to parent (the object the
+// rememberWritten keeps the status Loom wrote to parent (see
+// statusMemory.remember), knowing the version of it the cache holds now.
+func (c *parentController) rememberWritten(parent *unstructured.Unstructured, rv string, st map[string]any) {
+	cachedRV := ""
+	if id, ok := c.parentID(cache.MetaObjectToName(parent)); ok && id.GetUID() == parent.GetUID() {
+		cachedRV = id.GetResourceVersion()
+	}
+	c.statuses.remember(parent, cachedRV, rv, st)
+}
+
+// remember keeps the status Loom wrote to parent (the object the
 // write was based on), which the write gave resourceVersion rv, until the
-// cache catches up with it (caughtUp, from the parent's update event).
+// cache catches up with it (caughtUp, from the parent's update event);
+// cachedRV is the version of parent the cache holds now ("": none).
 // While the write was in flight, caughtUp only recorded the versions the
 // cache delivered (beginWrite); here, knowing rv, they are sorted: the
 // cache holds this write already when it delivered rv (or holds it now),
 // and otherwise every version it delivered or holds is older than the
 // write, so stale. A write that changed nothing (rv is the version it was
 // based on) leaves no copy: the cache holds that status already.
-func (c *parentController) rememberWritten(parent *unstructured.Unstructured, rv string, st map[string]any) {
+func (s *statusMemory) remember(parent *unstructured.Unstructured, cachedRV, rv string, st map[string]any) {
 	uid := parent.GetUID()
-	cachedRV := ""
-	if id, ok := c.parentID(cache.MetaObjectToName(parent)); ok && id.GetUID() == uid {
-		cachedRV = id.GetResourceVersion()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.written == nil {
+		s.written = map[types.UID]writtenStatus{}
 	}
-	c.mu.Lock()
-	delivered := c.inflight[uid] // since the write began, and after cachedRV's read
-	delete(c.inflight, uid)
+	delivered := s.inflight[uid] // since the write began, and after cachedRV's read
+	delete(s.inflight, uid)
+	delete(s.noStatus, uid) // it has a status subresource now
 	if rv == parent.GetResourceVersion() {
-		delete(c.written, uid)
-		delete(c.noStatus, uid)
-		c.mu.Unlock()
+		delete(s.written, uid)
 		return
 	}
 	stale := []string{parent.GetResourceVersion()}
-	if prev, ok := c.written[uid]; ok && prev.behind(parent.GetResourceVersion()) {
+	if prev, ok := s.written[uid]; ok && prev.behind(parent.GetResourceVersion()) {
 		// Written again before the cache caught up with the last write:
 		// that write's version is older than this one too.
 		stale = append(slices.Clone(prev.stale), prev.wrote)
@@ -187,12 +214,10 @@ func (c *parentController) rememberWritten(parent *unstructured.Unstructured, rv
 		stale = stale[len(stale)-maxStale:]
 	}
 	if caught {
-		delete(c.written, uid) // the cache holds this write, or a later version, already
+		delete(s.written, uid) // the cache holds this write, or a later version, already
 	} else {
-		c.written[uid] = writtenStatus{stale: stale, wrote: rv, status: st}
+		s.written[uid] = writtenStatus{stale: stale, wrote: rv, status: st}
 	}
-	delete(c.noStatus, uid) // it has a status subresource now
-	c.mu.Unlock()
 }
 
 // previous returns the parent with the newest status Loom knows of: the
@@ -200,20 +225,31 @@ func (c *parentController) rememberWritten(parent *unstructured.Unstructured, rv
 // that write was based on (see writtenStatus).
 // Once the cache has caught up, Loom's copy of the status is dropped.
 func (c *parentController) previous(parent *unstructured.Unstructured) *unstructured.Unstructured {
-	c.mu.Lock()
-	w, ok := c.written[parent.GetUID()]
-	caughtUp := ok && !w.behind(parent.GetResourceVersion())
-	if caughtUp {
-		// The cache holds what Loom wrote, or newer: keep no copy of it.
-		delete(c.written, parent.GetUID())
-	}
-	c.mu.Unlock()
-	if !ok || caughtUp {
+	st, ok := c.statuses.ahead(parent)
+	if !ok {
 		return c.newerStatus(parent)
 	}
 	p := parent.DeepCopy()
-	p.Object["status"] = w.status
+	p.Object["status"] = st
 	return p
+}
+
+// ahead returns the status Loom wrote to parent while the cache, at
+// parent's resourceVersion, is behind that write; once the cache has
+// caught up, the copy is dropped and ok is false.
+func (s *statusMemory) ahead(parent *unstructured.Unstructured) (st map[string]any, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.written[parent.GetUID()]
+	if !ok {
+		return nil, false
+	}
+	if !w.behind(parent.GetResourceVersion()) {
+		// The cache holds what Loom wrote, or newer: keep no copy of it.
+		delete(s.written, parent.GetUID())
+		return nil, false
+	}
+	return w.status, true
 }
 
 // newerStatus returns parent, as the reconcile read it, with the status
@@ -248,12 +284,48 @@ func (c *parentController) newerStatus(parent *unstructured.Unstructured) *unstr
 // markNoStatus skips the parent's status writes until CRDs change, and
 // reports whether it is the first time it is found without a status
 // subresource, that is, whether to tell.
-func (c *parentController) markNoStatus(uid types.UID) (first bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, told := c.noStatus[uid]
-	c.noStatus[uid] = true
+func (s *statusMemory) markNoStatus(uid types.UID) (first bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.noStatus == nil {
+		s.noStatus = map[types.UID]bool{}
+	}
+	_, told := s.noStatus[uid]
+	s.noStatus[uid] = true
 	return !told
+}
+
+// skipped reports whether the status writes of the parent with uid are
+// skipped: its CRD has no status subresource (markNoStatus), and no CRD
+// changed since (retry).
+func (s *statusMemory) skipped(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.noStatus[uid]
+}
+
+// retry lets the next status write of every skipped parent try again (a
+// CRD changed, and may have given it a status subresource), and returns
+// their UIDs. They stay marked as told.
+func (s *statusMemory) retry() map[types.UID]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	uids := map[types.UID]bool{}
+	for uid, skip := range s.noStatus {
+		if skip {
+			uids[uid] = true
+			s.noStatus[uid] = false
+		}
+	}
+	return uids
+}
+
+// forget drops what is remembered of the parent with uid.
+func (s *statusMemory) forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.written, uid)
+	delete(s.noStatus, uid)
 }
 
 // noStatusSubresource handles a status write that found nothing. Usually
@@ -265,7 +337,7 @@ func (c *parentController) noStatusSubresource(ctx context.Context, parent *unst
 	if _, err := c.m.client.Resource(c.gvr).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{}); err != nil {
 		return
 	}
-	if !c.markNoStatus(parent.GetUID()) {
+	if !c.statuses.markNoStatus(parent.GetUID()) {
 		return
 	}
 	msg := fmt.Sprintf("cannot write status: %s has no status subresource (for a CRD, add `subresources: {status: {}}` to version %s). Children are still applied.",
