@@ -21,11 +21,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/apply"
-	"github.com/loom-operator/loom/engine/depend"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
-	"github.com/loom-operator/loom/internal/golden"
 )
 
 var errDifferences = errors.New("the cluster differs from what the templates render")
@@ -156,18 +155,15 @@ func runDiff(ctx context.Context, out io.Writer, o diffOptions, names []string) 
 // parent diffs one parent's children, and reports whether any would change.
 func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructured.Unstructured) (bool, error) {
 	title := fmt.Sprintf("%s %s/%s", parent.GetKind(), parent.GetNamespace(), parent.GetName())
-	out, err := set.RenderContext(ctx, parent, &liveReader{ctx: ctx, d: d})
+	// The controller's own pipeline: a child that waits for another it
+	// looked up is not applied, and neither it nor, while a file waits,
+	// anything else is pruned.
+	planned, err := pipeline.Plan(ctx, set, parent, &liveReader{ctx: ctx, d: d}, pipeline.Options{})
 	if err != nil {
 		return false, err
 	}
-	// As the controller does: a child that waits for another it looked up
-	// is not applied, and neither it nor, while a file waits, anything
-	// else is pruned.
-	plan := depend.Decide(out, set.Config.Readiness)
-	if plan.Err != nil {
-		return false, plan.Err
-	}
-	for _, h := range golden.Describe(plan, title) {
+	plan := planned.Plan
+	for _, h := range pipeline.Describe(plan, title) {
 		fmt.Fprintln(d.out, h)
 	}
 	var counts [5]int // created, configured, unchanged, pruned, orphaned

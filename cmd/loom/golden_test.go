@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/loom-operator/loom/engine/offline"
 	"github.com/loom-operator/loom/engine/render"
-	"github.com/loom-operator/loom/internal/golden"
 	"github.com/loom-operator/loom/internal/testflags"
 )
 
@@ -24,7 +24,7 @@ func TestShippedTemplateSets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, set := range sets {
-		results, err := golden.Run(set, *update)
+		results, err := offline.Run(set, *update)
 		if err != nil {
 			t.Fatalf("%s: %v", set.Dir, err)
 		}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/loom-operator/loom/engine/chart"
 	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/offline"
 	"github.com/loom-operator/loom/engine/render"
-	"github.com/loom-operator/loom/internal/golden"
 )
 
 func newInitCommand() *cobra.Command {
@@ -98,7 +98,7 @@ func (o *initOptions) run(out io.Writer, dir string) error {
 	if err != nil {
 		return fmt.Errorf("the set does not load (fix the chart or the flags, then run loom init again): %w", err)
 	}
-	results, err := golden.Run(set, true)
+	results, err := offline.Run(set, true)
 	if err != nil {
 		return err
 	}

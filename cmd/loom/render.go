@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/loom-operator/loom/engine/chart"
+	"github.com/loom-operator/loom/engine/offline"
 	"github.com/loom-operator/loom/engine/render"
-	"github.com/loom-operator/loom/internal/golden"
 )
 
 func newRenderCommand() *cobra.Command {
@@ -112,7 +112,7 @@ with the line of the loop.
 				if err != nil {
 					return err
 				}
-				objs, err = golden.ReadLookups(r, namespace)
+				objs, err = offline.ReadLookups(r, namespace)
 				r.Close()
 				if err != nil {
 					return fmt.Errorf("read %s: %w", lookups, err)
@@ -130,7 +130,7 @@ with the line of the loop.
 				}
 				objs.Caps = caps
 			}
-			ad, err := golden.NewAdmission(set)
+			ad, err := offline.NewAdmission(set)
 			if err != nil {
 				return err
 			}
@@ -159,7 +159,7 @@ with the line of the loop.
 				if f == "-" {
 					name = "stdin"
 				}
-				parents, err := golden.CheckParents(set, name, docs)
+				parents, err := offline.CheckParents(set, name, docs)
 				if err != nil {
 					return err
 				}
@@ -175,7 +175,7 @@ with the line of the loop.
 				if err != nil {
 					return err
 				}
-				out, err := golden.RenderParents(set, parents, reader, namespace, timeout)
+				out, err := offline.RenderParents(set, parents, reader, namespace, timeout)
 				if err != nil {
 					return err
 				}
@@ -203,7 +203,7 @@ with the line of the loop.
 	cmd.Flags().StringSliceVarP(&apiVersions, "api-versions", "a", nil, "API versions a chart set's .Capabilities.APIVersions has besides Helm SDK's defaults, as helm template's; repeatable")
 	values.register(cmd.Flags())
 	cmd.Flags().StringArrayVarP(&showOnly, "show-only", "s", nil, "print only the objects rendered from this template (templates/x.yaml in a chart, x.yaml in a set), as helm template's; repeatable")
-	cmd.Flags().DurationVar(&timeout, "timeout", golden.DefaultTimeout, "stop a parent's render after this long (a template that loops for ever); 0 means no limit")
+	cmd.Flags().DurationVar(&timeout, "timeout", offline.DefaultTimeout, "stop a parent's render after this long (a template that loops for ever); 0 means no limit")
 	addOutputFlag(cmd, &output, "a YAML stream, each document after a # Source: comment")
 	_ = cmd.MarkFlagRequired("templates")
 	_ = cmd.MarkFlagDirname("templates")

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/loom-operator/loom/engine/offline"
 	"github.com/loom-operator/loom/engine/render"
-	"github.com/loom-operator/loom/internal/golden"
 )
 
 func newTestCommand() *cobra.Command {
@@ -68,7 +68,7 @@ wrongly.`,
 					return err
 				}
 				for _, set := range sets {
-					results, err := golden.RunOptions(set, golden.Options{Update: update, Timeout: timeout})
+					results, err := offline.RunOptions(set, offline.Options{Update: update, Timeout: timeout})
 					if err != nil {
 						return err
 					}
@@ -107,6 +107,6 @@ wrongly.`,
 	cmd.Flags().BoolVar(&update, "update", false, "rewrite golden files with what renders now")
 	cmd.Flags().StringArrayVarP(&templates, "templates", "t", nil, "a template set's folder, or a folder of sets, as the PATH arguments; repeatable")
 	_ = cmd.MarkFlagDirname("templates")
-	cmd.Flags().DurationVar(&timeout, "timeout", golden.DefaultTimeout, "stop a parent's render after this long (a template that loops for ever); 0 means no limit")
+	cmd.Flags().DurationVar(&timeout, "timeout", offline.DefaultTimeout, "stop a parent's render after this long (a template that loops for ever); 0 means no limit")
 	return cmd
 }

@@ -16,10 +16,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/crd"
-	"github.com/loom-operator/loom/engine/depend"
 	"github.com/loom-operator/loom/engine/hook"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
+	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
 )
@@ -78,14 +78,14 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 	if set.Chart() != nil {
 		parent = c.withRecord(parent)
 	}
-	out, plan, renderErr := c.render(ctx, set, parent, reader)
+	planned, renderErr := c.render(ctx, set, parent, reader)
 	if namespaceTerminating(renderErr) || namespaceTerminating(reader.err) {
 		logger.V(2).Info("The parent's namespace is being deleted; creating nothing", "err", errors.Join(renderErr, reader.err))
 		return nil
 	}
 	var hooks *hookRun
 	if renderErr == nil {
-		hooks, renderErr = startHooks(parent, out)
+		hooks, renderErr = startHooks(parent, planned.Output)
 	}
 	if renderErr != nil {
 		logger.V(2).Info("Render failed", "err", renderErr)
@@ -94,6 +94,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 		}
 		return reader.err // a lookup the cluster could not answer is retried
 	}
+	out, plan := planned.Output, planned.Plan
 
 	// 3. Watch every child kind, then apply each child that differs and
 	//    does not wait. A pass that wrote children renders again, with the
@@ -123,11 +124,11 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 				reader.fresh[r.Ref] = r.Object
 			}
 		}
-		nextOut, nextPlan, err := c.render(ctx, set, parent, reader)
+		next, err := c.render(ctx, set, parent, reader)
 		if err != nil {
 			break // the next reconcile reports it; this one stands on the last pass
 		}
-		out, plan = nextOut, nextPlan
+		out, plan = next.Output, next.Plan
 		owner, held = c.protect(ctx, owner, out.Children)
 		toApply, hookDeletes, hookLive = c.gate(ctx, set, parent, hooks, out, plan.Apply, reader.fresh)
 		results, live = c.applyAll(ctx, toApply, reader.fresh, held)
@@ -195,45 +196,53 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 const maxRenderPasses = 3
 
 // render renders parent's children with lookups answered by reader, and
-// decides which wait (engine/depend). A file that failed although every
-// child it read is ready is a render error.
+// decides which wait (engine/pipeline, as `loom render`, `loom test` and
+// `loom diff` do). A file that failed although every child it read is
+// ready is a render error.
 //
-// A render stops after half the reconcile timeout (renderContext), so
+// A render stops after half the reconcile timeout (renderDeadline), so
 // that a template that loops for ever frees its worker and leaves time
 // to say so in the parent's status; the error names the loop's line.
-func (c *parentController) render(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, reader *lookupReader) (*render.Output, depend.Plan, error) {
-	rctx, cancel := c.renderContext(ctx)
-	defer cancel()
-	out, err := set.RenderContext(rctx, parent, reader)
-	if err != nil {
-		return nil, depend.Plan{}, err
-	}
-	// Generated keys and certificates are kept before any child holds
-	// them: a restart after the apply must render them again.
-	if len(out.Generated) > 0 {
-		if err := reader.keep(parent, out.Generated); err != nil {
-			return nil, depend.Plan{}, err
-		}
-	}
-	if err := c.markSeed(reader, parent); err != nil {
-		return nil, depend.Plan{}, err
+//
+// Between the render and the decision, in this order: generated keys and
+// certificates are kept before any child holds them (a restart after the
+// apply must render them again), the seed is marked, and on a sharded
+// replica each child is labelled with its parent's bucket.
+func (c *parentController) render(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, reader *lookupReader) (*pipeline.Result, error) {
+	hooks := []pipeline.Hook{
+		func(parent *unstructured.Unstructured, out *render.Output) error {
+			if len(out.Generated) == 0 {
+				return nil
+			}
+			return reader.keep(parent, out.Generated)
+		},
+		func(parent *unstructured.Unstructured, _ *render.Output) error {
+			return c.markSeed(reader, parent)
+		},
 	}
 	if c.m != nil && c.m.opts.Shard != nil {
-		labelBucket(out.Children, parent.GetUID())
+		hooks = append(hooks, func(parent *unstructured.Unstructured, out *render.Output) error {
+			labelBucket(out.Children, parent.GetUID())
+			return nil
+		})
 	}
-	plan := depend.Decide(out, set.Config.Readiness)
-	if plan.Err != nil {
-		return nil, depend.Plan{}, plan.Err
-	}
-	return out, plan, nil
+	d, cause := c.renderDeadline()
+	return pipeline.Plan(ctx, set, parent, reader, pipeline.Options{Timeout: d, TimeoutCause: cause, Hooks: hooks})
 }
 
-// renderContext bounds one render (of the children or of the status
-// template) to half the reconcile timeout, the rest being for the status
-// that reports it.
+// renderContext bounds one render of the status template by
+// renderDeadline.
 func (c *parentController) renderContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := c.m.opts.ReconcileTimeout / 2
-	return context.WithTimeoutCause(ctx, d, fmt.Errorf("it ran for %s, half the reconcile timeout (loom run --reconcile-timeout)", d))
+	d, cause := c.renderDeadline()
+	return context.WithTimeoutCause(ctx, d, cause)
+}
+
+// renderDeadline is how long one render (of the children or of the
+// status template) may run: half the reconcile timeout, the rest being
+// for the status that reports it. cause is what a render it stops gives.
+func (c *parentController) renderDeadline() (d time.Duration, cause error) {
+	d = c.m.opts.ReconcileTimeout / 2
+	return d, fmt.Errorf("it ran for %s, half the reconcile timeout (loom run --reconcile-timeout)", d)
 }
 
 // groupResource maps a child's kind to the resource its informer watches,

@@ -1,4 +1,4 @@
-package golden
+package offline
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/loom-operator/loom/engine/depend"
+	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -65,16 +65,16 @@ type Rendered struct {
 	// Sources holds each child's template file (render.Output.Sources).
 	Sources []string
 	// Held says, one line each, what is not applied now and why (see
-	// Describe).
+	// pipeline.Describe).
 	Held []string
 }
 
 // RenderParents renders each parent with set, answering lookups from
-// reader (nil: they find nothing), and decides as the controller does
-// which children are applied now (depend.Decide, with loom.yaml's
-// readiness rules). Parents that name no namespace get namespace. A
-// render error, or a file that failed although everything it looked up
-// is ready, is an error naming the parent.
+// reader (nil: they find nothing), and decides which children are applied
+// now, by the controller's own pipeline (engine/pipeline). Parents that
+// name no namespace get namespace. A render error, or a file that failed
+// although everything it looked up is ready, is an error naming the
+// parent.
 //
 // Each parent's render stops after timeout (0: no limit), as the
 // controller's stops at its reconcile timeout: a template that loops for
@@ -86,14 +86,11 @@ func RenderParents(set *render.Set, parents []*unstructured.Unstructured, reader
 			p.SetNamespace(namespace)
 		}
 		name := fmt.Sprintf("%s %s/%s", p.GetKind(), p.GetNamespace(), p.GetName())
-		rendered, err := renderOne(set, p, reader, timeout)
+		planned, err := pipeline.Plan(context.Background(), set, p, reader, renderOptions(timeout))
 		if err != nil {
 			return Rendered{}, fmt.Errorf("render %s: %w", name, err)
 		}
-		plan := depend.Decide(rendered, set.Config.Readiness)
-		if plan.Err != nil {
-			return Rendered{}, fmt.Errorf("render %s: %w", name, plan.Err)
-		}
+		rendered, plan := planned.Output, planned.Plan
 		source := make(map[*unstructured.Unstructured]string, len(rendered.Children))
 		for i, c := range rendered.Children {
 			source[c] = rendered.Sources[i]
@@ -102,7 +99,7 @@ func RenderParents(set *render.Set, parents []*unstructured.Unstructured, reader
 			out.Children = append(out.Children, c)
 			out.Sources = append(out.Sources, source[c])
 		}
-		out.Held = append(out.Held, Describe(plan, name)...)
+		out.Held = append(out.Held, pipeline.Describe(plan, name)...)
 	}
 	return out, nil
 }
@@ -111,30 +108,12 @@ func RenderParents(set *render.Set, parents []*unstructured.Unstructured, reader
 // parent's render run (their --timeout).
 const DefaultTimeout = 30 * time.Second
 
-// renderOne renders p, stopping after timeout (0: no limit).
-func renderOne(set *render.Set, p *unstructured.Unstructured, reader render.Reader, timeout time.Duration) (*render.Output, error) {
-	ctx := context.Background()
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("it ran for %s (--timeout)", timeout))
-		defer cancel()
+// renderOptions stops a parent's render after timeout (0: no limit).
+func renderOptions(timeout time.Duration) pipeline.Options {
+	if timeout <= 0 {
+		return pipeline.Options{}
 	}
-	return set.RenderContext(ctx, p, reader)
-}
-
-// Describe says, one line each, what plan holds back and why: each
-// waiting document or file ("waiting: ConfigMap web-config waits for
-// Deployment web: not found yet") and each dependency cycle, followed by
-// parent in parentheses.
-func Describe(plan depend.Plan, parent string) []string {
-	var out []string
-	for _, w := range plan.Waits {
-		out = append(out, fmt.Sprintf("waiting: %s (%s)", w.Message, parent))
-	}
-	for _, c := range plan.Cycles {
-		out = append(out, fmt.Sprintf("%s (%s)", c, parent))
-	}
-	return out
+	return pipeline.Options{Timeout: timeout, TimeoutCause: fmt.Errorf("it ran for %s (--timeout)", timeout)}
 }
 
 // CheckParents returns the parents that objs, read from name (a file, or

@@ -1,12 +1,4 @@
-// Package golden runs the golden-file tests of template sets: each case in
-// a set's tests folder is an input parent, NAME.yaml, the exact objects it
-// must render, NAME.golden.yaml, and optionally the objects its lookups
-// find, NAME.lookups.yaml. It backs `loom test`, and the offline rendering
-// `loom render` shares with it: lookups answered from a file of objects,
-// and the controller's dependency decision (engine/depend) over what they
-// found, so that only the children the controller would apply now are
-// printed.
-package golden
+package offline
 
 import (
 	"bytes"
