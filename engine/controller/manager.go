@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/controller/crdinstall"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
 )
@@ -64,7 +65,7 @@ type Options struct {
 	// before it watches the parent kind, at start and on every reload,
 	// and wait until it is established (ReconcileTimeout at most). A
 	// change that would break stored parents is refused unless the set's
-	// loom.yaml sets schema.allowBreakingChanges (see install.go).
+	// loom.yaml sets schema.allowBreakingChanges (see crdinstall).
 	InstallCRDs bool
 	// Shard, if set, makes this replica one of a group that shares the
 	// parents: it watches and reconciles only the parents of the buckets
@@ -107,9 +108,9 @@ type Manager struct {
 	// awaited is signalled when a controller or a parent starts to wait
 	// for a kind that is not served (see rediscover).
 	awaited chan struct{}
-	// installed holds, per set folder, the CRD last installed for it as
-	// JSON (InstallCRDs); used by Run, then by the template watcher only.
-	installed map[string]string
+	// installer applies the sets' CRDs (InstallCRDs; nil without it);
+	// used by Run, then by the template watcher only.
+	installer *crdinstall.Installer
 	// caps is the cluster's capabilities, for charts' .Capabilities.
 	caps *capsCache
 	// perms is what Loom may not do of what its sets need.
@@ -195,9 +196,11 @@ func New(opts Options) (*Manager, error) {
 		retired:     map[schema.GroupKind]*parentController{},
 		dirs:        map[string]schema.GroupKind{},
 		awaited:     make(chan struct{}, 1),
-		installed:   map[string]string{},
 		caps:        &capsCache{dc: disco},
 		perms:       &permissions{reviews: kube.AuthorizationV1().SelfSubjectAccessReviews(), kick: make(chan struct{}, 1)},
+	}
+	if opts.InstallCRDs {
+		m.installer = crdinstall.New(client, opts.FieldManager, m.recorder, opts.ReconcileTimeout)
 	}
 	m.idents = &identities{cfg: opts.Config, rt: httpClient.Transport, timeout: httpClient.Timeout, applier: m.applier,
 		reviews: kube.AuthorizationV1().SubjectAccessReviews(), byName: map[types.NamespacedName]*identity{}, decisions: map[decisionKey]decision{}}
@@ -225,7 +228,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	// With InstallCRDs, a set whose CRD is refused does not start; the
 	// others do. It is tried again on the next reload.
-	refused, _ := m.installCRDs(ctx, sets)
+	refused, _ := m.installer.Install(ctx, sets)
 	m.mu.Lock()
 	m.ctx = ctx
 	m.children = newChildWatcher(ctx, m.slim, m.opts.Namespace, m.opts.ResyncPeriod, m.route, m.childSynced)
