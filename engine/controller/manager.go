@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/controller/crdinstall"
+	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
 )
@@ -114,9 +114,9 @@ type Manager struct {
 	// caps is the cluster's capabilities, for charts' .Capabilities.
 	caps *capsCache
 	// perms is what Loom may not do of what its sets need.
-	perms *permissions
+	perms *identity.Permissions
 	// idents are the sets' ServiceAccounts Loom acts as.
-	idents *identities
+	idents identity.Source
 }
 
 // New builds a Manager. It loads no templates and contacts no server until
@@ -197,13 +197,12 @@ func New(opts Options) (*Manager, error) {
 		dirs:        map[string]schema.GroupKind{},
 		awaited:     make(chan struct{}, 1),
 		caps:        &capsCache{dc: disco},
-		perms:       &permissions{reviews: kube.AuthorizationV1().SelfSubjectAccessReviews(), kick: make(chan struct{}, 1)},
+		perms:       identity.NewPermissions(kube.AuthorizationV1().SelfSubjectAccessReviews(), opts.ReconcileTimeout),
 	}
 	if opts.InstallCRDs {
 		m.installer = crdinstall.New(client, opts.FieldManager, m.recorder, opts.ReconcileTimeout)
 	}
-	m.idents = &identities{cfg: opts.Config, rt: httpClient.Transport, timeout: httpClient.Timeout, applier: m.applier,
-		reviews: kube.AuthorizationV1().SubjectAccessReviews(), byName: map[types.NamespacedName]*identity{}, decisions: map[decisionKey]decision{}}
+	m.idents = identity.NewAccounts(opts.Config, httpClient.Transport, httpClient.Timeout, m.applier, kube.AuthorizationV1().SubjectAccessReviews())
 	registerLookupGauges(opts.Registry, func() lookupStats {
 		m.mu.Lock()
 		lc := m.lookups
@@ -252,7 +251,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.metrics.sets.Set(float64(len(m.dirs)))
 	m.mu.Unlock()
 	go m.watchCRDs(ctx)
-	go m.watchPermissions(ctx)
+	go m.perms.Watch(ctx, m.permissionChecks, func(missing int) { m.metrics.missingPermissions.Set(float64(missing)) })
 	reloadDone := make(chan struct{})
 	go func() {
 		defer close(reloadDone)

@@ -177,7 +177,7 @@ func (m *Manager) reload(ctx context.Context) {
 		}
 	}
 	m.metrics.sets.Set(float64(len(m.dirs)))
-	m.perms.wake()
+	m.perms.Wake()
 }
 
 // eventOnKind records a Warning Event on the CRD that defines gk, which is
