@@ -12,7 +12,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/config"
-	"github.com/loom-operator/loom/engine/controller"
+	"github.com/loom-operator/loom/engine/controller/crdinstall"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 )
@@ -66,7 +66,7 @@ func (c *crdCheck) check(ctx context.Context, w io.Writer, cfg config.Config, ge
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	check, err := controller.LiveBreaks(ctx, client, gen)
+	check, err := crdinstall.LiveBreaks(ctx, client, gen)
 	live, breaks := check.Live, check.Breaks
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -75,7 +75,7 @@ func (c *crdCheck) check(ctx context.Context, w io.Writer, cfg config.Config, ge
 	case live == nil:
 		fmt.Fprintf(w, "CRD %s is not installed: nothing can break\n", gen.Name)
 		return nil
-	case !controller.OwnsCRD(live, apply.FieldManager):
+	case !crdinstall.OwnsCRD(live, apply.FieldManager):
 		fmt.Fprintf(w, "note: CRD %s was not installed by Loom: loom run --install-crds leaves it alone unless it is annotated %s=loom\n",
 			gen.Name, object.AnnotationAdopt)
 	}

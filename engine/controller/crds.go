@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/loom-operator/loom/engine/controller/crdinstall"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -140,17 +142,7 @@ func crdServingChanged(old, cur any) bool {
 	if !ok1 || !ok2 {
 		return true
 	}
-	return o.GetGeneration() != n.GetGeneration() || established(o) != established(n)
-}
-
-func established(crd *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == "Established" {
-			return m["status"] == "True"
-		}
-	}
-	return false
+	return o.GetGeneration() != n.GetGeneration() || crdinstall.Established(o) != crdinstall.Established(n)
 }
 
 // slimCRD keeps of a CRD only what Loom reads (its name, generation and

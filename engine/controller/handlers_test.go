@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/controller/crdinstall"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
 	corev1 "k8s.io/api/core/v1"
@@ -316,7 +317,7 @@ status: {conditions: [{type: Established, status: "True"}]}
 	if diff := cmp.Diff(want.Object, got.(*unstructured.Unstructured).Object); diff != "" {
 		t.Errorf("slimCRD (-want +got):\n%s", diff)
 	}
-	if !established(got.(*unstructured.Unstructured)) || crdServingChanged(got, got) {
+	if !crdinstall.Established(got.(*unstructured.Unstructured)) || crdServingChanged(got, got) {
 		t.Error("the slim CRD no longer answers what Loom asks of it")
 	}
 }

@@ -29,8 +29,8 @@ type startResult struct{ err error }
 // Ready reports whether Loom is ready to reconcile: Run has loaded the
 // template sets, the CRD cache has synced, and every set's controller
 // has synced its parent cache and started its workers, and Loom holds
-// every RBAC permission its running sets need (permissions.go: a missing
-// one is named here). A controller whose
+// every RBAC permission its running sets need (identity.Permissions: a
+// missing one is named here). A controller whose
 // parent kind has no CRD does not hold readiness back: its CRD may come
 // much later, or never, and the controller starts when it comes; nothing
 // an orchestrator does with an unready Loom would help it.
@@ -41,7 +41,7 @@ func (m *Manager) Ready() error {
 		return errors.New("the template sets are not loaded yet")
 	}
 	var errs []error
-	if err := m.perms.err(); err != nil {
+	if err := m.perms.Err(); err != nil {
 		errs = append(errs, err)
 	}
 	if m.crds == nil {

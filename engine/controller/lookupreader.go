@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/object"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,9 +33,9 @@ type lookupReader struct {
 	fresh  map[object.Ref]*unstructured.Unstructured
 	err    error
 	// as, when set, is the set's ServiceAccount: a lookup of a declared
-	// kind is answered only if the account may make it (identity.go).
-	as     *identity
-	idents *identities
+	// kind is answered only if the account may make it (package identity).
+	as     *identity.Account
+	idents identity.Source
 	// seedMark, when set, is the fingerprint of the seed this render
 	// read, to be written on the parent (AnnotationSeed).
 	seedMark string
@@ -155,7 +156,7 @@ func (r *lookupReader) authorize(verb string, gvr schema.GroupVersionResource, g
 	if r.as == nil || !declared(r.rules, gvk.GroupKind()) {
 		return nil
 	}
-	if err := r.idents.authorize(r.ctx, r.as, verb, gvr, namespace, name); err != nil {
+	if err := r.idents.Authorize(r.ctx, r.as, verb, gvr, namespace, name); err != nil {
 		return r.fail(err)
 	}
 	return nil

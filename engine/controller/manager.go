@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -27,6 +26,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/controller/crdinstall"
+	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
 )
@@ -64,7 +65,7 @@ type Options struct {
 	// before it watches the parent kind, at start and on every reload,
 	// and wait until it is established (ReconcileTimeout at most). A
 	// change that would break stored parents is refused unless the set's
-	// loom.yaml sets schema.allowBreakingChanges (see install.go).
+	// loom.yaml sets schema.allowBreakingChanges (see crdinstall).
 	InstallCRDs bool
 	// Shard, if set, makes this replica one of a group that shares the
 	// parents: it watches and reconciles only the parents of the buckets
@@ -107,15 +108,15 @@ type Manager struct {
 	// awaited is signalled when a controller or a parent starts to wait
 	// for a kind that is not served (see rediscover).
 	awaited chan struct{}
-	// installed holds, per set folder, the CRD last installed for it as
-	// JSON (InstallCRDs); used by Run, then by the template watcher only.
-	installed map[string]string
+	// installer applies the sets' CRDs (InstallCRDs; nil without it);
+	// used by Run, then by the template watcher only.
+	installer *crdinstall.Installer
 	// caps is the cluster's capabilities, for charts' .Capabilities.
 	caps *capsCache
 	// perms is what Loom may not do of what its sets need.
-	perms *permissions
+	perms *identity.Permissions
 	// idents are the sets' ServiceAccounts Loom acts as.
-	idents *identities
+	idents identity.Source
 }
 
 // New builds a Manager. It loads no templates and contacts no server until
@@ -195,12 +196,13 @@ func New(opts Options) (*Manager, error) {
 		retired:     map[schema.GroupKind]*parentController{},
 		dirs:        map[string]schema.GroupKind{},
 		awaited:     make(chan struct{}, 1),
-		installed:   map[string]string{},
 		caps:        &capsCache{dc: disco},
-		perms:       &permissions{reviews: kube.AuthorizationV1().SelfSubjectAccessReviews(), kick: make(chan struct{}, 1)},
+		perms:       identity.NewPermissions(kube.AuthorizationV1().SelfSubjectAccessReviews(), opts.ReconcileTimeout),
 	}
-	m.idents = &identities{cfg: opts.Config, rt: httpClient.Transport, timeout: httpClient.Timeout, applier: m.applier,
-		reviews: kube.AuthorizationV1().SubjectAccessReviews(), byName: map[types.NamespacedName]*identity{}, decisions: map[decisionKey]decision{}}
+	if opts.InstallCRDs {
+		m.installer = crdinstall.New(client, opts.FieldManager, m.recorder, opts.ReconcileTimeout)
+	}
+	m.idents = identity.NewAccounts(opts.Config, httpClient.Transport, httpClient.Timeout, m.applier, kube.AuthorizationV1().SubjectAccessReviews())
 	registerLookupGauges(opts.Registry, func() lookupStats {
 		m.mu.Lock()
 		lc := m.lookups
@@ -225,7 +227,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	// With InstallCRDs, a set whose CRD is refused does not start; the
 	// others do. It is tried again on the next reload.
-	refused, _ := m.installCRDs(ctx, sets)
+	refused, _ := m.installer.Install(ctx, sets)
 	m.mu.Lock()
 	m.ctx = ctx
 	m.children = newChildWatcher(ctx, m.slim, m.opts.Namespace, m.opts.ResyncPeriod, m.route, m.childSynced)
@@ -249,7 +251,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.metrics.sets.Set(float64(len(m.dirs)))
 	m.mu.Unlock()
 	go m.watchCRDs(ctx)
-	go m.watchPermissions(ctx)
+	go m.perms.Watch(ctx, m.permissionChecks, func(missing int) { m.metrics.missingPermissions.Set(float64(missing)) })
 	reloadDone := make(chan struct{})
 	go func() {
 		defer close(reloadDone)

@@ -23,7 +23,7 @@ type metrics struct {
 	// rolloutFailures counts failed rollout steps by set and outcome.
 	rolloutFailures *prometheus.CounterVec
 	// missingPermissions counts the RBAC permissions the sets need that
-	// Loom lacks (permissions.go).
+	// Loom lacks (identity.Permissions).
 	missingPermissions prometheus.Gauge
 }
 

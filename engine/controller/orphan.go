@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/status"
 )
@@ -90,7 +91,7 @@ func (c *parentController) finalize(ctx context.Context, parent *unstructured.Un
 	if err != nil {
 		return err
 	}
-	ctx = withIdentity(ctx, id)
+	ctx = identity.WithAccount(ctx, id)
 	if orphanGuard.has(parent) {
 		err = c.releaseOrphans(ctx, parent)
 		if err == nil {

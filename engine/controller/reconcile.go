@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/hook"
 	"github.com/loom-operator/loom/engine/object"
@@ -61,7 +62,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 	reader := c.m.lookups.reader(ctx, parentKey{gk: c.gvk.GroupKind(), key: key}, set.Config.Lookups)
 	defer reader.done()
 	// The set's ServiceAccount, if it names one, applies, prunes and
-	// looks up for this parent (identity.go); ctx carries it.
+	// looks up for this parent (actas.go); ctx carries it.
 	id, idErr := c.identityFor(ctx, set, parent, reader)
 	if idErr != nil {
 		logger.V(2).Info("Cannot act as the set's ServiceAccount", "err", idErr)
@@ -70,7 +71,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 		}
 		return reader.err // a read the cluster could not answer is retried
 	}
-	ctx = withIdentity(ctx, id)
+	ctx = identity.WithAccount(ctx, id)
 	reader.as, reader.idents = id, c.m.idents
 
 	// 2. Render the children, answering lookups from the caches, and

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/controller/crdinstall"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -77,7 +78,7 @@ func (m *Manager) reload(ctx context.Context) {
 	// With InstallCRDs, a set whose CRD is refused keeps its running
 	// version, or is not added. Installing waits on the API server, so it
 	// runs before the lock.
-	refused, crdChanged := m.installCRDs(ctx, sets)
+	refused, crdChanged := m.installer.Install(ctx, sets)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// Every folder that still holds a set, loadable or not. A set that
@@ -126,8 +127,9 @@ func (m *Manager) reload(ctx context.Context) {
 		}
 		if old.ParentGVK() != s.ParentGVK() || crdChanged[s.Dir] {
 			// Another version of the parent kind, or a new schema whose
-			// storage the informer's watch does not see (installCRD): its
-			// informer must be replaced, so the controller is.
+			// storage the informer's watch does not see (crdinstall's
+			// installCRD): its informer must be replaced, so the
+			// controller is.
 			if crdChanged[s.Dir] {
 				logger.Info("Template set changed its parent's schema; restarting its controller", "set", s.Dir)
 			} else {
@@ -175,7 +177,7 @@ func (m *Manager) reload(ctx context.Context) {
 		}
 	}
 	m.metrics.sets.Set(float64(len(m.dirs)))
-	m.perms.wake()
+	m.perms.Wake()
 }
 
 // eventOnKind records a Warning Event on the CRD that defines gk, which is
@@ -202,4 +204,15 @@ func splitJoined(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// reportSchemaLocked sets the SchemaAccepted condition of each running
+// set's TemplateSet from what the installer returned.
+func (m *Manager) reportSchemaLocked(results map[string]error) {
+	for dir, err := range results {
+		gk, ok := m.dirs[dir]
+		if c := m.controllers[gk]; ok && c != nil && c.rollouts != nil {
+			c.rollouts.setSchema(crdinstall.SchemaCondition(err))
+		}
+	}
 }

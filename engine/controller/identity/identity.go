@@ -1,4 +1,4 @@
-package controller
+package identity
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	authv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/client-go/transport"
 
 	"github.com/loom-operator/loom/engine/apply"
-	"github.com/loom-operator/loom/engine/render"
 )
 
 // How long a SubjectAccessReview's answer for a lookup is kept: as the
@@ -34,23 +32,39 @@ const (
 	maxIdentities = 10_000
 )
 
-var serviceAccountsGVR = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+// ServiceAccountsGVR is the ServiceAccounts' resource.
+var ServiceAccountsGVR = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
 
-// identity is a set's ServiceAccount in one namespace, as Loom acts as it
+// Source is what the parent controller asks of the sets' identities: the
+// Account a reconcile acts as for a ServiceAccount, and whether that
+// account may make a lookup that Loom answers from its own caches.
+// *Accounts is the Source Loom runs with.
+type Source interface {
+	// Of returns the Account of the ServiceAccount sa.
+	Of(sa types.NamespacedName) (*Account, error)
+	// Authorize returns nil when id may verb the resource gvr (the
+	// object named name, or, for "", the namespace's), else why not.
+	Authorize(ctx context.Context, id *Account, verb string, gvr schema.GroupVersionResource, namespace, name string) error
+}
+
+// Account is a set's ServiceAccount in one namespace, as Loom acts as it
 // (loom.yaml's serviceAccountName): its applier sends every request as
 // that account, by impersonation, over Loom's own connections.
-type identity struct {
+type Account struct {
 	sa      types.NamespacedName
 	user    string
 	groups  []string
 	applier *apply.Applier
 }
 
-// identities makes and keeps one identity per ServiceAccount, and the
+// Applier is the applier that acts as the account.
+func (id *Account) Applier() *apply.Applier { return id.applier }
+
+// Accounts makes and keeps one Account per ServiceAccount, and the
 // answers of the SubjectAccessReviews that authorize its lookups. Caches
 // are not multiplied: lookups are answered from Loom's shared informers,
 // once the account may read what is looked up.
-type identities struct {
+type Accounts struct {
 	cfg     *rest.Config
 	rt      http.RoundTripper // Loom's transport, shared by every identity
 	timeout time.Duration
@@ -58,8 +72,17 @@ type identities struct {
 	reviews authclient.SubjectAccessReviewInterface
 
 	mu        sync.Mutex
-	byName    map[types.NamespacedName]*identity
+	byName    map[types.NamespacedName]*Account
 	decisions map[decisionKey]decision
+}
+
+// NewAccounts returns the Accounts that impersonate over rt, Loom's own
+// transport, with cfg (Loom's config) and the client timeout; each
+// account's applier is applier acting as the account, and reviews
+// answers whether an account may make a lookup.
+func NewAccounts(cfg *rest.Config, rt http.RoundTripper, timeout time.Duration, applier *apply.Applier, reviews authclient.SubjectAccessReviewInterface) *Accounts {
+	return &Accounts{cfg: cfg, rt: rt, timeout: timeout, applier: applier, reviews: reviews,
+		byName: map[types.NamespacedName]*Account{}, decisions: map[decisionKey]decision{}}
 }
 
 // decisionKey is one question about one account.
@@ -75,8 +98,8 @@ type decision struct {
 	expires time.Time
 }
 
-// of returns the identity of the ServiceAccount sa.
-func (ids *identities) of(sa types.NamespacedName) (*identity, error) {
+// Of returns the Account of the ServiceAccount sa.
+func (ids *Accounts) Of(sa types.NamespacedName) (*Account, error) {
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
 	if id := ids.byName[sa]; id != nil {
@@ -94,17 +117,17 @@ func (ids *identities) of(sa types.NamespacedName) (*identity, error) {
 	if len(ids.byName) >= maxIdentities {
 		clear(ids.byName)
 	}
-	id := &identity{sa: sa, user: user, groups: append(serviceaccount.MakeGroupNames(sa.Namespace), "system:authenticated"),
+	id := &Account{sa: sa, user: user, groups: append(serviceaccount.MakeGroupNames(sa.Namespace), "system:authenticated"),
 		applier: ids.applier.As(client)}
 	ids.byName[sa] = id
 	return id, nil
 }
 
-// authorize asks whether id may verb the resource gvr (an object named
+// Authorize asks whether id may verb the resource gvr (an object named
 // name, or, for "", the namespace's), with a SubjectAccessReview whose
 // answer is kept for a while. A denial is an error naming the account and
 // the permission.
-func (ids *identities) authorize(ctx context.Context, id *identity, verb string, gvr schema.GroupVersionResource, namespace, name string) error {
+func (ids *Accounts) Authorize(ctx context.Context, id *Account, verb string, gvr schema.GroupVersionResource, namespace, name string) error {
 	key := decisionKey{user: id.user, verb: verb, group: gvr.Group, resource: gvr.Resource, namespace: namespace, object: name}
 	now := time.Now()
 	ids.mu.Lock()
@@ -165,52 +188,20 @@ func (e *MissingServiceAccountError) Error() string {
 		e.ServiceAccount)
 }
 
-// identityFor returns the identity a reconcile of parent acts as: nil for
-// a set without serviceAccountName (Loom's own). The account must exist;
-// reader watches it, so that creating it reconciles the parent again.
-func (c *parentController) identityFor(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, reader *lookupReader) (*identity, error) {
-	name := set.Config.ServiceAccountName
-	if name == "" {
-		return nil, nil
-	}
-	sa := types.NamespacedName{Namespace: parent.GetNamespace(), Name: name}
-	found, err := reader.exists(serviceAccountsGVR, sa.Namespace, sa.Name)
-	if err != nil {
-		return nil, fmt.Errorf("read ServiceAccount %s: %w", sa, err)
-	}
-	if !found {
-		return nil, &MissingServiceAccountError{ServiceAccount: sa}
-	}
-	return c.m.idents.of(sa)
-}
+// accountKey carries a reconcile's Account in its context.
+type accountKey struct{}
 
-// identityFinalizing is the identity a deleted parent's children are
-// released and deleted as; the account is not required to still exist
-// (the API server answers for what it may do).
-func (c *parentController) identityFinalizing(parent *unstructured.Unstructured) (*identity, error) {
-	name := c.set.Load().Config.ServiceAccountName
-	if name == "" {
-		return nil, nil
-	}
-	return c.m.idents.of(types.NamespacedName{Namespace: parent.GetNamespace(), Name: name})
-}
-
-// identityKey carries a reconcile's identity in its context.
-type identityKey struct{}
-
-// withIdentity returns ctx carrying id (nil: Loom's own).
-func withIdentity(ctx context.Context, id *identity) context.Context {
+// WithAccount returns ctx carrying id (nil: Loom's own).
+func WithAccount(ctx context.Context, id *Account) context.Context {
 	if id == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, identityKey{}, id)
+	return context.WithValue(ctx, accountKey{}, id)
 }
 
-// applier is the applier of the reconcile that ctx belongs to: the set's
-// ServiceAccount's, or Loom's own.
-func (c *parentController) applier(ctx context.Context) *apply.Applier {
-	if id, ok := ctx.Value(identityKey{}).(*identity); ok {
-		return id.applier
-	}
-	return c.m.applier
+// FromContext returns the Account that ctx carries, or nil for Loom's
+// own.
+func FromContext(ctx context.Context) *Account {
+	id, _ := ctx.Value(accountKey{}).(*Account)
+	return id
 }

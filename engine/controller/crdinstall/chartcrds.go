@@ -1,4 +1,4 @@
-package controller
+package crdinstall
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 // the set, and by whatever else uses it; deleting it deletes every
 // object of its kind). An edited CRD file changes nothing on the cluster.
 // It runs with --install-crds only; without it, install them yourself.
-func (m *Manager) installChartCRDs(ctx context.Context, s *render.Set) error {
+func (i *Installer) installChartCRDs(ctx context.Context, s *render.Set) error {
 	c := s.Chart()
 	if c == nil {
 		return nil
@@ -46,7 +46,7 @@ func (m *Manager) installChartCRDs(ctx context.Context, s *render.Set) error {
 				errs = append(errs, fmt.Errorf("%s: %s %s is not a CustomResourceDefinition", f.Name, obj.GetKind(), obj.GetName()))
 				continue
 			}
-			_, err := m.client.Resource(crdGVR).Create(ctx, obj, metav1.CreateOptions{FieldManager: m.opts.FieldManager})
+			_, err := i.client.Resource(crdGVR).Create(ctx, obj, metav1.CreateOptions{FieldManager: i.fieldManager})
 			switch {
 			case apierrors.IsAlreadyExists(err):
 			case err != nil:

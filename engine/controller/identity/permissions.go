@@ -1,4 +1,4 @@
-package controller
+package identity
 
 import (
 	"context"
@@ -23,19 +23,27 @@ const (
 	permissionsRefresh = 10 * time.Minute
 )
 
-// permissions is what Loom found it may not do, of what its running sets
+// Permissions is what Loom found it may not do, of what its running sets
 // need (rbac.Generate): asked of the API server with
 // SelfSubjectAccessReviews, which every authenticated user may create.
-type permissions struct {
+type Permissions struct {
 	reviews authclient.SelfSubjectAccessReviewInterface
 	kick    chan struct{} // a reload changed the sets
+	// timeout bounds each review.
+	timeout time.Duration
 
 	mu      sync.Mutex
 	missing []string // rbac.Check.String of each, in order
 }
 
-// wake asks for a check now.
-func (p *permissions) wake() {
+// NewPermissions returns the Permissions that ask reviews, each review
+// bounded by timeout.
+func NewPermissions(reviews authclient.SelfSubjectAccessReviewInterface, timeout time.Duration) *Permissions {
+	return &Permissions{reviews: reviews, kick: make(chan struct{}, 1), timeout: timeout}
+}
+
+// Wake asks for a check now (a reload changed the sets).
+func (p *Permissions) Wake() {
 	if p == nil {
 		return
 	}
@@ -45,8 +53,8 @@ func (p *permissions) wake() {
 	}
 }
 
-// err is the readiness error for the missing permissions, or nil.
-func (p *permissions) err() error {
+// Err is the readiness error for the missing permissions, or nil.
+func (p *Permissions) Err() error {
 	if p == nil {
 		return nil
 	}
@@ -58,14 +66,17 @@ func (p *permissions) err() error {
 	return fmt.Errorf("Loom lacks RBAC permissions its template sets need (`loom rbac` prints them all): %s", strings.Join(p.missing, "; "))
 }
 
-// watchPermissions checks Loom's permissions at start, after each reload,
-// and then every permissionsRecheck while one is missing, else every
-// permissionsRefresh. A failed review keeps the last answer.
-func (m *Manager) watchPermissions(ctx context.Context) {
+// Watch checks Loom's permissions at start, after each Wake, and then
+// every permissionsRecheck while one is missing, else every
+// permissionsRefresh, until ctx is done. needs returns the checks of what
+// the running sets need at that moment; report is told how many are
+// missing after each check that succeeded. A failed review keeps the last
+// answer.
+func (p *Permissions) Watch(ctx context.Context, needs func() []rbac.Check, report func(missing int)) {
 	logger := klog.FromContext(ctx)
 	for {
 		wait := permissionsRefresh
-		missing, err := m.missingPermissions(ctx)
+		missing, err := p.missingOf(ctx, needs())
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -73,12 +84,11 @@ func (m *Manager) watchPermissions(ctx context.Context) {
 			logger.Error(err, "Could not check Loom's RBAC permissions; trying again")
 			wait = permissionsRecheck
 		default:
-			p := m.perms
 			p.mu.Lock()
 			changed := !slices.Equal(p.missing, missing)
 			p.missing = missing
 			p.mu.Unlock()
-			m.metrics.missingPermissions.Set(float64(len(missing)))
+			report(len(missing))
 			if len(missing) > 0 {
 				wait = permissionsRecheck
 			}
@@ -93,33 +103,20 @@ func (m *Manager) watchPermissions(ctx context.Context) {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-m.perms.kick:
+		case <-p.kick:
 			t.Stop()
 		case <-t.C:
 		}
 	}
 }
 
-// missingPermissions asks about each permission the running sets need.
-func (m *Manager) missingPermissions(ctx context.Context) ([]string, error) {
-	m.mu.Lock()
-	var sets []rbac.Set
-	for _, gk := range sortedKinds(m.controllers) {
-		s := m.controllers[gk].set.Load()
-		rs, err := rbac.FromSet(s)
-		if err != nil {
-			// A kind computed by a template: the check cannot know
-			// it; the rest is checked.
-			rs = rbac.Set{Name: s.Name, Config: s.Config, Seeded: s.Seeded()}
-		}
-		sets = append(sets, rs)
-	}
-	m.mu.Unlock()
-	policy := rbac.Generate(sets, rbac.Options{Namespace: m.opts.Namespace, InstallCRDs: m.opts.InstallCRDs})
+// missingOf asks about each permission of checks, and returns those Loom
+// lacks.
+func (p *Permissions) missingOf(ctx context.Context, checks []rbac.Check) ([]string, error) {
 	var missing []string
-	for _, c := range policy.Checks() {
-		cctx, cancel := context.WithTimeout(ctx, m.opts.ReconcileTimeout)
-		review, err := m.perms.reviews.Create(cctx, &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
+	for _, c := range checks {
+		cctx, cancel := context.WithTimeout(ctx, p.timeout)
+		review, err := p.reviews.Create(cctx, &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
 			ResourceAttributes: &authv1.ResourceAttributes{Namespace: c.Namespace, Verb: c.Verb, Group: c.Group, Resource: c.Resource, Subresource: c.Subresource, Name: c.Name},
 		}}, metav1.CreateOptions{})
 		cancel()

@@ -1,4 +1,4 @@
-package controller
+package crdinstall
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/crd"
@@ -48,26 +49,53 @@ func breaksText(breaks []crd.Break) string {
 	return strings.Join(lines, "; ")
 }
 
-// installCRDs applies the CRD of each set (Options.InstallCRDs) whose
-// generated CRD changed since Loom last applied it. It returns, per set
-// folder, why the set must not start or replace its running version (its
-// CRD could not be generated, was refused as a breaking change, or was
-// not established in time), nil for the others; and the folders of the
-// sets whose CRD's schema it changed, whose running controller must start
-// again (see installCRD). Each refusal is logged and recorded as an Event
-// on the CRD. It runs in Run before the sets start, then on the template
+// crdGVR is the CustomResourceDefinitions' resource.
+var crdGVR = apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+
+// Installer applies the CRDs of template sets (loom run --install-crds):
+// each set's generated CRD, and a chart set's own CRDs (crds/). It keeps,
+// per set folder, the CRD it last applied, so that a reload applies only
+// what changed. It is used by one goroutine at a time.
+type Installer struct {
+	client       dynamic.Interface
+	fieldManager string
+	recorder     record.EventRecorder
+	// timeout bounds the reads and the apply of one CRD, and then the
+	// wait until it is established.
+	timeout time.Duration
+	// installed holds, per set folder, the CRD last installed for it as
+	// JSON.
+	installed map[string]string
+}
+
+// New returns an Installer that applies as fieldManager through client,
+// records Events on the CRDs with recorder, and bounds each CRD's install
+// with timeout.
+func New(client dynamic.Interface, fieldManager string, recorder record.EventRecorder, timeout time.Duration) *Installer {
+	return &Installer{client: client, fieldManager: fieldManager, recorder: recorder, timeout: timeout, installed: map[string]string{}}
+}
+
+// Install applies the CRD of each set whose generated CRD changed since
+// it last applied it. It returns, per set folder, why the set must not
+// start or replace its running version (its CRD could not be generated,
+// was refused as a breaking change, or was not established in time), nil
+// for the others; and the folders of the sets whose CRD's schema it
+// changed, whose running controller must start again (see installCRD).
+// Each refusal is logged and recorded as an Event on the CRD. A nil
+// Installer (--install-crds off) installs nothing and returns nil maps.
+// The Manager calls it in Run before the sets start, then on the template
 // watcher's goroutine only.
-func (m *Manager) installCRDs(ctx context.Context, sets []*render.Set) (results map[string]error, changed map[string]bool) {
-	results, changed = map[string]error{}, map[string]bool{}
-	if !m.opts.InstallCRDs {
-		return results, changed
+func (i *Installer) Install(ctx context.Context, sets []*render.Set) (results map[string]error, changed map[string]bool) {
+	if i == nil {
+		return nil, nil
 	}
+	results, changed = map[string]error{}, map[string]bool{}
 	logger := klog.FromContext(ctx)
 	for _, s := range sets {
 		// A chart's own CRDs (crds/): created when missing, never updated.
 		// A failure is logged, and the set runs: its children of those
 		// kinds fail to apply, and their parents say so.
-		if err := m.installChartCRDs(ctx, s); err != nil {
+		if err := i.installChartCRDs(ctx, s); err != nil {
 			logger.Error(err, "A chart's CRD was not installed", "set", s.Dir)
 		}
 		gen, err := s.CRD()
@@ -77,39 +105,29 @@ func (m *Manager) installCRDs(ctx context.Context, sets []*render.Set) (results 
 			continue
 		}
 		key, _ := json.Marshal(gen)
-		if m.installed[s.Dir] == string(key) {
+		if i.installed[s.Dir] == string(key) {
 			results[s.Dir] = nil
 			continue
 		}
-		schemaChanged, err := m.installCRD(ctx, s, gen)
+		schemaChanged, err := i.installCRD(ctx, s, gen)
 		results[s.Dir] = err
 		if err != nil {
 			logger.Error(err, "CRD not installed; the set does not start or keeps its running version", "set", s.Dir, "crd", gen.Name)
 			continue
 		}
-		m.installed[s.Dir] = string(key)
+		i.installed[s.Dir] = string(key)
 		changed[s.Dir] = schemaChanged
 	}
 	return results, changed
-}
-
-// reportSchemaLocked sets the SchemaAccepted condition of each running
-// set's TemplateSet from what installCRDs returned.
-func (m *Manager) reportSchemaLocked(results map[string]error) {
-	for dir, err := range results {
-		gk, ok := m.dirs[dir]
-		if c := m.controllers[gk]; ok && c != nil && c.rollouts != nil {
-			c.rollouts.setSchema(schemaCondition(err))
-		}
-	}
 }
 
 // ConditionSchemaAccepted is the TemplateSet condition that says whether
 // the set's CRD was installed (loom run --install-crds).
 const ConditionSchemaAccepted = "SchemaAccepted"
 
-// schemaCondition is the SchemaAccepted condition for an install's error.
-func schemaCondition(err error) metav1.Condition {
+// SchemaCondition is the SchemaAccepted condition for an error Install
+// returned for a set (nil when its CRD is installed).
+func SchemaCondition(err error) metav1.Condition {
 	var be *BreakingChangeError
 	switch {
 	case err == nil:
@@ -140,40 +158,40 @@ func schemaCondition(err error) metav1.Condition {
 // carries on with the old one, which prunes the new fields from what it
 // sends, for up to twice the API server's request timeout. The kind's
 // controller must start again, with a new watch.
-func (m *Manager) installCRD(ctx context.Context, s *render.Set, gen *apiextv1.CustomResourceDefinition) (bool, error) {
+func (i *Installer) installCRD(ctx context.Context, s *render.Set, gen *apiextv1.CustomResourceDefinition) (bool, error) {
 	logger := klog.FromContext(ctx)
-	rctx, cancel := context.WithTimeout(ctx, m.opts.ReconcileTimeout)
+	rctx, cancel := context.WithTimeout(ctx, i.timeout)
 	defer cancel()
-	check, err := LiveBreaks(rctx, m.client, gen)
+	check, err := LiveBreaks(rctx, i.client, gen)
 	if err != nil {
 		return false, err
 	}
 	live, breaks := check.Live, check.Breaks
-	if live != nil && !OwnsCRD(live, m.opts.FieldManager) {
+	if live != nil && !OwnsCRD(live, i.fieldManager) {
 		msg := fmt.Sprintf("CRD %s was not installed by Loom: left as it is; annotate it %s=%s to hand it over to Loom",
-			gen.Name, object.AnnotationAdopt, m.opts.FieldManager)
+			gen.Name, object.AnnotationAdopt, i.fieldManager)
 		logger.Info("CRD was not installed by Loom; running the set on it as it is", "set", s.Dir, "crd", gen.Name)
-		m.recorder.Event(live, corev1.EventTypeWarning, "CRDNotManaged", msg)
+		i.recorder.Event(live, corev1.EventTypeWarning, "CRDNotManaged", msg)
 		return false, nil
 	}
 	allowed := s.Config.Schema != nil && s.Config.Schema.AllowBreakingChanges
 	if len(breaks) > 0 && !allowed {
 		err := &BreakingChangeError{CRD: gen.Name, Breaks: breaks}
-		m.recorder.Event(live, corev1.EventTypeWarning, "BreakingChangeRefused", eventMessage(err.Error()))
+		i.recorder.Event(live, corev1.EventTypeWarning, "BreakingChangeRefused", eventMessage(err.Error()))
 		return false, err
 	}
-	if err := m.applyCRD(rctx, gen, live != nil); err != nil {
+	if err := i.applyCRD(rctx, gen, live != nil); err != nil {
 		if live != nil {
-			m.recorder.Event(live, corev1.EventTypeWarning, "CRDNotApplied", eventMessage(err.Error()))
+			i.recorder.Event(live, corev1.EventTypeWarning, "CRDNotApplied", eventMessage(err.Error()))
 		}
 		return false, err
 	}
 	if len(breaks) > 0 {
 		msg := fmt.Sprintf("CRD %s applied with a breaking change, as schema.allowBreakingChanges allows: %s", gen.Name, breaksText(breaks))
 		logger.Info("Applied a breaking change to the CRD, as loom.yaml allows", "set", s.Dir, "crd", gen.Name, "breaks", len(breaks))
-		m.recorder.Event(live, corev1.EventTypeNormal, "BreakingChangeAllowed", eventMessage(msg))
+		i.recorder.Event(live, corev1.EventTypeNormal, "BreakingChangeAllowed", eventMessage(msg))
 	}
-	if err := waitEstablished(ctx, m.client, gen.Name, m.opts.ReconcileTimeout); err != nil {
+	if err := waitEstablished(ctx, i.client, gen.Name, i.timeout); err != nil {
 		return false, err
 	}
 	logger.Info("CRD installed", "set", s.Dir, "crd", gen.Name, "schemaChanged", check.Changed)
@@ -283,7 +301,7 @@ func OwnsCRD(live *unstructured.Unstructured, manager string) bool {
 // when it exists (Loom's, see installCRD), without when it is created, so
 // that a CRD someone else creates meanwhile with other values is a
 // conflict, not taken over.
-func (m *Manager) applyCRD(ctx context.Context, gen *apiextv1.CustomResourceDefinition, exists bool) error {
+func (i *Installer) applyCRD(ctx context.Context, gen *apiextv1.CustomResourceDefinition, exists bool) error {
 	obj, err := crd.Unstructured(gen)
 	if err != nil {
 		return fmt.Errorf("apply CRD %s: %w", gen.Name, err)
@@ -291,7 +309,7 @@ func (m *Manager) applyCRD(ctx context.Context, gen *apiextv1.CustomResourceDefi
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetAPIVersion(apiextv1.SchemeGroupVersion.String())
 	u.SetKind("CustomResourceDefinition")
-	if _, err := m.client.Resource(crdGVR).Apply(ctx, gen.Name, u, metav1.ApplyOptions{FieldManager: m.opts.FieldManager, Force: exists}); err != nil {
+	if _, err := i.client.Resource(crdGVR).Apply(ctx, gen.Name, u, metav1.ApplyOptions{FieldManager: i.fieldManager, Force: exists}); err != nil {
 		return fmt.Errorf("apply CRD %s: %w", gen.Name, err)
 	}
 	return nil
@@ -307,13 +325,12 @@ func waitEstablished(ctx context.Context, client dynamic.Interface, name string,
 			why = err.Error()
 			return false, nil
 		}
-		if established(u) {
+		if Established(u) {
 			return true, nil
 		}
-		st, _ := u.Object["status"].(map[string]any)
 		why = "Established is not True"
-		if c := conditionOf(st, "NamesAccepted"); c.status == "False" {
-			why = "NamesAccepted=False: " + c.message
+		if status, message := conditionOf(u, "NamesAccepted"); status == "False" {
+			why = "NamesAccepted=False: " + message
 		}
 		return false, nil
 	})
@@ -321,6 +338,26 @@ func waitEstablished(ctx context.Context, client dynamic.Interface, name string,
 		return fmt.Errorf("CRD %s not established within %s (%s): %w", name, timeout, why, err)
 	}
 	return nil
+}
+
+// Established reports whether the CRD's Established condition is True.
+func Established(crd *unstructured.Unstructured) bool {
+	status, _ := conditionOf(crd, "Established")
+	return status == "True"
+}
+
+// conditionOf reads the status and message of the CRD's first condition
+// of type typ; both are empty when it has none.
+func conditionOf(crd *unstructured.Unstructured, typ string) (status, message string) {
+	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			status, _ = m["status"].(string)
+			message, _ = m["message"].(string)
+			return status, message
+		}
+	}
+	return "", ""
 }
 
 // eventMessage caps an Event's message: the API server refuses a long one.
