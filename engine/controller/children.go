@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/shard"
@@ -43,7 +43,7 @@ type childWatcher struct {
 	// Loom's annotations, a fingerprint of Loom's managedFields entry, the
 	// spec fields kstatus reads, and status. The rest of a child is what
 	// Loom applied, which it knows from its templates.
-	packed    *packedClient
+	packed    *packwatch.Client
 	namespace string
 	resync    time.Duration
 	route     func(ownerEvent)
@@ -112,7 +112,7 @@ func (e *NotWatchedError) Error() string {
 // Unwrap returns the list error.
 func (e *NotWatchedError) Unwrap() error { return e.Err }
 
-func newChildWatcher(ctx context.Context, packed *packedClient, namespace string, resync time.Duration,
+func newChildWatcher(ctx context.Context, packed *packwatch.Client, namespace string, resync time.Duration,
 	route func(ownerEvent), synced func(schema.GroupResource)) *childWatcher {
 	return &childWatcher{
 		packed: packed, namespace: namespace, resync: resync, route: route, synced: synced, ctx: ctx,
@@ -207,7 +207,7 @@ func (w *childWatcher) newInformer(gvr schema.GroupVersionResource, namespace st
 		selector += "," + shard.LabelBucket + "=" + strconv.Itoa(bucket)
 	}
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
-	inf := newPackedInformer(w.packed, gvr, namespace, w.resync, tweak)
+	inf := packwatch.NewInformer(w.packed, gvr, namespace, w.resync, tweak)
 	ctx, stop := context.WithCancel(w.ctx)
 	ci := &childInformer{inf: inf, stop: stop}
 	defer func() { go inf.Run(ctx.Done()) }()
@@ -241,8 +241,8 @@ func (w *childWatcher) newInformer(gvr schema.GroupVersionResource, namespace st
 
 // handleUpdate ignores resyncs that changed nothing.
 func (w *childWatcher) handleUpdate(old, cur any) {
-	o, ok1 := idOf(old)
-	c, ok2 := idOf(cur)
+	o, ok1 := packwatch.ID(old)
+	c, ok2 := packwatch.ID(cur)
 	if ok1 && ok2 && o.GetResourceVersion() == c.GetResourceVersion() {
 		return
 	}
@@ -270,7 +270,7 @@ func (w *childWatcher) handle(obj any, deleted bool) {
 func (w *childWatcher) owned(uid types.UID) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, o := range w.owners.children(uid) {
-		if u, ok := unpack(o); ok {
+		if u, ok := packwatch.Unpack(o); ok {
 			out = append(out, u)
 		}
 	}
@@ -285,7 +285,7 @@ func (w *childWatcher) get(gr schema.GroupResource, namespace, name string) *uns
 	}
 	for _, ci := range w.informersOf(gr) {
 		if obj, exists, _ := ci.inf.GetIndexer().GetByKey(key); exists {
-			u, _ := unpack(obj)
+			u, _ := packwatch.Unpack(obj)
 			return u
 		}
 	}
@@ -330,33 +330,11 @@ func (w *childWatcher) keep(held shard.Set) []object.Ref {
 	for _, ci := range gone {
 		ci.stop()
 		for _, obj := range ci.inf.GetStore().List() {
-			if p, ok := idOf(obj); ok {
+			if p, ok := packwatch.ID(obj); ok {
 				refs = append(refs, p.Ref())
 			}
 		}
 		w.owners.drop(ci)
 	}
 	return refs
-}
-
-// idOf returns a cached object as Loom's informers hold it, packed, to
-// read its UID and resourceVersion without decoding it.
-func idOf(obj any) (*pack.Packed, bool) {
-	p, ok := obj.(*pack.Packed)
-	return p, ok
-}
-
-// unpack returns a cached object (packed, as Loom's informers hold it) as
-// an unstructured object the caller owns.
-func unpack(obj any) (*unstructured.Unstructured, bool) {
-	p, ok := obj.(*pack.Packed)
-	if !ok {
-		return nil, false
-	}
-	u, err := p.Object()
-	if err != nil {
-		utilruntime.HandleError(err)
-		return nil, false
-	}
-	return u, true
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
 	corev1 "k8s.io/api/core/v1"
@@ -328,16 +329,16 @@ status: {conditions: [{type: Established, status: "True"}]}
 // by the packer the packed client decodes parents with.
 func packParent(t testing.TB, u *unstructured.Unstructured) *pack.Packed {
 	t.Helper()
-	return packJSON(t, u, parentPack)
+	return packJSON(t, u, packwatch.Parent)
 }
 
 // packChild packs u as Loom's child informers hold it.
 func packChild(t testing.TB, u *unstructured.Unstructured) *pack.Packed {
 	t.Helper()
-	return packJSON(t, u, childPack("loom"))
+	return packJSON(t, u, packwatch.Child("loom"))
 }
 
-func packJSON(t testing.TB, u *unstructured.Unstructured, pf packFunc) *pack.Packed {
+func packJSON(t testing.TB, u *unstructured.Unstructured, pf packwatch.PackFunc) *pack.Packed {
 	t.Helper()
 	b, err := u.MarshalJSON()
 	if err != nil {

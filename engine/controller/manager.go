@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
 )
@@ -84,7 +85,7 @@ type Manager struct {
 	client dynamic.Interface
 	// slim and strip list and watch children and parents, packed from the
 	// API server's JSON (packwatch.go).
-	slim, strip *packedClient
+	slim, strip *packwatch.Client
 	mapper      *restmapper.DeferredDiscoveryRESTMapper
 	applier     *apply.Applier
 	children    *childWatcher
@@ -155,11 +156,11 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create dynamic client: %w", err)
 	}
-	slim, err := newPackedClient(opts.Config, httpClient, childPack(opts.FieldManager))
+	slim, err := packwatch.NewClient(opts.Config, httpClient, packwatch.Child(opts.FieldManager))
 	if err != nil {
 		return nil, err
 	}
-	strip, err := newPackedClient(opts.Config, httpClient, parentPack)
+	strip, err := packwatch.NewClient(opts.Config, httpClient, packwatch.Parent)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
@@ -161,14 +162,14 @@ func (c *parentController) drain() {
 // created again under the same name while the watch was down, and the
 // relist reports it as an update. It is always enqueued.
 func (c *parentController) onUpdate(old, cur any) {
-	if id, ok := idOf(cur); ok {
+	if id, ok := packwatch.ID(cur); ok {
 		c.caughtUp(id.GetUID(), id.GetResourceVersion())
 	}
 	if c.rollouts != nil && c.rollouts.active() {
 		c.rollouts.wake() // a moved parent's status may end a step
 	}
-	o, ok1 := unpack(old)
-	n, ok2 := unpack(cur)
+	o, ok1 := packwatch.Unpack(old)
+	n, ok2 := packwatch.Unpack(cur)
 	if ok1 && ok2 && o.GetUID() != n.GetUID() {
 		c.forget(cache.MetaObjectToName(o), o.GetUID())
 	} else if ok1 && ok2 && !renderInputChanged(o, n) {
@@ -221,7 +222,7 @@ func (c *parentController) onDelete(obj any) {
 		obj = d.Obj
 	}
 	var uid types.UID
-	if id, ok := idOf(obj); ok {
+	if id, ok := packwatch.ID(obj); ok {
 		uid = id.GetUID()
 	}
 	c.forget(key, uid)
@@ -311,7 +312,7 @@ func (c *parentController) retryStatus() {
 		return
 	}
 	for _, obj := range c.store().List() {
-		if id, ok := idOf(obj); ok && uids[id.GetUID()] {
+		if id, ok := packwatch.ID(obj); ok && uids[id.GetUID()] {
 			c.enqueue(obj)
 		}
 	}
@@ -418,7 +419,7 @@ func (c *parentController) parentGet(key cache.ObjectName) (*unstructured.Unstru
 	if err != nil || !exists {
 		return nil, false
 	}
-	return unpack(obj)
+	return packwatch.Unpack(obj)
 }
 
 // parentID returns the UID and resourceVersion of the cached parent,
@@ -428,7 +429,7 @@ func (c *parentController) parentID(key cache.ObjectName) (*pack.Packed, bool) {
 	if err != nil || !exists {
 		return nil, false
 	}
-	return idOf(obj)
+	return packwatch.ID(obj)
 }
 
 // parentUID returns the UID of the cached parent, without decoding it.

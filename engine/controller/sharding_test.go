@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/shard"
 )
@@ -138,7 +139,7 @@ func TestFilterShardList(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			list := &packedList{ListMeta: metav1.ListMeta{ResourceVersion: "7"}}
+			list := &packwatch.List{ListMeta: metav1.ListMeta{ResourceVersion: "7"}}
 			for _, name := range []string{"a", "b", "c"} {
 				if uid, ok := tt.items[name]; ok {
 					list.Items = append(list.Items, shardParent(t, name, uid))
@@ -151,9 +152,9 @@ func TestFilterShardList(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := obj.(*packedList)
+			got, ok := obj.(*packwatch.List)
 			if !ok {
-				t.Fatalf("list is a %T, want *packedList", obj)
+				t.Fatalf("list is a %T, want *packwatch.List", obj)
 			}
 			var names []string
 			for _, p := range got.Items {
