@@ -93,7 +93,7 @@ func (c *parentController) settleClusterFinalizer(ctx context.Context, parent *u
 // listClusterChildren lists afresh parent's cluster-scoped children: of
 // the kinds its annotation lists, and of those its cached children have.
 func (c *parentController) listClusterChildren(ctx context.Context, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	return c.listGuarded(ctx, parent, clusterGuard, clusterKinds(c.m.children.owned(parent.GetUID())), func(o *unstructured.Unstructured) bool {
+	return c.listGuarded(ctx, parent, clusterGuard, clusterKinds(c.m.cache.Owned(parent.GetUID())), func(o *unstructured.Unstructured) bool {
 		return isClusterChild(o) && object.IsChildOf(o, parent)
 	})
 }

@@ -139,54 +139,6 @@ func TestOnUpdateEnqueuesOnlyWhatRenderReads(t *testing.T) {
 	}
 }
 
-func TestChildEventsReachTheirControllerOwner(t *testing.T) {
-	const owned = `
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: ns
-  ownerReferences:
-  - {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: other, uid: u0}
-  - {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: u1, controller: true}
-`
-	const unowned = `
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: ns
-  ownerReferences:
-  - {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: u1}
-`
-	tests := []struct {
-		name    string
-		obj     func(t *testing.T) any
-		deleted bool
-		want    []string
-	}{
-		{"controller owner", func(t *testing.T) any { return packChild(t, u(t, owned)) }, false, []string{"ns/web u1 deleted=false"}},
-		{"tombstone of a deleted child", func(t *testing.T) any {
-			return cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: packChild(t, u(t, owned))}
-		}, true, []string{"ns/web u1 deleted=true"}},
-		{"owner but not controller", func(t *testing.T) any { return packChild(t, u(t, unowned)) }, false, nil},
-		{"not an object", func(t *testing.T) any { return "junk" }, false, nil},
-		{"not packed", func(t *testing.T) any { return u(t, owned) }, false, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			w := &childWatcher{route: func(ev ownerEvent) {
-				got = append(got, fmt.Sprintf("%s/%s %s deleted=%v", ev.namespace, ev.ref.Name, ev.ref.UID, ev.deleted))
-			}}
-			w.handle(tt.obj(t), tt.deleted)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("routed (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func TestRetryable(t *testing.T) {
 	gr := schema.GroupResource{Group: "apps", Resource: "deployments"}
 	tests := []struct {

@@ -337,7 +337,7 @@ func isOrDroppedChildOf(obj, parent *unstructured.Unstructured) bool {
 // (isOrDroppedChildOf): of the kinds its annotation lists, and of those
 // its cached children to keep have.
 func (c *parentController) listOrphans(ctx context.Context, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	return c.listGuarded(ctx, parent, orphanGuard, orphanKinds(c.m.children.owned(parent.GetUID())), func(o *unstructured.Unstructured) bool {
+	return c.listGuarded(ctx, parent, orphanGuard, orphanKinds(c.m.cache.Owned(parent.GetUID())), func(o *unstructured.Unstructured) bool {
 		return object.IsOrphan(o.GetAnnotations()) && isOrDroppedChildOf(o, parent)
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/controller/childcache"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/render"
@@ -234,8 +235,8 @@ func (c *parentController) onDelete(obj any) {
 // waits for a child kind. It is called when that object is deleted or
 // replaced by a new one of the same name.
 func (c *parentController) forget(key cache.ObjectName, uid types.UID) {
-	if c.m != nil {
-		c.m.lookups.forget(parentKey{gk: c.gvk.GroupKind(), key: key})
+	if c.m != nil && c.m.cache != nil { // nil: a Manager that never ran
+		c.m.cache.Forget(childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key})
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -348,16 +349,16 @@ func (c *parentController) awaitsKind() bool {
 
 // onChild enqueues the parent a child event belongs to, after checking
 // that the cached parent is the very object (same UID) that owns the child.
-func (c *parentController) onChild(ev ownerEvent) {
+func (c *parentController) onChild(ev childcache.OwnerEvent) {
 	if !c.running.Load() {
 		return
 	}
-	key := cache.NewObjectName(ev.namespace, ev.ref.Name)
-	if uid, ok := c.parentUID(key); !ok || uid != ev.ref.UID {
+	key := cache.NewObjectName(ev.Namespace, ev.Ref.Name)
+	if uid, ok := c.parentUID(key); !ok || uid != ev.Ref.UID {
 		return
 	}
 	c.logger.V(4).Info("Child changed; enqueueing its parent", "parent", key.String(),
-		"child", klog.KObj(ev.child), "kind", ev.child.GetKind(), "resourceVersion", ev.child.GetResourceVersion())
+		"child", klog.KObj(ev.Child), "kind", ev.Child.GetKind(), "resourceVersion", ev.Child.GetResourceVersion())
 	c.queue.Add(key)
 }
 

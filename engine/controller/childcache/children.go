@@ -1,4 +1,4 @@
-package controller
+package childcache
 
 import (
 	"context"
@@ -25,12 +25,16 @@ import (
 // kinds cache nothing else.
 var childSelector = object.LabelManagedBy + "=" + object.ManagedByValue + "," + object.LabelPartOf
 
-// ownerEvent is a change to a child, routed to the child's controller owner.
-type ownerEvent struct {
-	ref       metav1.OwnerReference
-	namespace string
-	child     *pack.Packed
-	deleted   bool
+// OwnerEvent is a change to a child, routed to the child's controller owner.
+type OwnerEvent struct {
+	// Ref is the child's controller owner (see pack.Owner).
+	Ref metav1.OwnerReference
+	// Namespace is the owner's namespace.
+	Namespace string
+	// Child is the child as the informer holds it.
+	Child *pack.Packed
+	// Deleted is set when the child left the cache.
+	Deleted bool
 }
 
 // childWatcher runs one informer per child group-resource, whatever
@@ -46,7 +50,7 @@ type childWatcher struct {
 	packed    *packwatch.Client
 	namespace string
 	resync    time.Duration
-	route     func(ownerEvent)
+	route     func(OwnerEvent)
 	// synced is called when an informer syncs after a reconcile found it
 	// not synced, so that the parents that waited for it are retried.
 	synced func(schema.GroupResource)
@@ -59,9 +63,12 @@ type childWatcher struct {
 	owners *ownerIndex
 
 	// sharded watches each child kind per bucket of parents this replica
-	// holds (sharding.go): informers are keyed by bucket too, and stopped
-	// when the bucket goes.
+	// holds: informers are keyed by bucket too, and stopped when the
+	// bucket goes.
 	sharded bool
+	// parentUID says which parent a reconcile's context works for, to
+	// pick the bucket of its children (sharded only).
+	parentUID func(context.Context) types.UID
 
 	mu        sync.Mutex
 	ctx       context.Context
@@ -113,7 +120,7 @@ func (e *NotWatchedError) Error() string {
 func (e *NotWatchedError) Unwrap() error { return e.Err }
 
 func newChildWatcher(ctx context.Context, packed *packwatch.Client, namespace string, resync time.Duration,
-	route func(ownerEvent), synced func(schema.GroupResource)) *childWatcher {
+	route func(OwnerEvent), synced func(schema.GroupResource)) *childWatcher {
 	return &childWatcher{
 		packed: packed, namespace: namespace, resync: resync, route: route, synced: synced, ctx: ctx,
 		syncTimeout: 5 * time.Second, informers: map[childKey]*childInformer{}, owners: newOwnerIndex(),
@@ -132,7 +139,7 @@ func (w *childWatcher) ensure(ctx context.Context, gvr schema.GroupVersionResour
 	gr := gvr.GroupResource()
 	key := childKey{gr: gr, bucket: noBucket}
 	if w.sharded {
-		uid := parentUIDFrom(ctx)
+		uid := w.parentUID(ctx)
 		if uid == "" {
 			return &NotWatchedError{Resource: gr, Err: errors.New("no parent to pick the bucket of children by")}
 		}
@@ -262,7 +269,7 @@ func (w *childWatcher) handle(obj any, deleted bool) {
 	if ref == nil {
 		return
 	}
-	w.route(ownerEvent{ref: *ref, namespace: ns, child: p, deleted: deleted})
+	w.route(OwnerEvent{Ref: *ref, Namespace: ns, Child: p, Deleted: deleted})
 }
 
 // owned returns the cached children whose controller (see pack.Owner) has uid, across
