@@ -22,7 +22,7 @@ func (c *parentController) identityFor(ctx context.Context, set *render.Set, par
 		return nil, nil
 	}
 	sa := types.NamespacedName{Namespace: parent.GetNamespace(), Name: name}
-	found, err := reader.exists(identity.ServiceAccountsGVR, sa.Namespace, sa.Name)
+	found, err := reader.Exists(identity.ServiceAccountsGVR, sa.Namespace, sa.Name)
 	if err != nil {
 		return nil, fmt.Errorf("read ServiceAccount %s: %w", sa, err)
 	}

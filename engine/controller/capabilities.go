@@ -58,9 +58,9 @@ func (c *capsCache) get() (*chart.Capabilities, error) {
 // Capabilities are the cluster's, for a chart's .Capabilities
 // (render.CapabilitiesReader). A failure is the environment's, retried.
 func (r *lookupReader) Capabilities() (*chart.Capabilities, error) {
-	caps, err := r.lc.caps.get()
+	caps, err := r.caps.get()
 	if err != nil {
-		return nil, r.fail(err)
+		return nil, r.Fail(err)
 	}
 	return caps, nil
 }

@@ -28,6 +28,11 @@
 // transient API error is retried with backoff; a child kind the cluster
 // does not serve waits for CRDs to change.
 //
+// The child informers and the lookup cache are one cluster's
+// childcache.Cache (engine/controller/childcache), which the controllers
+// reach through the childCache interface (cache.go); both it and the
+// parent informers list and watch through engine/controller/packwatch.
+//
 // Health (health.go) is read from the same state: Ready once the sets are
 // loaded, the CRD cache has synced and every controller whose parent kind
 // is served runs; Live unless a controller has parents queued and its

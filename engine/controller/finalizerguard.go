@@ -248,7 +248,7 @@ func (c *parentController) listGuarded(ctx context.Context, g *guard, parent *un
 		klog.FromContext(ctx).Info("Ignored kinds that a parent's annotation lists but its set does not declare",
 			"annotation", g.annotation, "kinds", object.FormatGroupKinds(ignored))
 	}
-	kinds = append(kinds, g.kinds(c.m.children.owned(parent.GetUID()))...)
+	kinds = append(kinds, g.kinds(c.m.cache.Owned(parent.GetUID()))...)
 	seen := map[schema.GroupKind]bool{}
 	var out []*unstructured.Unstructured
 	for _, gk := range kinds {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/controller/crdinstall"
+	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
 	corev1 "k8s.io/api/core/v1"
@@ -131,54 +132,6 @@ func TestOnUpdateEnqueuesOnlyWhatRenderReads(t *testing.T) {
 			c.onUpdate(packParent(t, old), packParent(t, cur))
 			if got := q.Len() == 1; got != tt.want {
 				t.Errorf("enqueued = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestChildEventsReachTheirControllerOwner(t *testing.T) {
-	const owned = `
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: ns
-  ownerReferences:
-  - {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: other, uid: u0}
-  - {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: u1, controller: true}
-`
-	const unowned = `
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: ns
-  ownerReferences:
-  - {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: u1}
-`
-	tests := []struct {
-		name    string
-		obj     func(t *testing.T) any
-		deleted bool
-		want    []string
-	}{
-		{"controller owner", func(t *testing.T) any { return packChild(t, u(t, owned)) }, false, []string{"ns/web u1 deleted=false"}},
-		{"tombstone of a deleted child", func(t *testing.T) any {
-			return cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: packChild(t, u(t, owned))}
-		}, true, []string{"ns/web u1 deleted=true"}},
-		{"owner but not controller", func(t *testing.T) any { return packChild(t, u(t, unowned)) }, false, nil},
-		{"not an object", func(t *testing.T) any { return "junk" }, false, nil},
-		{"not packed", func(t *testing.T) any { return u(t, owned) }, false, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			w := &childWatcher{route: func(ev ownerEvent) {
-				got = append(got, fmt.Sprintf("%s/%s %s deleted=%v", ev.namespace, ev.ref.Name, ev.ref.UID, ev.deleted))
-			}}
-			w.handle(tt.obj(t), tt.deleted)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("routed (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -326,16 +279,16 @@ status: {conditions: [{type: Established, status: "True"}]}
 // by the packer the packed client decodes parents with.
 func packParent(t testing.TB, u *unstructured.Unstructured) *pack.Packed {
 	t.Helper()
-	return packJSON(t, u, parentPack)
+	return packJSON(t, u, packwatch.Parent)
 }
 
 // packChild packs u as Loom's child informers hold it.
 func packChild(t testing.TB, u *unstructured.Unstructured) *pack.Packed {
 	t.Helper()
-	return packJSON(t, u, childPack("loom"))
+	return packJSON(t, u, packwatch.Child("loom"))
 }
 
-func packJSON(t testing.TB, u *unstructured.Unstructured, pf packFunc) *pack.Packed {
+func packJSON(t testing.TB, u *unstructured.Unstructured, pf packwatch.PackFunc) *pack.Packed {
 	t.Helper()
 	b, err := u.MarshalJSON()
 	if err != nil {

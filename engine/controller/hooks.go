@@ -97,7 +97,7 @@ func (c *parentController) gate(ctx context.Context, set *render.Set, parent *un
 			continue
 		}
 		run.done[h.Ref] = true
-		live := c.m.children.get(c.groupResource(h.Ref), h.Ref.Namespace, h.Ref.Name)
+		live := c.m.cache.Get(c.groupResource(h.Ref), h.Ref.Namespace, h.Ref.Name)
 		if live != nil && !object.IsChildOf(live, parent) {
 			continue
 		}
@@ -170,7 +170,7 @@ func (c *parentController) hookLive(ctx context.Context, child *unstructured.Uns
 	if l := fresh[ref]; l != nil {
 		return l
 	}
-	if l := c.m.children.get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
+	if l := c.m.cache.Get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
 		return l
 	}
 	if stored != hook.Running {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/controller/childcache"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,9 +28,9 @@ import (
 
 var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 
-// newFakeLookups returns a lookup cache over fake clients that serve the
-// ConfigMaps named, in namespace ns, and the mapper it resolves kinds with.
-func newFakeLookups(t *testing.T, ctx context.Context, names ...string) *lookupCache {
+// newFakeLookups returns a child cache over fake clients that serve the
+// ConfigMaps named, in namespace ns, to lookups.
+func newFakeLookups(t *testing.T, ctx context.Context, names ...string) *childcache.Cache {
 	t.Helper()
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(configMapGVK, meta.RESTScopeNamespace)
@@ -55,15 +56,15 @@ func newFakeLookups(t *testing.T, ctx context.Context, names ...string) *lookupC
 	}
 	mc := metadatafake.NewSimpleMetadataClient(scheme, metas...)
 	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), objs...)
-	return newLookupCache(ctx, client, mc, mapper, nil, "", 0, func(parentKey) {})
+	return childcache.New(ctx, childcache.Config{Dynamic: client, Metadata: mc, Mapper: mapper, Enqueue: func(childcache.ParentKey) {}})
 }
 
 // readAs runs a reconcile's reads of parent: a lookup of each ConfigMap
 // named, in namespace ns, through the reader reconciles use.
-func readAs(t *testing.T, ctx context.Context, lc *lookupCache, parent cache.ObjectName, names ...string) {
+func readAs(t *testing.T, ctx context.Context, lc *childcache.Cache, parent cache.ObjectName, names ...string) {
 	t.Helper()
-	r := lc.reader(ctx, parentKey{gk: widgetGVK.GroupKind(), key: parent}, []config.LookupRule{{APIVersion: "v1", Kind: "ConfigMap"}})
-	defer r.done()
+	r := lc.Reader(ctx, childcache.ParentKey{GroupKind: widgetGVK.GroupKind(), Name: parent}, []config.LookupRule{{APIVersion: "v1", Kind: "ConfigMap"}}, nil)
+	defer r.Done()
 	for _, n := range names {
 		obj, err := r.Get(configMapGVK, "ns", n)
 		if err != nil {
@@ -77,12 +78,12 @@ func readAs(t *testing.T, ctx context.Context, lc *lookupCache, parent cache.Obj
 
 // Parents that each read an object of their own (a per-parent name such
 // as "{{ .Name }}-db") start an informer per name, then the kind's past
-// maxNamedInformers; once the parents are deleted, every informer is
+// childcache.MaxNamedInformers; once the parents are deleted, every informer is
 // stopped and nothing read is kept.
 func TestLookupInformersAreReleasedWithTheirReaders(t *testing.T) {
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())))
 	defer cancel()
-	const parents = maxNamedInformers + 8
+	const parents = childcache.MaxNamedInformers + 8
 	var names []string
 	for i := range parents {
 		names = append(names, fmt.Sprintf("p%d-db", i))
@@ -91,13 +92,12 @@ func TestLookupInformersAreReleasedWithTheirReaders(t *testing.T) {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
 	defer q.ShutDown()
 	c := newTestController(q)
-	c.gvk, c.m = widgetGVK, &Manager{lookups: lc}
+	c.gvk, c.m = widgetGVK, &Manager{cache: lc}
 
 	for i := range parents {
 		readAs(t, ctx, lc, cache.ObjectName{Namespace: "ns", Name: fmt.Sprintf("p%d", i)}, names[i])
 	}
-	if diff := cmp.Diff(lookupStats{informers: maxNamedInformers + 1, watched: parents, cached: parents}, lc.stats(),
-		cmp.AllowUnexported(lookupStats{})); diff != "" {
+	if diff := cmp.Diff(childcache.Stats{Informers: childcache.MaxNamedInformers + 1, Watched: parents, Cached: parents}, lc.Stats()); diff != "" {
 		t.Fatalf("while the parents read (-want +got):\n%s", diff)
 	}
 	for i := range parents {
@@ -107,7 +107,7 @@ func TestLookupInformersAreReleasedWithTheirReaders(t *testing.T) {
 		p.SetUID(types.UID(fmt.Sprint(i)))
 		c.onDelete(p)
 	}
-	if diff := eventuallyStats(ctx, lc, lookupStats{}); diff != "" {
+	if diff := eventuallyStats(ctx, lc, childcache.Stats{}); diff != "" {
 		t.Errorf("after the parents were deleted (-want +got):\n%s", diff)
 	}
 }
@@ -133,7 +133,7 @@ func TestLookupStateGoesWithItsSet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m.ctx, m.lookups, m.opts.TemplatesDir = ctx, lc, dir
+	m.ctx, m.cache, m.opts.TemplatesDir = ctx, lc, dir
 	m.dirs, m.retired = map[string]schema.GroupKind{}, map[schema.GroupKind]*parentController{}
 	m.reload(ctx)
 	m.mu.Lock()
@@ -150,7 +150,7 @@ func TestLookupStateGoesWithItsSet(t *testing.T) {
 	// The reads of two reconciles of the set's parents.
 	readAs(t, ctx, lc, cache.ObjectName{Namespace: "ns", Name: "web"}, "web-db")
 	readAs(t, ctx, lc, cache.ObjectName{Namespace: "ns", Name: "api"}, "api-db")
-	if diff := cmp.Diff(lookupStats{informers: 2, watched: 2, cached: 2}, lc.stats(), cmp.AllowUnexported(lookupStats{})); diff != "" {
+	if diff := cmp.Diff(childcache.Stats{Informers: 2, Watched: 2, Cached: 2}, lc.Stats()); diff != "" {
 		t.Fatalf("while the set's parents read (-want +got):\n%s", diff)
 	}
 
@@ -163,7 +163,7 @@ func TestLookupStateGoesWithItsSet(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the removed set's controller did not stop")
 	}
-	if diff := eventuallyStats(ctx, lc, lookupStats{}); diff != "" {
+	if diff := eventuallyStats(ctx, lc, childcache.Stats{}); diff != "" {
 		t.Errorf("after the set was removed (-want +got):\n%s", diff)
 	}
 	cancel()
@@ -173,10 +173,10 @@ func TestLookupStateGoesWithItsSet(t *testing.T) {
 // eventuallyStats waits up to 10 s for the lookup cache to hold want, and
 // returns the difference left (-want +got), "" when it does: a stopped
 // informer counts until its Run has returned.
-func eventuallyStats(ctx context.Context, lc *lookupCache, want lookupStats) string {
+func eventuallyStats(ctx context.Context, lc *childcache.Cache, want childcache.Stats) string {
 	var diff string
 	_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		diff = cmp.Diff(want, lc.stats(), cmp.AllowUnexported(lookupStats{}))
+		diff = cmp.Diff(want, lc.Stats())
 		return diff == "", nil
 	})
 	return diff

@@ -26,8 +26,10 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/controller/childcache"
 	"github.com/loom-operator/loom/engine/controller/crdinstall"
 	"github.com/loom-operator/loom/engine/controller/identity"
+	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
 )
@@ -85,15 +87,18 @@ type Manager struct {
 	client dynamic.Interface
 	// slim and strip list and watch children and parents, packed from the
 	// API server's JSON (packwatch.go).
-	slim, strip *packedClient
+	slim, strip *packwatch.Client
 	mapper      *restmapper.DeferredDiscoveryRESTMapper
 	applier     *apply.Applier
-	children    *childWatcher
-	lookups     *lookupCache
-	meta        metadata.Interface
-	recorder    record.EventRecorder
-	metrics     *metrics
-	broadcast   record.EventBroadcaster
+	// cache holds the children and the lookups of the cluster, from Run
+	// on (nil before).
+	cache childCache
+	// seeds keeps the seeds of charts' random functions, from Run on.
+	seeds     *seedStore
+	meta      metadata.Interface
+	recorder  record.EventRecorder
+	metrics   *metrics
+	broadcast record.EventBroadcaster
 
 	mu          sync.Mutex
 	ctx         context.Context
@@ -156,11 +161,11 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create dynamic client: %w", err)
 	}
-	slim, err := newPackedClient(opts.Config, httpClient, childPack(opts.FieldManager))
+	slim, err := packwatch.NewClient(opts.Config, httpClient, packwatch.Child(opts.FieldManager))
 	if err != nil {
 		return nil, err
 	}
-	strip, err := newPackedClient(opts.Config, httpClient, parentPack)
+	strip, err := packwatch.NewClient(opts.Config, httpClient, packwatch.Parent)
 	if err != nil {
 		return nil, err
 	}
@@ -203,11 +208,14 @@ func New(opts Options) (*Manager, error) {
 		m.installer = crdinstall.New(client, opts.FieldManager, m.recorder, opts.ReconcileTimeout)
 	}
 	m.idents = identity.NewAccounts(opts.Config, httpClient.Transport, httpClient.Timeout, m.applier, kube.AuthorizationV1().SubjectAccessReviews())
-	registerLookupGauges(opts.Registry, func() lookupStats {
+	registerLookupGauges(opts.Registry, func() childcache.Stats {
 		m.mu.Lock()
-		lc := m.lookups
+		cc := m.cache
 		m.mu.Unlock()
-		return lc.stats()
+		if cc == nil { // a Manager that never ran
+			return childcache.Stats{}
+		}
+		return cc.Stats()
 	})
 	return m, nil
 }
@@ -230,13 +238,19 @@ func (m *Manager) Run(ctx context.Context) error {
 	refused, _ := m.installer.Install(ctx, sets)
 	m.mu.Lock()
 	m.ctx = ctx
-	m.children = newChildWatcher(ctx, m.slim, m.opts.Namespace, m.opts.ResyncPeriod, m.route, m.childSynced)
+	cfg := childcache.Config{
+		Children: m.slim, Dynamic: m.client, Metadata: m.meta, Mapper: m.mapper,
+		Namespace: m.opts.Namespace, Resync: m.opts.ResyncPeriod,
+		Route: m.route, Synced: m.childSynced, Enqueue: m.enqueueParent,
+	}
+	if m.opts.Shard != nil {
+		cfg.ParentUID = parentUIDFrom
+	}
+	m.cache = childcache.New(ctx, cfg)
+	m.seeds = newSeedStore(m.client)
 	if sh := m.opts.Shard; sh != nil {
-		m.children.sharded = true
 		sh.Subscribe(m.resharded)
 	}
-	m.lookups = newLookupCache(ctx, m.client, m.meta, m.mapper, m.children, m.opts.Namespace, m.opts.ResyncPeriod, m.enqueueParent)
-	m.lookups.caps = m.caps
 	for _, s := range sets {
 		if refused[s.Dir] != nil {
 			continue
@@ -272,7 +286,7 @@ func (m *Manager) Run(ctx context.Context) error {
 // applier recorded of them), and each controller lists the parents it
 // holds now.
 func (m *Manager) resharded(held shard.Set) {
-	for _, ref := range m.children.keep(held) {
+	for _, ref := range m.cache.Keep(held) {
 		m.applier.Forget(ref)
 	}
 	m.mu.Lock()
@@ -328,11 +342,13 @@ func (m *Manager) runController(c *parentController, prev *parentController) {
 		if gk := c.gvk.GroupKind(); m.retired[gk] == c {
 			delete(m.retired, gk) // nothing waits for it any more: let it go
 		}
-		lookups := m.lookups
+		cc := m.cache
 		m.mu.Unlock()
 		// What its parents read goes with it; a controller that replaces it
 		// starts after this, and reads again as it reconciles each parent.
-		lookups.forgetKind(c.gvk.GroupKind())
+		if cc != nil { // nil: a Manager that never ran
+			cc.ForgetKind(c.gvk.GroupKind())
+		}
 		m.metrics.parents.untrack(c)
 		close(c.done)
 	}()
@@ -371,19 +387,19 @@ func (m *Manager) runController(c *parentController, prev *parentController) {
 // route sends a child event to the controller of the child's owner. The
 // echo of Loom's own apply is dropped: the reconcile that sent it already
 // used the server's response.
-func (m *Manager) route(ev ownerEvent) {
-	ref := ev.child.Ref()
-	if ev.deleted {
+func (m *Manager) route(ev childcache.OwnerEvent) {
+	ref := ev.Child.Ref()
+	if ev.Deleted {
 		m.applier.Forget(ref)
-	} else if m.applier.Observe(ref, ev.child.GetResourceVersion()) {
+	} else if m.applier.Observe(ref, ev.Child.GetResourceVersion()) {
 		return
 	}
-	gv, err := schema.ParseGroupVersion(ev.ref.APIVersion)
+	gv, err := schema.ParseGroupVersion(ev.Ref.APIVersion)
 	if err != nil {
 		return
 	}
 	m.mu.Lock()
-	c := m.controllers[gv.WithKind(ev.ref.Kind).GroupKind()]
+	c := m.controllers[gv.WithKind(ev.Ref.Kind).GroupKind()]
 	m.mu.Unlock()
 	if c != nil {
 		c.onChild(ev)
@@ -391,12 +407,12 @@ func (m *Manager) route(ev ownerEvent) {
 }
 
 // enqueueParent re-reconciles one parent, if its kind's controller runs.
-func (m *Manager) enqueueParent(p parentKey) {
+func (m *Manager) enqueueParent(p childcache.ParentKey) {
 	m.mu.Lock()
-	c := m.controllers[p.gk]
+	c := m.controllers[p.GroupKind]
 	m.mu.Unlock()
 	if c != nil && c.running.Load() {
-		c.queue.Add(p.key)
+		c.queue.Add(p.Name)
 	}
 }
 

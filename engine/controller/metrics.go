@@ -3,6 +3,7 @@ package controller
 import (
 	"time"
 
+	"github.com/loom-operator/loom/engine/controller/childcache"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -111,20 +112,20 @@ func (m *metrics) initRollout(set string) {
 
 // registerLookupGauges registers, on reg (nil for none), gauges of what
 // the lookup cache holds, read from stats when scraped.
-func registerLookupGauges(reg prometheus.Registerer, stats func() lookupStats) {
+func registerLookupGauges(reg prometheus.Registerer, stats func() childcache.Stats) {
 	if reg == nil {
 		return
 	}
-	gauge := func(name, help string, f func(lookupStats) int) prometheus.Collector {
+	gauge := func(name, help string, f func(childcache.Stats) int) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return float64(f(stats())) })
 	}
 	reg.MustRegister(
 		gauge("loom_lookup_informers", "Metadata informers running for templates' lookups.",
-			func(s lookupStats) int { return s.informers }),
+			func(s childcache.Stats) int { return s.Informers }),
 		gauge("loom_lookup_watched_objects", "Objects (and namespaces listed) that templates' lookups read, each watched for the parents that read it.",
-			func(s lookupStats) int { return s.watched }),
+			func(s childcache.Stats) int { return s.Watched }),
 		gauge("loom_lookup_cached_objects", "Looked-up objects whose JSON Loom keeps.",
-			func(s lookupStats) int { return s.cached }),
+			func(s childcache.Stats) int { return s.Cached }),
 	)
 }
 

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/controller/childcache"
+	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
@@ -156,14 +158,14 @@ func (c *parentController) drain() {
 // created again under the same name while the watch was down, and the
 // relist reports it as an update. It is always enqueued.
 func (c *parentController) onUpdate(old, cur any) {
-	if id, ok := idOf(cur); ok {
+	if id, ok := packwatch.ID(cur); ok {
 		c.statuses.caughtUp(id.GetUID(), id.GetResourceVersion())
 	}
 	if c.rollouts != nil && c.rollouts.active() {
 		c.rollouts.wake() // a moved parent's status may end a step
 	}
-	o, ok1 := unpack(old)
-	n, ok2 := unpack(cur)
+	o, ok1 := packwatch.Unpack(old)
+	n, ok2 := packwatch.Unpack(cur)
 	if ok1 && ok2 && o.GetUID() != n.GetUID() {
 		c.forget(cache.MetaObjectToName(o), o.GetUID())
 	} else if ok1 && ok2 && !renderInputChanged(o, n) {
@@ -216,7 +218,7 @@ func (c *parentController) onDelete(obj any) {
 		obj = d.Obj
 	}
 	var uid types.UID
-	if id, ok := idOf(obj); ok {
+	if id, ok := packwatch.ID(obj); ok {
 		uid = id.GetUID()
 	}
 	c.forget(key, uid)
@@ -228,8 +230,8 @@ func (c *parentController) onDelete(obj any) {
 // waits for a child kind. It is called when that object is deleted or
 // replaced by a new one of the same name.
 func (c *parentController) forget(key cache.ObjectName, uid types.UID) {
-	if c.m != nil {
-		c.m.lookups.forget(parentKey{gk: c.gvk.GroupKind(), key: key})
+	if c.m != nil && c.m.cache != nil { // nil: a Manager that never ran
+		c.m.cache.Forget(childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key})
 	}
 	c.statuses.forget(uid)
 	c.mu.Lock()
@@ -297,7 +299,7 @@ func (c *parentController) retryStatus() {
 		return
 	}
 	for _, obj := range c.store().List() {
-		if id, ok := idOf(obj); ok && uids[id.GetUID()] {
+		if id, ok := packwatch.ID(obj); ok && uids[id.GetUID()] {
 			c.enqueue(obj)
 		}
 	}
@@ -333,16 +335,16 @@ func (c *parentController) awaitsKind() bool {
 
 // onChild enqueues the parent a child event belongs to, after checking
 // that the cached parent is the very object (same UID) that owns the child.
-func (c *parentController) onChild(ev ownerEvent) {
+func (c *parentController) onChild(ev childcache.OwnerEvent) {
 	if !c.running.Load() {
 		return
 	}
-	key := cache.NewObjectName(ev.namespace, ev.ref.Name)
-	if uid, ok := c.parentUID(key); !ok || uid != ev.ref.UID {
+	key := cache.NewObjectName(ev.Namespace, ev.Ref.Name)
+	if uid, ok := c.parentUID(key); !ok || uid != ev.Ref.UID {
 		return
 	}
 	c.logger.V(4).Info("Child changed; enqueueing its parent", "parent", key.String(),
-		"child", klog.KObj(ev.child), "kind", ev.child.GetKind(), "resourceVersion", ev.child.GetResourceVersion())
+		"child", klog.KObj(ev.Child), "kind", ev.Child.GetKind(), "resourceVersion", ev.Child.GetResourceVersion())
 	c.queue.Add(key)
 }
 
@@ -404,7 +406,7 @@ func (c *parentController) parentGet(key cache.ObjectName) (*unstructured.Unstru
 	if err != nil || !exists {
 		return nil, false
 	}
-	return unpack(obj)
+	return packwatch.Unpack(obj)
 }
 
 // parentID returns the UID and resourceVersion of the cached parent,
@@ -414,7 +416,7 @@ func (c *parentController) parentID(key cache.ObjectName) (*pack.Packed, bool) {
 	if err != nil || !exists {
 		return nil, false
 	}
-	return idOf(obj)
+	return packwatch.ID(obj)
 }
 
 // parentUID returns the UID of the cached parent, without decoding it.

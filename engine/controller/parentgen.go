@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/shard"
 )
@@ -49,7 +50,7 @@ func (c *parentController) newGen(ctx context.Context, held shard.Set, prev *par
 	if prev != nil {
 		g.prev = prev.informer.GetIndexer()
 	}
-	lw := c.m.strip.listWatch(c.gvr, c.m.opts.Namespace, c.shardTweak(held))
+	lw := c.m.strip.ListWatch(c.gvr, c.m.opts.Namespace, c.shardTweak(held))
 	if c.m.opts.Shard != nil {
 		lw = filterShard(lw, held, c.logger)
 	}
@@ -96,13 +97,13 @@ func (g *parentGen) early(obj any) bool {
 	if g.live {
 		return false
 	}
-	p, ok := idOf(obj)
+	p, ok := packwatch.ID(obj)
 	if !ok {
 		return true
 	}
 	key := cache.NewObjectName(p.GetNamespace(), p.GetName())
 	if old, exists, _ := g.prev.GetByKey(key.String()); exists {
-		if o, ok := idOf(old); ok && o.GetUID() == p.GetUID() && o.GetResourceVersion() == p.GetResourceVersion() {
+		if o, ok := packwatch.ID(old); ok && o.GetUID() == p.GetUID() && o.GetResourceVersion() == p.GetResourceVersion() {
 			return true // the last generation held it as it is, and dealt with it
 		}
 	}
@@ -137,7 +138,7 @@ func filterShard(lw *cache.ListWatch, held shard.Set, logger klog.Logger) *cache
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			obj, err := list(ctx, opts)
-			l, ok := obj.(*packedList)
+			l, ok := obj.(*packwatch.List)
 			if err != nil || !ok {
 				return obj, err
 			}
@@ -222,13 +223,13 @@ func (c *parentController) swap(g *parentGen) {
 	// deleted: what was kept for them, and the lookups they watched.
 	store := g.informer.GetIndexer()
 	for _, obj := range old.informer.GetIndexer().List() {
-		p, ok := idOf(obj)
+		p, ok := packwatch.ID(obj)
 		if !ok {
 			continue
 		}
 		key := cache.NewObjectName(p.GetNamespace(), p.GetName())
 		if cur, exists, _ := store.GetByKey(key.String()); exists {
-			if q, ok := idOf(cur); ok && q.GetUID() == p.GetUID() {
+			if q, ok := packwatch.ID(cur); ok && q.GetUID() == p.GetUID() {
 				continue
 			}
 		}

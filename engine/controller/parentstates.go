@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/status"
 )
 
@@ -82,7 +83,7 @@ func (s *parentStates) counts() map[string]int {
 // parentStateOf is the state a cached parent counts under: its status.state,
 // stateUnknown without one, "" for what is not a cached parent.
 func parentStateOf(obj any) string {
-	p, ok := idOf(obj)
+	p, ok := packwatch.ID(obj)
 	if !ok {
 		return ""
 	}

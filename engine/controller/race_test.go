@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -73,7 +74,7 @@ func newFakeManager(t *testing.T, onMapping func()) (*Manager, *record.FakeRecor
 // newWidgetServer serves no Widgets to a packed client: a list, and a
 // watch that sends the bookmark ending the initial events (the reflector
 // lists that way first) and then stays open until the client leaves.
-func newWidgetServer(t *testing.T) *packedClient {
+func newWidgetServer(t *testing.T) *packwatch.Client {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/apis/example.com/v1/widgets" {
@@ -93,7 +94,7 @@ func newWidgetServer(t *testing.T) *packedClient {
 		<-r.Context().Done()
 	}))
 	t.Cleanup(srv.Close)
-	c, err := newPackedClient(&rest.Config{Host: srv.URL}, srv.Client(), parentPack)
+	c, err := packwatch.NewClient(&rest.Config{Host: srv.URL}, srv.Client(), packwatch.Parent)
 	if err != nil {
 		t.Fatal(err)
 	}

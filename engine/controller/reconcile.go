@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/controller/childcache"
 	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/hook"
@@ -59,8 +60,8 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 		c.queue.AddAfter(key, 2*time.Second)
 		return nil
 	}
-	reader := c.m.lookups.reader(ctx, parentKey{gk: c.gvk.GroupKind(), key: key}, set.Config.Lookups)
-	defer reader.done()
+	reader := c.m.reader(ctx, childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key}, set.Config.Lookups)
+	defer reader.Done()
 	// The set's ServiceAccount, if it names one, applies, prunes and
 	// looks up for this parent (actas.go); ctx carries it.
 	id, idErr := c.identityFor(ctx, set, parent, reader)
@@ -69,7 +70,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 		if err := c.writeStatus(ctx, set, parent, status.Input{IdentityErr: idErr, Revision: revision}); err != nil {
 			return err
 		}
-		return reader.err // a read the cluster could not answer is retried
+		return reader.Err() // a read the cluster could not answer is retried
 	}
 	ctx = identity.WithAccount(ctx, id)
 	reader.as, reader.idents = id, c.m.idents
@@ -80,8 +81,8 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 		parent = c.withRecord(parent)
 	}
 	planned, renderErr := c.render(ctx, set, parent, reader)
-	if namespaceTerminating(renderErr) || namespaceTerminating(reader.err) {
-		logger.V(2).Info("The parent's namespace is being deleted; creating nothing", "err", errors.Join(renderErr, reader.err))
+	if namespaceTerminating(renderErr) || namespaceTerminating(reader.Err()) {
+		logger.V(2).Info("The parent's namespace is being deleted; creating nothing", "err", errors.Join(renderErr, reader.Err()))
 		return nil
 	}
 	var hooks *hookRun
@@ -93,7 +94,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 		if err := c.writeStatus(ctx, set, parent, status.Input{RenderErr: renderErr, Revision: revision}); err != nil {
 			return err
 		}
-		return reader.err // a lookup the cluster could not answer is retried
+		return reader.Err() // a lookup the cluster could not answer is retried
 	}
 	out, plan := planned.Output, planned.Plan
 
@@ -109,8 +110,8 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 	//    (hooks.go): once per release revision, after their older run is
 	//    deleted.
 	owner, held := c.protect(ctx, parent, out.Children)
-	toApply, hookDeletes, hookLive := c.gate(ctx, set, parent, hooks, out, plan.Apply, reader.fresh)
-	results, live := c.applyAll(ctx, toApply, reader.fresh, held)
+	toApply, hookDeletes, hookLive := c.gate(ctx, set, parent, hooks, out, plan.Apply, reader.Fresh)
+	results, live := c.applyAll(ctx, toApply, reader.Fresh, held)
 	if terminatingIn(results) {
 		return nil
 	}
@@ -122,7 +123,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 	for pass := 0; pass < maxRenderPasses && (len(plan.Held) > 0 || !plan.Complete) && results.Writes() > 0; pass++ {
 		for _, r := range results {
 			if (r.Action == object.Created || r.Action == object.Configured) && r.Object != nil {
-				reader.fresh[r.Ref] = r.Object
+				reader.Fresh[r.Ref] = r.Object
 			}
 		}
 		next, err := c.render(ctx, set, parent, reader)
@@ -131,8 +132,8 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 		}
 		out, plan = next.Output, next.Plan
 		owner, held = c.protect(ctx, owner, out.Children)
-		toApply, hookDeletes, hookLive = c.gate(ctx, set, parent, hooks, out, plan.Apply, reader.fresh)
-		results, live = c.applyAll(ctx, toApply, reader.fresh, held)
+		toApply, hookDeletes, hookLive = c.gate(ctx, set, parent, hooks, out, plan.Apply, reader.Fresh)
+		results, live = c.applyAll(ctx, toApply, reader.Fresh, held)
 		if terminatingIn(results) {
 			return nil
 		}
@@ -144,7 +145,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 	}
 	c.setUnserved(key, hasUnwatched(results))
 	for ref := range plan.Held { // a waiting child keeps its object as it is
-		if l := c.m.children.get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
+		if l := c.m.cache.Get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
 			live[ref] = l
 		}
 	}
@@ -189,7 +190,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 		// and what waited for it goes ahead: no child event may come.
 		c.queue.Add(key)
 	}
-	return errors.Join(retryableOf(results), pruneErr, finErr, reader.err)
+	return errors.Join(retryableOf(results), pruneErr, finErr, reader.Err())
 }
 
 // maxRenderPasses bounds the renders one reconcile makes after the first,
@@ -280,7 +281,7 @@ func (c *parentController) applyAll(ctx context.Context, rendered []*unstructure
 		}
 		cached := fresh[ref]
 		if cached == nil {
-			cached = c.m.children.get(gr, ref.Namespace, ref.Name)
+			cached = c.m.cache.Get(gr, ref.Namespace, ref.Name)
 		}
 		r := c.applier(ctx).Apply(ctx, child, cached)
 		results = append(results, r)
@@ -315,7 +316,7 @@ func (c *parentController) watchGroupKind(ctx context.Context, gk schema.GroupKi
 	if err != nil {
 		return schema.GroupResource{}, err
 	}
-	return m.Resource.GroupResource(), c.m.children.ensure(ctx, m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace)
+	return m.Resource.GroupResource(), c.m.cache.Ensure(ctx, m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace)
 }
 
 // prune deletes the cached children of parent that did not render, and
@@ -337,7 +338,7 @@ func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstr
 		keep[object.RefOf(r)] = true
 	}
 	var stale, orphans []*unstructured.Unstructured
-	for _, child := range c.m.children.owned(parent.GetUID()) {
+	for _, child := range c.m.cache.Owned(parent.GetUID()) {
 		switch {
 		case keep[object.RefOf(child)] || !object.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil:
 		case child.GetAnnotations()[hook.AnnotationRevision] != "":
@@ -361,7 +362,7 @@ func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstr
 // change or for that informer to sync.
 func hasUnwatched(results object.ChangeSet) bool {
 	for _, r := range results {
-		var nw *NotWatchedError
+		var nw *childcache.NotWatchedError
 		if r.Err != nil && (meta.IsNoMatchError(r.Err) || errors.As(r.Err, &nw)) {
 			return true
 		}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/rollout"
 )
@@ -65,7 +66,7 @@ func (r *rollouts) follow(ctx context.Context, folder *render.Set) error {
 // cache holds only its own.
 func (r *rollouts) allParents(ctx context.Context) ([]rollout.Parent, error) {
 	c := r.c
-	lw := c.m.strip.listWatch(c.gvr, c.m.opts.Namespace, nil)
+	lw := c.m.strip.ListWatch(c.gvr, c.m.opts.Namespace, nil)
 	var out []rollout.Parent
 	opts := metav1.ListOptions{Limit: 500}
 	for {
@@ -75,12 +76,12 @@ func (r *rollouts) allParents(ctx context.Context) ([]rollout.Parent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list %s for the rollout of %s: %w", c.gvr.Resource, r.name, err)
 		}
-		l, ok := obj.(*packedList)
+		l, ok := obj.(*packwatch.List)
 		if !ok {
 			return nil, fmt.Errorf("list %s for the rollout of %s: unexpected %T", c.gvr.Resource, r.name, obj)
 		}
 		for _, p := range l.Items {
-			if u, ok := unpack(p); ok && u.GetDeletionTimestamp() == nil {
+			if u, ok := packwatch.Unpack(p); ok && u.GetDeletionTimestamp() == nil {
 				out = append(out, rolloutParent(c.previous(u)))
 			}
 		}

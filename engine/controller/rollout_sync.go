@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/api/v1alpha1"
+	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/rollout"
 )
@@ -165,7 +166,7 @@ func (r *rollouts) parentsOf(list []any) ([]rollout.Parent, map[string]*unstruct
 	out := make([]rollout.Parent, 0, len(list))
 	objs := make(map[string]*unstructured.Unstructured, len(list))
 	for _, o := range list {
-		p, ok := unpack(o)
+		p, ok := packwatch.Unpack(o)
 		if !ok || p.GetDeletionTimestamp() != nil {
 			continue
 		}

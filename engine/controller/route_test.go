@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/controller/childcache"
 	"github.com/loom-operator/loom/engine/object"
 )
 
@@ -66,12 +67,12 @@ func TestRouteDropsOwnEchoAndForgetsDeletedChildren(t *testing.T) {
 		}
 		return r
 	}
-	event := func(rv string, deleted bool) ownerEvent {
+	event := func(rv string, deleted bool) childcache.OwnerEvent {
 		child := u(t, routedChild)
 		child.SetUID("c1")
 		child.SetResourceVersion(rv)
 		p := packChild(t, child)
-		return ownerEvent{ref: *p.Controller(), namespace: "ns", child: p, deleted: deleted}
+		return childcache.OwnerEvent{Ref: *p.Controller(), Namespace: "ns", Child: p, Deleted: deleted}
 	}
 	enqueued := func() int {
 		n := q.Len()

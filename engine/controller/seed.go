@@ -359,13 +359,13 @@ func ownerUIDs(obj *unstructured.Unstructured) []string {
 // accepts a new seed brings the next reconcile); any other failure is the
 // environment's, retried like a lookup that failed.
 func (r *lookupReader) Seed(parent *unstructured.Unstructured) (render.Seed, error) {
-	b, mark, err := r.lc.seeds.seed(r.ctx, parent)
+	b, mark, err := r.seeds.seed(r.ctx, parent)
 	var lost *SeedLostError
 	if errors.As(err, &lost) {
 		return render.Seed{}, err
 	}
 	if err != nil {
-		return render.Seed{}, r.fail(err)
+		return render.Seed{}, r.Fail(err)
 	}
 	if mark {
 		r.seedMark = seedFingerprint(b.Bytes)
@@ -376,8 +376,8 @@ func (r *lookupReader) Seed(parent *unstructured.Unstructured) (render.Seed, err
 // keep keeps the values a render's generating functions made in the
 // parent's seed Secret (seedStore.keep). A failure is retried.
 func (r *lookupReader) keep(parent *unstructured.Unstructured, generated map[string]string) error {
-	if err := r.lc.seeds.keep(r.ctx, parent, generated); err != nil {
-		return r.fail(err)
+	if err := r.seeds.keep(r.ctx, parent, generated); err != nil {
+		return r.Fail(err)
 	}
 	return nil
 }

@@ -133,7 +133,7 @@ func (c *parentController) markSeed(reader *lookupReader, parent *unstructured.U
 	_, err = c.m.client.Resource(c.gvr).Namespace(parent.GetNamespace()).Patch(reader.ctx, parent.GetName(), types.MergePatchType, body,
 		metav1.PatchOptions{FieldManager: c.m.opts.FieldManager})
 	if err != nil {
-		return reader.fail(fmt.Errorf("write %s on %s %s/%s: %w", AnnotationSeed, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err))
+		return reader.Fail(fmt.Errorf("write %s on %s %s/%s: %w", AnnotationSeed, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err))
 	}
 	reader.seedMark = ""
 	return nil

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/loom-operator/loom/engine/controller/childcache"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
@@ -133,7 +134,8 @@ metadata: {name: web, namespace: ns, uid: %q, resourceVersion: "1", generation: 
 	}
 	m.opts.Shard = sh
 	ctx := klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig()))
-	m.lookups = newLookupCache(ctx, m.client, nil, nil, nil, "", 0, func(parentKey) {})
+	m.cache = childcache.New(ctx, childcache.Config{Dynamic: m.client, Enqueue: func(childcache.ParentKey) {}})
+	m.seeds = newSeedStore(m.client)
 
 	c.queue.Add(cache.NewObjectName("ns", "web"))
 	if !c.processNextItem(ctx) {

@@ -14,12 +14,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/controller/packwatch"
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/shard"
 )
@@ -138,7 +142,7 @@ func TestFilterShardList(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			list := &packedList{ListMeta: metav1.ListMeta{ResourceVersion: "7"}}
+			list := &packwatch.List{ListMeta: metav1.ListMeta{ResourceVersion: "7"}}
 			for _, name := range []string{"a", "b", "c"} {
 				if uid, ok := tt.items[name]; ok {
 					list.Items = append(list.Items, shardParent(t, name, uid))
@@ -151,9 +155,9 @@ func TestFilterShardList(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := obj.(*packedList)
+			got, ok := obj.(*packwatch.List)
 			if !ok {
-				t.Fatalf("list is a %T, want *packedList", obj)
+				t.Fatalf("list is a %T, want *packwatch.List", obj)
 			}
 			var names []string
 			for _, p := range got.Items {
@@ -218,5 +222,50 @@ metadata: {resourceVersion: "9", annotations: {k8s.io/initial-events-end: "true"
 	want := []string{"ADDED a", "MODIFIED a", "BOOKMARK ", "ERROR ", "DELETED a"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("watch events (-want +got):\n%s", diff)
+	}
+}
+
+// keepCache is a child cache whose children are grouped by bucket: Keep
+// lets go of those of the buckets not held, as childcache.Cache does.
+type keepCache struct {
+	childCache
+	byBucket map[int][]object.Ref
+}
+
+func (k *keepCache) Keep(held shard.Set) []object.Ref {
+	var out []object.Ref
+	for b, refs := range k.byBucket {
+		if !held.Has(b) {
+			out = append(out, refs...)
+			delete(k.byBucket, b)
+		}
+	}
+	return out
+}
+
+// A replica that lets buckets go forgets what it applied to their
+// parents' children: the records would otherwise stay for as long as it
+// runs, and its memory would tend towards every child it ever held.
+func TestReleasedBucketsForgetTheirApplyRecords(t *testing.T) {
+	const kept = types.UID("parent-kept")
+	released := uidOutside(t, shard.Set(0).Add(shard.Bucket(kept)))
+	cc := &keepCache{byBucket: map[int][]object.Ref{}}
+	m := &Manager{cache: cc, applier: apply.New(nil, nil, ""), controllers: map[schema.GroupKind]*parentController{}}
+	const perBucket = 50
+	for _, uid := range []types.UID{kept, released} {
+		for i := range perBucket {
+			ref := object.Ref{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, Namespace: "ns", Name: fmt.Sprintf("%s-%d", uid, i)}
+			cc.byBucket[shard.Bucket(uid)] = append(cc.byBucket[shard.Bucket(uid)], ref)
+			m.applier.Observe(ref, "1") // as the child's watch event does
+		}
+	}
+	if got := m.applier.Len(); got != 2*perBucket {
+		t.Fatalf("the applier keeps %d records before the release, want %d", got, 2*perBucket)
+	}
+
+	m.resharded(shard.Set(0).Add(shard.Bucket(kept)))
+
+	if got := m.applier.Len(); got != perBucket {
+		t.Errorf("the applier keeps %d records after one of two buckets went, want %d (the kept bucket's)", got, perBucket)
 	}
 }

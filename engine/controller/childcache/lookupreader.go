@@ -1,4 +1,4 @@
-package controller
+package childcache
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	"github.com/loom-operator/loom/engine/config"
-	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/object"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,55 +13,58 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// Authorizer checks that a reconcile may make a lookup of a declared
+// kind (verb "get" or "list"), say as the set's ServiceAccount. The
+// parent's own children need no check: the reconcile wrote them.
+type Authorizer func(ctx context.Context, verb string, gvr schema.GroupVersionResource, namespace, name string) error
+
 // reader returns the render.Reader of one reconcile of parent p, whose set
-// declares rules. fresh holds the children this reconcile applied, as the
-// API server answered: newer than any cache.
-func (lc *lookupCache) reader(ctx context.Context, p parentKey, rules []config.LookupRule) *lookupReader {
-	return &lookupReader{lc: lc, ctx: ctx, parent: p, rules: rules, fresh: map[object.Ref]*unstructured.Unstructured{}}
+// declares rules; authorize, if not nil, checks each lookup of a declared
+// kind.
+func (lc *lookupCache) reader(ctx context.Context, p ParentKey, rules []config.LookupRule, authorize Authorizer) *Reader {
+	return &Reader{lc: lc, ctx: ctx, parent: p, rules: rules, authorize: authorize, Fresh: map[object.Ref]*unstructured.Unstructured{}}
 }
 
-// lookupReader is the render.Reader of one reconcile. It records what it
+// Reader is the render.Reader of one reconcile. It records what it
 // read, and the first error of the environment (a list that failed), which
 // the reconcile retries instead of treating it as a broken template.
-type lookupReader struct {
+type Reader struct {
 	lc     *lookupCache
 	ctx    context.Context
-	parent parentKey
+	parent ParentKey
 	rules  []config.LookupRule
 	read   []objectKey
-	fresh  map[object.Ref]*unstructured.Unstructured
-	err    error
-	// as, when set, is the set's ServiceAccount: a lookup of a declared
-	// kind is answered only if the account may make it (package identity).
-	as     *identity.Account
-	idents identity.Source
-	// seedMark, when set, is the fingerprint of the seed this render
-	// read, to be written on the parent (AnnotationSeed).
-	seedMark string
+	// Fresh holds the children this reconcile applied, as the API server
+	// answered: newer than any cache. A lookup of one of them answers it.
+	Fresh map[object.Ref]*unstructured.Unstructured
+	err   error
+	// authorize, when set, is asked before a lookup of a declared kind
+	// is answered.
+	authorize Authorizer
 }
 
 // Namespaced reports whether the kind is namespaced.
-func (r *lookupReader) Namespaced(gvk schema.GroupVersionKind) (bool, error) {
+func (r *Reader) Namespaced(gvk schema.GroupVersionKind) (bool, error) {
 	m, err := r.lc.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return false, r.fail(err)
+		return false, r.Fail(err)
 	}
 	return m.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
 // Get answers a lookup of one object.
-func (r *lookupReader) Get(gvk schema.GroupVersionKind, namespace, name string) (map[string]any, error) {
+func (r *Reader) Get(gvk schema.GroupVersionKind, namespace, name string) (map[string]any, error) {
 	ref := object.Ref{GroupKind: gvk.GroupKind(), Namespace: namespace, Name: name}
 	gvr, err := r.resource(gvk)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.authorize("get", gvr, gvk, namespace, name); err != nil {
+	if err := r.check("get", gvr, gvk, namespace, name); err != nil {
 		return nil, err
 	}
 	key := objectKey{gr: gvr.GroupResource(), namespace: namespace, name: name}
 	r.watch(key)
-	if f := r.fresh[ref]; f != nil {
+	if f := r.Fresh[ref]; f != nil {
 		return f.DeepCopy().Object, nil
 	}
 	rv, found, err := r.resourceVersion(gvr, gvk, namespace, name)
@@ -73,19 +75,19 @@ func (r *lookupReader) Get(gvk schema.GroupVersionKind, namespace, name string) 
 }
 
 // List answers a lookup of every object of a kind in a namespace.
-func (r *lookupReader) List(gvk schema.GroupVersionKind, namespace string) ([]map[string]any, error) {
+func (r *Reader) List(gvk schema.GroupVersionKind, namespace string) ([]map[string]any, error) {
 	gvr, err := r.resource(gvk)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.authorize("list", gvr, gvk, namespace, ""); err != nil {
+	if err := r.check("list", gvr, gvk, namespace, ""); err != nil {
 		return nil, err
 	}
 	key := objectKey{gr: gvr.GroupResource(), namespace: namespace}
 	r.watch(key)
 	mi, err := r.lc.pool.acquire(r.ctx, gvr, namespace, "")
 	if err != nil {
-		return nil, r.fail(err)
+		return nil, r.Fail(err)
 	}
 	var names []string
 	for _, o := range mi.inf.GetStore().List() {
@@ -108,10 +110,10 @@ func (r *lookupReader) List(gvk schema.GroupVersionKind, namespace string) ([]ma
 }
 
 // resource maps a kind to its resource.
-func (r *lookupReader) resource(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+func (r *Reader) resource(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
 	m, err := r.lc.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return schema.GroupVersionResource{}, r.fail(err)
+		return schema.GroupVersionResource{}, r.Fail(err)
 	}
 	return m.Resource, nil
 }
@@ -119,10 +121,10 @@ func (r *lookupReader) resource(gvk schema.GroupVersionKind) (schema.GroupVersio
 // resourceVersion says whether the object exists, and at which version,
 // from the metadata informer of a declared kind, or the child informer of
 // an undeclared one (only the parent's own children are readable then).
-func (r *lookupReader) resourceVersion(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, namespace, name string) (string, bool, error) {
+func (r *Reader) resourceVersion(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, namespace, name string) (string, bool, error) {
 	if !declared(r.rules, gvk.GroupKind()) {
 		if err := r.lc.children.ensure(r.ctx, gvr, namespace != ""); err != nil {
-			return "", false, r.fail(err)
+			return "", false, r.Fail(err)
 		}
 		c := r.lc.children.get(gvr.GroupResource(), namespace, name)
 		if c == nil {
@@ -132,7 +134,7 @@ func (r *lookupReader) resourceVersion(gvr schema.GroupVersionResource, gvk sche
 	}
 	mi, err := r.lc.pool.acquire(r.ctx, gvr, namespace, name)
 	if err != nil {
-		return "", false, r.fail(err)
+		return "", false, r.Fail(err)
 	}
 	key := name
 	if namespace != "" {
@@ -149,34 +151,34 @@ func (r *lookupReader) resourceVersion(gvr schema.GroupVersionResource, gvk sche
 	return m.ResourceVersion, true, nil
 }
 
-// authorize checks that the set's ServiceAccount, if it has one, may
-// make a lookup of a declared kind. The parent's own children need no
-// check: the account wrote them.
-func (r *lookupReader) authorize(verb string, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, namespace, name string) error {
-	if r.as == nil || !declared(r.rules, gvk.GroupKind()) {
+// check asks the reader's Authorizer, if it has one, whether a lookup
+// of a declared kind may be made. The parent's own children need no
+// check: the reconcile wrote them.
+func (r *Reader) check(verb string, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, namespace, name string) error {
+	if r.authorize == nil || !declared(r.rules, gvk.GroupKind()) {
 		return nil
 	}
-	if err := r.idents.Authorize(r.ctx, r.as, verb, gvr, namespace, name); err != nil {
-		return r.fail(err)
+	if err := r.authorize(r.ctx, verb, gvr, namespace, name); err != nil {
+		return r.Fail(err)
 	}
 	return nil
 }
 
-// exists says whether an object exists, from a metadata informer of its
+// Exists says whether an object exists, from a metadata informer of its
 // name, and watches it for this parent: its creation or deletion
 // reconciles the parent again.
-func (r *lookupReader) exists(gvr schema.GroupVersionResource, namespace, name string) (bool, error) {
+func (r *Reader) Exists(gvr schema.GroupVersionResource, namespace, name string) (bool, error) {
 	r.watch(objectKey{gr: gvr.GroupResource(), namespace: namespace, name: name})
 	mi, err := r.lc.pool.acquire(r.ctx, gvr, namespace, name)
 	if err != nil {
-		return false, r.fail(err)
+		return false, r.Fail(err)
 	}
 	_, ok, _ := mi.inf.GetStore().GetByKey(namespace + "/" + name)
 	return ok, nil
 }
 
-// fail records the first error of the environment and returns it.
-func (r *lookupReader) fail(err error) error {
+// Fail records the first error of the environment and returns it.
+func (r *Reader) Fail(err error) error {
 	if r.err == nil {
 		r.err = err
 	}
@@ -184,16 +186,20 @@ func (r *lookupReader) fail(err error) error {
 }
 
 // watch records that this reconcile read key, in the index at once.
-func (r *lookupReader) watch(key objectKey) {
+func (r *Reader) watch(key objectKey) {
 	r.lc.watch(r.parent, key)
 	if !slices.Contains(r.read, key) {
 		r.read = append(r.read, key)
 	}
 }
 
-// done ends the reconcile's reads: what it did not read this time is no
+// Done ends the reconcile's reads: what it did not read this time is no
 // longer watched for it.
-func (r *lookupReader) done() { r.lc.replace(r.parent, r.read) }
+func (r *Reader) Done() { r.lc.replace(r.parent, r.read) }
+
+// Err is the first error of the environment a read met (a list that
+// failed, a kind not watched), which the reconcile retries; nil if none.
+func (r *Reader) Err() error { return r.err }
 
 // declared reports whether rules declare gk.
 func declared(rules []config.LookupRule, gk schema.GroupKind) bool {

@@ -1,4 +1,4 @@
-package controller
+package childcache
 
 import (
 	"slices"
@@ -7,10 +7,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// parentKey names a parent across kinds.
-type parentKey struct {
-	gk  schema.GroupKind
-	key cache.ObjectName
+// ParentKey names a parent across kinds: the reader of a lookup, and
+// what a change to what it read re-enqueues.
+type ParentKey struct {
+	GroupKind schema.GroupKind
+	Name      cache.ObjectName
 }
 
 // objectKey names an object read, or with name "" a namespace listed.
@@ -24,21 +25,21 @@ type objectKey struct {
 // parent to what it read. It does no I/O and takes no lock; lookupCache
 // guards it.
 type lookupIndex struct {
-	readers map[objectKey]map[parentKey]struct{}
+	readers map[objectKey]map[ParentKey]struct{}
 	// reads are each parent's keys in readers: usually one or two, so a
 	// slice, not a map per parent.
-	reads map[parentKey][]objectKey
+	reads map[ParentKey][]objectKey
 }
 
 func newLookupIndex() lookupIndex {
-	return lookupIndex{readers: map[objectKey]map[parentKey]struct{}{}, reads: map[parentKey][]objectKey{}}
+	return lookupIndex{readers: map[objectKey]map[ParentKey]struct{}{}, reads: map[ParentKey][]objectKey{}}
 }
 
 // watch records that parent p reads key.
-func (ix *lookupIndex) watch(p parentKey, key objectKey) {
+func (ix *lookupIndex) watch(p ParentKey, key objectKey) {
 	ps := ix.readers[key]
 	if ps == nil {
-		ps = map[parentKey]struct{}{}
+		ps = map[ParentKey]struct{}{}
 		ix.readers[key] = ps
 	}
 	ps[p] = struct{}{}
@@ -50,7 +51,7 @@ func (ix *lookupIndex) watch(p parentKey, key objectKey) {
 // replace makes read everything parent p reads: keys it read before but
 // not this time stop being watched for it. It returns the keys that no
 // parent reads any more.
-func (ix *lookupIndex) replace(p parentKey, read []objectKey) []objectKey {
+func (ix *lookupIndex) replace(p ParentKey, read []objectKey) []objectKey {
 	var unread []objectKey
 	for _, key := range ix.reads[p] {
 		if !slices.Contains(read, key) && ix.unwatch(p, key) {
@@ -67,7 +68,7 @@ func (ix *lookupIndex) replace(p parentKey, read []objectKey) []objectKey {
 
 // forget drops everything parent p read, and returns the keys that no
 // parent reads any more.
-func (ix *lookupIndex) forget(p parentKey) []objectKey {
+func (ix *lookupIndex) forget(p ParentKey) []objectKey {
 	var unread []objectKey
 	for _, key := range ix.reads[p] {
 		if ix.unwatch(p, key) {
@@ -83,7 +84,7 @@ func (ix *lookupIndex) forget(p parentKey) []objectKey {
 func (ix *lookupIndex) forgetKind(gk schema.GroupKind) []objectKey {
 	var unread []objectKey
 	for p := range ix.reads {
-		if p.gk == gk {
+		if p.GroupKind == gk {
 			unread = append(unread, ix.forget(p)...)
 		}
 	}
@@ -92,7 +93,7 @@ func (ix *lookupIndex) forgetKind(gk schema.GroupKind) []objectKey {
 
 // unwatch drops p from key's readers, and key once no parent reads it,
 // which it reports.
-func (ix *lookupIndex) unwatch(p parentKey, key objectKey) bool {
+func (ix *lookupIndex) unwatch(p ParentKey, key objectKey) bool {
 	ps := ix.readers[key]
 	delete(ps, p)
 	if len(ps) == 0 {
@@ -109,8 +110,8 @@ func (ix *lookupIndex) watched(key objectKey) bool {
 }
 
 // readersOf returns the parents that read any of keys.
-func (ix *lookupIndex) readersOf(keys ...objectKey) []parentKey {
-	var out []parentKey
+func (ix *lookupIndex) readersOf(keys ...objectKey) []ParentKey {
+	var out []ParentKey
 	for _, key := range keys {
 		for p := range ix.readers[key] {
 			out = append(out, p)

@@ -1,4 +1,4 @@
-package controller
+package packwatch
 
 import (
 	"io"
@@ -15,7 +15,7 @@ import (
 )
 
 // The packed decoder turns each response the reflector reads into what it
-// expects: lists into packedList, objects into *pack.Packed, the
+// expects: lists into List, objects into *pack.Packed, the
 // initial-events-end bookmark into an object whose annotations say so,
 // and error objects into *metav1.Status.
 func TestPackedDecoder(t *testing.T) {

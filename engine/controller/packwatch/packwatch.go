@@ -1,4 +1,4 @@
-package controller
+package packwatch
 
 import (
 	"context"
@@ -11,9 +11,11 @@ import (
 
 	"github.com/loom-operator/loom/engine/pack"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -37,27 +39,27 @@ func init() {
 	metav1.AddToGroupVersion(packedScheme, versionV1)
 }
 
-// packFunc packs one object's JSON.
-type packFunc func([]byte) (*pack.Packed, error)
+// PackFunc packs one object's JSON.
+type PackFunc func([]byte) (*pack.Packed, error)
 
-// childPack packs a child as Loom's child caches keep it (pack.SlimJSON).
-func childPack(manager string) packFunc {
+// Child packs a child as Loom's child caches keep it (pack.SlimJSON).
+func Child(manager string) PackFunc {
 	return func(b []byte) (*pack.Packed, error) { return pack.SlimJSON(b, manager) }
 }
 
-// parentPack packs a parent as Loom's parent caches keep it: all but
+// Parent packs a parent as Loom's parent caches keep it: all but
 // managedFields and kubectl's last-applied copy (pack.StripJSON).
-var parentPack packFunc = pack.StripJSON
+var Parent PackFunc = pack.StripJSON
 
-// packedClient is a REST client whose responses decode into packed
-// objects, packed by pack.
-type packedClient struct {
+// Client is a REST client whose responses decode into packed
+// objects, packed by the PackFunc it was made with.
+type Client struct {
 	rest rest.Interface
 }
 
-// newPackedClient returns a packed client that shares h, the HTTP client
+// NewClient returns a packed client that shares h, the HTTP client
 // (and so the connections) of Loom's other clients.
-func newPackedClient(cfg *rest.Config, h *http.Client, pack packFunc) (*packedClient, error) {
+func NewClient(cfg *rest.Config, h *http.Client, pack PackFunc) (*Client, error) {
 	c := rest.CopyConfig(cfg)
 	c.ContentType = "application/json"
 	c.AcceptContentTypes = "application/json"
@@ -74,12 +76,12 @@ func newPackedClient(cfg *rest.Config, h *http.Client, pack packFunc) (*packedCl
 	if err != nil {
 		return nil, fmt.Errorf("create packed REST client: %w", err)
 	}
-	return &packedClient{rest: rc}, nil
+	return &Client{rest: rc}, nil
 }
 
-// listWatch lists and watches gvr in namespace ("" for all), each list's
+// ListWatch lists and watches gvr in namespace ("" for all), each list's
 // options changed by tweak if it is not nil.
-func (c *packedClient) listWatch(gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *cache.ListWatch {
+func (c *Client) ListWatch(gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *cache.ListWatch {
 	path := resourcePath(gvr, namespace)
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -111,11 +113,11 @@ func resourcePath(gvr schema.GroupVersionResource, namespace string) []string {
 	return append(p, gvr.Resource)
 }
 
-// newPackedInformer returns an informer of gvr whose cache holds
+// NewInformer returns an informer of gvr whose cache holds
 // *pack.Packed objects.
-func newPackedInformer(c *packedClient, gvr schema.GroupVersionResource, namespace string, resync time.Duration,
+func NewInformer(c *Client, gvr schema.GroupVersionResource, namespace string, resync time.Duration,
 	tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformerWithOptions(c.listWatch(gvr, namespace, tweak), &pack.Packed{},
+	return cache.NewSharedIndexInformerWithOptions(c.ListWatch(gvr, namespace, tweak), &pack.Packed{},
 		cache.SharedIndexInformerOptions{
 			ResyncPeriod: resync, Indexers: cache.Indexers{},
 			// As the dynamic informer's: client-go's logs name the resource.
@@ -124,10 +126,10 @@ func newPackedInformer(c *packedClient, gvr schema.GroupVersionResource, namespa
 }
 
 // packedSerializer decodes JSON responses into packed objects: an
-// object, a list of them (packedList), or a Status. A watch event is split
+// object, a list of them (List), or a Status. A watch event is split
 // by watchEventDecoder, and its object decoded by packedDecoder. It
 // encodes nothing: Loom's packed clients only read.
-type packedSerializer struct{ pack packFunc }
+type packedSerializer struct{ pack PackFunc }
 
 // SupportedMediaTypes returns JSON only.
 func (s packedSerializer) SupportedMediaTypes() []runtime.SerializerInfo {
@@ -152,10 +154,10 @@ func (packedSerializer) DecoderToVersion(d runtime.Decoder, _ runtime.GroupVersi
 }
 
 // packedDecoder is packedSerializer's decoder of objects.
-type packedDecoder struct{ pack packFunc }
+type packedDecoder struct{ pack PackFunc }
 
-// packedList is a list response whose items are packed.
-type packedList struct {
+// List is a list response whose items are packed.
+type List struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata"`
 	Items           []*pack.Packed
@@ -163,7 +165,7 @@ type packedList struct {
 
 // DeepCopyObject returns a copy that shares the items, which are never
 // modified.
-func (l *packedList) DeepCopyObject() runtime.Object {
+func (l *List) DeepCopyObject() runtime.Object {
 	out := *l
 	out.Items = append([]*pack.Packed(nil), l.Items...)
 	return &out
@@ -194,7 +196,7 @@ func (d packedDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runt
 		if err := json.Unmarshal(data, &wire); err != nil {
 			return nil, nil, fmt.Errorf("decode %s: %w", kind, err)
 		}
-		list := &packedList{TypeMeta: wire.TypeMeta, ListMeta: wire.Metadata, Items: make([]*pack.Packed, 0, len(wire.Items))}
+		list := &List{TypeMeta: wire.TypeMeta, ListMeta: wire.Metadata, Items: make([]*pack.Packed, 0, len(wire.Items))}
 		for _, raw := range wire.Items {
 			p, err := d.pack(raw)
 			if err != nil {
@@ -256,3 +258,25 @@ func (watchEventDecoder) Encode(runtime.Object, io.Writer) error {
 
 // Identifier names the decoder.
 func (watchEventDecoder) Identifier() runtime.Identifier { return "loom-watch-event-json" }
+
+// ID returns a cached object as Loom's informers hold it, packed, to
+// read its UID and resourceVersion without decoding it.
+func ID(obj any) (*pack.Packed, bool) {
+	p, ok := obj.(*pack.Packed)
+	return p, ok
+}
+
+// Unpack returns a cached object (packed, as Loom's informers hold it) as
+// an unstructured object the caller owns.
+func Unpack(obj any) (*unstructured.Unstructured, bool) {
+	p, ok := obj.(*pack.Packed)
+	if !ok {
+		return nil, false
+	}
+	u, err := p.Object()
+	if err != nil {
+		utilruntime.HandleError(err)
+		return nil, false
+	}
+	return u, true
+}

@@ -1,4 +1,4 @@
-package controller
+package childcache
 
 import (
 	"fmt"
@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/shard"
 )
@@ -103,16 +102,64 @@ func TestChildWatcherKeep(t *testing.T) {
 	}
 }
 
-// A replica that lets buckets go forgets what it applied to their
-// parents' children: the records would otherwise stay for as long as it
-// runs, and its memory would tend towards every child it ever held.
-func TestReleasedBucketsForgetTheirApplyRecords(t *testing.T) {
+func TestChildEventsReachTheirControllerOwner(t *testing.T) {
+	const owned = `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: ns
+  ownerReferences:
+  - {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: other, uid: u0}
+  - {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: u1, controller: true}
+`
+	const unowned = `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: ns
+  ownerReferences:
+  - {apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: u1}
+`
+	tests := []struct {
+		name    string
+		obj     func(t *testing.T) any
+		deleted bool
+		want    []string
+	}{
+		{"controller owner", func(t *testing.T) any { return packChild(t, u(t, owned)) }, false, []string{"ns/web u1 deleted=false"}},
+		{"tombstone of a deleted child", func(t *testing.T) any {
+			return cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: packChild(t, u(t, owned))}
+		}, true, []string{"ns/web u1 deleted=true"}},
+		{"owner but not controller", func(t *testing.T) any { return packChild(t, u(t, unowned)) }, false, nil},
+		{"not an object", func(t *testing.T) any { return "junk" }, false, nil},
+		{"not packed", func(t *testing.T) any { return u(t, owned) }, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			w := &childWatcher{route: func(ev OwnerEvent) {
+				got = append(got, fmt.Sprintf("%s/%s %s deleted=%v", ev.Namespace, ev.Ref.Name, ev.Ref.UID, ev.Deleted))
+			}}
+			w.handle(tt.obj(t), tt.deleted)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("routed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// keep returns the children of the buckets it let go, so that the caller
+// can forget what it applied to them (see the controller's
+// TestReleasedBucketsForgetTheirApplyRecords).
+func TestKeepReturnsTheChildrenOfReleasedBuckets(t *testing.T) {
 	const kept = types.UID("parent-kept")
 	released := uidOutside(t, shard.Set(0).Add(shard.Bucket(kept)))
 	cms := schema.GroupResource{Resource: "configmaps"}
 	w := &childWatcher{sharded: true, informers: map[childKey]*childInformer{}, owners: newOwnerIndex()}
-	m := &Manager{children: w, applier: apply.New(nil, nil, ""), controllers: map[schema.GroupKind]*parentController{}}
 	const perBucket = 50
+	var want []string
 	for _, uid := range []types.UID{kept, released} {
 		ci := &childInformer{inf: cache.NewSharedIndexInformer(&cache.ListWatch{}, &pack.Packed{}, 0, cache.Indexers{}), stop: func() {}}
 		w.informers[childKey{gr: cms, bucket: shard.Bucket(uid)}] = ci
@@ -122,16 +169,19 @@ func TestReleasedBucketsForgetTheirApplyRecords(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.owners.update(ci, nil, obj)
-			m.applier.Observe(obj.Ref(), obj.GetResourceVersion()) // as the child's watch event does
+			if uid == released {
+				want = append(want, obj.Ref().String())
+			}
 		}
 	}
-	if got := m.applier.Len(); got != 2*perBucket {
-		t.Fatalf("the applier keeps %d records before the release, want %d", got, 2*perBucket)
+
+	var got []string
+	for _, ref := range w.keep(shard.Set(0).Add(shard.Bucket(kept))) {
+		got = append(got, ref.String())
 	}
-
-	m.resharded(shard.Set(0).Add(shard.Bucket(kept)))
-
-	if got := m.applier.Len(); got != perBucket {
-		t.Errorf("the applier keeps %d records after one of two buckets went, want %d (the kept bucket's)", got, perBucket)
+	sort.Strings(want)
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("children let go (-want +got):\n%s", diff)
 	}
 }

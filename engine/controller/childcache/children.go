@@ -1,4 +1,4 @@
-package controller
+package childcache
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/shard"
@@ -25,12 +25,16 @@ import (
 // kinds cache nothing else.
 var childSelector = object.LabelManagedBy + "=" + object.ManagedByValue + "," + object.LabelPartOf
 
-// ownerEvent is a change to a child, routed to the child's controller owner.
-type ownerEvent struct {
-	ref       metav1.OwnerReference
-	namespace string
-	child     *pack.Packed
-	deleted   bool
+// OwnerEvent is a change to a child, routed to the child's controller owner.
+type OwnerEvent struct {
+	// Ref is the child's controller owner (see pack.Owner).
+	Ref metav1.OwnerReference
+	// Namespace is the owner's namespace.
+	Namespace string
+	// Child is the child as the informer holds it.
+	Child *pack.Packed
+	// Deleted is set when the child left the cache.
+	Deleted bool
 }
 
 // childWatcher runs one informer per child group-resource, whatever
@@ -43,10 +47,10 @@ type childWatcher struct {
 	// Loom's annotations, a fingerprint of Loom's managedFields entry, the
 	// spec fields kstatus reads, and status. The rest of a child is what
 	// Loom applied, which it knows from its templates.
-	packed    *packedClient
+	packed    *packwatch.Client
 	namespace string
 	resync    time.Duration
-	route     func(ownerEvent)
+	route     func(OwnerEvent)
 	// synced is called when an informer syncs after a reconcile found it
 	// not synced, so that the parents that waited for it are retried.
 	synced func(schema.GroupResource)
@@ -59,9 +63,12 @@ type childWatcher struct {
 	owners *ownerIndex
 
 	// sharded watches each child kind per bucket of parents this replica
-	// holds (sharding.go): informers are keyed by bucket too, and stopped
-	// when the bucket goes.
+	// holds: informers are keyed by bucket too, and stopped when the
+	// bucket goes.
 	sharded bool
+	// parentUID says which parent a reconcile's context works for, to
+	// pick the bucket of its children (sharded only).
+	parentUID func(context.Context) types.UID
 
 	mu        sync.Mutex
 	ctx       context.Context
@@ -112,8 +119,8 @@ func (e *NotWatchedError) Error() string {
 // Unwrap returns the list error.
 func (e *NotWatchedError) Unwrap() error { return e.Err }
 
-func newChildWatcher(ctx context.Context, packed *packedClient, namespace string, resync time.Duration,
-	route func(ownerEvent), synced func(schema.GroupResource)) *childWatcher {
+func newChildWatcher(ctx context.Context, packed *packwatch.Client, namespace string, resync time.Duration,
+	route func(OwnerEvent), synced func(schema.GroupResource)) *childWatcher {
 	return &childWatcher{
 		packed: packed, namespace: namespace, resync: resync, route: route, synced: synced, ctx: ctx,
 		syncTimeout: 5 * time.Second, informers: map[childKey]*childInformer{}, owners: newOwnerIndex(),
@@ -132,7 +139,7 @@ func (w *childWatcher) ensure(ctx context.Context, gvr schema.GroupVersionResour
 	gr := gvr.GroupResource()
 	key := childKey{gr: gr, bucket: noBucket}
 	if w.sharded {
-		uid := parentUIDFrom(ctx)
+		uid := w.parentUID(ctx)
 		if uid == "" {
 			return &NotWatchedError{Resource: gr, Err: errors.New("no parent to pick the bucket of children by")}
 		}
@@ -207,7 +214,7 @@ func (w *childWatcher) newInformer(gvr schema.GroupVersionResource, namespace st
 		selector += "," + shard.LabelBucket + "=" + strconv.Itoa(bucket)
 	}
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
-	inf := newPackedInformer(w.packed, gvr, namespace, w.resync, tweak)
+	inf := packwatch.NewInformer(w.packed, gvr, namespace, w.resync, tweak)
 	ctx, stop := context.WithCancel(w.ctx)
 	ci := &childInformer{inf: inf, stop: stop}
 	defer func() { go inf.Run(ctx.Done()) }()
@@ -241,8 +248,8 @@ func (w *childWatcher) newInformer(gvr schema.GroupVersionResource, namespace st
 
 // handleUpdate ignores resyncs that changed nothing.
 func (w *childWatcher) handleUpdate(old, cur any) {
-	o, ok1 := idOf(old)
-	c, ok2 := idOf(cur)
+	o, ok1 := packwatch.ID(old)
+	c, ok2 := packwatch.ID(cur)
 	if ok1 && ok2 && o.GetResourceVersion() == c.GetResourceVersion() {
 		return
 	}
@@ -262,7 +269,7 @@ func (w *childWatcher) handle(obj any, deleted bool) {
 	if ref == nil {
 		return
 	}
-	w.route(ownerEvent{ref: *ref, namespace: ns, child: p, deleted: deleted})
+	w.route(OwnerEvent{Ref: *ref, Namespace: ns, Child: p, Deleted: deleted})
 }
 
 // owned returns the cached children whose controller (see pack.Owner) has uid, across
@@ -270,7 +277,7 @@ func (w *childWatcher) handle(obj any, deleted bool) {
 func (w *childWatcher) owned(uid types.UID) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, o := range w.owners.children(uid) {
-		if u, ok := unpack(o); ok {
+		if u, ok := packwatch.Unpack(o); ok {
 			out = append(out, u)
 		}
 	}
@@ -285,7 +292,7 @@ func (w *childWatcher) get(gr schema.GroupResource, namespace, name string) *uns
 	}
 	for _, ci := range w.informersOf(gr) {
 		if obj, exists, _ := ci.inf.GetIndexer().GetByKey(key); exists {
-			u, _ := unpack(obj)
+			u, _ := packwatch.Unpack(obj)
 			return u
 		}
 	}
@@ -330,33 +337,11 @@ func (w *childWatcher) keep(held shard.Set) []object.Ref {
 	for _, ci := range gone {
 		ci.stop()
 		for _, obj := range ci.inf.GetStore().List() {
-			if p, ok := idOf(obj); ok {
+			if p, ok := packwatch.ID(obj); ok {
 				refs = append(refs, p.Ref())
 			}
 		}
 		w.owners.drop(ci)
 	}
 	return refs
-}
-
-// idOf returns a cached object as Loom's informers hold it, packed, to
-// read its UID and resourceVersion without decoding it.
-func idOf(obj any) (*pack.Packed, bool) {
-	p, ok := obj.(*pack.Packed)
-	return p, ok
-}
-
-// unpack returns a cached object (packed, as Loom's informers hold it) as
-// an unstructured object the caller owns.
-func unpack(obj any) (*unstructured.Unstructured, bool) {
-	p, ok := obj.(*pack.Packed)
-	if !ok {
-		return nil, false
-	}
-	u, err := p.Object()
-	if err != nil {
-		utilruntime.HandleError(err)
-		return nil, false
-	}
-	return u, true
 }

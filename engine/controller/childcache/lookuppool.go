@@ -1,4 +1,4 @@
-package controller
+package childcache
 
 import (
 	"context"
@@ -26,14 +26,14 @@ type informerKey struct {
 	namespace, name string
 }
 
-// maxNamedInformers bounds the informers of single names per resource;
+// MaxNamedInformers bounds the informers of single names per resource;
 // past it, the kind's informer serves further names.
-const maxNamedInformers = 32
+const MaxNamedInformers = 32
 
 // demoteBelow is the lower bound of names read through a kind's informer
 // (with the names' own informers of the resource, and no list): under
 // it, the names get informers of their own again and the kind's stops.
-const demoteBelow = maxNamedInformers / 2
+const demoteBelow = MaxNamedInformers / 2
 
 // metaInformer is one metadata-only informer.
 type metaInformer struct {
@@ -48,7 +48,7 @@ type metaInformer struct {
 
 // informerPool runs the metadata-only informers of looked-up kinds: one
 // per name while few names of a kind are read, one of the whole kind past
-// maxNamedInformers. Each change an informer sees is passed to changed.
+// MaxNamedInformers. Each change an informer sees is passed to changed.
 // An informer is acquired for each key read through it, and stopped once
 // every one of them is released.
 type informerPool struct {
@@ -245,7 +245,7 @@ func (ip *informerPool) stopLocked(ctx context.Context, ik informerKey) {
 // pickInformer decides which informer serves a lookup of name ("" for a
 // list) under kind, the key of the kind's informer: the name's own when it
 // runs, else the kind's when it runs, else a new one of the name's own
-// while fewer than maxNamedInformers run for the resource (named of
+// while fewer than MaxNamedInformers run for the resource (named of
 // them), else the kind's.
 func pickInformer(kind informerKey, name string, running func(informerKey) bool, named int) informerKey {
 	own := kind
@@ -255,7 +255,7 @@ func pickInformer(kind informerKey, name string, running func(informerKey) bool,
 		return own
 	case running(kind):
 		return kind
-	case named < maxNamedInformers:
+	case named < MaxNamedInformers:
 		return own
 	}
 	return kind

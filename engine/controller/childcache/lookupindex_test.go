@@ -1,4 +1,4 @@
-package controller
+package childcache
 
 import (
 	"context"
@@ -18,7 +18,7 @@ type indexState struct {
 }
 
 func (k objectKey) String() string { return k.gr.String() + ":" + k.namespace + "/" + k.name }
-func (p parentKey) String() string { return p.gk.String() + ":" + p.key.String() }
+func (p ParentKey) String() string { return p.GroupKind.String() + ":" + p.Name.String() }
 
 func stateOfIndex(ix *lookupIndex) indexState {
 	s := indexState{Readers: map[string][]string{}, Reads: map[string][]string{}}
@@ -44,15 +44,15 @@ func stateOfIndex(ix *lookupIndex) indexState {
 func TestLookupIndex(t *testing.T) {
 	widgets := schema.GroupKind{Group: "example.com", Kind: "Widget"}
 	cms := schema.GroupResource{Resource: "configmaps"}
-	web := parentKey{gk: widgets, key: cache.ObjectName{Namespace: "ns", Name: "web"}}
-	api := parentKey{gk: widgets, key: cache.ObjectName{Namespace: "ns", Name: "api"}}
-	gadget := parentKey{gk: schema.GroupKind{Group: "example.com", Kind: "Gadget"}, key: cache.ObjectName{Namespace: "ns", Name: "web"}}
+	web := ParentKey{GroupKind: widgets, Name: cache.ObjectName{Namespace: "ns", Name: "web"}}
+	api := ParentKey{GroupKind: widgets, Name: cache.ObjectName{Namespace: "ns", Name: "api"}}
+	gadget := ParentKey{GroupKind: schema.GroupKind{Group: "example.com", Kind: "Gadget"}, Name: cache.ObjectName{Namespace: "ns", Name: "web"}}
 	platform := objectKey{gr: cms, namespace: "ns", name: "platform"}
 	db := objectKey{gr: cms, namespace: "ns", name: "db"}
 	list := objectKey{gr: cms, namespace: "ns"}
 	// An op changes the index and returns the keys it reports unread.
 	type op func(ix *lookupIndex) []objectKey
-	watch := func(p parentKey, keys ...objectKey) op {
+	watch := func(p ParentKey, keys ...objectKey) op {
 		return func(ix *lookupIndex) []objectKey {
 			for _, k := range keys {
 				ix.watch(p, k)
@@ -60,10 +60,10 @@ func TestLookupIndex(t *testing.T) {
 			return nil
 		}
 	}
-	replace := func(p parentKey, keys ...objectKey) op {
+	replace := func(p ParentKey, keys ...objectKey) op {
 		return func(ix *lookupIndex) []objectKey { return ix.replace(p, keys) }
 	}
-	forget := func(p parentKey) op { return func(ix *lookupIndex) []objectKey { return ix.forget(p) } }
+	forget := func(p ParentKey) op { return func(ix *lookupIndex) []objectKey { return ix.forget(p) } }
 	forgetKind := func(gk schema.GroupKind) op { return func(ix *lookupIndex) []objectKey { return ix.forgetKind(gk) } }
 	empty := indexState{Readers: map[string][]string{}, Reads: map[string][]string{}}
 	tests := []struct {
@@ -134,8 +134,8 @@ func TestLookupIndex(t *testing.T) {
 func TestLookupIndexReadersOf(t *testing.T) {
 	widgets := schema.GroupKind{Group: "example.com", Kind: "Widget"}
 	cms := schema.GroupResource{Resource: "configmaps"}
-	web := parentKey{gk: widgets, key: cache.ObjectName{Namespace: "ns", Name: "web"}}
-	api := parentKey{gk: widgets, key: cache.ObjectName{Namespace: "ns", Name: "api"}}
+	web := ParentKey{GroupKind: widgets, Name: cache.ObjectName{Namespace: "ns", Name: "web"}}
+	api := ParentKey{GroupKind: widgets, Name: cache.ObjectName{Namespace: "ns", Name: "api"}}
 	platform := objectKey{gr: cms, namespace: "ns", name: "platform"}
 	list := objectKey{gr: cms, namespace: "ns"}
 	ix := newLookupIndex()
@@ -167,8 +167,8 @@ func TestLookupIndexReadersOf(t *testing.T) {
 // while another parent reads it.
 func TestLookupContentGoesWithItsLastReader(t *testing.T) {
 	widgets := schema.GroupKind{Group: "example.com", Kind: "Widget"}
-	web := parentKey{gk: widgets, key: cache.ObjectName{Namespace: "ns", Name: "web"}}
-	api := parentKey{gk: widgets, key: cache.ObjectName{Namespace: "ns", Name: "api"}}
+	web := ParentKey{GroupKind: widgets, Name: cache.ObjectName{Namespace: "ns", Name: "web"}}
+	api := ParentKey{GroupKind: widgets, Name: cache.ObjectName{Namespace: "ns", Name: "api"}}
 	secret := objectKey{gr: schema.GroupResource{Resource: "secrets"}, namespace: "ns", name: "db"}
 	lc := &lookupCache{index: newLookupIndex(), content: map[objectKey]content{}, pool: newInformerPool(context.Background(), nil, "", 0, nil)}
 	lc.watch(web, secret)

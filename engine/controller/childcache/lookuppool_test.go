@@ -1,4 +1,4 @@
-package controller
+package childcache
 
 import (
 	"context"
@@ -26,11 +26,11 @@ func TestPickInformer(t *testing.T) {
 		want    informerKey
 	}{
 		{name: "a first name gets an informer of its own", lookup: "platform", want: named("platform")},
-		{name: "a name whose informer runs keeps it", lookup: "platform", running: []informerKey{named("platform"), kind}, named: maxNamedInformers, want: named("platform")},
+		{name: "a name whose informer runs keeps it", lookup: "platform", running: []informerKey{named("platform"), kind}, named: MaxNamedInformers, want: named("platform")},
 		{name: "a list takes the kind's informer", lookup: "", running: []informerKey{named("platform")}, named: 1, want: kind},
 		{name: "once the kind's informer runs, new names use it", lookup: "other", running: []informerKey{kind}, want: kind},
-		{name: "below the bound, a new name gets its own", lookup: "other", running: []informerKey{named("platform")}, named: maxNamedInformers - 1, want: named("other")},
-		{name: "at the bound, a new name starts the kind's", lookup: "other", named: maxNamedInformers, want: kind},
+		{name: "below the bound, a new name gets its own", lookup: "other", running: []informerKey{named("platform")}, named: MaxNamedInformers - 1, want: named("other")},
+		{name: "at the bound, a new name starts the kind's", lookup: "other", named: MaxNamedInformers, want: kind},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,7 +64,7 @@ func running(ip *informerPool) []string {
 }
 
 // An informer runs while something is read through it. The kind's, once
-// started past maxNamedInformers names, stops with its last reader; and
+// started past MaxNamedInformers names, stops with its last reader; and
 // when fewer than demoteBelow names are read (with no list), its names
 // get informers of their own and it stops.
 func TestInformerPoolReleases(t *testing.T) {
@@ -92,14 +92,14 @@ func TestInformerPoolReleases(t *testing.T) {
 		release []objectKey
 		want    []string
 	}{
-		{name: "every reader gone", read: maxNamedInformers + 1, release: keys(0, maxNamedInformers+1)},
+		{name: "every reader gone", read: MaxNamedInformers + 1, release: keys(0, MaxNamedInformers+1)},
 		{name: "a name's informer stops with its reader", read: 3, release: keys(1, 2), want: []string{"/p0-db", "/p2-db"}},
 		{name: "under the lower bound, the kind's names get their own informers",
-			read: maxNamedInformers + demoteBelow - 1, release: keys(0, maxNamedInformers), want: names(maxNamedInformers, maxNamedInformers+demoteBelow-1)},
+			read: MaxNamedInformers + demoteBelow - 1, release: keys(0, MaxNamedInformers), want: names(MaxNamedInformers, MaxNamedInformers+demoteBelow-1)},
 		{name: "at the lower bound, the kind's informer stays",
-			read: maxNamedInformers + demoteBelow, release: keys(0, maxNamedInformers), want: []string{"/"}},
+			read: MaxNamedInformers + demoteBelow, release: keys(0, MaxNamedInformers), want: []string{"/"}},
 		{name: "a list keeps the kind's informer",
-			read: maxNamedInformers + 1, list: true, release: keys(0, maxNamedInformers+1), want: []string{"/"}},
+			read: MaxNamedInformers + 1, list: true, release: keys(0, MaxNamedInformers+1), want: []string{"/"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,7 +111,7 @@ func TestInformerPoolReleases(t *testing.T) {
 			}
 			lc := newFakeLookups(t, ctx, all...)
 			ip := lc.pool
-			for _, n := range all { // in order: the first maxNamedInformers get their own
+			for _, n := range all { // in order: the first MaxNamedInformers get their own
 				ip.mu.Lock()
 				ik := ip.pickLocked(cms, "ns", n)
 				ip.startLocked(ctx, cms, ik)
@@ -131,7 +131,7 @@ func TestInformerPoolReleases(t *testing.T) {
 			}); err != nil {
 				t.Errorf("informers running (-want +got):\n%s", cmp.Diff(tt.want, got))
 			}
-			if diff := eventuallyStats(ctx, lc, lookupStats{informers: len(tt.want), watched: lc.stats().watched, cached: lc.stats().cached}); diff != "" {
+			if diff := eventuallyStats(ctx, lc, Stats{Informers: len(tt.want), Watched: lc.stats().Watched, Cached: lc.stats().Cached}); diff != "" {
 				t.Errorf("informers whose Run has not returned (-want +got):\n%s", diff)
 			}
 		})

@@ -1,4 +1,4 @@
-package controller
+package childcache
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // ConfigMap per namespace, say), each name has an informer of its own,
 // selected by metadata.name across the namespaces Loom reads, so that the
 // kind's other objects (10 000 unrelated ConfigMaps, or Loom's own
-// children) cost nothing at all; past maxNamedInformers names, one
+// children) cost nothing at all; past MaxNamedInformers names, one
 // informer of the whole kind (per namespace, when Loom is limited to
 // one) serves the new ones. A lookup of an object the informer does not
 // hold answers "none" with no request; otherwise the object is read once
@@ -47,11 +47,7 @@ type lookupCache struct {
 	children *childWatcher
 	pool     *informerPool
 	// enqueue re-reconciles a parent that read a changed object.
-	enqueue func(parentKey)
-	// seeds keeps the seeds of charts' random functions.
-	seeds *seedStore
-	// caps is the cluster's capabilities, for charts.
-	caps *capsCache
+	enqueue func(ParentKey)
 
 	mu      sync.Mutex
 	index   lookupIndex
@@ -67,10 +63,10 @@ type content struct {
 }
 
 func newLookupCache(ctx context.Context, client dynamic.Interface, mc metadata.Interface, mapper meta.RESTMapper, children *childWatcher,
-	namespace string, resync time.Duration, enqueue func(parentKey)) *lookupCache {
+	namespace string, resync time.Duration, enqueue func(ParentKey)) *lookupCache {
 	lc := &lookupCache{
 		client: client, mapper: mapper, children: children, enqueue: enqueue,
-		index: newLookupIndex(), content: map[objectKey]content{}, seeds: newSeedStore(client),
+		index: newLookupIndex(), content: map[objectKey]content{},
 	}
 	lc.pool = newInformerPool(ctx, mc, namespace, resync, lc.changed)
 	return lc
@@ -107,7 +103,7 @@ func (lc *lookupCache) get(ctx context.Context, gvr schema.GroupVersionResource,
 }
 
 // watch records that parent p reads key.
-func (lc *lookupCache) watch(p parentKey, key objectKey) {
+func (lc *lookupCache) watch(p ParentKey, key objectKey) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	lc.index.watch(p, key)
@@ -116,7 +112,7 @@ func (lc *lookupCache) watch(p parentKey, key objectKey) {
 // replace makes read everything parent p reads: keys it read before but
 // not this time stop being watched for it, and their content is dropped
 // once no parent reads them.
-func (lc *lookupCache) replace(p parentKey, read []objectKey) {
+func (lc *lookupCache) replace(p ParentKey, read []objectKey) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	lc.dropLocked(lc.index.replace(p, read))
@@ -125,19 +121,13 @@ func (lc *lookupCache) replace(p parentKey, read []objectKey) {
 // forgetKind drops everything the parents of kind gk read: its set is
 // gone.
 func (lc *lookupCache) forgetKind(gk schema.GroupKind) {
-	if lc == nil { // a Manager that never ran
-		return
-	}
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	lc.dropLocked(lc.index.forgetKind(gk))
 }
 
 // forget drops everything parent p read.
-func (lc *lookupCache) forget(p parentKey) {
-	if lc == nil { // a Manager that never ran
-		return
-	}
+func (lc *lookupCache) forget(p ParentKey) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	lc.dropLocked(lc.index.forget(p))
@@ -165,25 +155,21 @@ func (lc *lookupCache) changed(gr schema.GroupResource, namespace, name string) 
 	}
 }
 
-// lookupStats are the sizes of what the lookup cache holds.
-type lookupStats struct {
-	// informers are the metadata informers running.
-	informers int
-	// watched are the objects and namespaces some parent reads.
-	watched int
-	// cached are the objects whose JSON is kept.
-	cached int
+// Stats are the sizes of what the lookup cache holds.
+type Stats struct {
+	// Informers are the metadata informers running.
+	Informers int
+	// Watched are the objects and namespaces some parent reads.
+	Watched int
+	// Cached are the objects whose JSON is kept.
+	Cached int
 }
 
-// stats returns the sizes of what lc holds; zero for a Manager that never
-// ran.
-func (lc *lookupCache) stats() lookupStats {
-	if lc == nil {
-		return lookupStats{}
-	}
+// stats returns the sizes of what lc holds.
+func (lc *lookupCache) stats() Stats {
 	lc.mu.Lock()
-	s := lookupStats{watched: len(lc.index.readers), cached: len(lc.content)}
+	s := Stats{Watched: len(lc.index.readers), Cached: len(lc.content)}
 	lc.mu.Unlock()
-	s.informers = int(lc.pool.runs.Load())
+	s.Informers = int(lc.pool.runs.Load())
 	return s
 }

@@ -1,4 +1,4 @@
-package controller
+package packwatch
 
 import (
 	"reflect"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/loom-operator/loom/engine/pack"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/yaml"
 )
 
 const cachedYAML = `
@@ -38,10 +40,10 @@ status: {observedGeneration: 2, readyReplicas: 2}
 func TestCachePacking(t *testing.T) {
 	tests := []struct {
 		name  string
-		pack  packFunc
+		pack  PackFunc
 		check func(t *testing.T, in, out *unstructured.Unstructured)
 	}{
-		{"child: slimmed, with the fingerprint of Loom's entry", childPack("loom"), func(t *testing.T, in, out *unstructured.Unstructured) {
+		{"child: slimmed, with the fingerprint of Loom's entry", Child("loom"), func(t *testing.T, in, out *unstructured.Unstructured) {
 			if got, want := pack.Fingerprint(out, "loom"), pack.Fingerprint(in, "loom"); got != want || got == "" {
 				t.Errorf("fingerprint %q, want %q", got, want)
 			}
@@ -52,7 +54,7 @@ func TestCachePacking(t *testing.T) {
 				t.Error("kept spec.template, which Loom knows from its templates")
 			}
 		}},
-		{"parent: everything but managedFields and kubectl's copy", parentPack, func(t *testing.T, in, out *unstructured.Unstructured) {
+		{"parent: everything but managedFields and kubectl's copy", Parent, func(t *testing.T, in, out *unstructured.Unstructured) {
 			if out.GetAnnotations()["team"] != "blue" || out.GetAnnotations()["loom.dev/applied"] != "abc" {
 				t.Errorf("annotations %v, want team and loom.dev/applied kept", out.GetAnnotations())
 			}
@@ -97,4 +99,18 @@ func TestCachePacking(t *testing.T) {
 			tt.check(t, in, out)
 		})
 	}
+}
+
+// u decodes a YAML fixture into an unstructured object.
+func u(t *testing.T, y string) *unstructured.Unstructured {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := map[string]any{}
+	if err := json.Unmarshal(j, &obj); err != nil { // numbers as int64, like the API server's
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: obj}
 }

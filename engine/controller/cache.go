@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/controller/childcache"
+	"github.com/loom-operator/loom/engine/controller/identity"
+	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/shard"
+)
+
+// childCache is what the parent controllers use of a cluster's child
+// cache (childcache.Cache): the children Loom wrote there, and the
+// lookups templates make of it. It is the seam between the controllers
+// and a cluster, so that each cluster can have a cache of its own, and a
+// test can stand in for one.
+type childCache interface {
+	// Ensure starts watching the children of gvr's group-resource, if
+	// needed, and waits a short while for the first list; a
+	// *childcache.NotWatchedError says the kind cannot be read.
+	Ensure(ctx context.Context, gvr schema.GroupVersionResource, namespaced bool) error
+	// Get returns a cached child as a copy the caller owns, or nil.
+	Get(gr schema.GroupResource, namespace, name string) *unstructured.Unstructured
+	// Owned returns the cached children whose controller has uid, as
+	// copies the caller owns.
+	Owned(uid types.UID) []*unstructured.Unstructured
+	// Keep stops watching the children of buckets outside held (a
+	// sharded replica let them go), and returns the children dropped.
+	Keep(held shard.Set) []object.Ref
+	// Reader returns the reader of one reconcile's lookups of parent p,
+	// whose set declares rules; authorize, if not nil, checks each lookup
+	// of a declared kind.
+	Reader(ctx context.Context, p childcache.ParentKey, rules []config.LookupRule, authorize childcache.Authorizer) *childcache.Reader
+	// Forget drops what parent p read: it is gone.
+	Forget(p childcache.ParentKey)
+	// ForgetKind drops what the parents of gk read: their set is gone.
+	ForgetKind(gk schema.GroupKind)
+	// Stats are the sizes of the lookup cache, for metrics.
+	Stats() childcache.Stats
+}
+
+// lookupReader is the render.Reader of one reconcile: the child cache's
+// reader of lookups, with what only the controller knows: the parent's
+// seed (seed.go), the cluster's capabilities (capabilities.go), and the
+// set's ServiceAccount that lookups of declared kinds are made as
+// (package identity).
+type lookupReader struct {
+	*childcache.Reader
+	// ctx is the reconcile's, which the seed's reads and writes use.
+	ctx context.Context
+	// seeds and caps answer Seed and Capabilities (render.Seeder,
+	// render.CapabilitiesReader).
+	seeds *seedStore
+	caps  *capsCache
+	// as, when set, is the set's ServiceAccount: a lookup of a declared
+	// kind is answered only if the account may make it (package identity).
+	as     *identity.Account
+	idents identity.Source
+	// seedMark, when set, is the fingerprint of the seed this render
+	// read, to be written on the parent (AnnotationSeed).
+	seedMark string
+}
+
+// reader returns the render.Reader of one reconcile of parent p, whose set
+// declares rules.
+func (m *Manager) reader(ctx context.Context, p childcache.ParentKey, rules []config.LookupRule) *lookupReader {
+	r := &lookupReader{ctx: ctx, seeds: m.seeds, caps: m.caps}
+	r.Reader = m.cache.Reader(ctx, p, rules, r.authorize)
+	return r
+}
+
+// authorize checks that the set's ServiceAccount, if it has one, may
+// make a lookup of a declared kind.
+func (r *lookupReader) authorize(ctx context.Context, verb string, gvr schema.GroupVersionResource, namespace, name string) error {
+	if r.as == nil {
+		return nil
+	}
+	return r.idents.Authorize(ctx, r.as, verb, gvr, namespace, name)
+}
