@@ -99,7 +99,7 @@ func (m *Manager) reportSchemaLocked(results map[string]error) {
 	for dir, err := range results {
 		gk, ok := m.dirs[dir]
 		if c := m.controllers[gk]; ok && c != nil && c.rollouts != nil {
-			c.rollouts.setSchema(schemaCondition(err))
+			c.rollouts.SetSchema(schemaCondition(err))
 		}
 	}
 }

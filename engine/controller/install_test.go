@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/loom-operator/loom/engine/crd"
-	"github.com/loom-operator/loom/engine/render"
-	"github.com/loom-operator/loom/engine/rollout"
 )
 
 func TestOwnsCRD(t *testing.T) {
@@ -110,25 +108,5 @@ func TestSchemaCondition(t *testing.T) {
 				t.Errorf("schemaCondition (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// The SchemaAccepted condition joins the TemplateSet's rollout conditions.
-func TestTemplateSetStatusCarriesSchemaCondition(t *testing.T) {
-	folder := &render.Set{Dir: "/sets/app"}
-	cond := schemaCondition(&BreakingChangeError{CRD: "widgets.test.loom.dev"})
-	st, err := templateSetStatus(nil, 3, folder, rollout.State{StableRevision: "a", Phase: rollout.Complete}, cond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conds, _ := st["conditions"].([]any)
-	var got map[string]any
-	for _, c := range conds {
-		if m := c.(map[string]any); m["type"] == "SchemaAccepted" {
-			got = m
-		}
-	}
-	if got == nil || got["status"] != "False" || got["reason"] != "BreakingChange" || got["observedGeneration"] != int64(3) {
-		t.Errorf("SchemaAccepted condition = %v, want False BreakingChange at generation 3 (conditions %v)", got, conds)
 	}
 }
