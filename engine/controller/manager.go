@@ -296,7 +296,7 @@ func (m *Manager) resharded(held shard.Set) {
 			c.kickReshard()
 		}
 		if c.rollouts != nil {
-			c.rollouts.wake()
+			c.rollouts.Wake()
 		}
 	}
 }
@@ -431,7 +431,7 @@ func (m *Manager) kindsChanged() {
 			c.enqueueUnserved()
 			c.retryStatus()
 			if c.rollouts != nil {
-				c.rollouts.retryNow() // the rollout CRDs may be served now
+				c.rollouts.RetryNow() // the rollout CRDs may be served now
 			}
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/loom-operator/loom/engine/controller/childcache"
+	"github.com/loom-operator/loom/engine/controller/rollouts"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -18,21 +19,13 @@ type metrics struct {
 	driftRepairs *prometheus.CounterVec
 	sets         prometheus.Gauge
 	reloads      *prometheus.CounterVec
-	rolloutStep  *prometheus.GaugeVec
-	revParents   *prometheus.GaugeVec
 	parents      *parentsCollector
-	// rolloutFailures counts failed rollout steps by set and outcome.
-	rolloutFailures *prometheus.CounterVec
+	// rollout holds the series of every set's rollout.
+	rollout rollouts.Metrics
 	// missingPermissions counts the RBAC permissions the sets need that
 	// Loom lacks (identity.Permissions).
 	missingPermissions prometheus.Gauge
 }
-
-// Outcomes of a failed rollout step (loom_rollout_failures_total).
-const (
-	outcomePaused     = "paused"
-	outcomeRolledBack = "rolled_back"
-)
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
@@ -58,23 +51,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loom_template_reloads_total", Help: "Template set reloads by set and result (success, error).",
 		}, []string{"set", "result"}),
-		rolloutStep: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "loom_rollout_step", Help: "The current step of each template set's rollout, 1-based; 0 when none runs.",
-		}, []string{"set"}),
-		revParents: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "loom_rollout_parents", Help: "Parents of each template set by the revision they render (stable, candidate).",
-		}, []string{"set", "revision"}),
 		parents: newParentsCollector(),
-		rolloutFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "loom_rollout_failures_total", Help: "Rollout steps that failed, by template set and what the policy's onFailure did (paused, rolled_back).",
-		}, []string{"set", "outcome"}),
+		rollout: rollouts.NewMetrics(),
 		missingPermissions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "loom_rbac_missing_permissions", Help: "RBAC permissions that the template sets need (loom rbac) and Loom lacks; /readyz names them.",
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.sets, m.reloads, m.rolloutStep, m.revParents,
-			m.parents, m.rolloutFailures, m.missingPermissions)
+		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.sets, m.reloads, m.rollout.Step, m.rollout.Parents,
+			m.parents, m.rollout.Failures, m.missingPermissions)
 	}
 	return m
 }
@@ -97,17 +82,6 @@ func (m *metrics) initKind(kind string) {
 func (m *metrics) initSet(dir string) {
 	m.reloads.WithLabelValues(dir, "success").Add(0)
 	m.reloads.WithLabelValues(dir, "error").Add(0)
-}
-
-// initRollout makes set's rollout series exist from the start, at 0: its
-// step and its failures by outcome, so that dashboards show them and an
-// alert on increase() sees the first failure.
-func (m *metrics) initRollout(set string) {
-	m.rolloutStep.WithLabelValues(set).Add(0)
-	m.revParents.WithLabelValues(set, "stable").Add(0)
-	m.revParents.WithLabelValues(set, "candidate").Add(0)
-	m.rolloutFailures.WithLabelValues(set, outcomePaused).Add(0)
-	m.rolloutFailures.WithLabelValues(set, outcomeRolledBack).Add(0)
 }
 
 // registerLookupGauges registers, on reg (nil for none), gauges of what

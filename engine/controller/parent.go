@@ -20,6 +20,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/controller/childcache"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
+	"github.com/loom-operator/loom/engine/controller/rollouts"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
@@ -68,7 +69,7 @@ type parentController struct {
 	unserved map[cache.ObjectName]bool
 	// rollouts drives the set's rollout; nil in unit tests without a
 	// Manager.
-	rollouts *rollouts
+	rollouts *rollouts.Rollout
 }
 
 func newParentController(m *Manager, set *render.Set) *parentController {
@@ -76,7 +77,7 @@ func newParentController(m *Manager, set *render.Set) *parentController {
 		unserved: map[cache.ObjectName]bool{}, kick: make(chan struct{}, 1), reshardKick: make(chan struct{}, 1), done: make(chan struct{})}
 	c.set.Store(set)
 	if m != nil {
-		c.rollouts = newRollouts(c)
+		c.rollouts = newRollout(c)
 	}
 	return c
 }
@@ -97,7 +98,7 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	// pending, not as the kind's earlier absence.
 	c.startErr.Store(nil)
 	if c.rollouts != nil {
-		c.rollouts.beforeParents(ctx)
+		c.rollouts.BeforeParents(ctx)
 	}
 	c.gvr = gvr
 	c.queue = newParentQueue(c.gvk, nil)
@@ -125,7 +126,7 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	c.progress.mark(c.m.opts.Clock.Now())
 	c.running.Store(true)
 	if c.rollouts != nil {
-		c.rollouts.beforeWorkers(ctx)
+		c.rollouts.BeforeWorkers(ctx)
 	}
 	for range workers {
 		c.workers.Add(1)
@@ -161,8 +162,8 @@ func (c *parentController) onUpdate(old, cur any) {
 	if id, ok := packwatch.ID(cur); ok {
 		c.statuses.caughtUp(id.GetUID(), id.GetResourceVersion())
 	}
-	if c.rollouts != nil && c.rollouts.active() {
-		c.rollouts.wake() // a moved parent's status may end a step
+	if c.rollouts != nil && c.rollouts.Active() {
+		c.rollouts.Wake() // a moved parent's status may end a step
 	}
 	o, ok1 := packwatch.Unpack(old)
 	n, ok2 := packwatch.Unpack(cur)

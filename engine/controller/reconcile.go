@@ -51,7 +51,7 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 		// parent renders is unknown, so it renders nothing. When the
 		// state is unavailable, the parent says why; the first decision
 		// that succeeds reconciles every parent.
-		if err := c.rollouts.why(); err != nil {
+		if err := c.rollouts.Why(); err != nil {
 			logger.V(2).Info("The set's rollout state is unavailable", "err", err)
 			rev, _, _ := unstructured.NestedString(parent.Object, "status", "templateRevision")
 			return c.writeStatus(ctx, c.set.Load(), parent, status.Input{RolloutErr: err, Revision: rev})

@@ -147,9 +147,9 @@ func (m *Manager) reload(ctx context.Context) {
 			c.set.Store(s)
 			if c.rollouts != nil {
 				if s.Config.Rollout != nil && c.running.Load() {
-					c.rollouts.enable(c.ctx)
+					c.rollouts.Enable(c.ctx)
 				}
-				c.rollouts.wake() // a new revision: the rollout decides who renders it
+				c.rollouts.Wake() // a new revision: the rollout decides who renders it
 			}
 			m.metrics.reloads.WithLabelValues(s.Dir, "success").Inc()
 			logger.Info("Template set reloaded; reconciling every parent", "set", s.Dir, "kind", gk.String())
@@ -212,7 +212,7 @@ func (m *Manager) reportSchemaLocked(results map[string]error) {
 	for dir, err := range results {
 		gk, ok := m.dirs[dir]
 		if c := m.controllers[gk]; ok && c != nil && c.rollouts != nil {
-			c.rollouts.setSchema(crdinstall.SchemaCondition(err))
+			c.rollouts.SetSchema(crdinstall.SchemaCondition(err))
 		}
 	}
 }

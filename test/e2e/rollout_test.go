@@ -15,13 +15,14 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/loom-operator/loom/api/v1alpha1"
 )
 
-var templateSetGVR = schema.GroupVersionResource{Group: "loom.dev", Version: "v1alpha1", Resource: "templatesets"}
+var templateSetGVR = v1alpha1.TemplateSetGVR
 
 // rolloutFiles are a set whose children carry the version that the
 // partial _version.tpl defines: a ConfigMap with that version and the
@@ -582,8 +583,8 @@ func TestRolloutWithoutRBAC(t *testing.T) {
 	}
 
 	grant(t, user+"-rollouts", user,
-		rbacv1.PolicyRule{APIGroups: []string{"loom.dev"}, Resources: []string{"templatesets", "templaterevisions"}, Verbs: all},
-		rbacv1.PolicyRule{APIGroups: []string{"loom.dev"}, Resources: []string{"templatesets/status"}, Verbs: all})
+		rbacv1.PolicyRule{APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.TemplateSetResource, v1alpha1.TemplateRevisionResource}, Verbs: all},
+		rbacv1.PolicyRule{APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.TemplateSetStatusResource}, Verbs: all})
 	first := waitRollout(t, "app."+ns, "a stable revision after the grant", 90*time.Second, func(s rolloutState) bool { return s.stable != "" })
 	waitFleet(t, ns, 2, first.stable, "v1")
 	waitEvent(t, ns, "p-0", "Normal", "Recovered", "RolloutUnavailable")

@@ -13,14 +13,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/loom-operator/loom/api/v1alpha1"
 	"github.com/loom-operator/loom/internal/testutil"
 )
 
-var templateSetGVR = schema.GroupVersionResource{Group: "loom.dev", Version: "v1alpha1", Resource: "templatesets"}
+var templateSetGVR = v1alpha1.TemplateSetGVR
 
 // history records, from a watch, each ConfigMap's data.version as it
 // changes, and each step the TemplateSet shows.

@@ -1,4 +1,4 @@
-package controller
+package rollouts
 
 import (
 	"context"
@@ -18,7 +18,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/api/v1alpha1"
-	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/rollout"
 )
@@ -27,21 +26,20 @@ import (
 // any point leaves recoverable: the candidate's files are kept before the
 // state names them, the state is written before parents move, and old
 // revisions are deleted last.
-func (r *rollouts) sync(ctx context.Context) error {
-	c := r.c
+func (r *Rollout) sync(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("templateSet", r.name)
-	folder := c.set.Load()
+	folder := r.host.Folder()
 	rev := folder.Revision()
 	// A sharded replica decides only while it holds the set's bucket, and
 	// then over every parent; the others follow the TemplateSet.
-	sharded := c.m.opts.Shard != nil
+	sharded := r.host.Sharded()
 	if sharded {
-		leave, ok := c.m.opts.Shard.Enter(r.deciderUID())
+		wctx, leave, ok := r.host.EnterShard(ctx, r.deciderUID())
 		if !ok {
 			return r.follow(ctx, folder)
 		}
 		defer leave()
-		ctx = withParentUID(ctx, r.deciderUID())
+		ctx = wctx
 	}
 
 	// 1. Read the TemplateSet (create it the first time) and the state
@@ -65,22 +63,22 @@ func (r *rollouts) sync(ctx context.Context) error {
 	}
 
 	// 2. Decide.
-	in := rollout.Input{Policy: folder.Config.Rollout, Revision: rev, State: prev, Controls: controls, Now: c.m.opts.Clock.Now()}
+	in := rollout.Input{Policy: folder.Config.Rollout, Revision: rev, State: prev, Controls: controls, Now: r.cfg.Clock.Now()}
 	var objs map[string]*unstructured.Unstructured
 	switch {
 	case sharded:
 		// Every replica's parents decide; this one's are enqueued when
 		// their revision moves (the others', by their replicas).
-		if in.Parents, err = r.allParents(ctx); err != nil {
+		if in.Parents, err = r.host.AllParents(ctx); err != nil {
 			return err
 		}
-		_, objs = r.parents()
+		_, objs = r.host.Parents()
 	case folder.Config.Rollout != nil || prev.CandidateRevision != "":
-		in.Parents, objs = r.parents()
+		in.Parents, objs = r.host.Parents()
 	default:
 		// Without a rollout, only the count of parents is shown: no
 		// parent is decoded.
-		in.Count = len(c.store().ListKeys())
+		in.Count = r.host.CountParents()
 	}
 	if err := r.ensureStable(ctx, &in); err != nil {
 		return err
@@ -101,24 +99,24 @@ func (r *rollouts) sync(ctx context.Context) error {
 		if e.Warning {
 			typ = corev1.EventTypeWarning
 		}
-		c.m.recorder.Event(ts, typ, e.Reason, e.Message)
+		r.cfg.Recorder.Event(ts, typ, e.Reason, e.Message)
 		if e.Reason == "RolloutFailed" {
 			if p := objs[d.State.FailedParent]; p != nil {
-				c.m.recorder.Event(p, corev1.EventTypeWarning, e.Reason, e.Message)
+				r.cfg.Recorder.Event(p, corev1.EventTypeWarning, e.Reason, e.Message)
 			}
 		}
 		logger.Info("Rollout", "reason", e.Reason, "message", e.Message)
 	}
 	for _, o := range rolloutFailureOutcomes(d) {
-		c.m.metrics.rolloutFailures.WithLabelValues(r.name, o).Inc()
+		r.cfg.Metrics.Failures.WithLabelValues(r.name, o).Inc()
 	}
 
 	// 4. Publish the view, and reconcile the parents whose revision moved.
 	old := r.view.Swap(&rolloutView{state: d.State, sets: sets})
 	for _, p := range objs {
-		k := rollout.Key(string(p.GetUID()), isCanary(p))
+		k := rollout.Key(string(p.GetUID()), IsCanary(p))
 		if old == nil || old.state.TargetOf(k) != d.State.TargetOf(k) {
-			c.queue.Add(cache.NewObjectName(p.GetNamespace(), p.GetName()))
+			r.host.Enqueue(cache.NewObjectName(p.GetNamespace(), p.GetName()))
 		}
 	}
 	r.metrics(d.State)
@@ -130,7 +128,7 @@ func (r *rollouts) sync(ctx context.Context) error {
 // templateSet returns this set's TemplateSet, created if missing: Loom's
 // last write of it while the cache has not caught up with that write (see
 // behind), the cached one otherwise.
-func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstructured.Unstructured, error) {
+func (r *Rollout) templateSet(ctx context.Context, folder *render.Set) (*unstructured.Unstructured, error) {
 	if obj, ok, _ := r.informer.GetStore().GetByKey(r.name); ok {
 		cached := obj.(*unstructured.Unstructured)
 		if err := sameSet(cached, folder); err != nil {
@@ -155,50 +153,13 @@ func (r *rollouts) templateSet(ctx context.Context, folder *render.Set) (*unstru
 	return ts, nil
 }
 
-// parents returns what Decide needs of every parent, and the parents by
-// namespace/name. Each reads the newest status Loom knows of.
-func (r *rollouts) parents() ([]rollout.Parent, map[string]*unstructured.Unstructured) {
-	return r.parentsOf(r.c.store().List())
-}
-
-// parentsOf is parents of the cached (packed) parents in list.
-func (r *rollouts) parentsOf(list []any) ([]rollout.Parent, map[string]*unstructured.Unstructured) {
-	out := make([]rollout.Parent, 0, len(list))
-	objs := make(map[string]*unstructured.Unstructured, len(list))
-	for _, o := range list {
-		p, ok := packwatch.Unpack(o)
-		if !ok || p.GetDeletionTimestamp() != nil {
-			continue
-		}
-		p = r.c.previous(p)
-		objs[p.GetNamespace()+"/"+p.GetName()] = p
-		out = append(out, rolloutParent(p))
-	}
-	return out, objs
-}
-
-// rolloutParent is what Decide needs of one parent.
-func rolloutParent(p *unstructured.Unstructured) rollout.Parent {
-	st, _ := p.Object["status"].(map[string]any)
-	gen, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
-	current := gen == p.GetGeneration()
-	rev, _ := st["templateRevision"].(string)
-	ready, degraded := conditionOf(st, "Ready"), conditionOf(st, "Degraded")
-	msg := ready.message
-	if degraded.status == "True" {
-		msg = degraded.message
-	}
-	return rollout.Parent{Name: p.GetNamespace() + "/" + p.GetName(), UID: string(p.GetUID()), Canary: isCanary(p), Revision: rev,
-		Ready: current && ready.status == "True", Degraded: current && degraded.status == "True", Message: msg}
-}
-
 // ensureStable handles a stable revision whose files are gone (someone
 // deleted its TemplateRevision) or no longer load (kept by an older Loom
 // that allowed what this one refuses, such as now): the folder's revision
 // becomes stable, as on a first start, and an error log says so. Parents
 // could not render the stable revision any more, and the decision would
 // fail until the revision went: a fixed folder would never roll out.
-func (r *rollouts) ensureStable(ctx context.Context, in *rollout.Input) error {
+func (r *Rollout) ensureStable(ctx context.Context, in *rollout.Input) error {
 	s := in.State.StableRevision
 	if s == "" || s == in.Revision || r.stored[s] {
 		return nil
@@ -209,7 +170,7 @@ func (r *rollouts) ensureStable(ctx context.Context, in *rollout.Input) error {
 	obj, err := r.store.revision(ctx, s)
 	switch {
 	case err == nil:
-		_, lerr := loadRevision(r.c.set.Load().Dir, obj)
+		_, lerr := loadRevision(r.host.Folder().Dir, obj)
 		if lerr == nil {
 			return nil
 		}
@@ -241,7 +202,7 @@ func loadRevision(dir string, obj *unstructured.Unstructured) (*render.Set, erro
 
 // load returns the loaded set of each revision s names, keeping the
 // folder's in the cluster first if s names it.
-func (r *rollouts) load(ctx context.Context, folder *render.Set, s rollout.State, write bool) (map[string]*render.Set, error) {
+func (r *Rollout) load(ctx context.Context, folder *render.Set, s rollout.State, write bool) (map[string]*render.Set, error) {
 	sets := map[string]*render.Set{}
 	old := r.view.Load()
 	for _, rev := range []string{s.StableRevision, s.CandidateRevision} {
@@ -282,7 +243,7 @@ func (r *rollouts) load(ctx context.Context, folder *render.Set, s rollout.State
 
 // keep keeps the files of set, revision rev, in a TemplateRevision owned
 // by the TemplateSet.
-func (r *rollouts) keep(ctx context.Context, set *render.Set, rev string) error {
+func (r *Rollout) keep(ctx context.Context, set *render.Set, rev string) error {
 	if r.stored[rev] {
 		return nil
 	}
@@ -300,7 +261,7 @@ func (r *rollouts) keep(ctx context.Context, set *render.Set, rev string) error 
 // writeState writes s to the TemplateSet's status when it changed. The
 // write carries the resourceVersion it read, so a stale decision (another
 // Loom's, or one raced by a user's edit) fails and is made again.
-func (r *rollouts) writeState(ctx context.Context, ts *unstructured.Unstructured, folder *render.Set, s rollout.State) error {
+func (r *Rollout) writeState(ctx context.Context, ts *unstructured.Unstructured, folder *render.Set, s rollout.State) error {
 	old, _ := ts.Object["status"].(map[string]any)
 	var extra []metav1.Condition
 	if cond := r.schema.Load(); cond != nil {
@@ -357,7 +318,7 @@ func statusOf(s rollout.State) v1alpha1.TemplateSetStatus {
 
 // prune deletes this set's TemplateRevisions that s does not name. It
 // lists them only when the revisions s names changed.
-func (r *rollouts) prune(ctx context.Context, s rollout.State) error {
+func (r *Rollout) prune(ctx context.Context, s rollout.State) error {
 	keep := s.StableRevision + "/" + s.CandidateRevision
 	if keep == r.pruned {
 		return nil
@@ -386,11 +347,11 @@ func (r *rollouts) prune(ctx context.Context, s rollout.State) error {
 }
 
 // metrics publishes the rollout's step and parents per revision.
-func (r *rollouts) metrics(s rollout.State) {
-	m := r.c.m.metrics
-	m.rolloutStep.WithLabelValues(r.name).Set(float64(s.Step))
-	m.revParents.WithLabelValues(r.name, "candidate").Set(float64(s.Parents.Moved))
-	m.revParents.WithLabelValues(r.name, "stable").Set(float64(s.Parents.Total - s.Parents.Moved))
+func (r *Rollout) metrics(s rollout.State) {
+	m := r.cfg.Metrics
+	m.Step.WithLabelValues(r.name).Set(float64(s.Step))
+	m.Parents.WithLabelValues(r.name, "candidate").Set(float64(s.Parents.Moved))
+	m.Parents.WithLabelValues(r.name, "stable").Set(float64(s.Parents.Total - s.Parents.Moved))
 }
 
 // rolloutFailureOutcomes returns what each step that d failed turned into:

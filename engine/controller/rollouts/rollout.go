@@ -1,4 +1,4 @@
-package controller
+package rollouts
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/api/v1alpha1"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/rollout"
 )
@@ -33,19 +33,22 @@ type rolloutView struct {
 
 // target is the revision parent renders and its set.
 func (v *rolloutView) target(parent *unstructured.Unstructured) (string, *render.Set) {
-	rev := v.state.Target(string(parent.GetUID()), isCanary(parent))
+	rev := v.state.Target(string(parent.GetUID()), IsCanary(parent))
 	return rev, v.sets[rev]
 }
 
-func isCanary(parent *unstructured.Unstructured) bool {
+// IsCanary reports whether parent is one of the parents a rollout moves
+// first (rollout.CanaryLabel).
+func IsCanary(parent *unstructured.Unstructured) bool {
 	return parent.GetLabels()[rollout.CanaryLabel] == "true"
 }
 
-// rollouts drives one set's rollout: it keeps the set's TemplateSet and
+// Rollout drives one set's rollout: it keeps the set's TemplateSet and
 // TemplateRevisions, runs rollout.Decide when something changes, and
-// publishes the view that reconciles read.
-type rollouts struct {
-	c     *parentController
+// publishes the view that reconciles read (SetFor).
+type Rollout struct {
+	host  Host
+	cfg   Config
 	name  string // the TemplateSet's name
 	store *rolloutStore
 	view  atomic.Pointer[rolloutView]
@@ -87,46 +90,52 @@ type rollouts struct {
 	schema atomic.Pointer[metav1.Condition]
 }
 
-func newRollouts(c *parentController) *rollouts {
-	name := templateSetName(c.set.Load(), c.m.opts.Namespace)
-	c.m.metrics.initRollout(name)
-	return &rollouts{c: c, name: name, kick: make(chan struct{}, 1), stored: map[string]bool{},
-		store: &rolloutStore{client: c.m.client, name: name, namespace: c.m.opts.Namespace, fieldManager: c.m.opts.FieldManager,
-			timeout: c.m.opts.ReconcileTimeout}}
+// New returns the rollout of the set that host controls the parents of.
+// It starts nothing: the host's start calls BeforeParents and
+// BeforeWorkers.
+func New(cfg Config, host Host) *Rollout {
+	name := templateSetName(host.Folder(), cfg.Namespace)
+	cfg.Metrics.init(name)
+	return &Rollout{host: host, cfg: cfg, name: name, kick: make(chan struct{}, 1), stored: map[string]bool{},
+		store: &rolloutStore{client: cfg.Client, name: name, namespace: cfg.Namespace, fieldManager: cfg.FieldManager,
+			timeout: cfg.Timeout}}
 }
 
-// setSchema sets the SchemaAccepted condition that the TemplateSet's
+// Name is the name of the set's TemplateSet.
+func (r *Rollout) Name() string { return r.name }
+
+// SetSchema sets the SchemaAccepted condition that the TemplateSet's
 // status carries, and asks for a decision, which writes it, if it changed.
-func (r *rollouts) setSchema(cond metav1.Condition) {
+func (r *Rollout) SetSchema(cond metav1.Condition) {
 	if old := r.schema.Swap(&cond); old == nil || old.Status != cond.Status || old.Reason != cond.Reason || old.Message != cond.Message {
-		r.wake()
+		r.Wake()
 	}
 }
 
-// wake asks for a decision soon; it never blocks.
-func (r *rollouts) wake() {
+// Wake asks for a decision soon; it never blocks.
+func (r *Rollout) Wake() {
 	select {
 	case r.kick <- struct{}{}:
 	default:
 	}
 }
 
-// active reports whether a candidate is moving, so that parents' status
+// Active reports whether a candidate is moving, so that parents' status
 // changes matter to the rollout.
-func (r *rollouts) active() bool {
+func (r *Rollout) Active() bool {
 	v := r.view.Load()
 	return v != nil && v.state.CandidateRevision != "" && v.state.Phase == rollout.Progressing
 }
 
-// setFor returns the set and revision a parent renders: the folder's set
+// SetFor returns the set and revision a parent renders: the folder's set
 // for a set without a rollout policy (revision ""), else its target in the
 // view. A nil set means the rollout's state is not loaded yet.
-func (c *parentController) setFor(parent *unstructured.Unstructured) (*render.Set, string) {
-	folder := c.set.Load()
-	if folder.Config.Rollout == nil || c.rollouts == nil {
+func (r *Rollout) SetFor(parent *unstructured.Unstructured) (*render.Set, string) {
+	folder := r.host.Folder()
+	if folder.Config.Rollout == nil {
 		return folder, ""
 	}
-	v := c.rollouts.view.Load()
+	v := r.view.Load()
 	if v == nil {
 		return nil, ""
 	}
@@ -143,15 +152,15 @@ func (c *parentController) setFor(parent *unstructured.Unstructured) (*render.Se
 //	  └─▶ failed┘       changed) or after a backoff of up to 30s
 //
 // A controller's start moves it twice. Before the parent informer starts
-// (beforeParents), a set with a rollout policy tries to watch its
+// (BeforeParents), a set with a rollout policy tries to watch its
 // TemplateSet: watched, or failed when it cannot be (the rollout CRDs are
 // missing, or Loom's RBAC does not cover them; the controller starts
 // anyway and its parents say so in their conditions). Before the workers
-// start (beforeWorkers), a watched rollout makes its first decision, so
+// start (BeforeWorkers), a watched rollout makes its first decision, so
 // that no parent is reconciled before its revision is known (a reconcile
 // without the view waits for it), and a failed one is retried in the
 // background. A set without a rollout policy stays idle and costs nothing
-// until a reload gives it one (enable).
+// until a reload gives it one (Enable).
 const (
 	phaseIdle     int32 = iota // no rollout policy seen: nothing runs
 	phaseFailed                // the watch failed before the workers started
@@ -160,10 +169,10 @@ const (
 	phaseDeciding              // decisions run (run)
 )
 
-// beforeParents tries to watch the set's TemplateSet, before the parent
+// BeforeParents tries to watch the set's TemplateSet, before the parent
 // informer starts.
-func (r *rollouts) beforeParents(ctx context.Context) {
-	if r.c.set.Load().Config.Rollout == nil || !r.phase.CompareAndSwap(phaseIdle, phaseStarting) {
+func (r *Rollout) BeforeParents(ctx context.Context) {
+	if r.host.Folder().Config.Rollout == nil || !r.phase.CompareAndSwap(phaseIdle, phaseStarting) {
 		return
 	}
 	if err := r.watch(ctx); err != nil {
@@ -174,25 +183,25 @@ func (r *rollouts) beforeParents(ctx context.Context) {
 	r.phase.Store(phaseWatched)
 }
 
-// beforeWorkers makes the first decision once the parent cache has synced
+// BeforeWorkers makes the first decision once the parent cache has synced
 // and before the workers start, then keeps deciding in the background. A
 // watch that failed is retried in the background, and a policy the set
 // gained by a reload during the sync (reload enables only running
 // controllers) is started.
-func (r *rollouts) beforeWorkers(ctx context.Context) {
+func (r *Rollout) BeforeWorkers(ctx context.Context) {
 	switch {
 	case r.phase.Load() == phaseWatched:
 		r.decideFirst(ctx)
 	case r.phase.CompareAndSwap(phaseFailed, phaseStarting):
 		go r.retry(ctx, false)
-	case r.c.set.Load().Config.Rollout != nil:
-		r.enable(ctx)
+	case r.host.Folder().Config.Rollout != nil:
+		r.Enable(ctx)
 	}
 }
 
-// enable starts the rollouts of a running controller whose set gained a
-// rollout policy. Until its first decision, its parents wait (setFor).
-func (r *rollouts) enable(ctx context.Context) {
+// Enable starts the rollouts of a running controller whose set gained a
+// rollout policy. Until its first decision, its parents wait (SetFor).
+func (r *Rollout) Enable(ctx context.Context) {
 	if r.phase.CompareAndSwap(phaseIdle, phaseStarting) {
 		go r.retry(ctx, true)
 	}
@@ -201,7 +210,7 @@ func (r *rollouts) enable(ctx context.Context) {
 // retry watches the TemplateSet (at once when now is set), and, while
 // that fails, again on a kick or after a backoff of up to 30s (RBAC can
 // be granted without any CRD changing), then makes the first decision.
-func (r *rollouts) retry(ctx context.Context, now bool) {
+func (r *Rollout) retry(ctx context.Context, now bool) {
 	backoff := time.Second
 	for {
 		if !now {
@@ -226,7 +235,7 @@ func (r *rollouts) retry(ctx context.Context, now bool) {
 
 // decideFirst makes the first decision, then starts the decisions in the
 // background.
-func (r *rollouts) decideFirst(ctx context.Context) {
+func (r *Rollout) decideFirst(ctx context.Context) {
 	if !r.phase.CompareAndSwap(phaseWatched, phaseDeciding) {
 		return
 	}
@@ -242,18 +251,18 @@ func (r *rollouts) decideFirst(ctx context.Context) {
 	go r.run(ctx)
 }
 
-// retryNow asks a start that waits for the rollout CRDs to try again; it
+// RetryNow asks a start that waits for the rollout CRDs to try again; it
 // never blocks, and wakes no decision.
-func (r *rollouts) retryNow() {
+func (r *Rollout) RetryNow() {
 	if p := r.phase.Load(); p == phaseFailed || p == phaseStarting {
-		r.wake()
+		r.Wake()
 	}
 }
 
 // setUnavailable records why the set has no rollout state. A new reason is
 // logged, and reaches every parent's conditions (a reconcile reads it);
 // nil clears it once a decision succeeded.
-func (r *rollouts) setUnavailable(ctx context.Context, err error) {
+func (r *Rollout) setUnavailable(ctx context.Context, err error) {
 	if err == nil {
 		r.unavailable.Store(nil)
 		return
@@ -263,17 +272,11 @@ func (r *rollouts) setUnavailable(ctx context.Context, err error) {
 		return
 	}
 	klog.FromContext(ctx).Error(err, "Rollouts are unavailable; the set's parents render nothing until they start", "templateSet", r.name)
-	if c := r.c; c.running.Load() {
-		for _, k := range c.store().ListKeys() {
-			if name, err := cache.ParseObjectName(k); err == nil {
-				c.queue.Add(name)
-			}
-		}
-	}
+	r.host.EnqueueAll()
 }
 
-// why returns why the set has no rollout state, or nil.
-func (r *rollouts) why() error {
+// Why returns why the set has no rollout state, or nil.
+func (r *Rollout) Why() error {
 	if msg := r.unavailable.Load(); msg != nil {
 		return errors.New(*msg)
 	}
@@ -281,9 +284,9 @@ func (r *rollouts) why() error {
 }
 
 // watch starts the informer of this set's TemplateSet.
-func (r *rollouts) watch(ctx context.Context) (err error) {
-	for _, kind := range []string{"TemplateSet", "TemplateRevision"} {
-		if _, _, err := r.c.m.applier.Resource(schema.GroupVersionKind{Group: "loom.dev", Version: "v1alpha1", Kind: kind}); err != nil {
+func (r *Rollout) watch(ctx context.Context) (err error) {
+	for _, kind := range []string{v1alpha1.TemplateSetKind, v1alpha1.TemplateRevisionKind} {
+		if _, _, err := r.cfg.Resolver.Resource(v1alpha1.GroupVersion.WithKind(kind)); err != nil {
 			return errNoRolloutCRDs
 		}
 	}
@@ -292,13 +295,13 @@ func (r *rollouts) watch(ctx context.Context) (err error) {
 	}
 	r.informer = r.store.informer()
 	_, _ = r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { r.wake() },
+		AddFunc: func(any) { r.Wake() },
 		UpdateFunc: func(old, cur any) {
 			if !r.ownWrite(old, cur) {
-				r.wake()
+				r.Wake()
 			}
 		},
-		DeleteFunc: func(any) { r.wake() },
+		DeleteFunc: func(any) { r.Wake() },
 	})
 	// The informer's first list is bounded like any rollout request; one
 	// that does not sync in time is stopped, and the start is tried again.
@@ -327,7 +330,7 @@ func (r *rollouts) watch(ctx context.Context) (err error) {
 //
 // The echo is known by its content, not its resourceVersion, which Loom
 // learns only when the write returns, and the echo can come first.
-func (r *rollouts) ownWrite(old, cur any) bool {
+func (r *Rollout) ownWrite(old, cur any) bool {
 	o, ok1 := old.(*unstructured.Unstructured)
 	n, ok2 := cur.(*unstructured.Unstructured)
 	if !ok1 || !ok2 || o.GetUID() != n.GetUID() || o.GetGeneration() != n.GetGeneration() {
@@ -347,7 +350,7 @@ func (r *rollouts) ownWrite(old, cur any) bool {
 }
 
 // remember notes status as one Loom is about to write.
-func (r *rollouts) remember(status string) {
+func (r *Rollout) remember(status string) {
 	r.wroteMu.Lock()
 	defer r.wroteMu.Unlock()
 	r.wrote[r.wroteN%len(r.wrote)] = status
@@ -357,7 +360,7 @@ func (r *rollouts) remember(status string) {
 // run decides again whenever something wakes it: the TemplateSet changed,
 // the folder was reloaded, a moved parent's status changed, or a timeout
 // or soak ends. While a candidate moves, it also looks every 5s.
-func (r *rollouts) run(ctx context.Context) {
+func (r *Rollout) run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("templateSet", r.name)
 	backoff := time.Second
 	for {
@@ -373,7 +376,7 @@ func (r *rollouts) run(ctx context.Context) {
 			backoff = time.Second
 			next = r.after
 			switch {
-			case r.active() && (next == 0 || next > 5*time.Second):
+			case r.Active() && (next == 0 || next > 5*time.Second):
 				next = 5 * time.Second
 			case next == 0:
 				next = 30 * time.Second // the parents' counts

@@ -1,4 +1,4 @@
-package controller
+package rollouts
 
 import (
 	"context"
@@ -60,7 +60,7 @@ func TestOwnWriteKnowsEveryEchoInFlight(t *testing.T) {
 		u.SetGeneration(generation)
 		return u
 	}
-	r := &rollouts{}
+	r := &Rollout{}
 	r.remember(`{"parents":{"total":2},"phase":"Complete"}`)
 	r.remember(`{"parents":{"total":4},"phase":"Complete"}`)
 	cleared := ts("a", 1, 0)
@@ -120,7 +120,7 @@ func TestTemplateSetAfterResourceVersionsWentBack(t *testing.T) {
 			if err := inf.GetStore().Add(ts(tt.cached)); err != nil {
 				t.Fatal(err)
 			}
-			r := &rollouts{name: "web", informer: inf, last: ts("1000"), behind: tt.behind}
+			r := &Rollout{name: "web", informer: inf, last: ts("1000"), behind: tt.behind}
 			got, err := r.templateSet(t.Context(), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -241,7 +241,7 @@ func TestTemplateSetOfAnotherSetIsRefused(t *testing.T) {
 			if err := inf.GetStore().Add(ts); err != nil {
 				t.Fatal(err)
 			}
-			r := &rollouts{name: "app", informer: inf}
+			r := &Rollout{name: "app", informer: inf}
 			got, err := r.templateSet(t.Context(), folder)
 			switch {
 			case tt.wantErr == "" && err != nil:
@@ -257,7 +257,7 @@ func TestTemplateSetOfAnotherSetIsRefused(t *testing.T) {
 			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 				map[schema.GroupVersionResource]string{v1alpha1.TemplateSetGVR: "TemplateSetList"}, ts.DeepCopy())
 			empty := cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
-			r = &rollouts{name: "app", informer: empty,
+			r = &Rollout{name: "app", informer: empty,
 				store: &rolloutStore{client: client, name: "app", fieldManager: "loom", timeout: time.Second}}
 			got, err = r.templateSet(t.Context(), folder)
 			switch {
@@ -278,8 +278,6 @@ func TestTemplateSetOfAnotherSetIsRefused(t *testing.T) {
 // The start must then do it: otherwise the phase stays idle and every
 // parent waits for a rollout state that never comes.
 func TestPolicyGainedWhileStartingIsStarted(t *testing.T) {
-	m, _ := newFakeManager(t, nil)
-	c := newWidgetController(m)
 	noPolicy, err := render.LoadFS(fstest.MapFS{
 		"loom.yaml": {Data: []byte("parent: {apiVersion: example.com/v1, kind: Widget}\n")},
 		"cm.yaml":   {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Name }}'}\n")},
@@ -294,15 +292,37 @@ func TestPolicyGainedWhileStartingIsStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.set.Store(noPolicy)
-	r := newRollouts(c)
+	h := &fakeHost{}
+	h.folder.Store(noPolicy)
+	r := newTestRollout(h)
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())))
 	defer cancel()
-	r.beforeParents(ctx) // no policy yet: nothing to watch
-	c.set.Store(withPolicy)
-	r.beforeWorkers(ctx)
+	r.BeforeParents(ctx) // no policy yet: nothing to watch
+	h.folder.Store(withPolicy)
+	r.BeforeWorkers(ctx)
 	if p := r.phase.Load(); p == phaseIdle {
 		t.Fatal("the rollout of a policy gained while the controller started was never started (phase idle)")
+	}
+}
+
+// The SchemaAccepted condition (--install-crds) joins the TemplateSet's
+// rollout conditions.
+func TestTemplateSetStatusCarriesSchemaCondition(t *testing.T) {
+	folder := &render.Set{Dir: "/sets/app"}
+	cond := metav1.Condition{Type: "SchemaAccepted", Status: "False", Reason: "BreakingChange", Message: "CRD widgets.test.loom.dev: breaking change"}
+	st, err := templateSetStatus(nil, 3, folder, rollout.State{StableRevision: "a", Phase: rollout.Complete}, cond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds, _ := st["conditions"].([]any)
+	var got map[string]any
+	for _, c := range conds {
+		if m := c.(map[string]any); m["type"] == "SchemaAccepted" {
+			got = m
+		}
+	}
+	if got == nil || got["status"] != "False" || got["reason"] != "BreakingChange" || got["observedGeneration"] != int64(3) {
+		t.Errorf("SchemaAccepted condition = %v, want False BreakingChange at generation 3 (conditions %v)", got, conds)
 	}
 }
 
@@ -321,8 +341,6 @@ func TestStableRevisionThatNoLongerLoads(t *testing.T) {
 		{"loads", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Name }}'}\n", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			m, _ := newFakeManager(t, nil)
-			c := newWidgetController(m)
 			folder, err := render.LoadFS(fstest.MapFS{
 				"loom.yaml": {Data: []byte(parent)},
 				"cm.yaml":   {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Name }}-fixed'}\n")},
@@ -330,8 +348,9 @@ func TestStableRevisionThatNoLongerLoads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.set.Store(folder)
-			r := newRollouts(c)
+			h := &fakeHost{}
+			h.folder.Store(folder)
+			r := newTestRollout(h)
 			rev := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": "loom.dev/v1alpha1", "kind": "TemplateRevision",
 				"metadata": map[string]any{"name": r.store.revisionName("old")},
