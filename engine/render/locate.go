@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/template"
 	"text/template/parse"
+
+	"github.com/loom-operator/loom/engine/render/yamldoc"
 )
 
 // source is a template file's text: a set's own file, or one of its
@@ -29,7 +31,7 @@ func (s *Set) docLine(file string, idx int) int {
 	src := s.source(file)
 	line, seen := 1, 0
 	for _, l := range bytes.Split(src, []byte("\n")) {
-		if isSeparator(l) {
+		if yamldoc.IsSeparator(l) {
 			seen++
 			if seen == idx-1 {
 				return line + 1
@@ -66,7 +68,7 @@ func (s *Set) findKeyLine(file string, from int, key string) int {
 func (s *Set) findMatch(file string, from int, match func(line []byte) bool) int {
 	lines := bytes.Split(s.source(file), []byte("\n"))
 	for i := from - 1; i >= 0 && i < len(lines); i++ {
-		if i > from-1 && isSeparator(lines[i]) {
+		if i > from-1 && yamldoc.IsSeparator(lines[i]) {
 			break
 		}
 		if match(lines[i]) {
