@@ -39,12 +39,12 @@
 // call of the clock fails the render where it runs.
 //
 // A set whose loom.yaml has a schema is checked against it when it loads
-// (schemacheck.go): every path into .Spec that a template reads, through
-// field chains, variables, index/get/hasKey/dig with constant keys, with,
-// range and the defines that include and template call, must be one the
-// spec's schema can hold. Each path it cannot hold is an *Error at its
-// file and line, and the set does not load. Where the type is not known
-// (a function's result, a free-form part of the schema) nothing is checked.
+// (engine/render/schemacheck): every path into .Spec that a template reads,
+// through field chains, variables, index/get/hasKey/dig with constant keys,
+// with, range and the defines that include and template call, must be one
+// the spec's schema can hold. Each path it cannot hold is an *Error at its
+// file and line, and the set does not load. Where the type is not known (a
+// function's result, a free-form part of the schema) nothing is checked.
 //
 // What a parent's author writes is data, not template: text from the spec
 // that tpl runs may not call lookup unless loom.yaml's specLookups says so

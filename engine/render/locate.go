@@ -9,6 +9,7 @@ import (
 	"text/template"
 	"text/template/parse"
 
+	"github.com/loom-operator/loom/engine/render/deadline"
 	"github.com/loom-operator/loom/engine/render/yamldoc"
 )
 
@@ -128,10 +129,10 @@ func overflowLine(t *template.Template, sources map[string][]byte, last, prev []
 		if i := bytes.LastIndexByte(text, '\n'); i >= 0 {
 			pos += i + 1
 		}
-		return f, lineAt(sources[f], pos)
+		return f, deadline.LineAt(sources[f], pos)
 	}
 	if f, pos, ok := textNodeAt(t, prev); ok {
-		return f, lineAt(sources[f], pos+len(prev))
+		return f, deadline.LineAt(sources[f], pos+len(prev))
 	}
 	return "", 0
 }
@@ -185,12 +186,4 @@ func findInBranch(b *parse.BranchNode, first *byte) *parse.TextNode {
 		return found
 	}
 	return findText(b.ElseList, first)
-}
-
-// lineAt is the 1-based line of byte offset pos in src.
-func lineAt(src []byte, pos int) int {
-	if pos > len(src) {
-		pos = len(src)
-	}
-	return 1 + bytes.Count(src[:pos], []byte("\n"))
 }
