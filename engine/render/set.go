@@ -51,7 +51,7 @@ type Set struct {
 	chart      *chart.Chart
 	chartTexts map[string][]byte
 	// omitted are the chart's template files whose every document is a
-	// hook Loom never applies (neverAppliedFile): never executed.
+	// hook Loom never applies (hook.NeverAppliedFile): never executed.
 	omitted map[string]bool
 	// fpOnce computes fp, the Fingerprint that a chart's release digest
 	// covers, once: the sources do not change after the load.
