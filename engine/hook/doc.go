@@ -17,4 +17,11 @@
 // a revision, Loom never creates it again in that revision, even when
 // its object is gone (a Job that the TTL controller deleted, or one a
 // delete policy removed). Nothing here talks to a cluster.
+//
+// What an object's hook annotations say is read here too, by Helm 4's own
+// parser (SpecOf, helmhook.go): the Stage at which Loom applies a chart's
+// object (before the other children, after them, or never) and its
+// weight and delete policies. NeverAppliedFile (scan.go) tells from a
+// chart template's text alone that every document in it is a hook Loom
+// never applies, so that render need not execute the file.
 package hook

@@ -52,7 +52,7 @@ func (s *Set) loadChart(fsys fs.FS) error {
 	s.omitted = map[string]bool{}
 	for name, text := range texts {
 		s.chartTexts[name] = []byte(text)
-		if !strings.HasPrefix(path.Base(name), "_") && !chart.NotesFile(name) && neverAppliedFile(s.chartTexts[name]) {
+		if !strings.HasPrefix(path.Base(name), "_") && !chart.NotesFile(name) && hook.NeverAppliedFile(s.chartTexts[name]) {
 			s.omitted[name] = true
 		}
 	}

@@ -10,18 +10,19 @@
 //
 //	parent ──► template data (.Parent, .Spec, .Name, …)
 //	       ──► text/template + sprig, one file at a time
-//	       ──► YAML documents split on "---"
-//	       ──► decoded objects (cached by content)
+//	       ──► YAML documents split on "---" (yamldoc.Split)
+//	       ──► decoded objects (yamldoc.Decode; cached by content)
 //	       ──► validation (required fields, names, strict decode of built-in kinds,
 //	           a kind the templates name: ScanKinds, kinds.go)
 //	       ──► injection (namespace, controller ownerReference, ApplySet labels)
 //	       ──► a stably ordered []*unstructured.Unstructured
 //
 // Decoding and validation have fast paths for what templates usually
-// produce. fastDecode reads the plain block YAML that templates write and
-// leaves any other document to yaml.v2; a built-in kind's cached shape
-// (shape.go) accepts a valid object without the JSON round trip of strict
-// decoding, which still decides, and words the error, for anything else.
+// produce. yamldoc.DecodeFast reads the plain block YAML that templates
+// write and leaves any other document to yaml.v2; a built-in kind's cached
+// shape (shape.go) accepts a valid object without the JSON round trip of
+// strict decoding, which still decides, and words the error, for anything
+// else.
 // Fuzz tests hold each fast path to the result of its slow one.
 //
 // Rendering is hermetic: the same set and parent give the same objects.
@@ -38,12 +39,12 @@
 // call of the clock fails the render where it runs.
 //
 // A set whose loom.yaml has a schema is checked against it when it loads
-// (schemacheck.go): every path into .Spec that a template reads, through
-// field chains, variables, index/get/hasKey/dig with constant keys, with,
-// range and the defines that include and template call, must be one the
-// spec's schema can hold. Each path it cannot hold is an *Error at its
-// file and line, and the set does not load. Where the type is not known
-// (a function's result, a free-form part of the schema) nothing is checked.
+// (engine/render/schemacheck): every path into .Spec that a template reads,
+// through field chains, variables, index/get/hasKey/dig with constant keys,
+// with, range and the defines that include and template call, must be one
+// the spec's schema can hold. Each path it cannot hold is an *Error at its
+// file and line, and the set does not load. Where the type is not known (a
+// function's result, a free-form part of the schema) nothing is checked.
 //
 // What a parent's author writes is data, not template: text from the spec
 // that tpl runs may not call lookup unless loom.yaml's specLookups says so

@@ -2,6 +2,8 @@ package render
 
 import (
 	"bytes"
+
+	"github.com/loom-operator/loom/engine/render/yamldoc"
 )
 
 // renderedDoc is one decoded, validated document of a file's output.
@@ -17,22 +19,22 @@ type renderedDoc struct {
 func (s *Set) decodeFile(file string, out []byte) ([]renderedDoc, error) {
 	cache := s.cacheFor(file)
 	var docs []renderedDoc
-	for i, d := range splitDocuments(out) {
+	for i, d := range yamldoc.Split(out) {
 		idx := i + 1
-		end := d.start + len(d.text)
-		if bytes.Contains(d.text, noValue) {
-			d.text = bytes.ReplaceAll(d.text, noValue, nil)
+		end := d.Start + len(d.Text)
+		if bytes.Contains(d.Text, noValue) {
+			d.Text = bytes.ReplaceAll(d.Text, noValue, nil)
 		}
-		if isBlank(d.text) {
+		if yamldoc.IsBlank(d.Text) {
 			continue
 		}
-		if c := cache.get(d.text); c != nil {
+		if c := cache.get(d.Text); c != nil {
 			docs = append(docs, renderedDoc{obj: deepCopyMap(c.obj), doc: idx, line: s.docLine(file, idx), end: end})
 			continue
 		}
-		obj, err := decodeYAML(d.text)
+		obj, err := yamldoc.Decode(d.Text)
 		if err != nil {
-			return nil, s.yamlError(file, idx, d.text, err)
+			return nil, s.yamlError(file, idx, d.Text, err)
 		}
 		if obj == nil { // only comments
 			continue
@@ -40,57 +42,8 @@ func (s *Set) decodeFile(file string, out []byte) ([]renderedDoc, error) {
 		if err := validate(obj); err != nil {
 			return nil, s.validationError(file, idx, obj, err)
 		}
-		cache.put(d.text, &decoded{obj: obj})
+		cache.put(d.Text, &decoded{obj: obj})
 		docs = append(docs, renderedDoc{obj: deepCopyMap(obj), doc: idx, line: s.docLine(file, idx), end: end})
 	}
 	return docs, nil
-}
-
-// document is one YAML document of rendered output.
-type document struct {
-	text  []byte
-	start int // offset of text in the file's output
-}
-
-// splitDocuments splits output at YAML document separators: lines that
-// start with "---" and whitespace, or are just "---".
-func splitDocuments(out []byte) []document {
-	var docs []document
-	start := 0
-	for pos := 0; pos <= len(out); {
-		end := bytes.IndexByte(out[pos:], '\n')
-		if end < 0 {
-			end = len(out)
-		} else {
-			end += pos
-		}
-		if isSeparator(out[pos:end]) {
-			docs = append(docs, document{text: out[start:pos], start: start})
-			// "--- {a: b}" starts the next document on the same line.
-			start = pos + 3
-			for start < end && (out[start] == ' ' || out[start] == '\t' || out[start] == '\r') {
-				start++
-			}
-			if start == end || out[start] == '#' {
-				start = min(end+1, len(out))
-			}
-		}
-		pos = end + 1
-	}
-	return append(docs, document{text: out[start:], start: start})
-}
-
-// isSeparator reports whether a line starts a new YAML document: "---"
-// alone, or followed by whitespace (and a comment or the document's first
-// content).
-func isSeparator(line []byte) bool {
-	if !bytes.HasPrefix(line, []byte("---")) {
-		return false
-	}
-	rest := line[3:]
-	return len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\r' || rest[0] == '#'
-}
-
-func isBlank(b []byte) bool {
-	return len(bytes.TrimSpace(b)) == 0
 }

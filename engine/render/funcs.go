@@ -370,7 +370,7 @@ func (p *rendererPool) init(root *template.Template) {
 	p.authored = map[string]bool{}
 	for _, t := range root.Templates() {
 		if t.Tree != nil && t.Tree.Root != nil {
-			walkNodes(t.Tree.Root, func(n parse.Node) {
+			deadline.Walk(t.Tree.Root, func(n parse.Node) {
 				if s, ok := n.(*parse.StringNode); ok {
 					p.authored[s.Text] = true
 				}

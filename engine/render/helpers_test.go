@@ -8,6 +8,7 @@ import (
 	"testing/fstest"
 
 	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/render/yamldoc"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -43,7 +44,7 @@ func loadSet(t testing.TB, files map[string]string) *Set {
 // fixture decodes an inline YAML fixture into an unstructured object.
 func fixture(t testing.TB, doc string) *unstructured.Unstructured {
 	t.Helper()
-	obj, err := decodeYAML([]byte(doc))
+	obj, err := yamldoc.Decode([]byte(doc))
 	if err != nil {
 		t.Fatalf("decode fixture: %v\n%s", err, doc)
 	}

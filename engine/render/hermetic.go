@@ -8,6 +8,8 @@ import (
 	"text/template"
 	"text/template/parse"
 	"time"
+
+	"github.com/loom-operator/loom/engine/render/deadline"
 )
 
 // refusedFuncs are the sprig functions whose value differs on every
@@ -153,7 +155,7 @@ func checkRefused(t *template.Template, sources map[string][]byte) error {
 				return
 			}
 			if found == nil || file < found.File || (file == found.File && int(id.Pos) < pos) {
-				found, pos = &Error{File: file, Line: lineAt(sources[file], int(id.Pos)), Err: refusedError(id.Ident)}, int(id.Pos)
+				found, pos = &Error{File: file, Line: deadline.LineAt(sources[file], int(id.Pos)), Err: refusedError(id.Ident)}, int(id.Pos)
 			}
 		})
 	}
@@ -166,65 +168,11 @@ func checkRefused(t *template.Template, sources map[string][]byte) error {
 // walkIdentifiers calls visit for each function name in the parse tree
 // under node.
 func walkIdentifiers(node parse.Node, visit func(*parse.IdentifierNode)) {
-	walkNodes(node, func(n parse.Node) {
+	deadline.Walk(node, func(n parse.Node) {
 		if id, ok := n.(*parse.IdentifierNode); ok {
 			visit(id)
 		}
 	})
-}
-
-// walkNodes calls visit for node and each node in the parse tree under it.
-func walkNodes(node parse.Node, visit func(parse.Node)) {
-	switch n := node.(type) {
-	case *parse.ListNode:
-		if n == nil {
-			return
-		}
-		visit(n)
-		for _, c := range n.Nodes {
-			walkNodes(c, visit)
-		}
-	case *parse.PipeNode:
-		if n == nil {
-			return
-		}
-		visit(n)
-		for _, c := range n.Cmds {
-			walkNodes(c, visit)
-		}
-	case *parse.ActionNode:
-		visit(n)
-		walkNodes(n.Pipe, visit)
-	case *parse.CommandNode:
-		visit(n)
-		for _, a := range n.Args {
-			walkNodes(a, visit)
-		}
-	case *parse.ChainNode:
-		visit(n)
-		walkNodes(n.Node, visit)
-	case *parse.TemplateNode:
-		visit(n)
-		walkNodes(n.Pipe, visit)
-	case *parse.IfNode:
-		visit(n)
-		walkBranch(&n.BranchNode, visit)
-	case *parse.RangeNode:
-		visit(n)
-		walkBranch(&n.BranchNode, visit)
-	case *parse.WithNode:
-		visit(n)
-		walkBranch(&n.BranchNode, visit)
-	case nil:
-	default:
-		visit(n)
-	}
-}
-
-func walkBranch(b *parse.BranchNode, visit func(parse.Node)) {
-	walkNodes(b.Pipe, visit)
-	walkNodes(b.List, visit)
-	walkNodes(b.ElseList, visit)
 }
 
 // printf is text/template's printf without the %p verb, which prints where

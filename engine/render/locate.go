@@ -8,6 +8,9 @@ import (
 	"strings"
 	"text/template"
 	"text/template/parse"
+
+	"github.com/loom-operator/loom/engine/render/deadline"
+	"github.com/loom-operator/loom/engine/render/yamldoc"
 )
 
 // source is a template file's text: a set's own file, or one of its
@@ -29,7 +32,7 @@ func (s *Set) docLine(file string, idx int) int {
 	src := s.source(file)
 	line, seen := 1, 0
 	for _, l := range bytes.Split(src, []byte("\n")) {
-		if isSeparator(l) {
+		if yamldoc.IsSeparator(l) {
 			seen++
 			if seen == idx-1 {
 				return line + 1
@@ -66,7 +69,7 @@ func (s *Set) findKeyLine(file string, from int, key string) int {
 func (s *Set) findMatch(file string, from int, match func(line []byte) bool) int {
 	lines := bytes.Split(s.source(file), []byte("\n"))
 	for i := from - 1; i >= 0 && i < len(lines); i++ {
-		if i > from-1 && isSeparator(lines[i]) {
+		if i > from-1 && yamldoc.IsSeparator(lines[i]) {
 			break
 		}
 		if match(lines[i]) {
@@ -126,10 +129,10 @@ func overflowLine(t *template.Template, sources map[string][]byte, last, prev []
 		if i := bytes.LastIndexByte(text, '\n'); i >= 0 {
 			pos += i + 1
 		}
-		return f, lineAt(sources[f], pos)
+		return f, deadline.LineAt(sources[f], pos)
 	}
 	if f, pos, ok := textNodeAt(t, prev); ok {
-		return f, lineAt(sources[f], pos+len(prev))
+		return f, deadline.LineAt(sources[f], pos+len(prev))
 	}
 	return "", 0
 }
@@ -183,12 +186,4 @@ func findInBranch(b *parse.BranchNode, first *byte) *parse.TextNode {
 		return found
 	}
 	return findText(b.ElseList, first)
-}
-
-// lineAt is the 1-based line of byte offset pos in src.
-func lineAt(src []byte, pos int) int {
-	if pos > len(src) {
-		pos = len(src)
-	}
-	return 1 + bytes.Count(src[:pos], []byte("\n"))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/render/yamldoc"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -66,7 +67,7 @@ func TestLookupInStatusTemplate(t *testing.T) {
 			if err != nil {
 				t.Fatalf("RenderStatusWith: %v", err)
 			}
-			want, err := decodeYAML([]byte(tt.want))
+			want, err := yamldoc.Decode([]byte(tt.want))
 			if err != nil {
 				t.Fatal(err)
 			}

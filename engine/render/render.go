@@ -23,7 +23,7 @@ import (
 // RenderWith.
 //
 // The children's strings share memory with the document they were
-// decoded from (fastDecode): a caller that keeps one of them after the
+// decoded from (yamldoc.DecodeFast): a caller that keeps one of them after the
 // reconcile, such as a map key, keeps that whole document alive, and
 // should copy it (strings.Clone).
 func (s *Set) Render(parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/loom-operator/loom/engine/render/yamldoc"
 )
 
 // TestRenderDocuments checks which rendered documents become children.
@@ -283,39 +285,6 @@ func TestDecodeCacheBounded(t *testing.T) {
 	}
 }
 
-// TestSplitDocuments checks where output is split into YAML documents.
-func TestSplitDocuments(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		want []string
-	}{
-		{"one", "a: 1\n", []string{"a: 1\n"}},
-		{"two", "a: 1\n---\nb: 2\n", []string{"a: 1\n", "b: 2\n"}},
-		{"leading separator", "---\na: 1\n", []string{"", "a: 1\n"}},
-		{"trailing separator", "a: 1\n---\n", []string{"a: 1\n", ""}},
-		{"no final newline", "a: 1\n---", []string{"a: 1\n", ""}},
-		{"comment after separator", "a: 1\n--- # x\nb: 2\n", []string{"a: 1\n", "b: 2\n"}},
-		{"CRLF", "a: 1\r\n---\r\nb: 2\r\n", []string{"a: 1\r\n", "b: 2\r\n"}},
-		{"four dashes", "a: 1\n----\nb: 2\n", []string{"a: 1\n----\nb: 2\n"}},
-		{"content on the separator line", "a: 1\n--- {b: 2}\n", []string{"a: 1\n", "{b: 2}\n"}},
-		{"block content on the separator line", "a: 1\n---   b: 2\nc: 3\n", []string{"a: 1\n", "b: 2\nc: 3\n"}},
-		{"dashes then text", "a: 1\n---x\n", []string{"a: 1\n---x\n"}},
-		{"indented", "a: |\n  ---\nb: 2\n", []string{"a: |\n  ---\nb: 2\n"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			for _, d := range splitDocuments([]byte(tt.in)) {
-				got = append(got, string(d.text))
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("splitDocuments mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 // TestStream checks MarshalStream's stable output and ReadParents.
 func TestStream(t *testing.T) {
 	objs := []*unstructured.Unstructured{
@@ -340,5 +309,33 @@ func TestStream(t *testing.T) {
 	_, err = ReadParents(strings.NewReader("a: 1\n---\nb: [\n"))
 	if err == nil || !strings.HasPrefix(err.Error(), "document 2: ") {
 		t.Errorf("ReadParents error = %v, want one naming document 2", err)
+	}
+}
+
+// TestDecodeYAMLRoundTrip checks that what MarshalStream writes decodes to
+// the same objects, for values that YAML could mistake for other types.
+func TestDecodeYAMLRoundTrip(t *testing.T) {
+	obj := fixture(t, `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: x
+data:
+  "yes": "yes"
+  num: "0123"
+  float: "1.0"
+  "null": "null"
+  multi: "a\nb"
+  colon: "a: b"
+`)
+	out, err := MarshalStream([]*unstructured.Unstructured{obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := yamldoc.Decode([]byte(strings.TrimPrefix(string(out), "---\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(obj.Object, back); diff != "" {
+		t.Errorf("round trip mismatch (-want +got):\n%s", diff)
 	}
 }

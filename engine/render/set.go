@@ -23,6 +23,7 @@ import (
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/rbac/roles"
 	"github.com/loom-operator/loom/engine/render/deadline"
+	"github.com/loom-operator/loom/engine/render/schemacheck"
 )
 
 // TestsDir is the folder inside a set that holds golden-file test cases.
@@ -50,7 +51,7 @@ type Set struct {
 	chart      *chart.Chart
 	chartTexts map[string][]byte
 	// omitted are the chart's template files whose every document is a
-	// hook Loom never applies (neverAppliedFile): never executed.
+	// hook Loom never applies (hook.NeverAppliedFile): never executed.
 	omitted map[string]bool
 	// fpOnce computes fp, the Fingerprint that a chart's release digest
 	// covers, once: the sources do not change after the load.
@@ -251,6 +252,25 @@ func (s *Set) checkSpec() error {
 		return nil
 	}
 	return s.checkSchema(spec)
+}
+
+// checkSchema checks every path into the parent's spec that the set's
+// templates read against spec (see schemacheck.Check), and returns an
+// *Error at the template's file and line for each path the schema cannot
+// hold, joined and sorted by file and line.
+func (s *Set) checkSchema(spec *apiextv1.JSONSchemaProps) error {
+	problems := schemacheck.Check(schemacheck.Templates{
+		Root:    s.root,
+		Files:   s.Files(),
+		Status:  s.Config.Status,
+		Kind:    s.gvk.Kind,
+		Sources: s.sources,
+	}, spec)
+	errs := make([]error, len(problems))
+	for i, p := range problems {
+		errs[i] = &Error{File: p.File, Line: p.Line, Err: errors.New(p.Msg)}
+	}
+	return errors.Join(errs...)
 }
 
 // SetError is the failure to load one template set.

@@ -239,7 +239,7 @@ func isValidTag(s string) bool {
 	return true
 }
 
-// accepts reports whether the JSON encoding of v, a value of decodeYAML's
+// accepts reports whether the JSON encoding of v, a value of yamldoc.Decode's
 // output, decodes into the shape's type with no error and no strict error
 // under sigs.k8s.io/json's UnmarshalStrict. False means it might not: the
 // caller then decodes for real. As in encoding/json, null decodes into

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/loom-operator/loom/engine/render/yamldoc"
 )
 
 // Fixture prefixes for shapeCases.
@@ -88,7 +90,7 @@ var shapeCases = []struct {
 func TestShapeAccepts(t *testing.T) {
 	for _, tt := range shapeCases {
 		t.Run(tt.name, func(t *testing.T) {
-			obj, err := decodeYAML([]byte(tt.obj))
+			obj, err := yamldoc.Decode([]byte(tt.obj))
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
@@ -161,7 +163,7 @@ func FuzzShapeMatchesStrictDecode(f *testing.F) {
 	f.Add([]byte("spec:\n  ports:\n  - port: 80\n    targetPort: http\n  replicas: 2\n"))
 	f.Add([]byte("spec:\n  template:\n    spec:\n      containers:\n      - resources: {limits: {cpu: 2}}\n"))
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		obj, err := decodeYAML(doc)
+		obj, err := yamldoc.Decode(doc)
 		if err != nil || obj == nil {
 			return
 		}
@@ -308,7 +310,7 @@ func breakAt(r *rand.Rand, obj map[string]any) map[string]any {
 // objects that their shapes accept, so that rendering them needs no JSON.
 func TestShapesOfShippedDocuments(t *testing.T) {
 	for _, doc := range shippedDocuments(t) {
-		obj, err := decodeYAML([]byte(doc))
+		obj, err := yamldoc.Decode([]byte(doc))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/loom-operator/loom/engine/render/yamldoc"
 )
 
 // RenderStatus renders the set's status template, which loom.yaml names in
@@ -65,10 +67,10 @@ func (s *Set) RenderStatusWith(ctx context.Context, parent *unstructured.Unstruc
 		return nil, reads, &Error{File: file, Err: fmt.Errorf("%w: a lookup of an undeclared kind read an object that is not a child of this parent", ErrLookupRefused)}
 	}
 	out := bytes.ReplaceAll(buf.Bytes(), noValue, nil)
-	if isBlank(out) {
+	if yamldoc.IsBlank(out) {
 		return nil, reads, nil
 	}
-	m, err := decodeYAML(out)
+	m, err := yamldoc.Decode(out)
 	if err != nil {
 		return nil, reads, s.yamlError(file, 1, out, err)
 	}

@@ -8,6 +8,8 @@ import (
 	yamlv2 "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/engine/render/yamldoc"
 )
 
 // MarshalStream writes objects as one YAML stream, each document after a
@@ -34,14 +36,14 @@ func ReadParents(r io.Reader) ([]*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	var out []*unstructured.Unstructured
-	for i, d := range splitDocuments(data) {
-		if isBlank(d.text) {
+	for i, d := range yamldoc.Split(data) {
+		if yamldoc.IsBlank(d.Text) {
 			continue
 		}
-		obj, err := decodeYAML(d.text)
+		obj, err := yamldoc.Decode(d.Text)
 		if err != nil {
 			var raw any
-			if yamlv2.Unmarshal(d.text, &raw) == nil {
+			if yamlv2.Unmarshal(d.Text, &raw) == nil {
 				if _, ok := raw.([]any); ok {
 					return nil, fmt.Errorf("document %d is a YAML list, not an object: give each object as its own document (separated by ---), or as the items of a v1 List", i+1)
 				}

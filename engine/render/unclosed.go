@@ -47,7 +47,7 @@ func unclosedBlock(src []byte) (word string, line int, ok bool) {
 		end, word := scanAction(src, start+2)
 		switch {
 		case blockWords[word]:
-			stack = append(stack, open{word, lineAt(src, start)})
+			stack = append(stack, open{word, deadline.LineAt(src, start)})
 		case word == "end" && len(stack) > 0:
 			stack = stack[:len(stack)-1]
 		}

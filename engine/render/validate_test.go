@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/loom-operator/loom/engine/render/yamldoc"
 )
 
 // TestValidate checks validate on one decoded object at a time: "" means
@@ -54,7 +56,7 @@ spec:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			obj, err := decodeYAML([]byte(tt.obj))
+			obj, err := yamldoc.Decode([]byte(tt.obj))
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}

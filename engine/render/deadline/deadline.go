@@ -23,6 +23,10 @@
 // A check as a function call would cost a reflect call on every turn,
 // some four times the cost of a turn; an empty write costs nothing
 // measurable.
+//
+// The package also holds the few parse-tree helpers that engine/render,
+// its schema check and engine/chart share to locate a node: LocLine, Walk
+// and LineAt (tree.go).
 package deadline
 
 import (

@@ -1,4 +1,4 @@
-package render
+package hook
 
 import (
 	"encoding/json"
@@ -10,9 +10,9 @@ import (
 )
 
 // helmPhase is what Helm 4 makes of an object's annotations: the phase
-// Loom gives the hook Helm sorts it into (neverHook for one Helm skips
+// Loom gives the hook Helm sorts it into (NeverHook for one Helm skips
 // as unknown), and Helm's weight.
-func helmPhase(t *testing.T, ann map[string]any) (hookPhase, int) {
+func helmPhase(t *testing.T, ann map[string]any) (Stage, int) {
 	t.Helper()
 	doc, err := json.Marshal(map[string]any{"apiVersion": "batch/v1", "kind": "Job",
 		"metadata": map[string]any{"name": "migrate", "annotations": ann}})
@@ -25,25 +25,25 @@ func helmPhase(t *testing.T, ann map[string]any) (hookPhase, int) {
 	}
 	switch {
 	case len(manifests) == 1:
-		return notHook, 0
+		return NotHook, 0
 	case len(hooks) == 0:
-		return neverHook, 0 // Helm skips a hook of an unknown type
+		return NeverHook, 0 // Helm skips a hook of an unknown type
 	}
 	h := hooks[0]
-	phase := neverHook
+	phase := NeverHook
 	for _, e := range h.Events {
 		switch e {
 		case helmrelease.HookPreInstall, helmrelease.HookPreUpgrade:
-			phase = preHook
+			phase = PreHook
 		case helmrelease.HookPostInstall, helmrelease.HookPostUpgrade:
-			if phase != preHook {
-				phase = postHook
+			if phase != PreHook {
+				phase = PostHook
 			}
 		}
 	}
 	for _, e := range h.Events {
 		if e == helmrelease.HookTest {
-			phase = neverHook
+			phase = NeverHook
 		}
 	}
 	return phase, h.Weight
@@ -75,10 +75,10 @@ func TestHookOfAgreesWithHelm(t *testing.T) {
 		name, _ := json.Marshal(ann)
 		t.Run(string(name), func(t *testing.T) {
 			wantPhase, wantWeight := helmPhase(t, ann)
-			gotPhase, gotWeight := hookOf(map[string]any{"metadata": map[string]any{"name": "migrate", "annotations": ann}})
+			gotPhase, gotWeight := stageOf(map[string]any{"metadata": map[string]any{"name": "migrate", "annotations": ann}})
 			type pw struct{ Phase, Weight int }
 			if diff := cmp.Diff(pw{int(wantPhase), wantWeight}, pw{int(gotPhase), gotWeight}); diff != "" {
-				t.Errorf("hookOf (-helm +loom):\n%s", diff)
+				t.Errorf("stageOf (-helm +loom):\n%s", diff)
 			}
 		})
 	}

@@ -1,17 +1,15 @@
-package render
+package yamldoc
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestFastDecode checks the values fastDecode reads from documents in its
+// TestFastDecode checks the values DecodeFast reads from documents in its
 // subset.
 func TestFastDecode(t *testing.T) {
 	tests := []struct {
@@ -49,18 +47,18 @@ func TestFastDecode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := fastDecode([]byte(tt.doc))
+			got, err := DecodeFast([]byte(tt.doc))
 			if err != nil {
-				t.Fatalf("fastDecode: %v", err)
+				t.Fatalf("DecodeFast: %v", err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("fastDecode mismatch (-want +got):\n%s", diff)
+				t.Errorf("DecodeFast mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// fastUnsupported are documents that fastDecode must leave to yaml.v2:
+// fastUnsupported are documents that DecodeFast must leave to yaml.v2:
 // they are outside its subset, or not valid YAML, or hold scalars whose
 // resolution it does not replicate.
 var fastUnsupported = []string{
@@ -76,17 +74,17 @@ var fastUnsupported = []string{
 	"a: \u2028\n", "\ufeffa: 1\n", "a: \xff\n", "a:b\n", "a: @x\n", "a: `x\n",
 }
 
-// TestFastDecodeUnsupported checks that fastDecode leaves what it does not
+// TestFastDecodeUnsupported checks that DecodeFast leaves what it does not
 // read to yaml.v2.
 func TestFastDecodeUnsupported(t *testing.T) {
 	for _, doc := range fastUnsupported {
-		if got, err := fastDecode([]byte(doc)); !errors.Is(err, errUnsupported) {
-			t.Errorf("fastDecode(%q) = %#v, %v; want errUnsupported", doc, got, err)
+		if got, err := DecodeFast([]byte(doc)); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("DecodeFast(%q) = %#v, %v; want ErrUnsupported", doc, got, err)
 		}
 	}
 }
 
-// fastSeeds are documents in and around fastDecode's subset.
+// fastSeeds are documents in and around DecodeFast's subset.
 var fastSeeds = []string{
 	"on: yes\n", "a: 1.0\n", "a: 012\n", "a: 0x1F\n", "a: 1_000\n", "a: 2001-12-14\n",
 	"a: \"quoted: x\"\n", "a: 'it''s'\n", "- - nested\n", "a:\n- - nested\n", "a: b: c\n",
@@ -100,126 +98,57 @@ var fastSeeds = []string{
 	"a: 8ff3394871586108bdd1f89fc17ec9ede93e8c02afba4c9e7c26615823cf8242\n", "a: 1:30\nb: 1a\nc: -x\nd: 0b1\ne: 1e\n",
 }
 
-// FuzzFastDecodeMatchesYAMLv2 checks that fastDecode, where it reads a
+// FuzzFastDecodeMatchesYAMLv2 checks that DecodeFast, where it reads a
 // document, gives exactly what the yaml.v2 path gives, and fails only
 // where that fails too.
 func FuzzFastDecodeMatchesYAMLv2(f *testing.F) {
-	for _, s := range append(append(shippedDocuments(f), fastSeeds...), decodeSeeds...) {
+	for _, s := range append(append(goldenDocuments(f), fastSeeds...), decodeSeeds...) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		got, err := fastDecode(doc)
-		if errors.Is(err, errUnsupported) {
+		got, err := DecodeFast(doc)
+		if errors.Is(err, ErrUnsupported) {
 			return
 		}
-		want, wantErr := decodeYAMLv2(doc)
+		want, wantErr := DecodeV2(doc)
 		switch {
 		case err != nil && wantErr == nil:
-			t.Fatalf("fastDecode failed but yaml.v2 did not\ndoc: %q\nerr: %v\nyaml.v2: %#v", doc, err, want)
+			t.Fatalf("DecodeFast failed but yaml.v2 did not\ndoc: %q\nerr: %v\nyaml.v2: %#v", doc, err, want)
 		case err != nil:
 			return
 		case wantErr != nil:
-			t.Fatalf("yaml.v2 failed but fastDecode did not\ndoc: %q\nerr: %v\ngot: %#v", doc, wantErr, got)
+			t.Fatalf("yaml.v2 failed but DecodeFast did not\ndoc: %q\nerr: %v\ngot: %#v", doc, wantErr, got)
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("fastDecode(%q) mismatch (-yaml.v2 +fastDecode):\n%s", doc, diff)
+			t.Fatalf("DecodeFast(%q) mismatch (-yaml.v2 +DecodeFast):\n%s", doc, diff)
 		}
 	})
 }
 
-// shippedDocuments returns the documents the shipped myresource set
-// renders for each of its test parents: as the templates write them, and
-// as MarshalStream writes the rendered children.
-func shippedDocuments(t testing.TB) []string {
+// goldenDocuments returns the documents of the shipped myresource set's
+// golden files: its rendered children, as engine/render's MarshalStream
+// writes them. (engine/render's TestFastDecodeReadsShippedDocuments holds
+// the documents its templates write, and these, inside DecodeFast's subset.)
+func goldenDocuments(t testing.TB) []string {
 	t.Helper()
-	set, err := Load(myresourceDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	paths, err := filepath.Glob(filepath.Join(myresourceDir, TestsDir, "*.yaml"))
+	paths, err := filepath.Glob(filepath.Join("..", "..", "..", "templates", "myresource", "tests", "*.golden.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var docs []string
 	for _, path := range paths {
-		if strings.HasSuffix(path, ".golden.yaml") || strings.HasSuffix(path, ".lookups.yaml") {
-			continue
-		}
-		f, err := os.Open(path)
+		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		parents, err := ReadParents(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range parents {
-			if p.GetNamespace() == "" {
-				p.SetNamespace("default") // as loom test does; the kind is namespaced
-			}
-			docs = append(docs, rawDocuments(t, set, p.Object)...)
-			children, err := set.Render(p)
-			if err != nil {
-				t.Fatalf("render %s: %v", path, err)
-			}
-			out, err := MarshalStream(children)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, d := range splitDocuments(out) {
-				if !isBlank(d.text) {
-					docs = append(docs, string(d.text))
-				}
+		for _, d := range Split(b) {
+			if !IsBlank(d.Text) {
+				docs = append(docs, string(d.Text))
 			}
 		}
 	}
 	if len(docs) == 0 {
-		t.Fatal("no shipped documents")
+		t.Fatal("no golden documents")
 	}
 	return docs
-}
-
-// rawDocuments executes each template of set for parent and returns the
-// documents as the templates write them, before decoding.
-func rawDocuments(t testing.TB, set *Set, parent map[string]any) []string {
-	t.Helper()
-	r, err := set.pool.get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.pool.put(r)
-	var docs []string
-	for _, file := range set.files {
-		var buf bytes.Buffer
-		if err := set.execute(r, &buf, file, templateData(parent)); err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range splitDocuments(buf.Bytes()) {
-			if !isBlank(d.text) {
-				docs = append(docs, string(d.text))
-			}
-		}
-	}
-	return docs
-}
-
-// TestFastDecodeReadsShippedDocuments checks that the documents the shipped
-// templates render are inside fastDecode's subset, so that rendering them
-// never needs yaml.v2, and that it reads them as yaml.v2 does.
-func TestFastDecodeReadsShippedDocuments(t *testing.T) {
-	for _, doc := range shippedDocuments(t) {
-		got, err := fastDecode([]byte(doc))
-		if err != nil {
-			t.Errorf("fastDecode: %v\n%s", err, doc)
-			continue
-		}
-		want, err := decodeYAMLv2([]byte(doc))
-		if err != nil {
-			t.Fatalf("yaml.v2: %v\n%s", err, doc)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("fastDecode mismatch (-yaml.v2 +fastDecode):\n%s\n%s", diff, doc)
-		}
-	}
 }

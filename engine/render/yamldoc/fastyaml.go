@@ -1,4 +1,4 @@
-package render
+package yamldoc
 
 import (
 	"errors"
@@ -6,46 +6,46 @@ import (
 	"unicode/utf8"
 )
 
-// errUnsupported reports a document outside the YAML subset that
-// fastDecode reads. decodeYAML then decodes it with yaml.v2.
-var errUnsupported = errors.New("outside the YAML subset of the fast decoder")
+// ErrUnsupported reports a document outside the YAML subset that
+// DecodeFast reads. Decode then decodes it with yaml.v2.
+var ErrUnsupported = errors.New("outside the YAML subset of the fast decoder")
 
-// maxFastDepth bounds how deeply fastDecode nests collections. Deeper
+// maxFastDepth bounds how deeply DecodeFast nests collections. Deeper
 // documents are left to yaml.v2, which has its own limit.
 const maxFastDepth = 200
 
-// maxFastKey is the longest key fastDecode reads, in bytes. libyaml refuses
+// maxFastKey is the longest key DecodeFast reads, in bytes. libyaml refuses
 // a simple key longer than 1024 characters; longer keys are left to it.
 const maxFastKey = 1000
 
-// fastDecode decodes the YAML subset that templates produce, and gives the
-// same values decodeYAML's yaml.v2 path gives (FuzzFastDecodeMatchesYAMLv2
+// DecodeFast decodes the YAML subset that templates produce, and gives the
+// same values Decode's yaml.v2 path gives (FuzzFastDecodeMatchesYAMLv2
 // checks this). The subset: block mappings and block sequences nested by
 // indentation, including "- key: v" items and sequences at the indentation
 // of their key; plain, single-quoted and double-quoted scalars on one line;
 // the empty flow collections {} and []; comments and blank lines.
 //
 // Anything else, including every document that is not valid YAML, gives
-// errUnsupported and no other error, so that yaml.v2 reports the error with
+// ErrUnsupported and no other error, so that yaml.v2 reports the error with
 // its line number. Plain scalars are resolved only where the result is
 // certain (null, YAML 1.1 booleans, decimal integers that fit int64, and
 // strings that cannot be read as anything else); any other number-like
-// scalar also gives errUnsupported.
+// scalar also gives ErrUnsupported.
 //
 // Strings in the result share the memory of one copy of doc.
-func fastDecode(doc []byte) (map[string]any, error) {
+func DecodeFast(doc []byte) (map[string]any, error) {
 	if !subsetBytes(doc) {
-		return nil, errUnsupported
+		return nil, ErrUnsupported
 	}
 	lines, ok := splitLines(string(doc))
 	if !ok {
-		return nil, errUnsupported
+		return nil, ErrUnsupported
 	}
 	if len(lines) == 0 {
 		return nil, nil // only comments and blank lines, as yaml.v2 gives
 	}
 	if isSeqEntry(lines[0].text) {
-		return nil, errUnsupported // not a mapping: yaml.v2 reports it
+		return nil, ErrUnsupported // not a mapping: yaml.v2 reports it
 	}
 	p := fastParser{lines: lines}
 	m, err := p.mapping(lines[0].indent, 0)
@@ -53,7 +53,7 @@ func fastDecode(doc []byte) (map[string]any, error) {
 		return nil, err
 	}
 	if p.i < len(p.lines) {
-		return nil, errUnsupported // a line less indented than the first
+		return nil, ErrUnsupported // a line less indented than the first
 	}
 	return m, nil
 }
@@ -128,7 +128,7 @@ type fastParser struct {
 // at indentation ind.
 func (p *fastParser) block(ind, depth int) (any, error) {
 	if depth > maxFastDepth {
-		return nil, errUnsupported
+		return nil, ErrUnsupported
 	}
 	if isSeqEntry(p.lines[p.i].text) {
 		return p.sequence(ind, depth)
@@ -145,17 +145,17 @@ func (p *fastParser) mapping(ind, depth int) (map[string]any, error) {
 			break
 		}
 		if l.indent > ind {
-			return nil, errUnsupported
+			return nil, ErrUnsupported
 		}
 		key, rest, found, err := splitKey(l.text)
 		if err != nil {
 			return nil, err
 		}
 		if !found {
-			return nil, errUnsupported
+			return nil, ErrUnsupported
 		}
 		if _, dup := m[key]; dup {
-			return nil, errUnsupported
+			return nil, ErrUnsupported
 		}
 		p.i++
 		v, err := p.value(rest, ind, depth, true)
@@ -174,7 +174,7 @@ func (p *fastParser) sequence(ind, depth int) ([]any, error) {
 		l := p.lines[p.i]
 		if l.indent != ind || !isSeqEntry(l.text) {
 			if l.indent > ind {
-				return nil, errUnsupported
+				return nil, ErrUnsupported
 			}
 			break
 		}
@@ -213,7 +213,7 @@ func (p *fastParser) item(content string, col, ind, depth int) (any, error) {
 	p.i++
 	v, empty, err := inlineValue(content)
 	if err != nil || empty {
-		return nil, errUnsupported
+		return nil, ErrUnsupported
 	}
 	return v, nil
 }
@@ -235,7 +235,7 @@ func (p *fastParser) value(rest string, ind, depth int, inMapping bool) (any, er
 		return p.block(next.indent, depth+1)
 	case next.indent == ind && inMapping && isSeqEntry(next.text):
 		if depth+1 > maxFastDepth {
-			return nil, errUnsupported
+			return nil, ErrUnsupported
 		}
 		return p.sequence(ind, depth+1)
 	}
@@ -260,7 +260,7 @@ func splitKey(text string) (key, rest string, found bool, err error) {
 			return "", "", false, nil
 		}
 		if len(after) > 1 && after[1] != ' ' || n > maxFastKey || key == "<<" {
-			return "", "", false, errUnsupported
+			return "", "", false, ErrUnsupported
 		}
 		return key, after[1:], true, nil
 	}
@@ -276,10 +276,10 @@ func splitKey(text string) (key, rest string, found bool, err error) {
 	}
 	key = cut[:i]
 	if key == "" || key[len(key)-1] == ' ' || len(key) > maxFastKey || isIndicator(key[0]) {
-		return "", "", false, errUnsupported
+		return "", "", false, ErrUnsupported
 	}
 	if v, err := resolvePlain(key); err != nil || !isString(v) {
-		return "", "", false, errUnsupported
+		return "", "", false, ErrUnsupported
 	}
 	return key, text[i+1:], true, nil
 }
@@ -305,7 +305,7 @@ func inlineValue(rest string) (v any, empty bool, err error) {
 			return nil, false, err
 		}
 		if after := strings.TrimLeft(s[n:], " "); after != "" && (after[0] != '#' || len(after) == len(s[n:])) {
-			return nil, false, errUnsupported
+			return nil, false, ErrUnsupported
 		}
 		return q, false, nil
 	case '{', '[':
@@ -315,11 +315,11 @@ func inlineValue(rest string) (v any, empty bool, err error) {
 		case "[]":
 			return []any{}, false, nil
 		}
-		return nil, false, errUnsupported
+		return nil, false, ErrUnsupported
 	}
 	plain := cutComment(s)
 	if isIndicator(plain[0]) && !isDashScalar(plain) || plain[len(plain)-1] == ':' || strings.Contains(plain, ": ") {
-		return nil, false, errUnsupported
+		return nil, false, ErrUnsupported
 	}
 	v, err = resolvePlain(plain)
 	return v, false, err

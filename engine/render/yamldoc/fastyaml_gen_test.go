@@ -1,4 +1,4 @@
-package render
+package yamldoc
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 )
 
 // genScalars are the values the document generator writes: mostly inside
-// fastDecode's subset, and some just outside it.
+// DecodeFast's subset, and some just outside it.
 var (
 	genScalars = []string{"x", "1", "-1", "0", "true", "null", "\"q\"", "'q'", "{}", "[]", "8ff3", "a b", "x #c", "-x", "é ü"}
 	genOdd     = []string{
@@ -108,7 +108,7 @@ func (g *docGen) sequence(ind, depth int) {
 	}
 }
 
-// TestFastDecodeGenerated checks fastDecode against yaml.v2 on random
+// TestFastDecodeGenerated checks DecodeFast against yaml.v2 on random
 // documents with the structure of rendered templates, which reach deeper
 // into its subset than byte-level fuzzing does.
 func TestFastDecodeGenerated(t *testing.T) {
@@ -122,24 +122,24 @@ func TestFastDecodeGenerated(t *testing.T) {
 		g.b.Reset()
 		g.mapping(0, 0)
 		doc := []byte(g.b.String())
-		got, err := fastDecode(doc)
-		if errors.Is(err, errUnsupported) {
+		got, err := DecodeFast(doc)
+		if errors.Is(err, ErrUnsupported) {
 			continue
 		}
 		read++
-		want, wantErr := decodeYAMLv2(doc)
+		want, wantErr := DecodeV2(doc)
 		switch {
 		case err != nil:
-			t.Fatalf("fastDecode(%q): %v", doc, err)
+			t.Fatalf("DecodeFast(%q): %v", doc, err)
 		case wantErr != nil:
-			t.Fatalf("yaml.v2 failed but fastDecode did not\ndoc: %q\nerr: %v\ngot: %#v", doc, wantErr, got)
+			t.Fatalf("yaml.v2 failed but DecodeFast did not\ndoc: %q\nerr: %v\ngot: %#v", doc, wantErr, got)
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("fastDecode(%q) mismatch (-yaml.v2 +fastDecode):\n%s", doc, diff)
+			t.Fatalf("DecodeFast(%q) mismatch (-yaml.v2 +DecodeFast):\n%s", doc, diff)
 		}
 	}
-	t.Logf("fastDecode read %d of %d documents", read, n)
+	t.Logf("DecodeFast read %d of %d documents", read, n)
 	if read < n/4 {
-		t.Errorf("fastDecode read %d of %d documents; the generator strays too far from its subset", read, n)
+		t.Errorf("DecodeFast read %d of %d documents; the generator strays too far from its subset", read, n)
 	}
 }

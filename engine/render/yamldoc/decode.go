@@ -1,38 +1,37 @@
-package render
+package yamldoc
 
 import (
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 )
 
-// decodeYAML parses one YAML document into the JSON-compatible values that
+// Decode parses one YAML document into the JSON-compatible values that
 // unstructured objects hold (map[string]any, []any, string, int64, float64,
 // bool, nil). It gives the same result as sigs.k8s.io/yaml followed by
 // Kubernetes' JSON decoding, which is what kubectl does, but without the
 // YAML → JSON → decode round trip: it walks the YAML parser's output once.
 // The equivalence is checked by FuzzDecodeMatchesSigsYAML. One difference
 // is deliberate: where two keys of a mapping become the same string (1 and
-// "1"), sigs.k8s.io/yaml keeps either value, in map order, and decodeYAML
+// "1"), sigs.k8s.io/yaml keeps either value, in map order, and Decode
 // fails, so that a render never depends on map order.
 //
 // Documents in the YAML subset that templates produce are read by
-// fastDecode; all others, and every invalid one, by yaml.v2.
-func decodeYAML(doc []byte) (map[string]any, error) {
-	if m, err := fastDecode(doc); !errors.Is(err, errUnsupported) {
+// DecodeFast; all others, and every invalid one, by yaml.v2.
+func Decode(doc []byte) (map[string]any, error) {
+	if m, err := DecodeFast(doc); !errors.Is(err, ErrUnsupported) {
 		return m, err
 	}
-	return decodeYAMLv2(doc)
+	return DecodeV2(doc)
 }
 
-// decodeYAMLv2 is decodeYAML through yaml.v2, for any YAML document.
-func decodeYAMLv2(doc []byte) (map[string]any, error) {
+// DecodeV2 is Decode through yaml.v2, for any YAML document.
+func DecodeV2(doc []byte) (map[string]any, error) {
 	var raw any
 	if err := yamlv2.Unmarshal(doc, &raw); err != nil {
 		return nil, err
@@ -164,59 +163,4 @@ func validUTF8(s string) string {
 		return s
 	}
 	return string([]rune(s))
-}
-
-// defaultCacheBytes bounds each template file's decode cache by the bytes
-// of the documents it keeps; their decoded form takes many times as much
-// (measure it with a heap profile of make bench before raising it). 64 KiB
-// holds the documents of a few dozen parents for the shipped Deployment:
-// enough for the reconciles a child event or a status write triggers soon
-// after a render. Past that the cache starts over, and renders take the
-// cold path.
-const defaultCacheBytes = 64 << 10
-
-// decodeCache remembers decoded and validated documents by their exact
-// bytes. Re-rendering a parent whose spec did not change yields the same
-// bytes, so a reconcile or resync skips YAML decoding and validation. The
-// cached objects are never handed out; callers receive deep copies. The
-// cache is bounded by the bytes of its keys, so that a fleet of large
-// documents cannot grow it past its budget.
-type decodeCache struct {
-	mu       sync.RWMutex
-	maxBytes int
-	bytes    int
-	m        map[string]*decoded
-}
-
-// decoded is a cached, validated document, before injection. Only
-// documents that decoded and validated cleanly are cached.
-type decoded struct {
-	obj map[string]any
-}
-
-func newDecodeCache(maxBytes int) *decodeCache {
-	return &decodeCache{maxBytes: maxBytes, m: make(map[string]*decoded)}
-}
-
-func (c *decodeCache) get(key []byte) *decoded {
-	c.mu.RLock()
-	d := c.m[string(key)] // no allocation: the compiler special-cases this
-	c.mu.RUnlock()
-	return d
-}
-
-func (c *decodeCache) put(key []byte, d *decoded) {
-	if len(key) > c.maxBytes {
-		return
-	}
-	c.mu.Lock()
-	if c.bytes+len(key) > c.maxBytes {
-		c.m = make(map[string]*decoded, len(c.m))
-		c.bytes = 0
-	}
-	if _, ok := c.m[string(key)]; !ok {
-		c.m[string(key)] = d
-		c.bytes += len(key)
-	}
-	c.mu.Unlock()
 }

@@ -1,13 +1,14 @@
-package render
+package schemacheck
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"text/template/parse"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/loom-operator/loom/engine/render/deadline"
 )
 
 // field is the type of field name of v, reporting a field that v's schema
@@ -38,7 +39,7 @@ func (c *schemaChecker) field(sc *scope, v *value, name string, pos parse.Pos) *
 	if freeForm(s) {
 		return nil
 	}
-	kind := c.set.gvk.Kind
+	kind := c.set.Kind
 	switch s.Type {
 	case "object", "":
 		c.report(sc, pos, fmt.Sprintf("%s is not in the schema of %s%s", path, kind, suggest(name, propertyNames(s))))
@@ -93,8 +94,8 @@ func (c *schemaChecker) dataField(sc *scope, v *value, name string, pos parse.Po
 
 // report records a problem at pos in the current template's file.
 func (c *schemaChecker) report(sc *scope, pos parse.Pos, msg string) {
-	e := &Error{File: sc.file, Line: lineAt(c.set.sources[sc.file], int(pos)), Err: errors.New(msg)}
-	c.found[e.Error()] = e
+	p := Problem{File: sc.file, Line: deadline.LineAt(c.set.Sources[sc.file], int(pos)), Msg: msg}
+	c.found[p.String()] = p
 }
 
 func propertyNames(s *apiextv1.JSONSchemaProps) []string {

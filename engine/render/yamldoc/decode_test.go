@@ -1,16 +1,14 @@
-package render
+package yamldoc
 
 import (
 	"errors"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// TestDecodeYAML checks the values decodeYAML produces: those that
+// TestDecodeYAML checks the values Decode produces: those that
 // Kubernetes' JSON decoding would produce from kubectl's YAML → JSON.
 func TestDecodeYAML(t *testing.T) {
 	tests := []struct {
@@ -38,18 +36,18 @@ func TestDecodeYAML(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeYAML([]byte(tt.doc))
+			got, err := Decode([]byte(tt.doc))
 			if err != nil {
-				t.Fatalf("decodeYAML: %v", err)
+				t.Fatalf("Decode: %v", err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("decodeYAML mismatch (-want +got):\n%s", diff)
+				t.Errorf("Decode mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// TestDecodeYAMLErrors checks the documents decodeYAML refuses.
+// TestDecodeYAMLErrors checks the documents Decode refuses.
 func TestDecodeYAMLErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -69,44 +67,16 @@ func TestDecodeYAMLErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := decodeYAML([]byte(tt.doc))
+			_, err := Decode([]byte(tt.doc))
 			if err == nil {
-				t.Fatal("decodeYAML succeeded, want an error")
+				t.Fatal("Decode succeeded, want an error")
 			}
 			if diff := cmp.Diff(tt.want, err.Error()); diff != "" {
 				t.Errorf("error mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
-	if _, err := decodeYAML([]byte("1: a\n\"1\": b\n")); !errors.Is(err, errKeyCollision) {
+	if _, err := Decode([]byte("1: a\n\"1\": b\n")); !errors.Is(err, errKeyCollision) {
 		t.Errorf("errors.Is(%v, errKeyCollision) = false", err)
-	}
-}
-
-// TestDecodeYAMLRoundTrip checks that what MarshalStream writes decodes to
-// the same objects, for values that YAML could mistake for other types.
-func TestDecodeYAMLRoundTrip(t *testing.T) {
-	obj := fixture(t, `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: x
-data:
-  "yes": "yes"
-  num: "0123"
-  float: "1.0"
-  "null": "null"
-  multi: "a\nb"
-  colon: "a: b"
-`)
-	out, err := MarshalStream([]*unstructured.Unstructured{obj})
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := decodeYAML([]byte(strings.TrimPrefix(string(out), "---\n")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(obj.Object, back); diff != "" {
-		t.Errorf("round trip mismatch (-want +got):\n%s", diff)
 	}
 }

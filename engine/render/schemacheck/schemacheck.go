@@ -1,22 +1,57 @@
-package render
+package schemacheck
 
 import (
-	"errors"
 	"fmt"
 	"sort"
+	"text/template"
 	"text/template/parse"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/loom-operator/loom/engine/render/deadline"
 )
 
-// maxCheckDepth caps how deeply checkSchema follows include and template
+// maxCheckDepth caps how deeply Check follows include and template
 // into defines; a deeper chain is left unchecked.
 const maxCheckDepth = 50
 
-// checkSchema checks every path into the parent's spec that the set's
-// templates read against spec, the schema of the parent's spec, and
-// returns an *Error at the template's file and line for each path the
-// schema cannot hold, joined and sorted by file and line.
+// Templates is what Check reads of a template set.
+type Templates struct {
+	// Root holds every template of the set, files and defines, parsed
+	// into one tree set, as include and template reach them.
+	Root *template.Template
+	// Files are the child templates, each checked with the template
+	// data as dot.
+	Files []string
+	// Status is the status template's name, or "" when there is none;
+	// its data has .Children.
+	Status string
+	// Kind is the parent's kind, which the messages name.
+	Kind string
+	// Sources are the templates' texts by file, for the lines of
+	// problems.
+	Sources map[string][]byte
+}
+
+// Problem is one path into the parent's spec that a template reads and
+// the spec's schema cannot hold.
+type Problem struct {
+	// File is the template file that reads the path.
+	File string
+	// Line is the 1-based line in File.
+	Line int
+	// Msg says what is wrong (".Spec.replcas is not in the schema of
+	// App (did you mean replicas?)").
+	Msg string
+}
+
+// String formats a problem in the file:line form editors understand.
+func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Msg) }
+
+// Check checks every path into the parent's spec that t's templates read
+// against spec, the schema of the parent's spec, and returns a Problem at
+// the template's file and line for each path the schema cannot hold,
+// each once, sorted by file and line.
 //
 // It follows the data's type through field chains ($ and variables
 // included), index, get, hasKey and dig with constant keys, default with
@@ -25,36 +60,32 @@ const maxCheckDepth = 50
 // function's result, a variable assigned with =, a free-form part of the
 // schema: x-kubernetes-preserve-unknown-fields, an object without
 // properties, a map's keys) it stops: it reports nothing it is not sure of.
-func (s *Set) checkSchema(spec *apiextv1.JSONSchemaProps) error {
-	c := &schemaChecker{set: s, spec: spec, found: map[string]*Error{}, done: map[string]bool{}}
-	for _, file := range s.Files() {
+func Check(t Templates, spec *apiextv1.JSONSchemaProps) []Problem {
+	c := &schemaChecker{set: t, spec: spec, found: map[string]Problem{}, done: map[string]bool{}}
+	for _, file := range t.Files {
 		c.checkTemplate(file, &value{kind: dataValue})
 	}
-	if s.Config.Status != "" {
-		c.checkTemplate(s.Config.Status, &value{kind: dataValue, status: true})
+	if t.Status != "" {
+		c.checkTemplate(t.Status, &value{kind: dataValue, status: true})
 	}
-	errs := make([]*Error, 0, len(c.found))
-	for _, e := range c.found {
-		errs = append(errs, e)
+	problems := make([]Problem, 0, len(c.found))
+	for _, p := range c.found {
+		problems = append(problems, p)
 	}
-	sort.Slice(errs, func(i, j int) bool {
-		a, b := errs[i], errs[j]
+	sort.Slice(problems, func(i, j int) bool {
+		a, b := problems[i], problems[j]
 		if a.File != b.File {
 			return a.File < b.File
 		}
 		if a.Line != b.Line {
 			return a.Line < b.Line
 		}
-		return a.Err.Error() < b.Err.Error()
+		return a.Msg < b.Msg
 	})
-	joined := make([]error, len(errs))
-	for i, e := range errs {
-		joined[i] = e
-	}
-	return errors.Join(joined...)
+	return problems
 }
 
-// valueKind is what checkSchema knows of a value.
+// valueKind is what Check knows of a value.
 type valueKind int
 
 const (
@@ -78,12 +109,12 @@ func (v *value) key() string {
 	return fmt.Sprintf("%d/%t/%s", v.kind, v.status, v.path)
 }
 
-// schemaChecker holds one checkSchema run.
+// schemaChecker holds one Check run.
 type schemaChecker struct {
-	set   *Set
+	set   Templates
 	spec  *apiextv1.JSONSchemaProps
-	found map[string]*Error // by message, so that each is reported once
-	done  map[string]bool   // define and argument key: checked or being checked
+	found map[string]Problem // by message, so that each is reported once
+	done  map[string]bool    // define and argument key: checked or being checked
 	depth int
 }
 
@@ -106,7 +137,7 @@ type variable struct {
 // with dot, once per name and dot.
 func (c *schemaChecker) checkTemplate(name string, dot *value) {
 	key := name + "\x00" + dot.key()
-	t := c.set.root.Lookup(name)
+	t := c.set.Root.Lookup(name)
 	if c.done[key] || c.depth >= maxCheckDepth || t == nil || t.Tree == nil || t.Tree.Root == nil {
 		return
 	}
@@ -114,7 +145,7 @@ func (c *schemaChecker) checkTemplate(name string, dot *value) {
 	c.depth++
 	defer func() { c.depth-- }()
 	sc := &scope{file: t.Tree.ParseName, dot: dot, vars: []variable{{"$", dot}}, assigned: map[string]bool{}}
-	walkNodes(t.Tree.Root, func(n parse.Node) {
+	deadline.Walk(t.Tree.Root, func(n parse.Node) {
 		if p, ok := n.(*parse.PipeNode); ok && p.IsAssign {
 			for _, d := range p.Decl {
 				sc.assigned[d.Ident[0]] = true

@@ -1,4 +1,4 @@
-package render
+package yamldoc
 
 import (
 	"strconv"
@@ -10,9 +10,9 @@ import (
 // yaml.v2 resolves them, and quoted ones unescaped.
 
 // resolvePlain gives the value yaml.v2 resolves a plain scalar to, where
-// fastDecode is sure of it: null, a YAML 1.1 boolean, a decimal integer
+// DecodeFast is sure of it: null, a YAML 1.1 boolean, a decimal integer
 // that fits int64, or a string that is no number, timestamp or special
-// float. Anything else gives errUnsupported.
+// float. Anything else gives ErrUnsupported.
 func resolvePlain(s string) (any, error) {
 	switch s {
 	case "", "~", "null", "Null", "NULL":
@@ -23,13 +23,13 @@ func resolvePlain(s string) (any, error) {
 		return false, nil
 	case ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF",
 		"-.inf", "-.Inf", "-.INF", "<<":
-		return nil, errUnsupported
+		return nil, ErrUnsupported
 	}
 	switch c := s[0]; {
 	case c == '.':
 		// yaml.v2 tries exactly this.
 		if _, err := strconv.ParseFloat(s, 64); err == nil {
-			return nil, errUnsupported
+			return nil, ErrUnsupported
 		}
 	case c == '+' || c == '-' || c >= '0' && c <= '9':
 		return resolveNumeric(s)
@@ -43,24 +43,24 @@ func resolvePlain(s string) (any, error) {
 // binary; a string is what none of these read. resolveNumeric reads
 // decimal integers that fit int64, and strings that none of these could
 // read by their characters alone, such as a hex digest with a letter;
-// everything in between gives errUnsupported.
+// everything in between gives ErrUnsupported.
 func resolveNumeric(s string) (any, error) {
 	if isDecimal(s) {
 		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
 			return i, nil
 		}
-		return nil, errUnsupported
+		return nil, ErrUnsupported
 	}
 	if len(s) > 4 && isDigits(s[:4]) && s[4] == '-' {
-		return nil, errUnsupported // maybe a timestamp
+		return nil, ErrUnsupported // maybe a timestamp
 	}
 	plain := strings.ReplaceAll(s, "_", "")
 	u := strings.TrimLeft(plain, "+-")
 	if len(u) >= 2 && u[0] == '0' && strings.IndexByte("xXoObB", u[1]) >= 0 {
-		return nil, errUnsupported // maybe hex, octal or binary
+		return nil, ErrUnsupported // maybe hex, octal or binary
 	}
 	if isDigits(u) || strings.Trim(plain, "0123456789+-.eE") == "" {
-		return nil, errUnsupported // maybe octal, beyond int64, or a float
+		return nil, ErrUnsupported // maybe octal, beyond int64, or a float
 	}
 	return s, nil
 }
@@ -101,12 +101,12 @@ func quoted(s string) (string, int, error) {
 			}
 		}
 	}
-	return "", 0, errUnsupported
+	return "", 0, ErrUnsupported
 }
 
 // unescape reads a quoted scalar that holds escapes: a doubled quote in
 // single quotes; \" \\ \n \t and \uXXXX in double quotes. Other escapes
-// give errUnsupported.
+// give ErrUnsupported.
 func unescape(s string) (string, int, error) {
 	q := s[0]
 	b := make([]byte, 0, len(s))
@@ -124,7 +124,7 @@ func unescape(s string) (string, int, error) {
 			return string(b), i + 1, nil
 		case c == '\\' && q == '"':
 			if i+1 == len(s) {
-				return "", 0, errUnsupported
+				return "", 0, ErrUnsupported
 			}
 			i++
 			switch s[i] {
@@ -137,18 +137,18 @@ func unescape(s string) (string, int, error) {
 			case 'u':
 				r, ok := hex4(s[i+1:])
 				if !ok {
-					return "", 0, errUnsupported
+					return "", 0, ErrUnsupported
 				}
 				b = utf8.AppendRune(b, r)
 				i += 4
 			default:
-				return "", 0, errUnsupported
+				return "", 0, ErrUnsupported
 			}
 		default:
 			b = append(b, c)
 		}
 	}
-	return "", 0, errUnsupported
+	return "", 0, ErrUnsupported
 }
 
 // hex4 reads the four hex digits of a \u escape. Surrogates, which libyaml

@@ -1,4 +1,4 @@
-package render
+package hook
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ import (
 // is on the template's text, and errs towards keeping a file: one whose
 // annotation comes from a helper, holds an action, or sits in a branch
 // that does not hold the document's kind, is executed, and its documents
-// are judged by their rendered annotations (hookOf).
+// are judged by their rendered annotations (SpecOf).
 
 var (
 	hookAnnotationLine = regexp.MustCompile(`^(\s+)["']?helm\.sh/hook["']?\s*:\s*(.*?)\s*$`)
@@ -27,9 +27,9 @@ var (
 	blockAction        = regexp.MustCompile(`^{{-?\s*(if|with|range|define|block|else|end)\b`)
 )
 
-// neverAppliedFile reports whether every document of a chart template's
+// NeverAppliedFile reports whether every document of a chart template's
 // text is a hook Loom never applies, and there is at least one.
-func neverAppliedFile(text []byte) bool {
+func NeverAppliedFile(text []byte) bool {
 	if bytes.Count(text, []byte("{{")) != bytes.Count(text, []byte("}}")) || actionAcrossLines(text) {
 		return false // an action spans lines: its branches are not followed
 	}
@@ -102,7 +102,7 @@ func neverAppliedDoc(lines []string, paths []string) docVerdict {
 	} else if len(hookValue) >= 2 && hookValue[0] == '\'' && hookValue[len(hookValue)-1] == '\'' {
 		hookValue = strings.ReplaceAll(hookValue[1:len(hookValue)-1], "''", "'")
 	}
-	if h := parseHelmHook(map[string]any{helmrelease.HookAnnotation: hookValue}); h != nil && h.phase() == neverHook {
+	if h := parseHelmHook(map[string]any{helmrelease.HookAnnotation: hookValue}); h != nil && h.Stage() == NeverHook {
 		return docNever
 	}
 	return docMaybe
