@@ -31,20 +31,81 @@ import (
 // backoff; a broken template or spec is reported in the status and waits
 // for the spec or the template to change.
 //
+// It runs five steps, each returning what the next needs: begin (which
+// revision, the lookup reader, the ServiceAccount), planChildren (render
+// and decide what waits), applyChildren, pruneChildren and report (the
+// status). A parent that is gone or going is finalized instead (gone).
+//
 // parent is the object of key as the worker read it from the cache (nil
 // when it is gone), the very object whose shard gate the worker entered.
 func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, parent *unstructured.Unstructured) error {
-	logger := klog.FromContext(ctx)
-
-	// 1. Gone means nothing to do; going means releasing its children to
-	//    keep, if it has any (orphan.go).
 	if parent == nil || parent.GetDeletionTimestamp() != nil {
-		c.setUnserved(key, false)
-		if parent != nil {
-			return c.finalize(ctx, parent)
-		}
+		return c.gone(ctx, key, parent)
+	}
+	ctx, a, err := c.begin(ctx, key, parent)
+	if a == nil {
+		return err
+	}
+	defer a.reader.Done()
+	planned, err := c.planChildren(ctx, a)
+	if planned == nil {
+		return err
+	}
+	ap := c.applyChildren(ctx, a, planned)
+	if ap.terminating {
 		return nil
 	}
+	pruneErr := c.pruneChildren(ctx, a, ap)
+	if err := c.report(ctx, a, ap); err != nil {
+		return err
+	}
+	return errors.Join(retryableOf(ap.results), pruneErr, a.reader.Err())
+}
+
+// attempt is what one reconcile of a parent works with, from begin on.
+type attempt struct {
+	key    cache.ObjectName
+	parent *unstructured.Unstructured
+	// set is the template set of the parent's revision.
+	set      *render.Set
+	revision string
+	// reader answers the templates' lookups, as the set's ServiceAccount
+	// if it names one.
+	reader *lookupReader
+	// hooks is the run of a chart's hooks (nil: none), from planChildren.
+	hooks *hookRun
+}
+
+// applied is what applyChildren left: the plan of its last pass, the
+// parent as the finalizer patches left it, the last pass's results (with
+// the prune's, after pruneChildren), every write of the reconcile, and the
+// best-known live object of each child.
+type applied struct {
+	*pipeline.Result
+	owner       *unstructured.Unstructured
+	results     object.ChangeSet
+	all         object.ChangeSet
+	live        map[object.Ref]*unstructured.Unstructured
+	terminating bool // an apply met the namespace being deleted
+}
+
+// gone handles a parent that is gone (nothing to do) or going: its
+// children to keep are released and its cluster-scoped children deleted,
+// if it has any (orphan.go).
+func (c *parentController) gone(ctx context.Context, key cache.ObjectName, parent *unstructured.Unstructured) error {
+	c.setUnserved(key, false)
+	if parent != nil {
+		return c.finalize(ctx, parent)
+	}
+	return nil
+}
+
+// begin is step 1: which revision of the set the parent renders, the
+// reader of its lookups, and the set's ServiceAccount that applies,
+// prunes and looks up for it (actas.go), which the returned ctx carries.
+// A nil attempt means the reconcile ends here, with the error returned.
+func (c *parentController) begin(ctx context.Context, key cache.ObjectName, parent *unstructured.Unstructured) (context.Context, *attempt, error) {
+	logger := klog.FromContext(ctx)
 	set, revision := c.setFor(parent)
 	if set == nil {
 		// The set's rollout state is not loaded: which revision this
@@ -54,143 +115,166 @@ func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, 
 		if err := c.rollouts.Why(); err != nil {
 			logger.V(2).Info("The set's rollout state is unavailable", "err", err)
 			rev, _, _ := unstructured.NestedString(parent.Object, "status", "templateRevision")
-			return c.writeStatus(ctx, c.set.Load(), parent, status.Input{RolloutErr: err, Revision: rev})
+			return ctx, nil, c.writeStatus(ctx, c.set.Load(), parent, status.Input{RolloutErr: err, Revision: rev})
 		}
 		logger.V(2).Info("Waiting for the set's rollout state")
 		c.queue.AddAfter(key, 2*time.Second)
-		return nil
+		return ctx, nil, nil
 	}
 	reader := c.m.reader(ctx, childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key}, set.Config.Lookups)
-	defer reader.Done()
-	// The set's ServiceAccount, if it names one, applies, prunes and
-	// looks up for this parent (actas.go); ctx carries it.
 	id, idErr := c.identityFor(ctx, set, parent, reader)
 	if idErr != nil {
+		defer reader.Done()
 		logger.V(2).Info("Cannot act as the set's ServiceAccount", "err", idErr)
 		if err := c.writeStatus(ctx, set, parent, status.Input{IdentityErr: idErr, Revision: revision}); err != nil {
-			return err
+			return ctx, nil, err
 		}
-		return reader.Err() // a read the cluster could not answer is retried
+		return ctx, nil, reader.Err() // a read the cluster could not answer is retried
 	}
 	ctx = identity.WithAccount(ctx, id)
 	reader.as, reader.idents = id, c.m.idents
-
-	// 2. Render the children, answering lookups from the caches, and
-	//    decide which wait for others they looked up (engine/depend).
 	if set.Chart() != nil {
 		parent = c.withRecord(parent)
 	}
-	planned, renderErr := c.render(ctx, set, parent, reader)
-	if namespaceTerminating(renderErr) || namespaceTerminating(reader.Err()) {
-		logger.V(2).Info("The parent's namespace is being deleted; creating nothing", "err", errors.Join(renderErr, reader.Err()))
-		return nil
+	return ctx, &attempt{key: key, parent: parent, set: set, revision: revision, reader: reader}, nil
+}
+
+// planChildren is step 2: render the children, answering lookups from the
+// caches, and decide which wait for others they looked up (render). A
+// render that failed is reported in the status; a nil plan means the
+// reconcile ends here, with the error returned.
+func (c *parentController) planChildren(ctx context.Context, a *attempt) (*pipeline.Result, error) {
+	logger := klog.FromContext(ctx)
+	planned, renderErr := c.render(ctx, a.set, a.parent, a.reader)
+	if namespaceTerminating(renderErr) || namespaceTerminating(a.reader.Err()) {
+		logger.V(2).Info("The parent's namespace is being deleted; creating nothing", "err", errors.Join(renderErr, a.reader.Err()))
+		return nil, nil
 	}
-	var hooks *hookRun
 	if renderErr == nil {
-		hooks, renderErr = startHooks(parent, planned.Output)
+		a.hooks, renderErr = startHooks(a.parent, planned.Output)
 	}
 	if renderErr != nil {
 		logger.V(2).Info("Render failed", "err", renderErr)
-		if err := c.writeStatus(ctx, set, parent, status.Input{RenderErr: renderErr, Revision: revision}); err != nil {
-			return err
+		if err := c.writeStatus(ctx, a.set, a.parent, status.Input{RenderErr: renderErr, Revision: a.revision}); err != nil {
+			return nil, err
 		}
-		return reader.Err() // a lookup the cluster could not answer is retried
+		return nil, a.reader.Err() // a lookup the cluster could not answer is retried
 	}
-	out, plan := planned.Output, planned.Plan
+	return planned, nil
+}
 
-	// 3. Watch every child kind, then apply each child that differs and
-	//    does not wait. A pass that wrote children renders again, with the
-	//    API server's answers, while some child waits: a Service's
-	//    clusterIP reaches the ConfigMap that reads it in one reconcile.
-	//    Children to keep are applied only once the parent carries the
-	//    orphan finalizer, cluster-scoped children only once it carries
-	//    the cluster-children finalizer (owner is the parent as those
-	//    patches left it).
-	//    A chart's hooks are applied only when hook.Decide says so
-	//    (hooks.go): once per release revision, after their older run is
-	//    deleted.
-	owner, held := c.protect(ctx, parent, out.Children)
-	toApply, hookDeletes, hookLive := c.gate(ctx, set, parent, hooks, out, plan.Apply, reader.Fresh)
-	results, live := c.applyAll(ctx, toApply, reader.Fresh, held)
-	if terminatingIn(results) {
-		return nil
+// applyChildren is step 3: watch every child kind, then apply each child
+// that differs and does not wait (applyPass). A pass that wrote children
+// renders again, with the API server's answers, while some child waits:
+// a Service's clusterIP reaches the ConfigMap that reads it in one
+// reconcile. A child that waits keeps its object as it is.
+func (c *parentController) applyChildren(ctx context.Context, a *attempt, planned *pipeline.Result) *applied {
+	ap := &applied{Result: planned}
+	ap.owner, ap.results, ap.live, ap.terminating = c.applyPass(ctx, a, planned, a.parent)
+	if ap.terminating {
+		return ap
 	}
-	hooks.applied(results)
-	maps.Copy(live, hookLive)
-	results = append(results, hookDeletes...)
-	c.recordDrift(ctx, parent, results)
-	all := results
-	for pass := 0; pass < maxRenderPasses && (len(plan.Held) > 0 || !plan.Complete) && results.Writes() > 0; pass++ {
-		for _, r := range results {
+	ap.all = ap.results
+	for pass := 0; pass < maxRenderPasses && (len(ap.Plan.Held) > 0 || !ap.Plan.Complete) && ap.results.Writes() > 0; pass++ {
+		for _, r := range ap.results {
 			if (r.Action == object.Created || r.Action == object.Configured) && r.Object != nil {
-				reader.Fresh[r.Ref] = r.Object
+				a.reader.Fresh[r.Ref] = r.Object
 			}
 		}
-		next, err := c.render(ctx, set, parent, reader)
+		next, err := c.render(ctx, a.set, a.parent, a.reader)
 		if err != nil {
 			break // the next reconcile reports it; this one stands on the last pass
 		}
-		out, plan = next.Output, next.Plan
-		owner, held = c.protect(ctx, owner, out.Children)
-		toApply, hookDeletes, hookLive = c.gate(ctx, set, parent, hooks, out, plan.Apply, reader.Fresh)
-		results, live = c.applyAll(ctx, toApply, reader.Fresh, held)
-		if terminatingIn(results) {
-			return nil
+		ap.Result = next
+		ap.owner, ap.results, ap.live, ap.terminating = c.applyPass(ctx, a, next, ap.owner)
+		if ap.terminating {
+			return ap
 		}
-		hooks.applied(results)
-		maps.Copy(live, hookLive)
-		results = append(results, hookDeletes...)
-		c.recordDrift(ctx, parent, results)
-		all = append(all, results...)
+		ap.all = append(ap.all, ap.results...)
 	}
-	c.setUnserved(key, hasUnwatched(results))
-	for ref := range plan.Held { // a waiting child keeps its object as it is
+	c.setUnserved(a.key, hasUnwatched(ap.results))
+	for ref := range ap.Plan.Held {
 		if l := c.m.cache.Get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
-			live[ref] = l
+			ap.live[ref] = l
 		}
 	}
+	return ap
+}
 
-	// 4. Prune this parent's children that no longer render (releasing
-	//    those to keep). A child that waits is rendered, so kept; while a
-	//    failed file waits, its children are unknown, and nothing is
-	//    pruned. With no child to keep left, the orphan finalizer goes.
-	var pruned object.ChangeSet
-	var pruneErr, finErr error
-	if plan.Complete && !hasUnwatched(results) {
-		pruned, pruneErr = c.prune(ctx, parent, out.Children)
-		c.recordOrphans(ctx, parent, pruned, "as it no longer renders")
+// applyPass applies one render pass's children. Children to keep are
+// applied only once the parent carries the orphan finalizer,
+// cluster-scoped children only once it carries the cluster-children
+// finalizer (owner is the parent as those patches left it, which it
+// returns). A chart's hooks are applied only when hook.Decide says so
+// (hooks.go): once per release revision, after their older run is
+// deleted. terminating reports an apply that met the namespace being
+// deleted: the reconcile stops there.
+func (c *parentController) applyPass(ctx context.Context, a *attempt, planned *pipeline.Result, owner *unstructured.Unstructured) (
+	_ *unstructured.Unstructured, results object.ChangeSet, live map[object.Ref]*unstructured.Unstructured, terminating bool) {
+	out := planned.Output
+	owner, held := c.protect(ctx, owner, out.Children)
+	toApply, hookDeletes, hookLive := c.gate(ctx, a.set, a.parent, a.hooks, out, planned.Plan.Apply, a.reader.Fresh)
+	results, live = c.applyAll(ctx, toApply, a.reader.Fresh, held)
+	if terminatingIn(results) {
+		return owner, results, live, true
+	}
+	a.hooks.applied(results)
+	maps.Copy(live, hookLive)
+	results = append(results, hookDeletes...)
+	c.recordDrift(ctx, a.parent, results)
+	return owner, results, live, false
+}
+
+// pruneChildren is step 4: prune this parent's children that no longer
+// render (releasing those to keep), and settle its finalizers. A child
+// that waits is rendered, so kept; while a failed file waits, or a child
+// kind is not watched, its children are unknown, and nothing is pruned.
+// The prune's results join ap's.
+func (c *parentController) pruneChildren(ctx context.Context, a *attempt, ap *applied) error {
+	var errs error
+	if ap.Plan.Complete && !hasUnwatched(ap.results) {
+		pruned, pruneErr := c.prune(ctx, a.parent, ap.Output.Children)
+		c.recordOrphans(ctx, a.parent, pruned, "as it no longer renders")
+		var finErr error
 		if pruneErr == nil {
-			_, finErr = c.settleFinalizers(ctx, owner, out.Children, live)
+			_, finErr = c.settleFinalizers(ctx, ap.owner, ap.Output.Children, ap.live)
 		}
+		ap.results = append(ap.results, pruned...)
+		ap.all = append(ap.all, pruned...)
+		errs = errors.Join(pruneErr, finErr)
 	}
-	results = append(results, pruned...)
-	all = append(all, pruned...)
-	c.m.metrics.observeChanges(c.gvk.Kind, all)
-	if n := all.Writes(); n > 0 {
-		logger.V(2).Info("Applied children", "writes", n)
+	c.m.metrics.observeChanges(c.gvk.Kind, ap.all)
+	if n := ap.all.Writes(); n > 0 {
+		klog.FromContext(ctx).V(2).Info("Applied children", "writes", n)
 	}
+	return errs
+}
 
-	// 5. Write the parent's status.
-	in := status.Input{Rendered: out.Children, Results: results, Live: live, Waits: plan.Waits, Cycles: plan.Cycles, Revision: revision}
-	in.Extra, in.ExtraErr = c.renderStatusExtra(ctx, set, parent, out.Children, live, reader)
+// report is step 5: write the parent's status, from the children as
+// rendered and as they are, the set's status template, a chart's notes
+// and its release record.
+func (c *parentController) report(ctx context.Context, a *attempt, ap *applied) error {
+	out, plan := ap.Output, ap.Plan
+	in := status.Input{Rendered: out.Children, Results: ap.results, Live: ap.live, Waits: plan.Waits, Cycles: plan.Cycles, Revision: a.revision}
+	in.Extra, in.ExtraErr = c.renderStatusExtra(ctx, a.set, a.parent, out.Children, ap.live, a.reader)
 	if out.Notes != "" {
 		if in.Extra == nil {
 			in.Extra = map[string]any{}
 		}
 		in.Extra[crd.StatusNotes] = out.Notes
 	}
-	if hooks != nil {
-		in.Release = hooks.rec.Map()
+	if a.hooks != nil {
+		in.Release = a.hooks.rec.Map()
 	}
-	if err := c.writeStatus(ctx, set, parent, in); err != nil {
+	if err := c.writeStatus(ctx, a.set, a.parent, in); err != nil {
 		return err
 	}
-	if hooks.changed() {
+	if a.hooks.changed() {
 		// A hook the Record now calls done is dropped by the next render,
 		// and what waited for it goes ahead: no child event may come.
-		c.queue.Add(key)
+		c.queue.Add(a.key)
 	}
-	return errors.Join(retryableOf(results), pruneErr, finErr, reader.Err())
+	return nil
 }
 
 // maxRenderPasses bounds the renders one reconcile makes after the first,
