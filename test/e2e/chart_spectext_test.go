@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -39,25 +40,26 @@ data:
 // read: the parent whose note looks up a Secret is Degraded, naming
 // specLookups, and gets no child; another parent of the set is Ready.
 func TestChartSpecTextCannotLookUp(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	root := t.TempDir()
 	testutil.WriteFiles(t, filepath.Join(root, "noteapp"), specTextChartFiles)
 	gvr := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "noteapps"}
 	t.Cleanup(func() {
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), "noteapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
+		_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), "noteapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
 	})
 	createObject(t, secretGVR, ns, "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: hunter2\n")
 	startLoomProcess(t, ns, "--templates", root, "--install-crds")
 	eventually(t, 60*time.Second, "the NoteApp CRD is served", func(ctx context.Context) error {
-		_, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		_, err := e.Dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
 		return err
 	})
 	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: NoteApp\nmetadata:\n  name: plain\nspec:\n  note: '{{ .Release.Name }} says hi'\n")
 	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: NoteApp\nmetadata:\n  name: steal\nspec:\n  note: '{{ (lookup \"v1\" \"Secret\" .Release.Namespace \"db\").data | toJson }}'\n")
 	waitConditionGVR(t, gvr, ns, "plain", "Ready", "True")
 	waitDegraded(t, gvr, ns, "steal", "RenderFailed", "lookup refused", "specLookups")
-	if _, err := get(context.Background(), configMapGVR, ns, "steal-note"); err == nil {
+	if _, err := e.Get(context.Background(), configMapGVR, ns, "steal-note"); err == nil {
 		t.Error("the parent whose text looks up a Secret got a child")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -20,8 +21,9 @@ import (
 // only worker rendered the looping parent until Loom was killed, and the
 // other parent never became Ready.
 func TestLoopingTemplateDoesNotBlockOtherParents(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := t.TempDir()
 	writeFiles(t, filepath.Join(dir, "app"), map[string]string{
 		"loom.yaml": "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\n",
@@ -43,11 +45,12 @@ func TestLoopingTemplateDoesNotBlockOtherParents(t *testing.T) {
 // had no deadline: the only worker rendered the looping parent until Loom
 // was killed, and the other parent never became Ready.
 func TestLoopingChartDoesNotBlockOtherParents(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	gvr := schema.GroupVersionResource{Group: "deadline.e2e.loom.dev", Version: "v1", Resource: "loopapps"}
 	t.Cleanup(func() {
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), "loopapps.deadline.e2e.loom.dev", metav1.DeleteOptions{})
+		_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), "loopapps.deadline.e2e.loom.dev", metav1.DeleteOptions{})
 	})
 	root := t.TempDir()
 	testutil.WriteFiles(t, filepath.Join(root, "loopapp"), map[string]string{
@@ -61,7 +64,7 @@ func TestLoopingChartDoesNotBlockOtherParents(t *testing.T) {
 	})
 	startLoom(t, root, ns, loomOptions{workers: 1, reconcileTimeout: 4 * time.Second, installCRDs: true})
 	eventually(t, 60*time.Second, "the LoopApp CRD is served", func(ctx context.Context) error {
-		_, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		_, err := e.Dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
 		return err
 	})
 	createObject(t, gvr, ns, "apiVersion: deadline.e2e.loom.dev/v1\nkind: LoopApp\nmetadata:\n  name: looping\nspec:\n  loop: true\n")

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // wedgingTransport holds the requests that wedge accepts until release is
@@ -35,10 +37,11 @@ func (w *wedgingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // /healthz fails, and the kubelet restarts it. Before the wedge, once its
 // cache has synced, it is both.
 func TestWedgedWorkerFailsLiveness(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	release := make(chan struct{})
-	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{
+	l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{
 		workers:          1,
 		reconcileTimeout: time.Second,
 		transport: func(rt http.RoundTripper) http.RoundTripper {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // A template edit that reads a path the set's schema cannot hold does not
@@ -20,8 +21,9 @@ import (
 // parent still gets its children) and reports the path with its file:line
 // in a Warning Event on the CRD and in its log.
 func TestSchemaCheckedEditKeepsLastGoodVersion(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := copyTemplates(t)
 	set := filepath.Join(dir, "myresource")
 	requireSpecSchema(t, filepath.Join(set, config.File))
