@@ -11,15 +11,12 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/loom-operator/loom/internal/testutil"
 	"github.com/loom-operator/loom/test/env"
 )
 
@@ -29,11 +26,7 @@ func TestChartHookOfAnotherParentIsNotTouched(t *testing.T) {
 	e := env.From(t)
 	t.Parallel()
 	ns := e.NewNamespace(t)
-	t.Cleanup(func() {
-		_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), "sharedhookapps.sharedhooks.e2e.loom.dev", metav1.DeleteOptions{})
-	})
-	root := t.TempDir()
-	testutil.WriteFiles(t, filepath.Join(root, "shared"), map[string]string{
+	set := newChartSet(t, "shared", map[string]string{
 		"loom.yaml":         "parent:\n  apiVersion: sharedhooks.e2e.loom.dev/v1\n  kind: SharedHookApp\nchart: chart\n",
 		"chart/Chart.yaml":  "apiVersion: v2\nname: shared\nversion: 0.1.0\n",
 		"chart/values.yaml": "tag: \"1\"\n",
@@ -56,12 +49,8 @@ spec:
       restartPolicy: Never
       containers: [{name: migrate, image: "migrate:{{ .Values.tag }}"}]
 `,
-	})
-	startLoom(t, root, ns, loomOptions{installCRDs: true})
-	eventually(t, 60*time.Second, "the SharedHookApp CRD is served", func(ctx context.Context) error {
-		_, err := e.Dyn.Resource(sharedHookGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
+	}, sharedHookGVR)
+	set.start(t, ns, loomOptions{})
 	// Parent a installs, then upgrades: its Job is revision 2's run.
 	createObject(t, sharedHookGVR, ns, "apiVersion: sharedhooks.e2e.loom.dev/v1\nkind: SharedHookApp\nmetadata:\n  name: a\nspec: {}\n")
 	waitConditionGVR(t, sharedHookGVR, ns, "a", "Ready", "True")

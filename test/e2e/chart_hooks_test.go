@@ -12,15 +12,12 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/loom-operator/loom/internal/testutil"
 	"github.com/loom-operator/loom/test/env"
 )
 
@@ -127,16 +124,7 @@ func TestChartHooksRunOncePerRevision(t *testing.T) {
 	e := env.From(t)
 	t.Parallel()
 	ns := e.NewNamespace(t)
-	t.Cleanup(func() {
-		_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), "hookapps.hooks.e2e.loom.dev", metav1.DeleteOptions{})
-	})
-	root := t.TempDir()
-	testutil.WriteFiles(t, filepath.Join(root, "hooked"), hookChartFiles)
-	startLoom(t, root, ns, loomOptions{installCRDs: true})
-	eventually(t, 60*time.Second, "the HookApp CRD is served", func(ctx context.Context) error {
-		_, err := e.Dyn.Resource(hookAppGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
+	newChartSet(t, "hooked", hookChartFiles, hookAppGVR).start(t, ns, loomOptions{})
 	createObject(t, hookAppGVR, ns, "apiVersion: hooks.e2e.loom.dev/v1\nkind: HookApp\nmetadata:\n  name: a\nspec: {}\n")
 	waitConditionGVR(t, hookAppGVR, ns, "a", "Ready", "True")
 

@@ -4,14 +4,11 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/loom-operator/loom/internal/testutil"
-	"github.com/loom-operator/loom/test/env"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // strictChartFiles is a set over a chart whose values.schema.json forbids
@@ -50,17 +47,8 @@ func TestChartAdditionalPropertiesFalse(t *testing.T) {
 	e := env.From(t)
 	t.Parallel()
 	ns := e.NewNamespace(t)
-	root := t.TempDir()
-	testutil.WriteFiles(t, filepath.Join(root, "strict"), strictChartFiles)
 	gvr := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "strictapps"}
-	t.Cleanup(func() {
-		_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), "strictapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
-	})
-	startLoomProcess(t, ns, "--templates", root, "--install-crds")
-	eventually(t, 60*time.Second, "the StrictApp CRD is served", func(ctx context.Context) error {
-		_, err := e.Dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
+	newChartSet(t, "strict", strictChartFiles, gvr).startProcess(t, ns)
 	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: StrictApp\nmetadata:\n  name: good\nspec:\n  replicaCount: 2\n")
 	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: StrictApp\nmetadata:\n  name: typo\nspec:\n  replicaCont: 2\n  image: {repository: nginx, tag: latest}\n")
 	waitConditionGVR(t, gvr, ns, "good", "Ready", "True")

@@ -10,7 +10,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/loom-operator/loom/internal/testutil"
 	"github.com/loom-operator/loom/test/env"
 )
 
@@ -163,13 +161,6 @@ spec:
 `,
 }
 
-func writeChartSet(t *testing.T) string {
-	t.Helper()
-	root := t.TempDir()
-	testutil.WriteFiles(t, filepath.Join(root, "shop"), chartSetFiles)
-	return root
-}
-
 func createChartApp(t *testing.T, ns, name, spec string) *unstructured.Unstructured {
 	t.Helper()
 	return createObject(t, chartAppGVR, ns, fmt.Sprintf("apiVersion: charts.e2e.loom.dev/v1\nkind: ChartApp\nmetadata:\n  name: %s\nspec: %s\n", name, spec))
@@ -182,14 +173,9 @@ func TestChartSet(t *testing.T) {
 	role := "loom-e2e-" + ns + "-a-shop"
 	deleteClusterObjects(t, role, "loom-e2e-shared")
 	t.Cleanup(func() {
-		_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), "chartapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
 		_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), "gadgets.charts.e2e.loom.dev", metav1.DeleteOptions{})
 	})
-	l := startLoom(t, writeChartSet(t), ns, loomOptions{installCRDs: true})
-	eventually(t, 60*time.Second, "the ChartApp CRD is served", func(ctx context.Context) error {
-		_, err := e.Dyn.Resource(chartAppGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
+	l := newChartSet(t, "shop", chartSetFiles, chartAppGVR).start(t, ns, loomOptions{})
 	createChartApp(t, ns, "a", `{replicaCount: 2}`)
 	waitConditionGVR(t, chartAppGVR, ns, "a", "Ready", "True")
 
@@ -359,18 +345,9 @@ func TestChartRandomValuesSurviveARestart(t *testing.T) {
 	e := env.From(t)
 	t.Parallel()
 	ns := e.NewNamespace(t)
-	root := t.TempDir()
-	testutil.WriteFiles(t, filepath.Join(root, "db"), randomChartFiles)
 	gvr := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "randomapps"}
-	t.Cleanup(func() {
-		_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), "randomapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
-	})
-	args := []string{"--templates", root, "--install-crds"}
-	first := startLoomProcess(t, ns, args...)
-	eventually(t, 60*time.Second, "the RandomApp CRD is served", func(ctx context.Context) error {
-		_, err := e.Dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
+	set := newChartSet(t, "db", randomChartFiles, gvr)
+	first := set.startProcess(t, ns)
 	for _, name := range []string{"a", "b"} {
 		createObject(t, gvr, ns, fmt.Sprintf("apiVersion: charts.e2e.loom.dev/v1\nkind: RandomApp\nmetadata:\n  name: %s\nspec: {}\n", name))
 	}
@@ -397,7 +374,7 @@ func TestChartRandomValuesSurviveARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-first.Done()
-	second := startLoomProcess(t, ns, args...)
+	second := startLoomProcess(t, ns, set.args()...)
 	eventually(t, 60*time.Second, "the new process reconciles", func(context.Context) error {
 		if !second.leading() {
 			return errNotYet

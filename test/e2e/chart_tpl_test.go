@@ -4,15 +4,14 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/loom-operator/loom/internal/testutil"
-	"github.com/loom-operator/loom/test/env"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // tplLookupChartFiles is a set over a chart whose values.yaml text, run
@@ -45,17 +44,8 @@ func TestChartTplLookupIsWatched(t *testing.T) {
 	e := env.From(t)
 	t.Parallel()
 	ns := e.NewNamespace(t)
-	root := t.TempDir()
-	testutil.WriteFiles(t, filepath.Join(root, "tplapp"), tplLookupChartFiles)
 	gvr := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "tplapps"}
-	t.Cleanup(func() {
-		_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), "tplapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
-	})
-	startLoomProcess(t, ns, "--templates", root, "--install-crds")
-	eventually(t, 60*time.Second, "the TplApp CRD is served", func(ctx context.Context) error {
-		_, err := e.Dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
+	newChartSet(t, "tplapp", tplLookupChartFiles, gvr).startProcess(t, ns)
 	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: TplApp\nmetadata:\n  name: a\nspec: {}\n")
 	banner := func(want string) func(context.Context) error {
 		return func(ctx context.Context) error {

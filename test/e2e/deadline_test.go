@@ -3,15 +3,13 @@
 package e2e
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/loom-operator/loom/internal/testutil"
-	"github.com/loom-operator/loom/test/env"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // A template that loops for ever holds one worker only until its render's
@@ -49,11 +47,7 @@ func TestLoopingChartDoesNotBlockOtherParents(t *testing.T) {
 	t.Parallel()
 	ns := e.NewNamespace(t)
 	gvr := schema.GroupVersionResource{Group: "deadline.e2e.loom.dev", Version: "v1", Resource: "loopapps"}
-	t.Cleanup(func() {
-		_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), "loopapps.deadline.e2e.loom.dev", metav1.DeleteOptions{})
-	})
-	root := t.TempDir()
-	testutil.WriteFiles(t, filepath.Join(root, "loopapp"), map[string]string{
+	set := newChartSet(t, "loopapp", map[string]string{
 		"loom.yaml":         "parent:\n  apiVersion: deadline.e2e.loom.dev/v1\n  kind: LoopApp\nchart: chart\n",
 		"chart/Chart.yaml":  "apiVersion: v2\nname: loopapp\nversion: 0.1.0\n",
 		"chart/values.yaml": "loop: false\n",
@@ -61,12 +55,8 @@ func TestLoopingChartDoesNotBlockOtherParents(t *testing.T) {
 			"{{- range until 1000000 }}{{ range until 1000000 }}{{ end }}{{ end }}\n{{- end }}\n",
 		"chart/templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n" +
 			"  loop: {{ .Values.loop | quote }}\n{{- if .Values.loop }}{{ include \"loopapp.loop\" . }}{{ end }}\n",
-	})
-	startLoom(t, root, ns, loomOptions{workers: 1, reconcileTimeout: 4 * time.Second, installCRDs: true})
-	eventually(t, 60*time.Second, "the LoopApp CRD is served", func(ctx context.Context) error {
-		_, err := e.Dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
+	}, gvr)
+	set.start(t, ns, loomOptions{workers: 1, reconcileTimeout: 4 * time.Second})
 	createObject(t, gvr, ns, "apiVersion: deadline.e2e.loom.dev/v1\nkind: LoopApp\nmetadata:\n  name: looping\nspec:\n  loop: true\n")
 	createObject(t, gvr, ns, "apiVersion: deadline.e2e.loom.dev/v1\nkind: LoopApp\nmetadata:\n  name: good\nspec: {}\n")
 	waitConditionGVR(t, gvr, ns, "good", "Ready", "True")

@@ -25,35 +25,17 @@ import (
 	"github.com/loom-operator/loom/test/env"
 )
 
-// seededSet writes randomChartFiles for kind (in charts.e2e.loom.dev),
-// starts Loom over it, and returns the parents' resource and Loom's
-// arguments. The CRD is deleted when the test ends.
-func seededSet(t *testing.T, ns, kind string, files map[string]string) (schema.GroupVersionResource, []string) {
+// seededSet writes randomChartFiles (or files) for kind (in
+// charts.e2e.loom.dev) as a chart set whose CRD Loom installs; the CRD is
+// deleted when the test ends.
+func seededSet(t *testing.T, kind string, files map[string]string) chartSet {
 	t.Helper()
-	e := env.From(t)
-	root := t.TempDir()
 	set := map[string]string{}
 	for name, text := range files {
 		set[name] = strings.ReplaceAll(text, "kind: RandomApp", "kind: "+kind)
 	}
-	testutil.WriteFiles(t, filepath.Join(root, "db"), set)
 	gvr := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: strings.ToLower(kind) + "s"}
-	t.Cleanup(func() {
-		_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), gvr.Resource+"."+gvr.Group, metav1.DeleteOptions{})
-	})
-	return gvr, []string{"--templates", root, "--install-crds"}
-}
-
-// startSeeded starts Loom and waits until gvr is served.
-func startSeeded(t *testing.T, ns string, gvr schema.GroupVersionResource, args []string) *loomProcess {
-	t.Helper()
-	e := env.From(t)
-	p := startLoomProcess(t, ns, args...)
-	eventually(t, 60*time.Second, "the "+gvr.Resource+" CRD is served", func(ctx context.Context) error {
-		_, err := e.Dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
-	return p
+	return newChartSet(t, "db", set, gvr)
 }
 
 // kill SIGKILLs a Loom process and waits for it to exit.
@@ -84,8 +66,9 @@ func TestSeedSecretOfTheOldNameIsMigrated(t *testing.T) {
 	e := env.From(t)
 	t.Parallel()
 	ns := e.NewNamespace(t)
-	gvr, args := seededSet(t, ns, "SeedMoveApp", randomChartFiles)
-	first := startSeeded(t, ns, gvr, args)
+	set := seededSet(t, "SeedMoveApp", randomChartFiles)
+	gvr := set.gvr
+	first := set.startProcess(t, ns)
 	parent := createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: SeedMoveApp\nmetadata:\n  name: a\nspec: {}\n")
 	waitConditionGVR(t, gvr, ns, "a", "Ready", "True")
 	const newName, oldName = "loom-seed-seedmoveapp.charts.e2e.loom.dev-a", "loom-seed-seedmoveapp-a"
@@ -106,7 +89,7 @@ data: {seed: %s}
 	}
 	waitGone(t, secretGVR, ns, newName, "it was deleted")
 
-	startSeeded(t, ns, gvr, args)
+	set.startProcess(t, ns)
 	eventually(t, 60*time.Second, "the seed is under its new name, and the old Secret gone", func(ctx context.Context) error {
 		moved, err := e.Get(ctx, secretGVR, ns, newName)
 		if err != nil {
@@ -173,8 +156,9 @@ func TestChartGeneratedValuesSurviveARestart(t *testing.T) {
 	e := env.From(t)
 	t.Parallel()
 	ns := e.NewNamespace(t)
-	gvr, args := seededSet(t, ns, "HookApp", hookSetFiles(t, "HookApp"))
-	first := startSeeded(t, ns, gvr, args)
+	set := seededSet(t, "HookApp", hookSetFiles(t, "HookApp"))
+	gvr := set.gvr
+	first := set.startProcess(t, ns)
 	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: HookApp\nmetadata:\n  name: a\nspec: {webhook: {configuration: false}}\n")
 	waitConditionGVR(t, gvr, ns, "a", "Ready", "True")
 	tls, auth := mustGet(t, secretGVR, ns, "a-hook-tls"), mustGet(t, secretGVR, ns, "a-hook-auth")
@@ -194,7 +178,7 @@ func TestChartGeneratedValuesSurviveARestart(t *testing.T) {
 	}
 
 	kill(t, first)
-	second := startSeeded(t, ns, gvr, args)
+	second := set.startProcess(t, ns)
 	eventually(t, 60*time.Second, "the new process reconciles", func(context.Context) error {
 		if !second.leading() {
 			return errNotYet
@@ -225,8 +209,9 @@ func TestLostSeedDegradesTheParent(t *testing.T) {
 	e := env.From(t)
 	t.Parallel()
 	ns := e.NewNamespace(t)
-	gvr, args := seededSet(t, ns, "SeedLossApp", randomChartFiles)
-	first := startSeeded(t, ns, gvr, args)
+	set := seededSet(t, "SeedLossApp", randomChartFiles)
+	gvr := set.gvr
+	first := set.startProcess(t, ns)
 	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: SeedLossApp\nmetadata:\n  name: a\nspec: {}\n")
 	waitConditionGVR(t, gvr, ns, "a", "Ready", "True")
 	const seedName = "loom-seed-seedlossapp.charts.e2e.loom.dev-a"
@@ -250,7 +235,7 @@ func TestLostSeedDegradesTheParent(t *testing.T) {
 	}
 	waitGone(t, secretGVR, ns, seedName, "it was deleted")
 
-	startSeeded(t, ns, gvr, args)
+	set.startProcess(t, ns)
 	accept := "kubectl annotate seedlossapp.charts.e2e.loom.dev a -n " + ns + " loom.dev/accept-new-seed=" + fp
 	waitDegraded(t, gvr, ns, "a", "SeedLost", "was deleted", accept)
 	waitEvent(t, ns, "a", "Warning", "SeedLost", accept)
@@ -312,12 +297,10 @@ func TestSeedSecretsOfOneKindInTwoGroups(t *testing.T) {
 			_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), gvr.Resource+"."+gvr.Group, metav1.DeleteOptions{})
 		})
 	}
-	startSeeded(t, ns, gvrs[0], []string{"--templates", root, "--install-crds"})
+	startLoomProcess(t, ns, "--templates", root, "--install-crds")
+	waitServed(t, ns, gvrs[0])
 	for _, gvr := range gvrs {
-		eventually(t, 60*time.Second, "the "+gvr.Group+" CRD is served", func(ctx context.Context) error {
-			_, err := e.Dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-			return err
-		})
+		waitServed(t, ns, gvr)
 		createObject(t, gvr, ns, "apiVersion: "+gvr.Group+"/v1\nkind: TwinApp\nmetadata:\n  name: a\nspec: {}\n")
 	}
 	for _, gvr := range gvrs {
