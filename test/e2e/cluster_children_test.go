@@ -47,7 +47,7 @@ clusterScoped:
   - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole}
   - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRoleBinding}
 `,
-		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\ndata:\n  image: {{ .Spec.image | quote }}\n",
+		"configmap.yaml": env.Fixture(t, "sets/myresource/configmap.yaml"),
 		"clusterrole.yaml": role + `
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -128,7 +128,7 @@ func TestClusterScopedChildren(t *testing.T) {
 	deleteClusterObjects(t, name)
 	l := startLoom(t, clusterSet(t), ns, loomOptions{})
 	stripFinalizers(t, ns)
-	parent := createParent(t, ns, fullParent)
+	parent := createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 
 	p, err := e.Get(context.Background(), myresGVR, ns, "web")
@@ -251,7 +251,7 @@ func TestClusterScopedChildDeletionWaits(t *testing.T) {
 	deleteClusterObjects(t, name)
 	startLoom(t, clusterSet(t), ns, loomOptions{})
 	stripFinalizers(t, ns)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	patchObject(t, clusterRoleGVR, "", name, `{"metadata":{"finalizers":["example.com/hold"]}}`)
 
@@ -285,7 +285,7 @@ func TestClusterScopedChildrenWhileLoomIsStopped(t *testing.T) {
 	dir := clusterSet(t)
 	l := startLoom(t, dir, ns, loomOptions{})
 	stripFinalizers(t, ns)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	l.stop(t)
 

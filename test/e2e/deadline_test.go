@@ -24,13 +24,13 @@ func TestLoopingTemplateDoesNotBlockOtherParents(t *testing.T) {
 	ns := e.NewNamespace(t)
 	dir := t.TempDir()
 	writeFiles(t, filepath.Join(dir, "app"), map[string]string{
-		"loom.yaml": "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\n",
-		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\ndata:\n  image: {{ .Spec.image | quote }}\n" +
+		"loom.yaml": env.Fixture(t, "sets/myresource/loom.yaml"),
+		"configmap.yaml": env.Fixture(t, "sets/myresource/configmap.yaml") +
 			"{{- if eq .Spec.image \"loop\" }}{{ range until 1000000 }}{{ range until 1000000 }}{{ end }}{{ end }}{{ end }}\n",
 	})
 	startLoom(t, dir, ns, loomOptions{workers: 1, reconcileTimeout: 4 * time.Second})
 	createParent(t, ns, "apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: looping\nspec:\n  image: loop\n")
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	waitDegraded(t, myresGVR, ns, "looping", "RenderFailed",
 		"configmap.yaml:7: the render did not finish in time (a loop that never ends?): it ran for 2s, half the reconcile timeout (loom run --reconcile-timeout)")

@@ -42,8 +42,8 @@ func TestDiffPreviewsATemplateEdit(t *testing.T) {
 	t.Parallel()
 	ns := e.NewNamespace(t)
 	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "full")
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "web", "Ready", "True")
 	waitCondition(t, ns, "hello", "Ready", "True")
 

@@ -34,8 +34,8 @@ func TestBrokenTemplateDegradesOnlyItsParent(t *testing.T) {
 	editFile(t, deployment, "          image:", "          args: [{{ .Spec.config.LOG_LEVEL | lower | quote }}]\n          image:")
 	line := lineOf(t, deployment, ".Spec.config.LOG_LEVEL")
 	startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, minimalParent) // no config: breaks
-	createParent(t, ns, fullParent)    // has config: fine
+	createParentFixture(t, ns, "minimal") // no config: breaks
+	createParentFixture(t, ns, "full")    // has config: fine
 
 	at := fmt.Sprintf("deployment.yaml:%d", line)
 	waitDegraded(t, myresGVR, ns, "hello", "RenderFailed", at)
@@ -56,7 +56,7 @@ func TestUnparsableTemplateKeepsLastGoodVersion(t *testing.T) {
 	ns := e.NewNamespace(t)
 	dir := copyTemplates(t)
 	l := startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 	service := filepath.Join(dir, "myresource", "service.yaml")
 	editFile(t, service, "spec:", "{{ if }}\nspec:")
@@ -224,14 +224,14 @@ func TestHungRequestDoesNotBlockOtherParents(t *testing.T) {
 			return h
 		},
 	})
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	eventually(t, 30*time.Second, "hello's reconcile is stuck in its Service apply", func(context.Context) error {
 		if !held.Load() {
 			return errNotYet
 		}
 		return nil
 	})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	// web becomes Ready only after hello's reconcile timed out, so this
 	// checks liveness for at least one whole hang.
 	var liveErr error
@@ -281,7 +281,7 @@ data: {theirs: "yes"}
 	createObject(t, serviceGVR, ns, `{apiVersion: v1, kind: Service, metadata: {name: web, labels: {theirs: "yes"},
   annotations: {loom.dev/adopt: MyResource.example.loom.dev/web}}, spec: {ports: [{name: http, port: 8080}]}}`)
 	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 
 	waitDegraded(t, myresGVR, ns, "web", "ApplyFailed",
 		"ConfigMap "+ns+"/web-config is controlled by ConfigMap owner, not by MyResource web")
@@ -315,7 +315,7 @@ func TestBadSpecDegradesOnlyItsParent(t *testing.T) {
 	t.Parallel()
 	ns := e.NewNamespace(t)
 	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	big := strings.Repeat("x", 1100*1024)
 	createObject(t, myresGVR, ns, fmt.Sprintf(`{"apiVersion":"example.loom.dev/v1alpha1","kind":"MyResource","metadata":{"name":"big"},"spec":{"image":"nginx:1.27","config":{"blob":%q}}}`, big))
 

@@ -59,7 +59,7 @@ func TestGuardAnnotationsListOnlyDeclaredKinds(t *testing.T) {
 		return log
 	}})
 	stripFinalizers(t, ns)
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 
 	patch := `{"metadata":{"finalizers":["loom.dev/cluster-children","loom.dev/orphan"],"annotations":{` +

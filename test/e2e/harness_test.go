@@ -302,6 +302,31 @@ func createParent(t *testing.T, namespace, manifest string) *unstructured.Unstru
 	return created
 }
 
+// createParentFixture creates the MyResource of testdata/parents/<name>.yaml
+// (full: every field of the shipped set; minimal: only the image) in
+// namespace.
+func createParentFixture(t *testing.T, namespace, name string) *unstructured.Unstructured {
+	t.Helper()
+	return createParent(t, namespace, env.Fixture(t, "parents/"+name+".yaml"))
+}
+
+// createParentAs creates the MyResource of testdata/parents/<fixture>.yaml
+// in namespace, under the name name.
+func createParentAs(t *testing.T, namespace, fixture, name string) *unstructured.Unstructured {
+	t.Helper()
+	e := env.From(t)
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(env.Fixture(t, "parents/"+fixture+".yaml")), &obj.Object); err != nil {
+		t.Fatalf("parse parent: %v", err)
+	}
+	obj.SetName(name)
+	created, err := e.Dyn.Resource(myresGVR).Namespace(namespace).Create(context.Background(), obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create parent: %v", err)
+	}
+	return created
+}
+
 // eventually polls cond until it returns nil, failing with its last error
 // after timeout.
 var eventually = testutil.Eventually

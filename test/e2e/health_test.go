@@ -55,8 +55,8 @@ func TestWedgedWorkerFailsLiveness(t *testing.T) {
 	if err := l.mgr.Live(time.Now()); err != nil {
 		t.Fatalf("Live() = %v before any work, want nil", err)
 	}
-	createParent(t, ns, minimalParent) // hello: its Service apply never returns
-	createParent(t, ns, fullParent)    // web: queued behind it
+	createParentFixture(t, ns, "minimal") // hello: its Service apply never returns
+	createParentFixture(t, ns, "full")    // web: queued behind it
 	// The bound is twice the reconcile timeout, 2s.
 	eventually(t, 30*time.Second, "Loom is not live", func(context.Context) error {
 		err := l.mgr.Live(time.Now())

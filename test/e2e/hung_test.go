@@ -127,8 +127,8 @@ func TestHungParentListDoesNotBlockTheStart(t *testing.T) {
 	ns := e.NewNamespace(t)
 	dir := t.TempDir()
 	writeFiles(t, filepath.Join(dir, "app"), map[string]string{
-		"loom.yaml":      "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\n",
-		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\ndata:\n  image: {{ .Spec.image | quote }}\n",
+		"loom.yaml":      env.Fixture(t, "sets/myresource/loom.yaml"),
+		"configmap.yaml": env.Fixture(t, "sets/myresource/configmap.yaml"),
 	})
 	parents := "/namespaces/" + ns + "/myresources"
 	h := &holder{pick: func(r *http.Request) bool {
@@ -136,7 +136,7 @@ func TestHungParentListDoesNotBlockTheStart(t *testing.T) {
 	}}
 	h.on.Store(true)
 	startLoom(t, dir, ns, loomOptions{reconcileTimeout: 3 * time.Second, hang: h.hang})
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	h.waitHeld(t)
 	h.on.Store(false)
 	waitCondition(t, ns, "hello", "Ready", "True")

@@ -51,7 +51,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	})
 	addrB := freeAddr(t)
 	b := startLoomProcess(t, ns, append(elect, "--metrics-bind-address", addrB)...)
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitReplicas(t, ns, "web", 2)
 	// b tries to acquire the Lease as soon as it says it will; once a has
 	// renewed the Lease after that, b's try has failed against a's hold.

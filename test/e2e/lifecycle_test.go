@@ -174,7 +174,7 @@ func TestTwoSetsForOneKindAtStartup(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	l.mustBeRunning(t)
 }

@@ -64,7 +64,7 @@ data:
 	create := func(prefix string, n int) {
 		for i := range n {
 			createObject(t, secretGVR, ns, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s%d-db\ndata:\n  user: dXNlcg==\n", prefix, i))
-			createParent(t, ns, fmt.Sprintf("apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: %s%d\nspec:\n  image: nginx:1.27\n", prefix, i))
+			createParentAs(t, ns, "minimal", fmt.Sprintf("%s%d", prefix, i))
 		}
 		eventually(t, 120*time.Second, "every parent's ConfigMap has its Secret's user", func(ctx context.Context) error {
 			for i := range n {

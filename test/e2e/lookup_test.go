@@ -29,7 +29,7 @@ func lookupSet(t *testing.T, lookups string, files map[string]string) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	files["loom.yaml"] = "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\n" + lookups
+	files["loom.yaml"] = env.Fixture(t, "sets/myresource/loom.yaml") + lookups
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.TrimLeft(text, "\n")), 0o644); err != nil {
 			t.Fatal(err)
@@ -269,7 +269,7 @@ spec:
 	l := startLoom(t, root, ns, loomOptions{bufferLogs: true})
 	for i := range each {
 		createParent(t, ns, fmt.Sprintf("apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: reader-%d\nspec:\n  image: nginx:1.27\n  config:\n    read: \"yes\"\n", i))
-		createParent(t, ns, fmt.Sprintf("apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: other-%d\nspec:\n  image: nginx:1.27\n", i))
+		createParentAs(t, ns, "minimal", fmt.Sprintf("other-%d", i))
 	}
 	regions := func(ctx context.Context, want string) error {
 		for i := range each {
@@ -391,7 +391,7 @@ data:
 	}
 	root := lookupSet(t, "", map[string]string{"a.yaml": cm("a", "b"), "b.yaml": cm("b", "a"), "service.yaml": appService})
 	startLoom(t, root, ns, loomOptions{})
-	createParent(t, ns, "apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: app\nspec:\n  image: nginx:1.27\n")
+	createParentAs(t, ns, "minimal", "app")
 	waitDegraded(t, myresGVR, ns, "app", "DependencyCycle", "ConfigMap app-a", "ConfigMap app-b")
 	waitEvent(t, ns, "app", "Warning", "DependencyCycle", "ConfigMap app-a")
 	if _, err := e.Get(context.Background(), serviceGVR, ns, "app"); err != nil {
@@ -452,7 +452,7 @@ data:
 		return &getCounter{next: rt, parts: []string{"/configmaps/platform", "/services/"}, n: &gets}
 	}})
 	for i := range parents {
-		createParent(t, ns, fmt.Sprintf("apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: app-%d\nspec:\n  image: nginx:1.27\n", i))
+		createParentAs(t, ns, "minimal", fmt.Sprintf("app-%d", i))
 	}
 	for i := range parents {
 		waitCondition(t, ns, fmt.Sprintf("app-%d", i), "Ready", "True")

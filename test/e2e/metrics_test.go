@@ -46,7 +46,7 @@ func TestDashboardMetricsExported(t *testing.T) {
 	writeFiles(t, filepath.Join(dir, "obs"), obsSet)
 	addr := freeAddr(t)
 	p := startLoomProcess(t, ns, "--templates", dir, "--metrics-bind-address", addr, "--log-format", "json")
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 
 	ready := `loom_parents{kind="MyResource",state="Ready"}`

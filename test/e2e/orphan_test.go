@@ -29,7 +29,7 @@ import (
 func orphanSet(t *testing.T, files []string, kept, ifConfig map[string]bool) string {
 	t.Helper()
 	dir := t.TempDir()
-	set := map[string]string{"loom.yaml": "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\n"}
+	set := map[string]string{"loom.yaml": env.Fixture(t, "sets/myresource/loom.yaml")}
 	for _, f := range files {
 		doc := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-" + f + "\n"
 		if kept[f] {
@@ -180,7 +180,7 @@ func TestOrphanPolicyOnParentDelete(t *testing.T) {
 	grantGeneratedRBAC(t, user, dir)
 	startLoom(t, dir, ns, loomOptions{impersonate: user})
 	stripFinalizers(t, ns)
-	parent := createParent(t, ns, minimalParent)
+	parent := createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	waitFinalizer(t, ns, "hello", true)
 	for _, name := range []string{"hello-keep", "hello-plain"} {
@@ -210,7 +210,7 @@ func TestOrphanPolicyWhenAChildStopsRendering(t *testing.T) {
 	dir := orphanSet(t, files, map[string]bool{"keep-file": true, "keep-cond": true}, map[string]bool{"keep-cond": true, "plain-cond": true})
 	startLoom(t, dir, ns, loomOptions{})
 	stripFinalizers(t, ns)
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 	waitFinalizer(t, ns, "web", true)
 
@@ -261,7 +261,7 @@ func TestNoFinalizerWithoutChildrenToKeep(t *testing.T) {
 	dir := orphanSet(t, []string{"data"}, map[string]bool{"data": true}, nil)
 	l := startLoom(t, dir, ns, loomOptions{})
 	stripFinalizers(t, ns)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	waitFinalizer(t, ns, "hello", true)
 
@@ -296,7 +296,7 @@ func TestOrphanPolicyWhileLoomIsStopped(t *testing.T) {
 	dir := orphanSet(t, []string{"keep", "plain"}, map[string]bool{"keep": true}, nil)
 	l := startLoom(t, dir, ns, loomOptions{})
 	stripFinalizers(t, ns)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	waitFinalizer(t, ns, "hello", true)
 
@@ -348,7 +348,7 @@ func TestOrphanPolicyOnForegroundDelete(t *testing.T) {
 	dir := orphanSet(t, []string{"keep", "plain"}, map[string]bool{"keep": true}, nil)
 	l := startLoom(t, dir, ns, loomOptions{})
 	stripFinalizers(t, ns)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	waitFinalizer(t, ns, "hello", true)
 	l.stop(t)
@@ -381,7 +381,7 @@ func TestOrphanFinalizerRemovedByHand(t *testing.T) {
 	ns := e.NewNamespace(t)
 	l := startLoom(t, orphanSet(t, []string{"keep", "plain"}, map[string]bool{"keep": true}, nil), ns, loomOptions{})
 	stripFinalizers(t, ns)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	waitFinalizer(t, ns, "hello", true)
 	l.stop(t)

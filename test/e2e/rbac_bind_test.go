@@ -41,7 +41,7 @@ func TestGeneratedRBACBindsOnlyListedRoles(t *testing.T) {
 	ns := e.NewNamespace(t)
 	dir := t.TempDir()
 	writeFiles(t, filepath.Join(dir, "myresource"), map[string]string{
-		"loom.yaml": "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\nbindRoles:\n  - {kind: ClusterRole, name: view}\n",
+		"loom.yaml": env.Fixture(t, "sets/myresource/loom.yaml") + "bindRoles:\n  - {kind: ClusterRole, name: view}\n",
 		"binding.yaml": `apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata:

@@ -73,13 +73,14 @@ func TestInClusterManifestsDeploy(t *testing.T) {
 	})
 }
 
-// convergeAndPrune creates fullParent in ns, waits until it is Ready, then
-// removes its config and waits until the ConfigMap is pruned: what an
-// RBAC under test must allow, delete included.
+// convergeAndPrune creates the full parent (testdata/parents/full.yaml)
+// in ns, waits until it is Ready, then removes its config and waits until
+// the ConfigMap is pruned: what an RBAC under test must allow, delete
+// included.
 func convergeAndPrune(t *testing.T, ns string) {
 	t.Helper()
 	e := env.From(t)
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 	patchSpec(t, ns, "web", `{"spec":{"config":null}}`)
 	eventually(t, 30*time.Second, "the ConfigMap is pruned", func(ctx context.Context) error {

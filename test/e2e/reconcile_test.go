@@ -18,29 +18,6 @@ import (
 	"github.com/loom-operator/loom/test/env"
 )
 
-const fullParent = `
-apiVersion: example.loom.dev/v1alpha1
-kind: MyResource
-metadata:
-  name: web
-spec:
-  image: nginx:1.27
-  replicas: 2
-  memory: 128Mi
-  port: 8080
-  config:
-    LOG_LEVEL: info
-`
-
-const minimalParent = `
-apiVersion: example.loom.dev/v1alpha1
-kind: MyResource
-metadata:
-  name: hello
-spec:
-  image: nginx:1.27
-`
-
 // ownedBy checks that obj has exactly one controller ownerReference, to parent.
 func ownedBy(obj, parent *unstructured.Unstructured) error {
 	var ctrl []metav1.OwnerReference
@@ -60,7 +37,7 @@ func TestCreateMakesChildrenWithOwnerReference(t *testing.T) {
 	t.Parallel()
 	ns := e.NewNamespace(t)
 	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
-	parent := createParent(t, ns, fullParent)
+	parent := createParentFixture(t, ns, "full")
 	eventually(t, 30*time.Second, "children exist and are owned by the parent", func(ctx context.Context) error {
 		cm, err := e.Get(ctx, configMapGVR, ns, "web-config")
 		if err != nil {
@@ -91,7 +68,7 @@ func TestSpecChangeUpdatesChildren(t *testing.T) {
 	t.Parallel()
 	ns := e.NewNamespace(t)
 	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitReplicas(t, ns, "web", 2)
 	patch := `{"spec":{"replicas":4,"image":"nginx:1.28","config":{"LOG_LEVEL":"debug"}}}`
 	patchSpec(t, ns, "web", patch)
@@ -138,8 +115,8 @@ func TestTemplateEditUpdatesEveryParent(t *testing.T) {
 	ns := e.NewNamespace(t)
 	dir := copyTemplates(t)
 	startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, fullParent)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "full")
+	createParentFixture(t, ns, "minimal")
 	waitReplicas(t, ns, "web", 2)
 	waitReplicas(t, ns, "hello", 1)
 	editFile(t, filepath.Join(dir, "myresource", "deployment.yaml"), "spec:\n  replicas:", "  annotations:\n    loom.dev/edited: \"yes\"\nspec:\n  replicas:")
@@ -163,7 +140,7 @@ func TestRemovedTemplateFilePrunesChild(t *testing.T) {
 	ns := e.NewNamespace(t)
 	dir := copyTemplates(t)
 	startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	eventually(t, 30*time.Second, "Service exists", func(ctx context.Context) error {
 		_, err := e.Get(ctx, serviceGVR, ns, "web")
 		return err
@@ -189,7 +166,7 @@ func TestDeletedChildIsRecreated(t *testing.T) {
 	t.Parallel()
 	ns := e.NewNamespace(t)
 	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	var oldUID types.UID
 	eventually(t, 30*time.Second, "Service exists", func(ctx context.Context) error {
 		svc, err := e.Get(ctx, serviceGVR, ns, "web")
@@ -218,7 +195,7 @@ func TestDriftByAnotherFieldManagerIsReverted(t *testing.T) {
 	t.Parallel()
 	ns := e.NewNamespace(t)
 	l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitReplicas(t, ns, "web", 2)
 	// A spec change is an update, not a repair: no drift is reported.
 	patch := `{"spec":{"replicas":3}}`
@@ -272,7 +249,7 @@ func TestDeletingParentGarbageCollectsChildren(t *testing.T) {
 	t.Parallel()
 	ns := e.NewNamespace(t)
 	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitReplicas(t, ns, "web", 2)
 	if err := e.Dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -301,7 +278,7 @@ func TestMovedRemovedAndRestoredTemplateSet(t *testing.T) {
 	ns := e.NewNamespace(t)
 	dir := copyTemplates(t)
 	l := startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitReplicas(t, ns, "web", 2)
 	waitMetric := func(what, name string, match map[string]string, want float64) {
 		t.Helper()

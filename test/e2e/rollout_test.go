@@ -85,7 +85,7 @@ func rolloutSet(t *testing.T, policy, v string) (string, string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	files["loom.yaml"] = "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\n" + policy
+	files["loom.yaml"] = env.Fixture(t, "sets/myresource/loom.yaml") + policy
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.TrimLeft(text, "\n")), 0o644); err != nil {
 			t.Fatal(err)
@@ -523,7 +523,7 @@ func TestTemplateSetIsNotWrittenInALoop(t *testing.T) {
 	waitRollout(t, name, "a stable revision", 60*time.Second, func(s rolloutState) bool { return s.stable != "" })
 	before := updates.Load()
 	for i := range 40 {
-		createParent(t, ns, fmt.Sprintf("apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: p-%d\nspec:\n  image: nginx:1.27\n", i))
+		createParentAs(t, ns, "minimal", fmt.Sprintf("p-%d", i))
 		time.Sleep(200 * time.Millisecond)
 	}
 	time.Sleep(3 * time.Second)
@@ -559,7 +559,7 @@ func TestRolloutPolicyAddedByAnEdit(t *testing.T) {
 	if _, err := e.Get(context.Background(), templateSetGVR, "", name); !isNotFound(err) {
 		t.Fatalf("a set without a rollout policy has a TemplateSet: %v", err)
 	}
-	loomYAML := "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\nrollout:\n  steps: [1, 100%]\n"
+	loomYAML := env.Fixture(t, "sets/myresource/loom.yaml") + "rollout:\n  steps: [1, 100%]\n"
 	if err := os.WriteFile(filepath.Join(dir, "loom.yaml"), []byte(loomYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestSchemaCheckedEditKeepsLastGoodVersion(t *testing.T) {
 	set := filepath.Join(dir, "myresource")
 	requireSpecSchema(t, filepath.Join(set, config.File))
 	l := startLoom(t, dir, ns, loomOptions{bufferLogs: true})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 
 	deployment := filepath.Join(set, "deployment.yaml")
@@ -47,7 +47,7 @@ func TestSchemaCheckedEditKeepsLastGoodVersion(t *testing.T) {
 	// The last good version still renders.
 	patchSpec(t, ns, "web", `{"spec":{"replicas":3}}`)
 	waitReplicas(t, ns, "web", 3)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	waitReplicas(t, ns, "hello", 1)
 	l.mustBeRunning(t)

@@ -76,7 +76,7 @@ func TestParentGoesBuildingThenReady(t *testing.T) {
 	ns := e.NewNamespace(t)
 	l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
 	states := recordStates(t, ns, "web")
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	seen := states.until(t, "Ready", 60*time.Second)
 	if !slices.Contains(seen, "Building") {
 		t.Fatalf("states %v: want Building before Ready", seen)
@@ -144,7 +144,7 @@ func TestScalingShowsBuildingThenReadyAgain(t *testing.T) {
 	t.Parallel()
 	ns := e.NewNamespace(t)
 	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 	states := recordStates(t, ns, "web")
 	states.until(t, "Ready", 10*time.Second) // the current state
@@ -170,7 +170,7 @@ func TestStuckDeploymentFailsTheParent(t *testing.T) {
 	editFile(t, dep, "spec:\n  replicas:", "spec:\n  progressDeadlineSeconds: 2\n  replicas:")
 	editFile(t, dep, "      containers:", "      nodeSelector:\n        loom.dev/no-such-node: \"true\"\n      containers:")
 	startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	eventually(t, 90*time.Second, "the parent is Failed, naming the Deployment", func(ctx context.Context) error {
 		p, err := e.Get(ctx, myresGVR, ns, "web")
 		if err != nil {
@@ -191,7 +191,7 @@ func TestKubectlWaitForReady(t *testing.T) {
 	t.Parallel()
 	ns := e.NewNamespace(t)
 	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	kubeconfig := e.Kubeconfig
 	out, err := exec.Command("kubectl", "--kubeconfig", kubeconfig, "-n", ns, "wait", "--for=condition=Ready",
 		"myresource/web", "--timeout=60s").CombinedOutput()
@@ -209,7 +209,7 @@ func TestIdleParentIsNotReconciled(t *testing.T) {
 	t.Parallel()
 	ns := e.NewNamespace(t)
 	l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 	quiesce(t, 2*time.Second, func() float64 { return l.counter(t, "loom_reconcile_total", nil) })
 	evsBefore, err := e.Events(context.Background(), ns, "web")

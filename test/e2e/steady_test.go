@@ -129,7 +129,7 @@ func TestHotReloadThroughConfigMapSymlinkSwap(t *testing.T) {
 		}
 	}
 	startLoom(t, root, ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitReplicas(t, ns, "web", 2)
 	version("..v2", func(s string) string {
 		if strings.HasPrefix(s, "service.yaml\x00") {
@@ -157,7 +157,7 @@ func TestSIGTERMExitsCleanly(t *testing.T) {
 	ns := e.NewNamespace(t)
 	addr := freeAddr(t)
 	p := startLoomProcess(t, ns, "--metrics-bind-address", addr)
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitReplicas(t, ns, "web", 2)
 	// The metrics and health endpoints serve.
 	for path, want := range map[string]string{
@@ -196,7 +196,7 @@ func TestUnrelatedDeploymentTriggersNothing(t *testing.T) {
 	t.Parallel()
 	ns := e.NewNamespace(t)
 	l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 	reconciles := func() float64 { return l.counter(t, "loom_reconcile_total", nil) }
 	quiesce(t, 2*time.Second, reconciles)

@@ -145,7 +145,7 @@ func TestExistingObjectIsAdoptedOnlyWithConsent(t *testing.T) {
 	ns := e.NewNamespace(t)
 	createObject(t, configMapGVR, ns, `{apiVersion: v1, kind: ConfigMap, metadata: {name: web-config}, data: {theirs: "yes"}}`)
 	l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitDegraded(t, myresGVR, ns, "web", "ApplyFailed",
 		"ConfigMap "+ns+"/web-config already exists and is not managed by Loom", "loom.dev/adopt=MyResource.example.loom.dev/web")
 	waitEvent(t, ns, "web", "Warning", "ApplyFailed", "web-config already exists")
