@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/api/v1alpha1"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -110,12 +112,11 @@ func Connect(ctx context.Context, kubeconfig, crds string) (*Clients, error) {
 // watching only namespace made (label loom.dev/namespace): they are
 // cluster-scoped, so the namespace's deletion leaves them behind.
 func DeleteRollouts(ctx context.Context, dyn dynamic.Interface, namespace string) error {
-	sel := metav1.ListOptions{LabelSelector: "loom.dev/namespace=" + namespace}
+	sel := metav1.ListOptions{LabelSelector: v1alpha1.NamespaceLabel + "=" + namespace}
 	var errs []error
-	for _, res := range []string{"templatesets", "templaterevisions"} {
-		gvr := schema.GroupVersionResource{Group: "loom.dev", Version: "v1alpha1", Resource: res}
+	for _, gvr := range []schema.GroupVersionResource{v1alpha1.TemplateSetGVR, v1alpha1.TemplateRevisionGVR} {
 		if err := dyn.Resource(gvr).DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete the %s of namespace %s: %w", res, namespace, err))
+			errs = append(errs, fmt.Errorf("delete the %s of namespace %s: %w", gvr.Resource, namespace, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/loom-operator/loom/api/v1alpha1"
 	"github.com/loom-operator/loom/test/env"
 )
 
@@ -313,7 +314,7 @@ func TestInstallCRDsRefusesBreakingChanges(t *testing.T) {
 			// The set's TemplateSet says so too.
 			ts := strings.ToLower(tc.kind) + "." + ns
 			eventually(t, 30*time.Second, "TemplateSet "+ts+" is SchemaAccepted=False", func(ctx context.Context) error {
-				obj, err := e.Get(ctx, templateSetGVR, "", ts)
+				obj, err := e.Get(ctx, v1alpha1.TemplateSetGVR, "", ts)
 				if err != nil {
 					return err
 				}

@@ -15,15 +15,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/loom-operator/loom/api/v1alpha1"
 	"github.com/loom-operator/loom/test/env"
 )
-
-var templateSetGVR = schema.GroupVersionResource{Group: "loom.dev", Version: "v1alpha1", Resource: "templatesets"}
 
 // rolloutFiles are a set whose children carry the version that the
 // partial _version.tpl defines: a ConfigMap with that version and the
@@ -129,7 +127,7 @@ type rolloutState struct {
 }
 
 func readRollout(ctx context.Context, e *env.Env, name string) (rolloutState, error) {
-	ts, err := e.Get(ctx, templateSetGVR, "", name)
+	ts, err := e.Get(ctx, v1alpha1.TemplateSetGVR, "", name)
 	if err != nil {
 		return rolloutState{}, err
 	}
@@ -448,7 +446,7 @@ func TestRolloutPauseFixResume(t *testing.T) {
 	if s, err := readRollout(context.Background(), e, name); err != nil || s.phase != "Paused" || s.step != 1 {
 		t.Fatalf("moved on without a resume: %+v (%v)", s, err)
 	}
-	patchObject(t, templateSetGVR, "", name, `{"spec":{"paused":false,"resume":"after-the-fix"}}`)
+	patchObject(t, v1alpha1.TemplateSetGVR, "", name, `{"spec":{"paused":false,"resume":"after-the-fix"}}`)
 	done := waitRollout(t, name, "the rollout Complete", 120*time.Second, func(s rolloutState) bool { return s.phase == "Complete" && s.stable == paused.candidate })
 	waitFleet(t, ns, n, done.stable, "v3")
 	if kids, err := childrenOf(context.Background(), e, ns); err != nil || kids[other].value != "changed" {
@@ -467,7 +465,7 @@ func TestRolloutTemplateSetDeletedMidRollout(t *testing.T) {
 	setVersion(t, dir, "v2", "nowhere")
 	failed := waitRollout(t, name, "the rollout Failed", 90*time.Second, func(s rolloutState) bool { return s.phase == "Failed" })
 	// A status cleared by hand is restored the same way.
-	if _, err := e.Dyn.Resource(templateSetGVR).Patch(context.Background(), name, types.MergePatchType,
+	if _, err := e.Dyn.Resource(v1alpha1.TemplateSetGVR).Patch(context.Background(), name, types.MergePatchType,
 		[]byte(`{"status":null}`), metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)
 	}
@@ -475,15 +473,15 @@ func TestRolloutTemplateSetDeletedMidRollout(t *testing.T) {
 	if restored.stable != first.stable || restored.candidate != failed.candidate || restored.phase != "Failed" {
 		t.Fatalf("after the status was cleared: %+v; want stable %s, candidate %s, Failed", restored, first.stable, failed.candidate)
 	}
-	old, err := e.Get(context.Background(), templateSetGVR, "", name)
+	old, err := e.Get(context.Background(), v1alpha1.TemplateSetGVR, "", name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Dyn.Resource(templateSetGVR).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+	if err := e.Dyn.Resource(v1alpha1.TemplateSetGVR).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	again := waitRollout(t, name, "the TemplateSet made again", 30*time.Second, func(s rolloutState) bool { return s.phase != "" })
-	if ts, err := e.Get(context.Background(), templateSetGVR, "", name); err != nil || ts.GetUID() == old.GetUID() {
+	if ts, err := e.Get(context.Background(), v1alpha1.TemplateSetGVR, "", name); err != nil || ts.GetUID() == old.GetUID() {
 		t.Fatalf("the TemplateSet was not made again: %v", err)
 	}
 	if again.stable != first.stable || again.candidate != failed.candidate || again.phase != "Failed" {
@@ -515,7 +513,7 @@ func TestTemplateSetIsNotWrittenInALoop(t *testing.T) {
 	var updates atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	inf := dynamicinformer.NewFilteredDynamicInformer(e.Dyn, templateSetGVR, "", 0, cache.Indexers{},
+	inf := dynamicinformer.NewFilteredDynamicInformer(e.Dyn, v1alpha1.TemplateSetGVR, "", 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }).Informer()
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(any, any) { updates.Add(1) }})
 	go inf.Run(ctx.Done())
@@ -556,7 +554,7 @@ func TestRolloutPolicyAddedByAnEdit(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := e.Get(context.Background(), templateSetGVR, "", name); !isNotFound(err) {
+	if _, err := e.Get(context.Background(), v1alpha1.TemplateSetGVR, "", name); !isNotFound(err) {
 		t.Fatalf("a set without a rollout policy has a TemplateSet: %v", err)
 	}
 	loomYAML := env.Fixture(t, "sets/myresource/loom.yaml") + "rollout:\n  steps: [1, 100%]\n"

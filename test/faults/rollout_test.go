@@ -13,15 +13,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/loom-operator/loom/api/v1alpha1"
 	"github.com/loom-operator/loom/internal/testutil"
 	"github.com/loom-operator/loom/test/env"
 )
-
-var templateSetGVR = schema.GroupVersionResource{Group: "loom.dev", Version: "v1alpha1", Resource: "templatesets"}
 
 // history records, from a watch, each ConfigMap's data.version as it
 // changes, and each step the TemplateSet shows.
@@ -97,7 +95,7 @@ func TestRolloutSurvivesSIGKILL(t *testing.T) {
 	defer cancel()
 	cms := dynamicinformer.NewFilteredDynamicInformer(e.Dyn, configMapGVR, ns, 0, cache.Indexers{}, nil).Informer()
 	_, _ = cms.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: h.configMap, UpdateFunc: func(_, o any) { h.configMap(o) }})
-	tss := dynamicinformer.NewFilteredDynamicInformer(e.Dyn, templateSetGVR, "", 0, cache.Indexers{},
+	tss := dynamicinformer.NewFilteredDynamicInformer(e.Dyn, v1alpha1.TemplateSetGVR, "", 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }).Informer()
 	_, _ = tss.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: h.templateSet, UpdateFunc: func(_, o any) { h.templateSet(o) }})
 	go cms.Run(ctx.Done())
@@ -120,7 +118,7 @@ func TestRolloutSurvivesSIGKILL(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			ts, err := e.Dyn.Resource(templateSetGVR).Get(ctx, name, metav1.GetOptions{})
+			ts, err := e.Dyn.Resource(v1alpha1.TemplateSetGVR).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
