@@ -20,6 +20,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/internal/admitcases"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // admitKind is one of the table's kinds as the test reaches it on the
@@ -35,20 +36,21 @@ type admitKind struct {
 // kind's resource and offline Admitter.
 func installAdmitCRDs(t *testing.T) map[string]admitKind {
 	t.Helper()
+	e := env.From(t)
 	ctx := context.Background()
 	crds, err := admitcases.CRDs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, raw := range admitcases.CRDYAML() {
-		if err := applyCRD(ctx, raw); err != nil {
+		if err := e.ApplyCRD(ctx, raw); err != nil {
 			t.Fatalf("install the admission table's CRDs: %v", err)
 		}
 	}
 	kinds := map[string]admitKind{}
 	for kind, c := range crds {
 		t.Cleanup(func() {
-			err := dyn.Resource(crdGVR).Delete(context.Background(), c.Name, metav1.DeleteOptions{})
+			err := e.Dyn.Resource(crdGVR).Delete(context.Background(), c.Name, metav1.DeleteOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("delete CRD %s: %v", c.Name, err)
 			}
@@ -99,11 +101,12 @@ func dryRunCreate(ctx context.Context, r dynamic.ResourceInterface, obj map[stri
 // the same answer, and that it is the table's: the same accept or refuse,
 // the same stored object (defaults, pruning), the same error message.
 func TestAdmitAgreesWithAPIServer(t *testing.T) {
+	e := env.From(t)
 	kinds := installAdmitCRDs(t)
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	ctx := context.Background()
 	warnings := &warningRecorder{}
-	c := rest.CopyConfig(cfg)
+	c := rest.CopyConfig(e.Config)
 	c.WarningHandler = warnings
 	dyn, err := dynamic.NewForConfig(c)
 	if err != nil {

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // The bad-input matrix: malformed templates, bad specs and malformed
@@ -139,7 +141,8 @@ func concatCases(lists ...[]badCase) []badCase {
 // Ready condition does not transition) and Degraded=False, and a change
 // to the good parent made after the bad input must still be applied.
 func runBadCase(t *testing.T, group string, tc badCase) {
-	ns := newNamespace(t)
+	e := env.From(t)
+	ns := e.NewNamespace(t)
 	kind := newParentKind(t, group, tc.set)
 	dir := kind.templates(t)
 	setDir := kind.setDir(dir)
@@ -156,7 +159,7 @@ func runBadCase(t *testing.T, group string, tc badCase) {
 	case tc.brokenSet != nil:
 		// Nothing to wait for: the checks below are the whole row.
 	case tc.refused != "":
-		_, err := kind.tryCreate(ns, tc.badName(), tc.badSpec())
+		_, err := kind.tryCreate(e, ns, tc.badName(), tc.badSpec())
 		if err == nil || !strings.Contains(err.Error(), tc.refused) {
 			t.Fatalf("create the bad parent: err = %v, want the API server to refuse it with %q", err, tc.refused)
 		}
@@ -179,7 +182,7 @@ func runBadCase(t *testing.T, group string, tc badCase) {
 	l.mustBeRunning(t)
 	waitConditionGVR(t, kind.gvr, ns, "good", "Degraded", "False")
 	if got := readyTransition(t, kind.gvr, ns, "good"); got != readySince {
-		t.Errorf("the good parent's Ready condition changed at %s (it became Ready at %s); its Events: %s", got, readySince, eventSummary(ns, "good"))
+		t.Errorf("the good parent's Ready condition changed at %s (it became Ready at %s); its Events: %s", got, readySince, eventSummary(e, ns, "good"))
 	}
 	patchObject(t, kind.gvr, ns, "good", `{"spec":{"replicas":2}}`)
 	waitReplicas(t, ns, "good", 2)
@@ -189,7 +192,8 @@ func runBadCase(t *testing.T, group string, tc badCase) {
 // failing unless it is True.
 func readyTransition(t *testing.T, gvr schema.GroupVersionResource, ns, name string) string {
 	t.Helper()
-	p, err := get(context.Background(), gvr, ns, name)
+	e := env.From(t)
+	p, err := e.Get(context.Background(), gvr, ns, name)
 	if err != nil {
 		t.Fatalf("get %s/%s: %v", ns, name, err)
 	}
@@ -263,7 +267,7 @@ func (k parentKind) setDir(dir string) string {
 }
 
 // tryCreate creates a parent of the kind with spec (JSON).
-func (k parentKind) tryCreate(ns, name, spec string) (*unstructured.Unstructured, error) {
+func (k parentKind) tryCreate(e *env.Env, ns, name, spec string) (*unstructured.Unstructured, error) {
 	kind := "MyResource"
 	if k.set == widgetSet {
 		kind = "Widget"
@@ -274,13 +278,14 @@ func (k parentKind) tryCreate(ns, name, spec string) (*unstructured.Unstructured
 	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
 		return nil, fmt.Errorf("parse parent %s: %w", name, err)
 	}
-	return dyn.Resource(k.gvr).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{})
+	return e.Dyn.Resource(k.gvr).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{})
 }
 
 // create creates a parent of the kind with spec (JSON).
 func (k parentKind) create(t *testing.T, ns, name, spec string) {
 	t.Helper()
-	if _, err := k.tryCreate(ns, name, spec); err != nil {
+	e := env.From(t)
+	if _, err := k.tryCreate(e, ns, name, spec); err != nil {
 		t.Fatalf("create %s %s/%s: %v", k.gvr.Resource, ns, name, err)
 	}
 }
@@ -336,8 +341,8 @@ data:
 }
 
 // eventSummary lists the Events on an object, for a failure message.
-func eventSummary(ns, name string) string {
-	evs, err := events(context.Background(), ns, name)
+func eventSummary(e *env.Env, ns, name string) string {
+	evs, err := e.Events(context.Background(), ns, name)
 	if err != nil {
 		return err.Error()
 	}

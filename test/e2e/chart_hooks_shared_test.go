@@ -11,27 +11,22 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 var sharedHookGVR = schema.GroupVersionResource{Group: "sharedhooks.e2e.loom.dev", Version: "v1", Resource: "sharedhookapps"}
 
 func TestChartHookOfAnotherParentIsNotTouched(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	t.Cleanup(func() {
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), "sharedhookapps.sharedhooks.e2e.loom.dev", metav1.DeleteOptions{})
-	})
-	root := t.TempDir()
-	testutil.WriteFiles(t, filepath.Join(root, "shared"), map[string]string{
+	ns := e.NewNamespace(t)
+	set := newChartSet(t, "shared", map[string]string{
 		"loom.yaml":         "parent:\n  apiVersion: sharedhooks.e2e.loom.dev/v1\n  kind: SharedHookApp\nchart: chart\n",
 		"chart/Chart.yaml":  "apiVersion: v2\nname: shared\nversion: 0.1.0\n",
 		"chart/values.yaml": "tag: \"1\"\n",
@@ -54,18 +49,14 @@ spec:
       restartPolicy: Never
       containers: [{name: migrate, image: "migrate:{{ .Values.tag }}"}]
 `,
-	})
-	startLoom(t, root, ns, loomOptions{installCRDs: true})
-	eventually(t, 60*time.Second, "the SharedHookApp CRD is served", func(ctx context.Context) error {
-		_, err := dyn.Resource(sharedHookGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
+	}, sharedHookGVR)
+	set.start(t, ns, loomOptions{})
 	// Parent a installs, then upgrades: its Job is revision 2's run.
 	createObject(t, sharedHookGVR, ns, "apiVersion: sharedhooks.e2e.loom.dev/v1\nkind: SharedHookApp\nmetadata:\n  name: a\nspec: {}\n")
 	waitConditionGVR(t, sharedHookGVR, ns, "a", "Ready", "True")
 	patchObject(t, sharedHookGVR, ns, "a", `{"spec":{"tag":"2"}}`)
 	eventually(t, 60*time.Second, "a's migrate Job is revision 2's run, complete", func(ctx context.Context) error {
-		image, complete, err := jobRun(ctx, ns, "shared-migrate")
+		image, complete, err := jobRun(ctx, e, ns, "shared-migrate")
 		if err != nil {
 			return err
 		}
@@ -75,7 +66,7 @@ spec:
 		return nil
 	})
 	waitConditionGVR(t, sharedHookGVR, ns, "a", "Ready", "True")
-	job, err := get(context.Background(), jobGVR, ns, "shared-migrate")
+	job, err := e.Get(context.Background(), jobGVR, ns, "shared-migrate")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +76,7 @@ spec:
 	// of b's, older or not.
 	createObject(t, sharedHookGVR, ns, "apiVersion: sharedhooks.e2e.loom.dev/v1\nkind: SharedHookApp\nmetadata:\n  name: b\nspec: {}\n")
 	eventually(t, 60*time.Second, "b reports the Job as another's", func(ctx context.Context) error {
-		p, err := get(ctx, sharedHookGVR, ns, "b")
+		p, err := e.Get(ctx, sharedHookGVR, ns, "b")
 		if err != nil {
 			return err
 		}
@@ -98,12 +89,12 @@ spec:
 	// b's reconciles since it was created (each within a second of the
 	// last) had every chance to delete a's Job; 10 s is many of them.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
-		j, err := get(context.Background(), jobGVR, ns, "shared-migrate")
+		j, err := e.Get(context.Background(), jobGVR, ns, "shared-migrate")
 		if err != nil || j.GetUID() != uid {
 			t.Fatalf("a's migrate Job was deleted by b's before-hook-creation (now %v)", err)
 		}
 	}
-	if _, err := get(context.Background(), configMapGVR, ns, "b-config"); !isNotFound(err) {
+	if _, err := e.Get(context.Background(), configMapGVR, ns, "b-config"); !isNotFound(err) {
 		t.Errorf("b's ConfigMap was applied although b's pre-install hook never ran (%v): a's run was taken for b's", err)
 	}
 }

@@ -12,15 +12,13 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 var hookAppGVR = schema.GroupVersionResource{Group: "hooks.e2e.loom.dev", Version: "v1", Resource: "hookapps"}
@@ -90,8 +88,8 @@ spec:
 
 // jobRun is a hook Job's image (which names the values it ran for), and
 // whether it completed.
-func jobRun(ctx context.Context, ns, name string) (image string, complete bool, err error) {
-	j, err := get(ctx, jobGVR, ns, name)
+func jobRun(ctx context.Context, e *env.Env, ns, name string) (image string, complete bool, err error) {
+	j, err := e.Get(ctx, jobGVR, ns, name)
 	if err != nil {
 		return "", false, err
 	}
@@ -109,8 +107,8 @@ func jobRun(ctx context.Context, ns, name string) (image string, complete bool, 
 	return image, complete, nil
 }
 
-func deploymentImage(ctx context.Context, ns, name string) (string, error) {
-	d, err := get(ctx, deployGVR, ns, name)
+func deploymentImage(ctx context.Context, e *env.Env, ns, name string) (string, error) {
+	d, err := e.Get(ctx, deployGVR, ns, name)
 	if err != nil {
 		return "", err
 	}
@@ -123,27 +121,19 @@ func deploymentImage(ctx context.Context, ns, name string) (string, error) {
 }
 
 func TestChartHooksRunOncePerRevision(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	t.Cleanup(func() {
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), "hookapps.hooks.e2e.loom.dev", metav1.DeleteOptions{})
-	})
-	root := t.TempDir()
-	testutil.WriteFiles(t, filepath.Join(root, "hooked"), hookChartFiles)
-	startLoom(t, root, ns, loomOptions{installCRDs: true})
-	eventually(t, 60*time.Second, "the HookApp CRD is served", func(ctx context.Context) error {
-		_, err := dyn.Resource(hookAppGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
+	ns := e.NewNamespace(t)
+	newChartSet(t, "hooked", hookChartFiles, hookAppGVR).start(t, ns, loomOptions{})
 	createObject(t, hookAppGVR, ns, "apiVersion: hooks.e2e.loom.dev/v1\nkind: HookApp\nmetadata:\n  name: a\nspec: {}\n")
 	waitConditionGVR(t, hookAppGVR, ns, "a", "Ready", "True")
 
 	// The install: revision 1, its pre-install run complete, the
 	// Deployment at the default tag.
-	if image, complete, err := jobRun(context.Background(), ns, "a-migrate"); err != nil || image != "migrate:1.27" || !complete {
+	if image, complete, err := jobRun(context.Background(), e, ns, "a-migrate"); err != nil || image != "migrate:1.27" || !complete {
 		t.Fatalf("the migrate Job: image %q, complete %v, %v; want migrate:1.27, complete", image, complete, err)
 	}
-	if image, err := deploymentImage(context.Background(), ns, "a-web"); err != nil || image != "nginx:1.27" {
+	if image, err := deploymentImage(context.Background(), e, ns, "a-web"); err != nil || image != "nginx:1.27" {
 		t.Fatalf("the Deployment's image %q (%v), want nginx:1.27", image, err)
 	}
 
@@ -154,7 +144,7 @@ func TestChartHooksRunOncePerRevision(t *testing.T) {
 	// delete event enqueues one at once, and its Record change another)
 	// would have re-created it within a second; 10 s is many times that.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if _, err := get(context.Background(), jobGVR, ns, "a-welcome"); !isNotFound(err) {
+		if _, err := e.Get(context.Background(), jobGVR, ns, "a-welcome"); !isNotFound(err) {
 			t.Errorf("the TTL'd post-install hook was created again (%v): a hook runs once per revision", err)
 			break
 		}
@@ -171,8 +161,8 @@ func TestChartHooksRunOncePerRevision(t *testing.T) {
 		// new image, the Job as read just before must be revision 2's and
 		// complete already (or be complete by now, in the window between
 		// the two reads: then the next check must see it so).
-		run, complete, jobErr := jobRun(ctx, ns, "a-migrate")
-		image, err := deploymentImage(ctx, ns, "a-web")
+		run, complete, jobErr := jobRun(ctx, e, ns, "a-migrate")
+		image, err := deploymentImage(ctx, e, ns, "a-web")
 		if err != nil {
 			return err
 		}
@@ -183,7 +173,7 @@ func TestChartHooksRunOncePerRevision(t *testing.T) {
 			if jobErr != nil || run != "migrate:1.28" || !complete {
 				// One more read of the Job, to tell a late read from a
 				// Deployment that did not wait.
-				run2, complete2, err2 := jobRun(ctx, ns, "a-migrate")
+				run2, complete2, err2 := jobRun(ctx, e, ns, "a-migrate")
 				t.Errorf("the Deployment changed while the pre-upgrade Job was %q, complete %v (%v); now %q, %v (%v)", run, complete, jobErr, run2, complete2, err2)
 			}
 			return nil
@@ -194,20 +184,20 @@ func TestChartHooksRunOncePerRevision(t *testing.T) {
 		t.Error("the pre-upgrade Job of the new values (migrate:1.28) was never seen")
 	}
 	waitConditionGVR(t, hookAppGVR, ns, "a", "Ready", "True")
-	p, err := get(context.Background(), hookAppGVR, ns, "a")
+	p, err := e.Get(context.Background(), hookAppGVR, ns, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rev, _, _ := unstructured.NestedInt64(p.Object, "status", "release", "revision"); rev != 2 {
 		t.Errorf("status.release.revision %d, want 2", rev)
 	}
-	if j, err := get(context.Background(), jobGVR, ns, "a-migrate"); err != nil || j.GetAnnotations()["loom.dev/hook-revision"] != "2" {
+	if j, err := e.Get(context.Background(), jobGVR, ns, "a-migrate"); err != nil || j.GetAnnotations()["loom.dev/hook-revision"] != "2" {
 		t.Errorf("the migrate Job is not revision 2's run (%v)", err)
 	}
 	// The post-upgrade hook ran (the record says it succeeded), and its
 	// delete policy, hook-succeeded, deleted it; it is not created again.
 	eventually(t, 30*time.Second, "the post-upgrade hook is recorded Succeeded", func(ctx context.Context) error {
-		p, err := get(ctx, hookAppGVR, ns, "a")
+		p, err := e.Get(ctx, hookAppGVR, ns, "a")
 		if err != nil {
 			return err
 		}
@@ -221,13 +211,13 @@ func TestChartHooksRunOncePerRevision(t *testing.T) {
 	})
 	waitGone(t, jobGVR, ns, "a-notify", "hook-succeeded")
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if _, err := get(context.Background(), jobGVR, ns, "a-notify"); !isNotFound(err) {
+		if _, err := e.Get(context.Background(), jobGVR, ns, "a-notify"); !isNotFound(err) {
 			t.Errorf("the hook-succeeded hook was created again (%v)", err)
 			break
 		}
 	}
 	// The post-install hook does not run on an upgrade.
-	if _, err := get(context.Background(), jobGVR, ns, "a-welcome"); !isNotFound(err) {
+	if _, err := e.Get(context.Background(), jobGVR, ns, "a-welcome"); !isNotFound(err) {
 		t.Errorf("the post-install hook ran on an upgrade: %v", err)
 	}
 }

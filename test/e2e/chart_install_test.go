@@ -27,6 +27,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common"
 
 	"github.com/loom-operator/loom/deploy"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // restrictedLabels make a namespace admit only pods that meet the
@@ -44,14 +45,15 @@ var restrictedLabels = map[string]string{
 // (the ReplicaSet's FailedCreate), whose message the test reports. Its
 // cluster-scoped objects are named after a release of its own.
 func TestChartPodsAdmittedUnderRestrictedPodSecurity(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": restrictedLabels}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kube.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := e.Kube.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	createTemplatesConfigMap(t, ns, "loom-templates-myresource")
@@ -64,7 +66,7 @@ func TestChartPodsAdmittedUnderRestrictedPodSecurity(t *testing.T) {
 	}
 
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		d, err := kube.AppsV1().Deployments(ns).Get(ctx, "loom-pss-e2e", metav1.GetOptions{})
+		d, err := e.Kube.AppsV1().Deployments(ns).Get(ctx, "loom-pss-e2e", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -76,11 +78,11 @@ func TestChartPodsAdmittedUnderRestrictedPodSecurity(t *testing.T) {
 		return available(d), nil
 	})
 	if err != nil {
-		t.Fatalf("the chart's Deployment in a restricted namespace: %v; %s", err, replicaSetFailures(ctx, ns))
+		t.Fatalf("the chart's Deployment in a restricted namespace: %v; %s", err, replicaSetFailures(ctx, e, ns))
 	}
 	// No token was automounted: the ServiceAccount admission plugin adds a
 	// kube-api-access-<random> volume to pods that automount one.
-	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=loom-pss-e2e"})
+	pods, err := e.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=loom-pss-e2e"})
 	if err != nil || len(pods.Items) != 2 {
 		t.Fatalf("pods: %v, %v", err, pods)
 	}
@@ -99,13 +101,14 @@ func TestChartPodsAdmittedUnderRestrictedPodSecurity(t *testing.T) {
 // Operator's kinds, which this cluster does not serve, are checked
 // offline instead (deploy's TestMonitoringObjectsMatchTheirSchema).
 func TestChartObjectsPassServerValidation(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	allOn := filepath.Join(deploy.ChartDir(), "ci", "all-on-values.yaml")
 	docs := renderChart(t, deploy.Release{Name: "loom-dryrun-e2e", Namespace: ns}, allOn, map[string]any{"watchNamespace": ns},
 		map[string]string{"files/dashboards/loom.json": `{"title": "Loom"}`})
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(e.Kube.Discovery()))
 	checked := map[string]int{}
 	for _, d := range docs {
 		obj := &unstructured.Unstructured{}
@@ -120,7 +123,7 @@ func TestChartObjectsPassServerValidation(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s %s: %v", d.Kind, d.Name, err)
 		}
-		r := dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
+		r := e.Dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
 		body, err := obj.MarshalJSON()
 		if err != nil {
 			t.Fatal(err)
@@ -187,10 +190,11 @@ func writeDocs(t *testing.T, docs []deploy.Doc) string {
 // ClusterRoleBinding of a release's fullname (its namespaced objects go
 // with its namespace).
 func cleanupClusterObjects(t *testing.T, name string) {
+	e := env.From(t)
 	t.Cleanup(func() {
 		ctx := context.Background()
-		_ = kube.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
-		_ = kube.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = e.Kube.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = e.Kube.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
 	})
 }
 
@@ -206,8 +210,8 @@ func available(d *appsv1.Deployment) bool {
 
 // replicaSetFailures names the FailedCreate Events of ns's ReplicaSets:
 // what the admission said of the pods it refused.
-func replicaSetFailures(ctx context.Context, ns string) string {
-	evs, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedCreate"})
+func replicaSetFailures(ctx context.Context, e *env.Env, ns string) string {
+	evs, err := e.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedCreate"})
 	if err != nil {
 		return fmt.Sprintf("list Events: %v", err)
 	}
@@ -225,8 +229,9 @@ func replicaSetFailures(ctx context.Context, ns string) string {
 // templates/myresource, as `kubectl create configmap --from-file` does.
 func createTemplatesConfigMap(t *testing.T, ns, name string) {
 	t.Helper()
+	e := env.From(t)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{}}
-	set := filepath.Join(repoRoot, "templates", "myresource")
+	set := filepath.Join(e.Root, "templates", "myresource")
 	entries, err := os.ReadDir(set)
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +246,7 @@ func createTemplatesConfigMap(t *testing.T, ns, name string) {
 		}
 		cm.Data[e.Name()] = string(b)
 	}
-	if _, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := e.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 }
@@ -250,7 +255,8 @@ func createTemplatesConfigMap(t *testing.T, ns, name string) {
 // it fails, and returns what it printed (warnings included).
 func kubectlOutput(t *testing.T, args ...string) string {
 	t.Helper()
-	args = append([]string{"--kubeconfig", kubeconfigPath()}, args...)
+	e := env.From(t)
+	args = append([]string{"--kubeconfig", e.Kubeconfig}, args...)
 	out, err := exec.Command("kubectl", args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl %v: %v\n%s", args, err, out)

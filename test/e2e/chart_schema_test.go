@@ -4,13 +4,11 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/loom-operator/loom/internal/testutil"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // strictChartFiles is a set over a chart whose values.schema.json forbids
@@ -46,23 +44,15 @@ data:
 // the render with Helm's message, as `helm install` fails; it is not
 // pruned away, and the chart does not render with its defaults.
 func TestChartAdditionalPropertiesFalse(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	root := t.TempDir()
-	testutil.WriteFiles(t, filepath.Join(root, "strict"), strictChartFiles)
+	ns := e.NewNamespace(t)
 	gvr := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "strictapps"}
-	t.Cleanup(func() {
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), "strictapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
-	})
-	startLoomProcess(t, ns, "--templates", root, "--install-crds")
-	eventually(t, 60*time.Second, "the StrictApp CRD is served", func(ctx context.Context) error {
-		_, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
+	newChartSet(t, "strict", strictChartFiles, gvr).startProcess(t, ns)
 	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: StrictApp\nmetadata:\n  name: good\nspec:\n  replicaCount: 2\n")
 	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: StrictApp\nmetadata:\n  name: typo\nspec:\n  replicaCont: 2\n  image: {repository: nginx, tag: latest}\n")
 	waitConditionGVR(t, gvr, ns, "good", "Ready", "True")
-	p, err := get(context.Background(), gvr, ns, "typo")
+	p, err := e.Get(context.Background(), gvr, ns, "typo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +60,7 @@ func TestChartAdditionalPropertiesFalse(t *testing.T) {
 		t.Fatalf("the API server pruned replicaCont: spec %v", spec)
 	}
 	waitDegraded(t, gvr, ns, "typo", "RenderFailed", "additional properties 'replicaCont' not allowed", "additional properties 'tag' not allowed")
-	if _, err := get(context.Background(), configMapGVR, ns, "typo"); err == nil {
+	if _, err := e.Get(context.Background(), configMapGVR, ns, "typo"); err == nil {
 		t.Error("the chart rendered a child for values Helm refuses")
 	}
 }

@@ -4,13 +4,11 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/loom-operator/loom/internal/testutil"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // specTextChartFiles is a set over a chart that passes its annotations
@@ -39,25 +37,18 @@ data:
 // read: the parent whose note looks up a Secret is Degraded, naming
 // specLookups, and gets no child; another parent of the set is Ready.
 func TestChartSpecTextCannotLookUp(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	root := t.TempDir()
-	testutil.WriteFiles(t, filepath.Join(root, "noteapp"), specTextChartFiles)
+	ns := e.NewNamespace(t)
 	gvr := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "noteapps"}
-	t.Cleanup(func() {
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), "noteapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
-	})
+	set := newChartSet(t, "noteapp", specTextChartFiles, gvr)
 	createObject(t, secretGVR, ns, "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: hunter2\n")
-	startLoomProcess(t, ns, "--templates", root, "--install-crds")
-	eventually(t, 60*time.Second, "the NoteApp CRD is served", func(ctx context.Context) error {
-		_, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
+	set.startProcess(t, ns)
 	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: NoteApp\nmetadata:\n  name: plain\nspec:\n  note: '{{ .Release.Name }} says hi'\n")
 	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: NoteApp\nmetadata:\n  name: steal\nspec:\n  note: '{{ (lookup \"v1\" \"Secret\" .Release.Namespace \"db\").data | toJson }}'\n")
 	waitConditionGVR(t, gvr, ns, "plain", "Ready", "True")
 	waitDegraded(t, gvr, ns, "steal", "RenderFailed", "lookup refused", "specLookups")
-	if _, err := get(context.Background(), configMapGVR, ns, "steal-note"); err == nil {
+	if _, err := e.Get(context.Background(), configMapGVR, ns, "steal-note"); err == nil {
 		t.Error("the parent whose text looks up a Secret got a child")
 	}
 }

@@ -10,7 +10,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 var (
@@ -162,32 +161,21 @@ spec:
 `,
 }
 
-func writeChartSet(t *testing.T) string {
-	t.Helper()
-	root := t.TempDir()
-	testutil.WriteFiles(t, filepath.Join(root, "shop"), chartSetFiles)
-	return root
-}
-
 func createChartApp(t *testing.T, ns, name, spec string) *unstructured.Unstructured {
 	t.Helper()
 	return createObject(t, chartAppGVR, ns, fmt.Sprintf("apiVersion: charts.e2e.loom.dev/v1\nkind: ChartApp\nmetadata:\n  name: %s\nspec: %s\n", name, spec))
 }
 
 func TestChartSet(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	role := "loom-e2e-" + ns + "-a-shop"
 	deleteClusterObjects(t, role, "loom-e2e-shared")
 	t.Cleanup(func() {
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), "chartapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), "gadgets.charts.e2e.loom.dev", metav1.DeleteOptions{})
+		_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), "gadgets.charts.e2e.loom.dev", metav1.DeleteOptions{})
 	})
-	l := startLoom(t, writeChartSet(t), ns, loomOptions{installCRDs: true})
-	eventually(t, 60*time.Second, "the ChartApp CRD is served", func(ctx context.Context) error {
-		_, err := dyn.Resource(chartAppGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
+	l := newChartSet(t, "shop", chartSetFiles, chartAppGVR).start(t, ns, loomOptions{})
 	createChartApp(t, ns, "a", `{replicaCount: 2}`)
 	waitConditionGVR(t, chartAppGVR, ns, "a", "Ready", "True")
 
@@ -199,7 +187,7 @@ func TestChartSet(t *testing.T) {
 		{serviceAccountGVR, ns, "a-shop"}, {deployGVR, ns, "a-shop"}, {serviceGVR, ns, "a-shop"},
 		{clusterRoleGVR, "", role}, {clusterRoleBindingGVR, "", role},
 	} {
-		obj, err := get(context.Background(), c.gvr, c.ns, c.name)
+		obj, err := e.Get(context.Background(), c.gvr, c.ns, c.name)
 		if err != nil {
 			t.Fatalf("%s %s: %v", c.gvr.Resource, c.name, err)
 		}
@@ -207,19 +195,19 @@ func TestChartSet(t *testing.T) {
 			t.Errorf("%s %s: managed-by %q, want loom (.Release.Service)", c.gvr.Resource, c.name, got)
 		}
 	}
-	d, _ := get(context.Background(), deployGVR, ns, "a-shop")
+	d, _ := e.Get(context.Background(), deployGVR, ns, "a-shop")
 	if r, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas"); r != 2 {
 		t.Errorf("replicas %d, want the parent's 2", r)
 	}
 	// The chart's crds/ were installed, and its Gadget applied.
 	gadgetGVR := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "gadgets"}
-	if g, err := get(context.Background(), gadgetGVR, ns, "a-shop"); err != nil {
+	if g, err := e.Get(context.Background(), gadgetGVR, ns, "a-shop"); err != nil {
 		t.Errorf("the chart's Gadget: %v", err)
 	} else if size, _, _ := unstructured.NestedInt64(g.Object, "spec", "size"); size != 2 {
 		t.Errorf("Gadget spec.size %d, want 2", size)
 	}
 	// The chart's NOTES.txt is in the parent's status.
-	pa, err := get(context.Background(), chartAppGVR, ns, "a")
+	pa, err := e.Get(context.Background(), chartAppGVR, ns, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,11 +216,11 @@ func TestChartSet(t *testing.T) {
 	}
 	// .Capabilities are the cluster's: its version, and the API versions
 	// it serves (the parent's own CRD among them).
-	cm, err := get(context.Background(), configMapGVR, ns, "a-shop-capabilities")
+	cm, err := e.Get(context.Background(), configMapGVR, ns, "a-shop-capabilities")
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, err := kube.Discovery().ServerVersion()
+	server, err := e.Kube.Discovery().ServerVersion()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +229,7 @@ func TestChartSet(t *testing.T) {
 	}
 	// The pre-install hook's Job completed before the Deployment was
 	// created.
-	job, err := get(context.Background(), jobGVR, ns, "a-shop-migrate")
+	job, err := e.Get(context.Background(), jobGVR, ns, "a-shop-migrate")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +255,7 @@ func TestChartSet(t *testing.T) {
 	// Drift is repaired.
 	patchObject(t, deployGVR, ns, "a-shop", `{"spec":{"replicas":5}}`)
 	eventually(t, 30*time.Second, "the Deployment's replicas are repaired", func(ctx context.Context) error {
-		d, err := get(ctx, deployGVR, ns, "a-shop")
+		d, err := e.Get(ctx, deployGVR, ns, "a-shop")
 		if err != nil {
 			return err
 		}
@@ -280,7 +268,7 @@ func TestChartSet(t *testing.T) {
 	// A values edit reaches the children.
 	patchObject(t, chartAppGVR, ns, "a", `{"spec":{"replicaCount":3,"image":{"tag":"1.28"}}}`)
 	eventually(t, 30*time.Second, "the values edit is applied", func(ctx context.Context) error {
-		d, err := get(ctx, deployGVR, ns, "a-shop")
+		d, err := e.Get(ctx, deployGVR, ns, "a-shop")
 		if err != nil {
 			return err
 		}
@@ -299,21 +287,21 @@ func TestChartSet(t *testing.T) {
 	waitGone(t, clusterRoleGVR, "", role, "it stopped rendering")
 	createChartApp(t, ns, "b", `{clusterRoleName: loom-e2e-shared}`)
 	waitDegraded(t, chartAppGVR, ns, "b", "ApplyFailed", "loom-e2e-shared")
-	shared, err := get(context.Background(), clusterRoleGVR, "", "loom-e2e-shared")
+	shared, err := e.Get(context.Background(), clusterRoleGVR, "", "loom-e2e-shared")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pa, _ = get(context.Background(), chartAppGVR, ns, "a")
+	pa, _ = e.Get(context.Background(), chartAppGVR, ns, "a")
 	want := fmt.Sprintf("charts.e2e.loom.dev/v1/ChartApp/%s/a/%s", ns, pa.GetUID())
 	if got := shared.GetAnnotations()["loom.dev/owner"]; got != want {
 		t.Errorf("shared ClusterRole's owner %q, want %q (the first parent's)", got, want)
 	}
 
 	// Deleting the parent deletes its cluster-scoped children.
-	if err := dyn.Resource(chartAppGVR).Namespace(ns).Delete(context.Background(), "b", metav1.DeleteOptions{}); err != nil {
+	if err := e.Dyn.Resource(chartAppGVR).Namespace(ns).Delete(context.Background(), "b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := dyn.Resource(chartAppGVR).Namespace(ns).Delete(context.Background(), "a", metav1.DeleteOptions{}); err != nil {
+	if err := e.Dyn.Resource(chartAppGVR).Namespace(ns).Delete(context.Background(), "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, clusterRoleGVR, "", "loom-e2e-shared", "its parent was deleted")
@@ -354,27 +342,19 @@ data:
 // A chart's random values are the parent's: each parent gets its own, and
 // they survive a SIGKILL of Loom and a new process with no write.
 func TestChartRandomValuesSurviveARestart(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	root := t.TempDir()
-	testutil.WriteFiles(t, filepath.Join(root, "db"), randomChartFiles)
+	ns := e.NewNamespace(t)
 	gvr := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "randomapps"}
-	t.Cleanup(func() {
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), "randomapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
-	})
-	args := []string{"--templates", root, "--install-crds"}
-	first := startLoomProcess(t, ns, args...)
-	eventually(t, 60*time.Second, "the RandomApp CRD is served", func(ctx context.Context) error {
-		_, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
+	set := newChartSet(t, "db", randomChartFiles, gvr)
+	first := set.startProcess(t, ns)
 	for _, name := range []string{"a", "b"} {
 		createObject(t, gvr, ns, fmt.Sprintf("apiVersion: charts.e2e.loom.dev/v1\nkind: RandomApp\nmetadata:\n  name: %s\nspec: {}\n", name))
 	}
 	waitConditionGVR(t, gvr, ns, "a", "Ready", "True")
 	waitConditionGVR(t, gvr, ns, "b", "Ready", "True")
 	secret := func(name string) *unstructured.Unstructured {
-		s, err := get(context.Background(), secretGVR, ns, name)
+		s, err := e.Get(context.Background(), secretGVR, ns, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -394,7 +374,7 @@ func TestChartRandomValuesSurviveARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-first.Done()
-	second := startLoomProcess(t, ns, args...)
+	second := startLoomProcess(t, ns, set.args()...)
 	eventually(t, 60*time.Second, "the new process reconciles", func(context.Context) error {
 		if !second.leading() {
 			return errNotYet

@@ -4,14 +4,14 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/loom-operator/loom/internal/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // tplLookupChartFiles is a set over a chart whose values.yaml text, run
@@ -41,23 +41,15 @@ data:
 // it looked up when that object appears and changes, for an unchanged
 // parent (whose chart output Loom keeps only when it made no lookup).
 func TestChartTplLookupIsWatched(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	root := t.TempDir()
-	testutil.WriteFiles(t, filepath.Join(root, "tplapp"), tplLookupChartFiles)
+	ns := e.NewNamespace(t)
 	gvr := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: "tplapps"}
-	t.Cleanup(func() {
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), "tplapps.charts.e2e.loom.dev", metav1.DeleteOptions{})
-	})
-	startLoomProcess(t, ns, "--templates", root, "--install-crds")
-	eventually(t, 60*time.Second, "the TplApp CRD is served", func(ctx context.Context) error {
-		_, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
+	newChartSet(t, "tplapp", tplLookupChartFiles, gvr).startProcess(t, ns)
 	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: TplApp\nmetadata:\n  name: a\nspec: {}\n")
 	banner := func(want string) func(context.Context) error {
 		return func(ctx context.Context) error {
-			cm, err := get(ctx, configMapGVR, ns, "a-banner")
+			cm, err := e.Get(ctx, configMapGVR, ns, "a-banner")
 			if err != nil {
 				return err
 			}
@@ -70,12 +62,12 @@ func TestChartTplLookupIsWatched(t *testing.T) {
 	eventually(t, 60*time.Second, "the banner says none", banner("blockstore none"))
 	createObject(t, configMapGVR, ns, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  color: blue\n")
 	eventually(t, 60*time.Second, "the banner follows the ConfigMap it looked up", banner("blockstore blue"))
-	cm, err := get(context.Background(), configMapGVR, ns, "settings")
+	cm, err := e.Get(context.Background(), configMapGVR, ns, "settings")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cm.Object["data"] = map[string]any{"color": "green"}
-	if _, err := dyn.Resource(configMapGVR).Namespace(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+	if _, err := e.Dyn.Resource(configMapGVR).Namespace(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "the banner follows the ConfigMap's change", banner("blockstore green"))

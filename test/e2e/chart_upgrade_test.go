@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/deploy"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // The chart's upgrades between leader election and sharding, rendered as
@@ -25,8 +26,9 @@ import (
 // default rollingUpdate could not switch to Recreate by a server-side
 // apply: the API server refuses the two together.)
 func TestChartUpgradesBetweenModes(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	ch, err := deploy.Load(deploy.ChartDir())
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +46,7 @@ func TestChartUpgradesBetweenModes(t *testing.T) {
 		{sharded, appsv1.RollingUpdateDeploymentStrategyType},
 		{leader, appsv1.RecreateDeploymentStrategyType},
 	} {
-		docs, err := deploy.RenderWith(ch, rel, step.values, clusterLookups{})
+		docs, err := deploy.RenderWith(ch, rel, step.values, clusterLookups{e})
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
@@ -57,7 +59,7 @@ func TestChartUpgradesBetweenModes(t *testing.T) {
 			}
 		}
 		force := true
-		applied, err := dyn.Resource(deployGVR).Namespace(ns).Patch(context.Background(), "loom", types.ApplyPatchType, body,
+		applied, err := e.Dyn.Resource(deployGVR).Namespace(ns).Patch(context.Background(), "loom", types.ApplyPatchType, body,
 			metav1.PatchOptions{FieldManager: "helm", Force: &force})
 		if err != nil {
 			t.Fatalf("step %d (%v): the upgrade is refused: %v", i, step.values, err)
@@ -71,11 +73,11 @@ func TestChartUpgradesBetweenModes(t *testing.T) {
 
 // clusterLookups answers the chart's lookups of Deployments from the
 // cluster, as `helm upgrade` does.
-type clusterLookups struct{}
+type clusterLookups struct{ e *env.Env }
 
-func (clusterLookups) GetClientFor(apiVersion, kind string) (dynamic.NamespaceableResourceInterface, bool, error) {
+func (l clusterLookups) GetClientFor(apiVersion, kind string) (dynamic.NamespaceableResourceInterface, bool, error) {
 	if apiVersion != "apps/v1" || kind != "Deployment" {
 		return nil, false, fmt.Errorf("the chart looks up %s %s; the test answers Deployments only", apiVersion, kind)
 	}
-	return dyn.Resource(deployGVR), true, nil
+	return l.e.Dyn.Resource(deployGVR), true, nil
 }

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 var (
@@ -45,7 +47,7 @@ clusterScoped:
   - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole}
   - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRoleBinding}
 `,
-		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\ndata:\n  image: {{ .Spec.image | quote }}\n",
+		"configmap.yaml": env.Fixture(t, "sets/myresource/configmap.yaml"),
 		"clusterrole.yaml": role + `
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -74,11 +76,12 @@ subjects:
 // deleteClusterObjects deletes the cluster-scoped objects named when the
 // test ends, whatever it left.
 func deleteClusterObjects(t *testing.T, names ...string) {
+	e := env.From(t)
 	t.Cleanup(func() {
 		for _, gvr := range []schema.GroupVersionResource{clusterRoleGVR, clusterRoleBindingGVR} {
 			for _, n := range names {
-				_, _ = dyn.Resource(gvr).Patch(context.Background(), n, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-				_ = dyn.Resource(gvr).Delete(context.Background(), n, metav1.DeleteOptions{})
+				_, _ = e.Dyn.Resource(gvr).Patch(context.Background(), n, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+				_ = e.Dyn.Resource(gvr).Delete(context.Background(), n, metav1.DeleteOptions{})
 			}
 		}
 	})
@@ -104,8 +107,9 @@ func clusterChildOf(obj, parent *unstructured.Unstructured) error {
 // waitGone waits until the object is deleted.
 func waitGone(t *testing.T, gvr schema.GroupVersionResource, ns, name, why string) {
 	t.Helper()
+	e := env.From(t)
 	eventually(t, 60*time.Second, gvr.Resource+" "+name+" is deleted ("+why+")", func(ctx context.Context) error {
-		if _, err := get(ctx, gvr, ns, name); !isNotFound(err) {
+		if _, err := e.Get(ctx, gvr, ns, name); !isNotFound(err) {
 			return fmt.Errorf("still there (%v)", err)
 		}
 		return nil
@@ -117,16 +121,17 @@ func waitGone(t *testing.T, gvr schema.GroupVersionResource, ns, name, why strin
 // changed, pruned when they stop rendering, and deleted with the parent,
 // by Loom.
 func TestClusterScopedChildren(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	name := "loom-e2e-" + ns + "-web"
 	deleteClusterObjects(t, name)
 	l := startLoom(t, clusterSet(t), ns, loomOptions{})
 	stripFinalizers(t, ns)
-	parent := createParent(t, ns, fullParent)
+	parent := createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 
-	p, err := get(context.Background(), myresGVR, ns, "web")
+	p, err := e.Get(context.Background(), myresGVR, ns, "web")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +142,7 @@ func TestClusterScopedChildren(t *testing.T) {
 		t.Errorf("loom.dev/cluster-kinds = %q, want %q", got, want)
 	}
 	for _, gvr := range []schema.GroupVersionResource{clusterRoleGVR, clusterRoleBindingGVR} {
-		obj, err := get(context.Background(), gvr, "", name)
+		obj, err := e.Get(context.Background(), gvr, "", name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +157,7 @@ func TestClusterScopedChildren(t *testing.T) {
 	// Drift: another writer changes the rules; Loom takes them back.
 	patchObject(t, clusterRoleGVR, "", name, `{"rules":[{"apiGroups":[""],"resources":["secrets"],"verbs":["get","list"]}]}`)
 	eventually(t, 30*time.Second, "the ClusterRole's rules are repaired", func(ctx context.Context) error {
-		cr, err := get(ctx, clusterRoleGVR, "", name)
+		cr, err := e.Get(ctx, clusterRoleGVR, "", name)
 		if err != nil {
 			return err
 		}
@@ -177,7 +182,7 @@ func TestClusterScopedChildren(t *testing.T) {
 	// Prune: the binding stops rendering.
 	patchSpec(t, ns, "web", `{"spec":{"config":{"LOG_LEVEL":"info","binding":"off"}}}`)
 	waitGone(t, clusterRoleBindingGVR, "", name, "pruned")
-	if _, err := get(context.Background(), clusterRoleGVR, "", name); err != nil {
+	if _, err := e.Get(context.Background(), clusterRoleGVR, "", name); err != nil {
 		t.Fatalf("the ClusterRole, which still renders: %v", err)
 	}
 
@@ -200,8 +205,9 @@ func TestClusterScopedChildren(t *testing.T) {
 // ClusterRole: the second is refused with a condition naming the first,
 // which keeps it, and the refused one never deletes it.
 func TestClusterScopedNameTakenByAnotherParent(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns1, ns2 := newNamespace(t), newNamespace(t)
+	ns1, ns2 := e.NewNamespace(t), e.NewNamespace(t)
 	shared := "loom-e2e-shared-" + ns1
 	deleteClusterObjects(t, shared)
 	dir := clusterSet(t)
@@ -216,7 +222,7 @@ func TestClusterScopedNameTakenByAnotherParent(t *testing.T) {
 	waitDegraded(t, myresGVR, ns2, "web", "ApplyFailed",
 		"ClusterRole.rbac.authorization.k8s.io "+shared+" is controlled by MyResource "+ns1+"/web, not by MyResource "+ns2+"/web")
 
-	cr, err := get(context.Background(), clusterRoleGVR, "", shared)
+	cr, err := e.Get(context.Background(), clusterRoleGVR, "", shared)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +232,7 @@ func TestClusterScopedNameTakenByAnotherParent(t *testing.T) {
 	// The refused parent goes; the ClusterRole stays the first one's.
 	deleteParent(t, ns2, "web")
 	consistently(t, 3*time.Second, "the first parent keeps its ClusterRole", func(ctx context.Context) error {
-		cr, err := get(ctx, clusterRoleGVR, "", shared)
+		cr, err := e.Get(ctx, clusterRoleGVR, "", shared)
 		if err != nil {
 			return err
 		}
@@ -238,23 +244,24 @@ func TestClusterScopedNameTakenByAnotherParent(t *testing.T) {
 // waits, and says why in its status and an Event; once the ClusterRole
 // goes, so does the parent.
 func TestClusterScopedChildDeletionWaits(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	name := "loom-e2e-" + ns + "-hello"
 	deleteClusterObjects(t, name)
 	startLoom(t, clusterSet(t), ns, loomOptions{})
 	stripFinalizers(t, ns)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	patchObject(t, clusterRoleGVR, "", name, `{"metadata":{"finalizers":["example.com/hold"]}}`)
 
-	if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{}); err != nil {
+	if err := e.Dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, clusterRoleBindingGVR, "", name, "its parent was deleted")
 	waitDegraded(t, myresGVR, ns, "hello", "DeletionBlocked", "ClusterRole "+name+" (finalizers: example.com/hold)")
 	waitEvent(t, ns, "hello", "Warning", "DeletionBlocked", "ClusterRole "+name, "example.com/hold")
-	p, err := get(context.Background(), myresGVR, ns, "hello")
+	p, err := e.Get(context.Background(), myresGVR, ns, "hello")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,25 +277,26 @@ func TestClusterScopedChildDeletionWaits(t *testing.T) {
 // A parent deleted while Loom is stopped waits for Loom, which deletes
 // its cluster-scoped children when it starts again.
 func TestClusterScopedChildrenWhileLoomIsStopped(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	name := "loom-e2e-" + ns + "-hello"
 	deleteClusterObjects(t, name)
 	dir := clusterSet(t)
 	l := startLoom(t, dir, ns, loomOptions{})
 	stripFinalizers(t, ns)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	l.stop(t)
 
-	if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{}); err != nil {
+	if err := e.Dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	consistently(t, 3*time.Second, "the parent and its ClusterRole wait for Loom", func(ctx context.Context) error {
-		if _, err := get(ctx, myresGVR, ns, "hello"); err != nil {
+		if _, err := e.Get(ctx, myresGVR, ns, "hello"); err != nil {
 			return err
 		}
-		_, err := get(ctx, clusterRoleGVR, "", name)
+		_, err := e.Get(ctx, clusterRoleGVR, "", name)
 		return err
 	})
 

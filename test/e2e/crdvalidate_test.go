@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // crd.Validate, which every command runs on a set's CRD at load, refuses
@@ -20,6 +21,7 @@ import (
 // (a type that does not exist, a default outside its enum) are refused by
 // both, and a good one by neither.
 func TestCRDValidationMatchesTheAPIServer(t *testing.T) {
+	e := env.From(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, tt := range []struct {
@@ -56,7 +58,7 @@ func TestCRDValidationMatchesTheAPIServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { deleteCRD(t, def.Name) })
-			theirs := applyCRD(ctx, raw)
+			theirs := e.ApplyCRD(ctx, raw)
 			if tt.field == "" {
 				if ours != nil || theirs != nil {
 					t.Fatalf("a good CRD: crd.Validate = %v, the API server = %v; want both to accept it", ours, theirs)

@@ -3,14 +3,13 @@
 package e2e
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/loom-operator/loom/internal/testutil"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // A template that loops for ever holds one worker only until its render's
@@ -20,17 +19,18 @@ import (
 // only worker rendered the looping parent until Loom was killed, and the
 // other parent never became Ready.
 func TestLoopingTemplateDoesNotBlockOtherParents(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := t.TempDir()
 	writeFiles(t, filepath.Join(dir, "app"), map[string]string{
-		"loom.yaml": "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\n",
-		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\ndata:\n  image: {{ .Spec.image | quote }}\n" +
+		"loom.yaml": env.Fixture(t, "sets/myresource/loom.yaml"),
+		"configmap.yaml": env.Fixture(t, "sets/myresource/configmap.yaml") +
 			"{{- if eq .Spec.image \"loop\" }}{{ range until 1000000 }}{{ range until 1000000 }}{{ end }}{{ end }}{{ end }}\n",
 	})
 	startLoom(t, dir, ns, loomOptions{workers: 1, reconcileTimeout: 4 * time.Second})
 	createParent(t, ns, "apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: looping\nspec:\n  image: loop\n")
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	waitDegraded(t, myresGVR, ns, "looping", "RenderFailed",
 		"configmap.yaml:7: the render did not finish in time (a loop that never ends?): it ran for 2s, half the reconcile timeout (loom run --reconcile-timeout)")
@@ -43,14 +43,11 @@ func TestLoopingTemplateDoesNotBlockOtherParents(t *testing.T) {
 // had no deadline: the only worker rendered the looping parent until Loom
 // was killed, and the other parent never became Ready.
 func TestLoopingChartDoesNotBlockOtherParents(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	gvr := schema.GroupVersionResource{Group: "deadline.e2e.loom.dev", Version: "v1", Resource: "loopapps"}
-	t.Cleanup(func() {
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), "loopapps.deadline.e2e.loom.dev", metav1.DeleteOptions{})
-	})
-	root := t.TempDir()
-	testutil.WriteFiles(t, filepath.Join(root, "loopapp"), map[string]string{
+	set := newChartSet(t, "loopapp", map[string]string{
 		"loom.yaml":         "parent:\n  apiVersion: deadline.e2e.loom.dev/v1\n  kind: LoopApp\nchart: chart\n",
 		"chart/Chart.yaml":  "apiVersion: v2\nname: loopapp\nversion: 0.1.0\n",
 		"chart/values.yaml": "loop: false\n",
@@ -58,12 +55,8 @@ func TestLoopingChartDoesNotBlockOtherParents(t *testing.T) {
 			"{{- range until 1000000 }}{{ range until 1000000 }}{{ end }}{{ end }}\n{{- end }}\n",
 		"chart/templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n" +
 			"  loop: {{ .Values.loop | quote }}\n{{- if .Values.loop }}{{ include \"loopapp.loop\" . }}{{ end }}\n",
-	})
-	startLoom(t, root, ns, loomOptions{workers: 1, reconcileTimeout: 4 * time.Second, installCRDs: true})
-	eventually(t, 60*time.Second, "the LoopApp CRD is served", func(ctx context.Context) error {
-		_, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
+	}, gvr)
+	set.start(t, ns, loomOptions{workers: 1, reconcileTimeout: 4 * time.Second})
 	createObject(t, gvr, ns, "apiVersion: deadline.e2e.loom.dev/v1\nkind: LoopApp\nmetadata:\n  name: looping\nspec:\n  loop: true\n")
 	createObject(t, gvr, ns, "apiVersion: deadline.e2e.loom.dev/v1\nkind: LoopApp\nmetadata:\n  name: good\nspec: {}\n")
 	waitConditionGVR(t, gvr, ns, "good", "Ready", "True")

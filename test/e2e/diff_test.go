@@ -13,13 +13,16 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // loomDiff runs bin/loom diff and returns its output and exit code.
 func loomDiff(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	bin := filepath.Join(repoRoot, "bin", "loom")
-	out, err := exec.Command(bin, append([]string{"diff", "--kubeconfig", kubeconfigPath()}, args...)...).CombinedOutput()
+	e := env.From(t)
+	bin := e.Binary
+	out, err := exec.Command(bin, append([]string{"diff", "--kubeconfig", e.Kubeconfig}, args...)...).CombinedOutput()
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -35,15 +38,16 @@ func loomDiff(t *testing.T, args ...string) (string, int) {
 // change, be created or be pruned, with kubectl diff's exit codes, and it
 // writes nothing.
 func TestDiffPreviewsATemplateEdit(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
-	createParent(t, ns, minimalParent)
+	ns := e.NewNamespace(t)
+	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
+	createParentFixture(t, ns, "full")
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "web", "Ready", "True")
 	waitCondition(t, ns, "hello", "Ready", "True")
 
-	out, code := loomDiff(t, "-t", filepath.Join(repoRoot, "templates", "myresource"), "-n", ns)
+	out, code := loomDiff(t, "-t", filepath.Join(e.Root, "templates", "myresource"), "-n", ns)
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("MyResource %s/web: 0 to create, 0 to change, 3 unchanged, 0 to prune", ns)) {
 		t.Fatalf("the shipped set against its own children: exit %d\n%s", code, out)
 	}
@@ -72,14 +76,14 @@ func TestDiffPreviewsATemplateEdit(t *testing.T) {
 	}
 
 	// Nothing was written.
-	dep, err := get(context.Background(), deployGVR, ns, "web")
+	dep, err := e.Get(context.Background(), deployGVR, ns, "web")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, found, _ := unstructured.NestedInt64(dep.Object, "spec", "minReadySeconds"); found {
 		t.Error("the dry run changed the Deployment")
 	}
-	if _, err := get(context.Background(), serviceGVR, ns, "web"); err != nil {
+	if _, err := e.Get(context.Background(), serviceGVR, ns, "web"); err != nil {
 		t.Errorf("the dry run pruned the Service: %v", err)
 	}
 

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // gadgetWidgetSet writes a template set whose parent kind, Widget, and one of
@@ -51,19 +53,20 @@ spec:
 // informer's list and the CRDs being established race), with no pause
 // anywhere, and a parent is created as soon as its kind is served.
 func TestCRDsInstalledWhileLoomStarts(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	group := fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
 	dir := gadgetWidgetSet(t, group)
 	t.Cleanup(func() {
-		deleteTestCRD(group, "widgets")
-		deleteTestCRD(group, "gadgets")
+		deleteTestCRD(e, group, "widgets")
+		deleteTestCRD(e, group, "gadgets")
 	})
 	installed := make(chan error, 1)
 	go func() {
-		err := applyCRD(context.Background(), testCRD(group, "Widget", "widgets"))
+		err := e.ApplyCRD(context.Background(), testCRD(group, "Widget", "widgets"))
 		if err == nil {
-			err = applyCRD(context.Background(), testCRD(group, "Gadget", "gadgets"))
+			err = e.ApplyCRD(context.Background(), testCRD(group, "Gadget", "gadgets"))
 		}
 		installed <- err
 	}()
@@ -76,10 +79,10 @@ func TestCRDsInstalledWhileLoomStarts(t *testing.T) {
 	gadgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
 	createObject(t, widgets, ns, `{"apiVersion":"`+group+`/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":"large"}}`)
 	eventually(t, 60*time.Second, "the Widget's ConfigMap and Gadget are applied", func(ctx context.Context) error {
-		if _, err := get(ctx, configMapGVR, ns, "w1-cm"); err != nil {
+		if _, err := e.Get(ctx, configMapGVR, ns, "w1-cm"); err != nil {
 			return err
 		}
-		_, err := get(ctx, gadgets, ns, "w1-gadget")
+		_, err := e.Get(ctx, gadgets, ns, "w1-gadget")
 		return err
 	})
 	waitConditionGVR(t, widgets, ns, "w1", "Degraded", "False")
@@ -116,8 +119,9 @@ func (h *holdFirst) RoundTrip(r *http.Request) (*http.Response, error) {
 // The test forces the order by holding Loom's first list of CRDs until the
 // CRD is established.
 func TestCRDEstablishedBeforeLoomListsCRDs(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	group := fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
 	hold := &holdFirst{arrived: make(chan struct{}), release: make(chan struct{}), match: func(r *http.Request) bool {
 		return r.Method == http.MethodGet && r.URL.Path == "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -147,7 +151,7 @@ func TestCRDEstablishedBeforeLoomListsCRDs(t *testing.T) {
 	widgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
 	createObject(t, widgets, ns, `{"apiVersion":"`+group+`/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":"large"}}`)
 	eventually(t, 30*time.Second, "the Widget controller starts and applies the ConfigMap", func(ctx context.Context) error {
-		_, err := get(ctx, configMapGVR, ns, "w1-cm")
+		_, err := e.Get(ctx, configMapGVR, ns, "w1-cm")
 		return err
 	})
 	waitConditionGVR(t, widgets, ns, "w1", "Degraded", "False")
@@ -209,8 +213,9 @@ func (d *staleDiscovery) RoundTrip(r *http.Request) (*http.Response, error) {
 // from before the CRD until Loom has refreshed it three times after the CRD
 // was established: more than the CRD's own events cause).
 func TestChildKindPublishedAfterItsCRDEvent(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	group := fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
 	installTestCRD(t, group, "Widget", "widgets")
 	disco := &staleDiscovery{last: map[string]recorded{}}
@@ -236,7 +241,7 @@ func TestChildKindPublishedAfterItsCRDEvent(t *testing.T) {
 
 	gadgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
 	eventually(t, 30*time.Second, "the Gadget is applied once its kind is served", func(ctx context.Context) error {
-		_, err := get(ctx, gadgets, ns, "w1-gadget")
+		_, err := e.Get(ctx, gadgets, ns, "w1-gadget")
 		return err
 	})
 	waitConditionGVR(t, widgets, ns, "w1", "Degraded", "False")

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // leaf is one field Loom owns in a child: its path in the object.
@@ -134,6 +136,7 @@ func mutate(v any) any {
 // does not (which Loom must leave alone, with no write). The seed is
 // logged; LOOM_DRIFT_SEED replays a run.
 func TestRandomEditsToLiveChildren(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("LOOM_DRIFT_SEED"); s != "" {
@@ -141,14 +144,14 @@ func TestRandomEditsToLiveChildren(t *testing.T) {
 	}
 	t.Logf("seed %d (LOOM_DRIFT_SEED=%d replays it)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	l := startDriftParent(t, ns, "f")
 	ctx := context.Background()
 	children := map[schema.GroupVersionResource]string{secretGVR: "f-secret", configMapGVR: "f-cm", deployGVR: "f"}
 	snapshot := map[string]*unstructured.Unstructured{}
 	var leaves []leaf
 	for gvr, name := range children {
-		u, err := get(ctx, gvr, ns, name)
+		u, err := e.Get(ctx, gvr, ns, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +170,7 @@ func TestRandomEditsToLiveChildren(t *testing.T) {
 			gvrs := []schema.GroupVersionResource{secretGVR, configMapGVR, deployGVR}
 			gvr := gvrs[rng.IntN(len(gvrs))]
 			key := fmt.Sprintf("other-%d", i)
-			if err := update(ctx, gvr, ns, children[gvr], func(u *unstructured.Unstructured) {
+			if err := update(ctx, e, gvr, ns, children[gvr], func(u *unstructured.Unstructured) {
 				labels := u.GetLabels()
 				labels[key] = "x"
 				u.SetLabels(labels)
@@ -196,11 +199,11 @@ func TestRandomEditsToLiveChildren(t *testing.T) {
 		}
 		_, field, _ := locate(snapshot[lf.gvr.Resource].Object, lf.path)
 		wantValue := want[field]
-		before, err := get(ctx, lf.gvr, ns, lf.name)
+		before, err := e.Get(ctx, lf.gvr, ns, lf.name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = update(ctx, lf.gvr, ns, lf.name, func(u *unstructured.Unstructured) {
+		err = update(ctx, e, lf.gvr, ns, lf.name, func(u *unstructured.Unstructured) {
 			m, f, ok := locate(u.Object, lf.path)
 			if !ok {
 				return
@@ -215,7 +218,7 @@ func TestRandomEditsToLiveChildren(t *testing.T) {
 			t.Logf("round %d: the API server refused the edit of %s %s (%v); skipped", i, lf.gvr.Resource, lf.path, err)
 			continue
 		}
-		if after, err := get(ctx, lf.gvr, ns, lf.name); err == nil && after.GetResourceVersion() == before.GetResourceVersion() {
+		if after, err := e.Get(ctx, lf.gvr, ns, lf.name); err == nil && after.GetResourceVersion() == before.GetResourceVersion() {
 			// Removing a field whose value is the server's default (a
 			// Deployment's replicas: 1) is no change: nothing to repair.
 			t.Logf("round %d: the edit of %s %s changed nothing (the server defaulted it back); skipped", i, lf.gvr.Resource, lf.path)
@@ -223,7 +226,7 @@ func TestRandomEditsToLiveChildren(t *testing.T) {
 		}
 		t.Logf("round %d: %s %s %s", i, map[bool]string{true: "removed", false: "changed"}[remove], lf.gvr.Resource, lf.path)
 		eventually(t, 20*time.Second, fmt.Sprintf("round %d: Loom restores %s %s", i, lf.gvr.Resource, lf.path), func(ctx context.Context) error {
-			u, err := get(ctx, lf.gvr, ns, lf.name)
+			u, err := e.Get(ctx, lf.gvr, ns, lf.name)
 			if err != nil {
 				return err
 			}

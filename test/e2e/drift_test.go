@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 var secretGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
@@ -76,20 +78,20 @@ func startDriftParent(t *testing.T, ns, name string) *loom {
 // update reads an object, lets edit change it, and writes it back with an
 // Update (PUT), as kubectl edit does.
 // A conflict (a controller wrote in between) reads and edits again.
-func update(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, edit func(u *unstructured.Unstructured)) error {
+func update(ctx context.Context, e *env.Env, gvr schema.GroupVersionResource, ns, name string, edit func(u *unstructured.Unstructured)) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u, err := get(ctx, gvr, ns, name)
+		u, err := e.Get(ctx, gvr, ns, name)
 		if err != nil {
 			return err
 		}
 		edit(u)
-		_, err = dyn.Resource(gvr).Namespace(ns).Update(ctx, u, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+		_, err = e.Dyn.Resource(gvr).Namespace(ns).Update(ctx, u, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
 		return err
 	})
 }
 
-func patch(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, pt types.PatchType, body string) error {
-	_, err := dyn.Resource(gvr).Namespace(ns).Patch(ctx, name, pt, []byte(body), metav1.PatchOptions{FieldManager: "intruder"})
+func patch(ctx context.Context, e *env.Env, gvr schema.GroupVersionResource, ns, name string, pt types.PatchType, body string) error {
+	_, err := e.Dyn.Resource(gvr).Namespace(ns).Patch(ctx, name, pt, []byte(body), metav1.PatchOptions{FieldManager: "intruder"})
 	return err
 }
 
@@ -100,8 +102,9 @@ func patch(ctx context.Context, gvr schema.GroupVersionResource, ns, name string
 // quantity cases were never reverted, and a volume source replaced by
 // hand was not even seen.
 func TestDriftIsDecidedExactly(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	l := startDriftParent(t, ns, "d")
 	ctx := context.Background()
 	b64 := base64.StdEncoding.EncodeToString([]byte("s3cret"))
@@ -114,24 +117,24 @@ func TestDriftIsDecidedExactly(t *testing.T) {
 	}{
 		{"Secret data edited by hand (rendered with stringData)", secretGVR, "d-secret",
 			func() error {
-				return update(ctx, secretGVR, ns, "d-secret", func(u *unstructured.Unstructured) {
+				return update(ctx, e, secretGVR, ns, "d-secret", func(u *unstructured.Unstructured) {
 					_ = unstructured.SetNestedField(u.Object, base64.StdEncoding.EncodeToString([]byte("hacked")), "data", "password")
 				})
 			},
 			func(u *unstructured.Unstructured) error { return wantString(u, b64, "data", "password") }},
 		{`ConfigMap value "1" patched to "01"`, configMapGVR, "d-cm",
 			func() error {
-				return patch(ctx, configMapGVR, ns, "d-cm", types.MergePatchType, `{"data":{"level":"01"}}`)
+				return patch(ctx, e, configMapGVR, ns, "d-cm", types.MergePatchType, `{"data":{"level":"01"}}`)
 			},
 			func(u *unstructured.Unstructured) error { return wantString(u, "1", "data", "level") }},
 		{`ConfigMap value "1.10" patched to "1.1"`, configMapGVR, "d-cm",
 			func() error {
-				return patch(ctx, configMapGVR, ns, "d-cm", types.MergePatchType, `{"data":{"version":"1.1"}}`)
+				return patch(ctx, e, configMapGVR, ns, "d-cm", types.MergePatchType, `{"data":{"version":"1.1"}}`)
 			},
 			func(u *unstructured.Unstructured) error { return wantString(u, "1.10", "data", "version") }},
 		{`env value "1.10" patched to "1.1"`, deployGVR, "d",
 			func() error {
-				return patch(ctx, deployGVR, ns, "d", types.StrategicMergePatchType,
+				return patch(ctx, e, deployGVR, ns, "d", types.StrategicMergePatchType,
 					`{"spec":{"template":{"spec":{"containers":[{"name":"app","env":[{"name":"V","value":"1.1"}]}]}}}}`)
 			},
 			func(u *unstructured.Unstructured) error {
@@ -144,7 +147,7 @@ func TestDriftIsDecidedExactly(t *testing.T) {
 			}},
 		{"label removed by an Update", deployGVR, "d",
 			func() error {
-				return update(ctx, deployGVR, ns, "d", func(u *unstructured.Unstructured) {
+				return update(ctx, e, deployGVR, ns, "d", func(u *unstructured.Unstructured) {
 					labels := u.GetLabels()
 					delete(labels, "tier")
 					u.SetLabels(labels)
@@ -158,7 +161,7 @@ func TestDriftIsDecidedExactly(t *testing.T) {
 			}},
 		{"annotation removed by an Update", deployGVR, "d",
 			func() error {
-				return update(ctx, deployGVR, ns, "d", func(u *unstructured.Unstructured) {
+				return update(ctx, e, deployGVR, ns, "d", func(u *unstructured.Unstructured) {
 					ann := u.GetAnnotations()
 					delete(ann, "team")
 					u.SetAnnotations(ann)
@@ -179,7 +182,7 @@ func TestDriftIsDecidedExactly(t *testing.T) {
 		var last error
 		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) {
-			u, err := get(ctx, tt.gvr, ns, tt.obj)
+			u, err := e.Get(ctx, tt.gvr, ns, tt.obj)
 			if err == nil {
 				err = tt.check(u)
 			}
@@ -205,17 +208,17 @@ func TestDriftIsDecidedExactly(t *testing.T) {
 	// hostPath, which it does not own and does not delete: the API server
 	// refuses two volume sources. The parent says so, naming the field,
 	// until the hostPath is removed; then Loom restores its emptyDir.
-	if err := patch(ctx, deployGVR, ns, "d", types.JSONPatchType,
+	if err := patch(ctx, e, deployGVR, ns, "d", types.JSONPatchType,
 		`[{"op":"replace","path":"/spec/template/spec/volumes/0","value":{"name":"scratch","hostPath":{"path":"/etc"}}}]`); err != nil {
 		t.Fatal(err)
 	}
 	waitDegraded(t, myresGVR, ns, "d", "ApplyFailed", "Deployment d", "hostPath")
 	waitEvent(t, ns, "d", "Warning", "ApplyFailed", "hostPath")
-	if err := patch(ctx, deployGVR, ns, "d", types.JSONPatchType, `[{"op":"remove","path":"/spec/template/spec/volumes/0/hostPath"}]`); err != nil {
+	if err := patch(ctx, e, deployGVR, ns, "d", types.JSONPatchType, `[{"op":"remove","path":"/spec/template/spec/volumes/0/hostPath"}]`); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "Loom restores the emptyDir volume", func(ctx context.Context) error {
-		u, err := get(ctx, deployGVR, ns, "d")
+		u, err := e.Get(ctx, deployGVR, ns, "d")
 		if err != nil {
 			return err
 		}
@@ -233,10 +236,10 @@ func TestDriftIsDecidedExactly(t *testing.T) {
 	// Fields Loom does not set are not Loom's business: no write.
 	quiesce(t, 2*time.Second, func() float64 { return float64(l.writes.total.Load()) })
 	l.writes.reset()
-	if err := patch(ctx, configMapGVR, ns, "d-cm", types.MergePatchType, `{"metadata":{"labels":{"theirs":"yes"}},"data":{"extra":"x"}}`); err != nil {
+	if err := patch(ctx, e, configMapGVR, ns, "d-cm", types.MergePatchType, `{"metadata":{"labels":{"theirs":"yes"}},"data":{"extra":"x"}}`); err != nil {
 		t.Fatal(err)
 	}
-	if err := patch(ctx, deployGVR, ns, "d", types.MergePatchType, `{"metadata":{"annotations":{"theirs":"x"}}}`); err != nil {
+	if err := patch(ctx, e, deployGVR, ns, "d", types.MergePatchType, `{"metadata":{"annotations":{"theirs":"x"}}}`); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * time.Second)

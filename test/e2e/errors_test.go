@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // A template that breaks for one parent (it reads .Spec.config.LOG_LEVEL,
@@ -24,15 +26,16 @@ import (
 // template's file:line, records a Warning Event, and does not stop another
 // parent from becoming Ready. Fixing the template clears the condition.
 func TestBrokenTemplateDegradesOnlyItsParent(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := copyTemplates(t)
 	deployment := filepath.Join(dir, "myresource", "deployment.yaml")
 	editFile(t, deployment, "          image:", "          args: [{{ .Spec.config.LOG_LEVEL | lower | quote }}]\n          image:")
 	line := lineOf(t, deployment, ".Spec.config.LOG_LEVEL")
 	startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, minimalParent) // no config: breaks
-	createParent(t, ns, fullParent)    // has config: fine
+	createParentFixture(t, ns, "minimal") // no config: breaks
+	createParentFixture(t, ns, "full")    // has config: fine
 
 	at := fmt.Sprintf("deployment.yaml:%d", line)
 	waitDegraded(t, myresGVR, ns, "hello", "RenderFailed", at)
@@ -48,11 +51,12 @@ func TestBrokenTemplateDegradesOnlyItsParent(t *testing.T) {
 // A template edit that does not parse keeps the last good version: parents
 // keep reconciling, and a later good edit is picked up.
 func TestUnparsableTemplateKeepsLastGoodVersion(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := copyTemplates(t)
 	l := startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 	service := filepath.Join(dir, "myresource", "service.yaml")
 	editFile(t, service, "spec:", "{{ if }}\nspec:")
@@ -68,7 +72,7 @@ func TestUnparsableTemplateKeepsLastGoodVersion(t *testing.T) {
 	// The last good version still renders: a spec change still lands.
 	patchSpec(t, ns, "web", `{"spec":{"replicas":3}}`)
 	waitReplicas(t, ns, "web", 3)
-	p, err := get(context.Background(), myresGVR, ns, "web")
+	p, err := e.Get(context.Background(), myresGVR, ns, "web")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +82,7 @@ func TestUnparsableTemplateKeepsLastGoodVersion(t *testing.T) {
 	editFile(t, service, "{{ if }}\n", "")
 	editFile(t, service, "port: {{", "port: {{ add 1 ")
 	eventually(t, 30*time.Second, "a good edit after a bad one is picked up", func(ctx context.Context) error {
-		svc, err := get(ctx, serviceGVR, ns, "web")
+		svc, err := e.Get(ctx, serviceGVR, ns, "web")
 		if err != nil {
 			return err
 		}
@@ -94,8 +98,9 @@ func TestUnparsableTemplateKeepsLastGoodVersion(t *testing.T) {
 // starts when the CRD appears. A child kind the cluster does not serve makes
 // the parent's condition say so, and is applied once its CRD is installed.
 func TestMissingCRDs(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	group := fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
 	l := startLoom(t, gadgetWidgetSet(t, group), ns, loomOptions{bufferLogs: true, admin: crdJustCreated})
 	eventually(t, 30*time.Second, "Loom waits for the Widget CRD", func(context.Context) error {
@@ -109,7 +114,7 @@ func TestMissingCRDs(t *testing.T) {
 	widgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
 	createObject(t, widgets, ns, `{"apiVersion":"`+group+`/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":"large"}}`)
 	eventually(t, 30*time.Second, "the Widget controller starts and applies the ConfigMap", func(ctx context.Context) error {
-		_, err := get(ctx, configMapGVR, ns, "w1-cm")
+		_, err := e.Get(ctx, configMapGVR, ns, "w1-cm")
 		return err
 	})
 	waitDegraded(t, widgets, ns, "w1", "ApplyFailed", "Gadget", "not served")
@@ -117,7 +122,7 @@ func TestMissingCRDs(t *testing.T) {
 	installTestCRD(t, group, "Gadget", "gadgets")
 	gadgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
 	eventually(t, 30*time.Second, "the Gadget is applied once its CRD exists", func(ctx context.Context) error {
-		_, err := get(ctx, gadgets, ns, "w1-gadget")
+		_, err := e.Get(ctx, gadgets, ns, "w1-gadget")
 		return err
 	})
 	waitConditionGVR(t, widgets, ns, "w1", "Degraded", "False")
@@ -154,14 +159,15 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 // status subresource, and deletes it when the test ends.
 func installTestCRD(t *testing.T, group, kind, plural string, versions ...string) {
 	t.Helper()
-	if err := applyCRD(context.Background(), testCRD(group, kind, plural, versions...)); err != nil {
+	e := env.From(t)
+	if err := e.ApplyCRD(context.Background(), testCRD(group, kind, plural, versions...)); err != nil {
 		t.Fatalf("install CRD %s.%s: %v", plural, group, err)
 	}
-	t.Cleanup(func() { deleteTestCRD(group, plural) })
+	t.Cleanup(func() { deleteTestCRD(e, group, plural) })
 }
 
-func deleteTestCRD(group, plural string) {
-	_ = dyn.Resource(crdGVR).Delete(context.Background(), plural+"."+group, metav1.DeleteOptions{})
+func deleteTestCRD(e *env.Env, group, plural string) {
+	_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), plural+"."+group, metav1.DeleteOptions{})
 }
 
 // testCRD is a namespaced kind's CRD, served at versions (v1 if none)
@@ -202,11 +208,12 @@ spec:
 // live throughout: the timeout frees the worker, so it is not wedged (see
 // TestWedgedWorkerFailsLiveness for one that is).
 func TestHungRequestDoesNotBlockOtherParents(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	var hanging, held atomic.Bool
 	hanging.Store(true)
-	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{
+	l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{
 		workers:          1,
 		reconcileTimeout: 2 * time.Second,
 		hang: func(r *http.Request) bool {
@@ -217,14 +224,14 @@ func TestHungRequestDoesNotBlockOtherParents(t *testing.T) {
 			return h
 		},
 	})
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	eventually(t, 30*time.Second, "hello's reconcile is stuck in its Service apply", func(context.Context) error {
 		if !held.Load() {
 			return errNotYet
 		}
 		return nil
 	})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	// web becomes Ready only after hello's reconcile timed out, so this
 	// checks liveness for at least one whole hang.
 	var liveErr error
@@ -232,7 +239,7 @@ func TestHungRequestDoesNotBlockOtherParents(t *testing.T) {
 		if err := l.mgr.Live(time.Now()); err != nil && liveErr == nil {
 			liveErr = err
 		}
-		p, err := get(ctx, myresGVR, ns, "web")
+		p, err := e.Get(ctx, myresGVR, ns, "web")
 		if err != nil {
 			return err
 		}
@@ -244,7 +251,7 @@ func TestHungRequestDoesNotBlockOtherParents(t *testing.T) {
 	if liveErr != nil {
 		t.Errorf("Live() = %v while a request hung, want nil: the reconcile timeout frees the worker", liveErr)
 	}
-	if p, err := get(context.Background(), myresGVR, ns, "hello"); err != nil {
+	if p, err := e.Get(context.Background(), myresGVR, ns, "hello"); err != nil {
 		t.Fatal(err)
 	} else if st, _, _ := condition(p, "Ready"); st == "True" {
 		t.Fatalf("hello is Ready although its Service apply never returned")
@@ -258,8 +265,9 @@ func TestHungRequestDoesNotBlockOtherParents(t *testing.T) {
 // and the object is left untouched. An object no controller owns is
 // adopted, as Kubernetes' own controllers adopt orphans.
 func TestChildNameTakenByAnotherController(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	owner := createObject(t, configMapGVR, ns, `{apiVersion: v1, kind: ConfigMap, metadata: {name: owner}}`)
 	createObject(t, configMapGVR, ns, fmt.Sprintf(`
 apiVersion: v1
@@ -272,12 +280,12 @@ data: {theirs: "yes"}
 	// A Service handed over with the adopt annotation is adopted.
 	createObject(t, serviceGVR, ns, `{apiVersion: v1, kind: Service, metadata: {name: web, labels: {theirs: "yes"},
   annotations: {loom.dev/adopt: MyResource.example.loom.dev/web}}, spec: {ports: [{name: http, port: 8080}]}}`)
-	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
+	createParentFixture(t, ns, "full")
 
 	waitDegraded(t, myresGVR, ns, "web", "ApplyFailed",
 		"ConfigMap "+ns+"/web-config is controlled by ConfigMap owner, not by MyResource web")
-	cm, err := get(context.Background(), configMapGVR, ns, "web-config")
+	cm, err := e.Get(context.Background(), configMapGVR, ns, "web-config")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,11 +294,11 @@ data: {theirs: "yes"}
 	}
 	waitReplicas(t, ns, "web", 2) // the other children are applied
 	eventually(t, 30*time.Second, "the Service handed over is adopted", func(ctx context.Context) error {
-		svc, err := get(ctx, serviceGVR, ns, "web")
+		svc, err := e.Get(ctx, serviceGVR, ns, "web")
 		if err != nil {
 			return err
 		}
-		parent, err := get(ctx, myresGVR, ns, "web")
+		parent, err := e.Get(ctx, myresGVR, ns, "web")
 		if err != nil {
 			return err
 		}
@@ -303,10 +311,11 @@ data: {theirs: "yes"}
 // and a Warning Event; fixing the spec clears it. A spec the CRD can check
 // (a config key no ConfigMap allows) is refused when it is written.
 func TestBadSpecDegradesOnlyItsParent(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	ns := e.NewNamespace(t)
+	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
+	createParentFixture(t, ns, "full")
 	big := strings.Repeat("x", 1100*1024)
 	createObject(t, myresGVR, ns, fmt.Sprintf(`{"apiVersion":"example.loom.dev/v1alpha1","kind":"MyResource","metadata":{"name":"big"},"spec":{"image":"nginx:1.27","config":{"blob":%q}}}`, big))
 
@@ -322,7 +331,7 @@ func TestBadSpecDegradesOnlyItsParent(t *testing.T) {
 		"apiVersion": "example.loom.dev/v1alpha1", "kind": "MyResource", "metadata": map[string]any{"name": "badkey"},
 		"spec": map[string]any{"image": "nginx", "config": map[string]any{"bad key!": "x"}},
 	}}
-	_, err := dyn.Resource(myresGVR).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{})
+	_, err := e.Dyn.Resource(myresGVR).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "config keys must be valid ConfigMap keys") {
 		t.Fatalf("a config key no ConfigMap allows: err = %v, want the CRD to refuse it", err)
 	}
@@ -355,8 +364,9 @@ data:
 // Switching a set to another version of its parent kind restarts that
 // kind's controller on the new version, without restarting Loom.
 func TestParentVersionSwitchRestartsTheController(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	group, dir, set := widgetVersionSet(t)
 	startLoom(t, dir, ns, loomOptions{admin: crdJustCreated})
 	widgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
@@ -364,7 +374,7 @@ func TestParentVersionSwitchRestartsTheController(t *testing.T) {
 	seenAs := func(want string) {
 		t.Helper()
 		eventually(t, 30*time.Second, "the ConfigMap says the parent was read as "+want, func(ctx context.Context) error {
-			cm, err := get(ctx, configMapGVR, ns, "w1-cm")
+			cm, err := e.Get(ctx, configMapGVR, ns, "w1-cm")
 			if err != nil {
 				return err
 			}
@@ -383,8 +393,9 @@ func TestParentVersionSwitchRestartsTheController(t *testing.T) {
 // children, and one Warning Event says why its status stays empty; adding
 // the subresource to the CRD lets the status be written.
 func TestParentKindWithoutStatusSubresource(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	group := fmt.Sprintf("e2e%d.loom.dev", rand.Uint32())
 	crd := func(subresources string) []byte {
 		return []byte(fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
@@ -405,11 +416,11 @@ spec:
         x-kubernetes-preserve-unknown-fields: true
 `, group, subresources))
 	}
-	if err := applyCRD(context.Background(), crd("")); err != nil {
+	if err := e.ApplyCRD(context.Background(), crd("")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), "gizmos."+group, metav1.DeleteOptions{})
+		_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), "gizmos."+group, metav1.DeleteOptions{})
 	})
 	dir := t.TempDir()
 	writeFiles(t, filepath.Join(dir, "gizmo"), map[string]string{
@@ -420,7 +431,7 @@ spec:
 	gizmos := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gizmos"}
 	createObject(t, gizmos, ns, `{"apiVersion":"`+group+`/v1","kind":"Gizmo","metadata":{"name":"g1"}}`)
 	eventually(t, 30*time.Second, "the child is applied", func(ctx context.Context) error {
-		_, err := get(ctx, configMapGVR, ns, "g1-cm")
+		_, err := e.Get(ctx, configMapGVR, ns, "g1-cm")
 		return err
 	})
 	waitEvent(t, ns, "g1", "Warning", "StatusNotWritten", "gizmos."+group, "no status subresource")
@@ -433,11 +444,11 @@ spec:
 	before := reconciled()
 	other := strings.Replace(string(crd("")), "gizmo", "doohickey", -1)
 	other = strings.Replace(other, "Gizmo", "Doohickey", -1)
-	if err := applyCRD(context.Background(), []byte(other)); err != nil {
+	if err := e.ApplyCRD(context.Background(), []byte(other)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), "doohickeys."+group, metav1.DeleteOptions{})
+		_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), "doohickeys."+group, metav1.DeleteOptions{})
 	})
 	eventually(t, 30*time.Second, "the parent is reconciled again after a CRD change", func(context.Context) error {
 		if n := reconciled(); n <= before {
@@ -446,7 +457,7 @@ spec:
 		return nil
 	})
 	consistently(t, 2*time.Second, "the StatusNotWritten Event is recorded once", func(ctx context.Context) error {
-		evs, err := events(ctx, ns, "g1")
+		evs, err := e.Events(ctx, ns, "g1")
 		if err != nil {
 			return err
 		}
@@ -461,7 +472,7 @@ spec:
 		t.Errorf("loom_status_writes_total = %v without a status subresource", n)
 	}
 
-	if err := applyCRD(context.Background(), crd("    subresources: {status: {}}\n")); err != nil {
+	if err := e.ApplyCRD(context.Background(), crd("    subresources: {status: {}}\n")); err != nil {
 		t.Fatal(err)
 	}
 	waitConditionGVR(t, gizmos, ns, "g1", "Ready", "True")

@@ -9,15 +9,18 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // grant binds a new ClusterRole with rules to user, and removes both when
 // the test ends.
 func grant(t *testing.T, name, user string, rules ...rbacv1.PolicyRule) {
 	t.Helper()
+	e := env.From(t)
 	ctx := context.Background()
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
-	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	binding := &rbacv1.ClusterRoleBinding{
@@ -25,12 +28,12 @@ func grant(t *testing.T, name, user string, rules ...rbacv1.PolicyRule) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}},
 	}
-	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = e.Kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = e.Kube.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 }
 
@@ -56,8 +59,9 @@ var baseRules = []rbacv1.PolicyRule{
 // status write then failed on the expired context, and the parent showed
 // nothing.
 func TestChildKindLoomMayNotList(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	user := "loom-nolist-" + ns
 	grant(t, user, user, baseRules...)
 	// The reconcile timeout is far longer than waitDegraded's 30 s: a
@@ -75,7 +79,7 @@ func TestChildKindLoomMayNotList(t *testing.T) {
 	grant(t, user+"-secrets", user, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: all})
 	waitCondition(t, ns, "s", "Ready", "True")
 	waitCondition(t, ns, "t", "Ready", "True")
-	if _, err := get(context.Background(), secretGVR, ns, "s-secret"); err != nil {
+	if _, err := e.Get(context.Background(), secretGVR, ns, "s-secret"); err != nil {
 		t.Errorf("the Secret child after the grant: %v", err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // The CRDs Generate makes of engine/crd's test sets (every compact type
@@ -35,9 +36,10 @@ import (
 // writes is stored whole (nothing pruned). The kinds are in the group
 // gen.test.loom.dev, deleted at the end.
 func TestGeneratedCRDsAreServed(t *testing.T) {
+	e := env.From(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	tests := []struct {
 		set, spec string
 		// want is the spec the API server stores (with its defaults).
@@ -61,7 +63,7 @@ func TestGeneratedCRDsAreServed(t *testing.T) {
 			if c.Parent.ScopeOrDefault() == config.ScopeNamespaced {
 				parent.SetNamespace(ns)
 			}
-			res := resourceOf(gvr, parent.GetNamespace())
+			res := resourceOf(e, gvr, parent.GetNamespace())
 			created, err := res.Create(ctx, parent, metav1.CreateOptions{})
 			if err != nil {
 				t.Fatalf("create %s: %v", c.Parent.Kind, err)
@@ -89,6 +91,7 @@ func installGenerated(ctx context.Context, t *testing.T, c config.Config) schema
 // until its kind is served.
 func installCRDDef(ctx context.Context, t *testing.T, def *apiextv1.CustomResourceDefinition) schema.GroupVersionResource {
 	t.Helper()
+	e := env.From(t)
 	obj, err := crd.Unstructured(def)
 	if err != nil {
 		t.Fatal(err)
@@ -98,14 +101,14 @@ func installCRDDef(ctx context.Context, t *testing.T, def *apiextv1.CustomResour
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { deleteCRD(t, def.Name) })
-	if err := applyCRD(ctx, raw); err != nil {
+	if err := e.ApplyCRD(ctx, raw); err != nil {
 		t.Fatalf("apply CRD %s: %v", def.Name, err)
 	}
 	gvr := schema.GroupVersionResource{Group: def.Spec.Group, Version: def.Spec.Versions[0].Name, Resource: def.Spec.Names.Plural}
 	// Established comes a moment before the kind is served to clients:
 	// wait until a list answers.
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+		_, err := e.Dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
 	})
 	if err != nil {
@@ -145,11 +148,11 @@ func checkStatusStored(ctx context.Context, t *testing.T, res dynamic.ResourceIn
 
 // resourceOf is the client of a kind's objects in ns ("" for a
 // cluster-scoped kind). The CRD's deletion deletes the objects.
-func resourceOf(gvr schema.GroupVersionResource, ns string) dynamic.ResourceInterface {
+func resourceOf(e *env.Env, gvr schema.GroupVersionResource, ns string) dynamic.ResourceInterface {
 	if ns == "" {
-		return dyn.Resource(gvr)
+		return e.Dyn.Resource(gvr)
 	}
-	return dyn.Resource(gvr).Namespace(ns)
+	return e.Dyn.Resource(gvr).Namespace(ns)
 }
 
 // jsonValue is v as the API server returns it (JSON numbers as int64 or
@@ -180,15 +183,16 @@ func decode(t *testing.T, src string) any {
 // deleteCRD deletes a CRD the test made and waits until it is gone, so
 // that a rerun creates it afresh.
 func deleteCRD(t *testing.T, name string) {
+	e := env.From(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := dyn.Resource(crdGVR).Delete(ctx, name, metav1.DeleteOptions{})
+	err := e.Dyn.Resource(crdGVR).Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("delete CRD %s: %v", name, err)
 		return
 	}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+		_, err := e.Dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
@@ -199,15 +203,16 @@ func deleteCRD(t *testing.T, name string) {
 // The shipped MyResource CRD (crds/, applied by TestMain) defaults a
 // parent that gives only its image, as the hand-written one did.
 func TestShippedCRDDefaults(t *testing.T) {
+	e := env.From(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	parent := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.loom.dev/v1alpha1", "kind": "MyResource",
 		"metadata": map[string]any{"name": "gen", "namespace": ns},
 		"spec":     map[string]any{"image": "nginx"},
 	}}
-	created, err := dyn.Resource(myresGVR).Namespace(ns).Create(ctx, parent, metav1.CreateOptions{})
+	created, err := e.Dyn.Resource(myresGVR).Namespace(ns).Create(ctx, parent, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +222,7 @@ func TestShippedCRDDefaults(t *testing.T) {
 	bad := parent.DeepCopy()
 	bad.SetName("gen-bad")
 	bad.Object["spec"] = map[string]any{"image": "nginx", "config": map[string]any{"bad key": "x"}}
-	_, err = dyn.Resource(myresGVR).Namespace(ns).Create(ctx, bad, metav1.CreateOptions{})
+	_, err = e.Dyn.Resource(myresGVR).Namespace(ns).Create(ctx, bad, metav1.CreateOptions{})
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "config keys must be valid ConfigMap keys") {
 		t.Errorf("create with a bad config key = %v, want the CEL rule's message", err)
 	}
@@ -228,9 +233,10 @@ func TestShippedCRDDefaults(t *testing.T) {
 // the rule's message, as Admit refuses it offline, and an update that
 // changes an immutable field is refused.
 func TestCompactRulesAreEnforced(t *testing.T) {
+	e := env.From(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	c := testSetConfig(t, "compact")
 	gvr := installGenerated(ctx, t, c)
 	def, err := crd.Generate(c)
@@ -241,7 +247,7 @@ func TestCompactRulesAreEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := dyn.Resource(gvr).Namespace(ns)
+	res := e.Dyn.Resource(gvr).Namespace(ns)
 	parent := func(name, spec string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"spec": decode(t, spec)}}
 		u.SetAPIVersion(c.Parent.APIVersion)
@@ -283,7 +289,8 @@ func TestCompactRulesAreEnforced(t *testing.T) {
 // testSetConfig reads the loom.yaml of one of engine/crd's test sets.
 func testSetConfig(t *testing.T, name string) config.Config {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "engine", "crd", "testdata", "sets", name+".yaml"))
+	e := env.From(t)
+	raw, err := os.ReadFile(filepath.Join(e.Root, "engine", "crd", "testdata", "sets", name+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,9 +308,10 @@ func testSetConfig(t *testing.T, name string) config.Config {
 // removes the chart's default as in Helm's values, even where
 // values.schema.json has an enum (web's image.pullPolicy).
 func TestChartSetCRDsAreServed(t *testing.T) {
+	e := env.From(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	for _, tt := range []struct {
 		set, good, nulls, bad, refusal string
 	}{
@@ -312,7 +320,7 @@ func TestChartSetCRDsAreServed(t *testing.T) {
 		{set: "secrets", good: `{auth: {password: pw}, other: 1}`, nulls: `{auth: {password: null}}`, bad: `{auth: {password: 5}}`, refusal: "spec.auth.password"},
 	} {
 		t.Run(tt.set, func(t *testing.T) {
-			set, err := render.Load(filepath.Join(repoRoot, "engine/render/testdata/chartsets", tt.set))
+			set, err := render.Load(filepath.Join(e.Root, "engine/render/testdata/chartsets", tt.set))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -331,21 +339,21 @@ func TestChartSetCRDsAreServed(t *testing.T) {
 				u.SetName(name)
 				return u
 			}
-			stored, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, mk("good", tt.good), metav1.CreateOptions{})
+			stored, err := e.Dyn.Resource(gvr).Namespace(ns).Create(ctx, mk("good", tt.good), metav1.CreateOptions{})
 			if err != nil {
 				t.Fatalf("good values refused: %v", err)
 			}
 			if got, want := stored.Object["spec"], decode(t, tt.good); !cmp.Equal(got, want) {
 				t.Errorf("stored spec %v, want %v", got, want)
 			}
-			stored, err = dyn.Resource(gvr).Namespace(ns).Create(ctx, mk("nulls", tt.nulls), metav1.CreateOptions{})
+			stored, err = e.Dyn.Resource(gvr).Namespace(ns).Create(ctx, mk("nulls", tt.nulls), metav1.CreateOptions{})
 			if err != nil {
 				t.Fatalf("nulls refused: %v", err)
 			}
 			if diff := cmp.Diff(decode(t, tt.nulls), stored.Object["spec"]); diff != "" {
 				t.Errorf("the API server did not keep the nulls (-want +stored):\n%s", diff)
 			}
-			_, err = dyn.Resource(gvr).Namespace(ns).Create(ctx, mk("bad", tt.bad), metav1.CreateOptions{})
+			_, err = e.Dyn.Resource(gvr).Namespace(ns).Create(ctx, mk("bad", tt.bad), metav1.CreateOptions{})
 			if err == nil || !strings.Contains(err.Error(), tt.refusal) {
 				t.Errorf("bad values: %v, want a refusal of %s", err, tt.refusal)
 			}

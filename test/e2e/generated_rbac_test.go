@@ -23,12 +23,14 @@ import (
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/rbac"
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // generatedPolicy is what `loom rbac -t templates/ --namespace ns` prints.
 func generatedPolicy(t *testing.T, ns string) rbac.Policy {
 	t.Helper()
-	return policyFor(t, filepath.Join(repoRoot, "templates"), rbac.Options{Namespace: ns})
+	e := env.From(t)
+	return policyFor(t, filepath.Join(e.Root, "templates"), rbac.Options{Namespace: ns})
 }
 
 // policyFor is what `loom rbac -t dir` prints with the flags of o.
@@ -54,18 +56,19 @@ func policyFor(t *testing.T, dir string, o rbac.Options) rbac.Policy {
 // ends.
 func bindPolicy(t *testing.T, p rbac.Policy, name string, sa types.NamespacedName) {
 	t.Helper()
+	e := env.From(t)
 	ctx := context.Background()
 	for _, obj := range p.Objects(name, sa) {
-		if err := createRBACObject(ctx, obj); err != nil {
+		if err := createRBACObject(ctx, e, obj); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = deleteRBACObject(context.Background(), obj) })
+		t.Cleanup(func() { _ = deleteRBACObject(context.Background(), e, obj) })
 	}
 }
 
-func createRBACObject(ctx context.Context, obj runtime.Object) error {
+func createRBACObject(ctx context.Context, e *env.Env, obj runtime.Object) error {
 	var err error
-	r := kube.RbacV1()
+	r := e.Kube.RbacV1()
 	switch o := obj.(type) {
 	case *rbacv1.ClusterRole:
 		_, err = r.ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
@@ -84,8 +87,8 @@ func createRBACObject(ctx context.Context, obj runtime.Object) error {
 	return err
 }
 
-func deleteRBACObject(ctx context.Context, obj runtime.Object) error {
-	r := kube.RbacV1()
+func deleteRBACObject(ctx context.Context, e *env.Env, obj runtime.Object) error {
+	r := e.Kube.RbacV1()
 	switch o := obj.(type) {
 	case *rbacv1.ClusterRole:
 		return r.ClusterRoles().Delete(ctx, o.Name, metav1.DeleteOptions{})
@@ -104,11 +107,12 @@ func deleteRBACObject(ctx context.Context, obj runtime.Object) error {
 // ClusterRole for CRDs) converges a parent with every child, prunes, and
 // reports no missing permission.
 func TestGeneratedRBACIsEnough(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	sa := types.NamespacedName{Namespace: ns, Name: "loom"}
 	bindPolicy(t, generatedPolicy(t, ns), "loom-gen-"+ns, sa)
-	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{impersonate: "system:serviceaccount:" + ns + ":loom"})
+	l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{impersonate: "system:serviceaccount:" + ns + ":loom"})
 	convergeAndPrune(t, ns)
 	eventually(t, 30*time.Second, "Loom is ready, with no missing permission", func(context.Context) error { return l.mgr.Ready() })
 }
@@ -118,8 +122,9 @@ func TestGeneratedRBACIsEnough(t *testing.T) {
 // seconds, instead of waiting on a cache that can never sync; granting it
 // back heals readiness with no restart.
 func TestEachGeneratedRuleIsChecked(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	full := generatedPolicy(t, ns)
 	if full.Count() < 5 {
 		t.Fatalf("only %d rules generated", full.Count())
@@ -132,7 +137,7 @@ func TestEachGeneratedRuleIsChecked(t *testing.T) {
 			user := fmt.Sprintf("loom-less-%d", i)
 			sa := types.NamespacedName{Namespace: ns, Name: user}
 			bindPolicy(t, less, "loom-less-"+ns+"-"+fmt.Sprint(i), sa)
-			l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{impersonate: "system:serviceaccount:" + ns + ":" + user, quiet: true})
+			l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{impersonate: "system:serviceaccount:" + ns + ":" + user, quiet: true})
 			eventually(t, 30*time.Second, "readiness names the removed rule", func(context.Context) error {
 				err := l.mgr.Ready()
 				if err == nil {
@@ -170,13 +175,14 @@ const ownerKindDelay = 35 * time.Second
 // CRD of each set's parent kind that exists is ownerKindDelay old.
 func waitOwnerKindsAdmitted(t *testing.T, sets []*render.Set) {
 	t.Helper()
+	e := env.From(t)
 	for _, s := range sets {
 		gvk := s.ParentGVK()
 		plural := s.Config.Parent.Plural
 		if plural == "" {
 			plural = crd.Plural(gvk.Kind)
 		}
-		obj, err := get(context.Background(), crdGVR, "", plural+"."+gvk.Group)
+		obj, err := e.Get(context.Background(), crdGVR, "", plural+"."+gvk.Group)
 		if err != nil {
 			continue // not there yet: Loom installs it, or a test creates it later
 		}
@@ -195,6 +201,7 @@ var generatedUsers atomic.Int64
 // and --install-crds; the bindings go when the test ends.
 func generatedUser(t *testing.T, templates, namespace string, installCRDs bool) string {
 	t.Helper()
+	e := env.From(t)
 	sets, _ := render.LoadAll(templates) // a set that fails to load is some test's bad input
 	var rs []rbac.Set
 	for _, s := range sets {
@@ -213,10 +220,10 @@ func generatedUser(t *testing.T, templates, namespace string, installCRDs bool) 
 		case *rbacv1.RoleBinding:
 			b.Subjects = subject
 		}
-		if err := createRBACObject(context.Background(), obj); err != nil {
+		if err := createRBACObject(context.Background(), e, obj); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = deleteRBACObject(context.Background(), obj) })
+		t.Cleanup(func() { _ = deleteRBACObject(context.Background(), e, obj) })
 	}
 	return user
 }
@@ -240,12 +247,13 @@ func missingChecks(full, less rbac.Policy) []string {
 // (not its CRDs) as the server's discovery does: the generated rules
 // name real resources.
 func TestGeneratedResourceNamesAreServed(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	lists, err := kube.Discovery().ServerPreferredResources()
+	lists, err := e.Kube.Discovery().ServerPreferredResources()
 	if err != nil {
 		t.Fatal(err)
 	}
-	crds, err := dyn.Resource(crdGVR).List(context.Background(), metav1.ListOptions{})
+	crds, err := e.Dyn.Resource(crdGVR).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // requestLog records the paths of the GET requests that match.
@@ -43,8 +45,9 @@ func (l *requestLog) seen() []string {
 // cluster-wide, Secrets), and the parent's deletion does not hang on them
 // (Loom runs with the generated RBAC, which may list neither).
 func TestGuardAnnotationsListOnlyDeclaredKinds(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	name := "loom-e2e-" + ns + "-web"
 	deleteClusterObjects(t, name)
 	log := &requestLog{match: func(r *http.Request) bool {
@@ -56,13 +59,13 @@ func TestGuardAnnotationsListOnlyDeclaredKinds(t *testing.T) {
 		return log
 	}})
 	stripFinalizers(t, ns)
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 
 	patch := `{"metadata":{"finalizers":["loom.dev/cluster-children","loom.dev/orphan"],"annotations":{` +
 		`"loom.dev/cluster-kinds":"ClusterRole.rbac.authorization.k8s.io,ClusterRoleBinding.rbac.authorization.k8s.io,Node,Secret",` +
 		`"loom.dev/orphan-kinds":"Node,Secret"}}}`
-	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := e.Dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The reconcile of that change settles the finalizers.

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/controller"
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 var (
@@ -38,11 +38,6 @@ var (
 	configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	crdGVR       = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
-
-func nsObject(meta *metav1.ObjectMeta) *corev1.Namespace { return &corev1.Namespace{ObjectMeta: *meta} }
-
-// applyCRD server-side applies one CRD and waits until it is established.
-func applyCRD(ctx context.Context, raw []byte) error { return testutil.ApplyCRD(ctx, dyn, raw) }
 
 // loom is one in-process Loom controller under test.
 type loom struct {
@@ -93,8 +88,9 @@ type loomOptions struct {
 // stops it (waiting for it to drain) when the test ends.
 func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 	t.Helper()
+	e := env.From(t)
 	l := &loom{templates: templates, registry: prometheus.NewRegistry(), writes: &writeCounter{}, done: make(chan error, 1)}
-	c := rest.CopyConfig(cfg)
+	c := rest.CopyConfig(e.Config)
 	if o.impersonate == "" && o.token == "" && !o.admin {
 		o.impersonate = generatedUser(t, templates, namespace, o.installCRDs)
 	}
@@ -265,8 +261,9 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // that a test may edit.
 func copyTemplates(t *testing.T) string {
 	t.Helper()
+	e := env.From(t)
 	dst := t.TempDir()
-	if err := testutil.CopyDir(filepath.Join(repoRoot, "templates"), dst); err != nil {
+	if err := testutil.CopyDir(filepath.Join(e.Root, "templates"), dst); err != nil {
 		t.Fatalf("copy templates: %v", err)
 	}
 	return dst
@@ -281,7 +278,8 @@ func patchSpec(t *testing.T, ns, name, patch string) {
 // patchObject merge-patches any namespaced object.
 func patchObject(t *testing.T, gvr schema.GroupVersionResource, ns, name, patch string) {
 	t.Helper()
-	if _, err := dyn.Resource(gvr).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	e := env.From(t)
+	if _, err := e.Dyn.Resource(gvr).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("patch %s %s/%s: %v", gvr.Resource, ns, name, err)
 	}
 }
@@ -292,11 +290,37 @@ var editFile = testutil.EditFile
 // createParent creates a MyResource from YAML in namespace.
 func createParent(t *testing.T, namespace, manifest string) *unstructured.Unstructured {
 	t.Helper()
+	e := env.From(t)
 	obj := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
 		t.Fatalf("parse parent: %v", err)
 	}
-	created, err := dyn.Resource(myresGVR).Namespace(namespace).Create(context.Background(), obj, metav1.CreateOptions{})
+	created, err := e.Dyn.Resource(myresGVR).Namespace(namespace).Create(context.Background(), obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create parent: %v", err)
+	}
+	return created
+}
+
+// createParentFixture creates the MyResource of testdata/parents/<name>.yaml
+// (full: every field of the shipped set; minimal: only the image) in
+// namespace.
+func createParentFixture(t *testing.T, namespace, name string) *unstructured.Unstructured {
+	t.Helper()
+	return createParent(t, namespace, env.Fixture(t, "parents/"+name+".yaml"))
+}
+
+// createParentAs creates the MyResource of testdata/parents/<fixture>.yaml
+// in namespace, under the name name.
+func createParentAs(t *testing.T, namespace, fixture, name string) *unstructured.Unstructured {
+	t.Helper()
+	e := env.From(t)
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(env.Fixture(t, "parents/"+fixture+".yaml")), &obj.Object); err != nil {
+		t.Fatalf("parse parent: %v", err)
+	}
+	obj.SetName(name)
+	created, err := e.Dyn.Resource(myresGVR).Namespace(namespace).Create(context.Background(), obj, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create parent: %v", err)
 	}
@@ -309,22 +333,8 @@ var eventually = testutil.Eventually
 
 var consistently = testutil.Consistently
 
-// get reads an object, or returns the error.
-func get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
-	return dyn.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
-}
-
 // condition returns the status, reason and message of a parent's condition.
 var condition = testutil.Condition
-
-// events lists the Events recorded on an object.
-func events(ctx context.Context, namespace, name string) ([]corev1.Event, error) {
-	list, err := kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
-	if err != nil {
-		return nil, err
-	}
-	return list.Items, nil
-}
 
 var errNotYet = errors.New("not yet")
 
@@ -333,11 +343,12 @@ func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 // createObject creates an object from JSON.
 func createObject(t *testing.T, gvr schema.GroupVersionResource, namespace, manifest string) *unstructured.Unstructured {
 	t.Helper()
+	e := env.From(t)
 	obj := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
 		t.Fatalf("parse object: %v", err)
 	}
-	created, err := dyn.Resource(gvr).Namespace(namespace).Create(context.Background(), obj, metav1.CreateOptions{})
+	created, err := e.Dyn.Resource(gvr).Namespace(namespace).Create(context.Background(), obj, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create %s: %v", gvr.Resource, err)
 	}
@@ -354,8 +365,9 @@ func waitCondition(t *testing.T, ns, name, typ, want string) {
 // message that holds every one of texts.
 func waitDegraded(t *testing.T, gvr schema.GroupVersionResource, ns, name, reason string, texts ...string) {
 	t.Helper()
+	e := env.From(t)
 	eventually(t, 30*time.Second, name+" is Degraded ("+reason+")", func(ctx context.Context) error {
-		p, err := get(ctx, gvr, ns, name)
+		p, err := e.Get(ctx, gvr, ns, name)
 		if err != nil {
 			return err
 		}
@@ -371,8 +383,9 @@ func waitDegraded(t *testing.T, gvr schema.GroupVersionResource, ns, name, reaso
 // message holds every one of texts.
 func waitEvent(t *testing.T, ns, name, typ, reason string, texts ...string) {
 	t.Helper()
+	e := env.From(t)
 	eventually(t, 30*time.Second, "a "+typ+" "+reason+" Event on "+name, func(ctx context.Context) error {
-		evs, err := events(ctx, ns, name)
+		evs, err := e.Events(ctx, ns, name)
 		if err != nil {
 			return err
 		}
@@ -396,8 +409,9 @@ func containsAll(s string, texts []string) bool {
 
 func waitConditionGVR(t *testing.T, gvr schema.GroupVersionResource, ns, name, typ, want string) {
 	t.Helper()
+	e := env.From(t)
 	eventually(t, 60*time.Second, name+" "+typ+"="+want, func(ctx context.Context) error {
-		p, err := get(ctx, gvr, ns, name)
+		p, err := e.Get(ctx, gvr, ns, name)
 		if err != nil {
 			return err
 		}

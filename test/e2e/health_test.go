@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // wedgingTransport holds the requests that wedge accepts until release is
@@ -35,10 +37,11 @@ func (w *wedgingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // /healthz fails, and the kubelet restarts it. Before the wedge, once its
 // cache has synced, it is both.
 func TestWedgedWorkerFailsLiveness(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	release := make(chan struct{})
-	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{
+	l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{
 		workers:          1,
 		reconcileTimeout: time.Second,
 		transport: func(rt http.RoundTripper) http.RoundTripper {
@@ -52,8 +55,8 @@ func TestWedgedWorkerFailsLiveness(t *testing.T) {
 	if err := l.mgr.Live(time.Now()); err != nil {
 		t.Fatalf("Live() = %v before any work, want nil", err)
 	}
-	createParent(t, ns, minimalParent) // hello: its Service apply never returns
-	createParent(t, ns, fullParent)    // web: queued behind it
+	createParentFixture(t, ns, "minimal") // hello: its Service apply never returns
+	createParentFixture(t, ns, "full")    // web: queued behind it
 	// The bound is twice the reconcile timeout, 2s.
 	eventually(t, 30*time.Second, "Loom is not live", func(context.Context) error {
 		err := l.mgr.Live(time.Now())

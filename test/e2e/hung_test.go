@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // holder hangs the requests pick chooses while it is on, and counts them.
@@ -67,8 +69,9 @@ func configMapRolloutSet(t *testing.T, policy string) (string, string) {
 // candidate's TemplateRevision) had no deadline, and the set's rollouts
 // stopped for good.
 func TestHungRolloutRequestDoesNotStopRollouts(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	root, dir := configMapRolloutSet(t, "rollout:\n  steps: [100%]\n")
 	h := &holder{pick: rolloutRequest}
 	startLoom(t, root, ns, loomOptions{quiet: true, reconcileTimeout: 3 * time.Second, hang: h.hang})
@@ -93,8 +96,9 @@ func TestHungRolloutRequestDoesNotStopRollouts(t *testing.T) {
 // answers. On the old code the start waited for the TemplateSet list
 // forever, and the parents showed nothing at all.
 func TestHungRolloutRequestDoesNotBlockTheStart(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	root, _ := configMapRolloutSet(t, "rollout:\n  steps: [100%]\n")
 	h := &holder{pick: rolloutRequest}
 	h.on.Store(true)
@@ -118,12 +122,13 @@ func TestHungRolloutRequestDoesNotBlockTheStart(t *testing.T) {
 // request had no deadline, the cache never synced, and the controller
 // never started.
 func TestHungParentListDoesNotBlockTheStart(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := t.TempDir()
 	writeFiles(t, filepath.Join(dir, "app"), map[string]string{
-		"loom.yaml":      "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\n",
-		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\ndata:\n  image: {{ .Spec.image | quote }}\n",
+		"loom.yaml":      env.Fixture(t, "sets/myresource/loom.yaml"),
+		"configmap.yaml": env.Fixture(t, "sets/myresource/configmap.yaml"),
 	})
 	parents := "/namespaces/" + ns + "/myresources"
 	h := &holder{pick: func(r *http.Request) bool {
@@ -131,7 +136,7 @@ func TestHungParentListDoesNotBlockTheStart(t *testing.T) {
 	}}
 	h.on.Store(true)
 	startLoom(t, dir, ns, loomOptions{reconcileTimeout: 3 * time.Second, hang: h.hang})
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	h.waitHeld(t)
 	h.on.Store(false)
 	waitCondition(t, ns, "hello", "Ready", "True")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/rbac"
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // tenantSecret renders a Secret beside installSet's ConfigMap; a parent
@@ -47,10 +48,11 @@ stringData:
 // `loom rbac` generates for the set, so it impersonates as it would in a
 // cluster.
 func TestPerSetServiceAccount(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	ctx := context.Background()
-	shared := newNamespace(t)
-	if _, err := kube.CoreV1().ConfigMaps(shared).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "platform"},
+	shared := e.NewNamespace(t)
+	if _, err := e.Kube.CoreV1().ConfigMaps(shared).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "platform"},
 		Data: map[string]string{"region": "eu-west"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,7 @@ func TestPerSetServiceAccount(t *testing.T) {
 	s.write(t, "secret.yaml", fmt.Sprintf(tenantSecret, shared))
 
 	// Loom's own identity: a ServiceAccount with the generated rules.
-	home := newNamespace(t)
+	home := e.NewNamespace(t)
 	set, err := render.Load(s.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +75,7 @@ func TestPerSetServiceAccount(t *testing.T) {
 	token := serviceAccountToken(t, home, "loom")
 
 	tenant := func(withAccount bool, rules ...rbacv1.PolicyRule) string {
-		ns := newNamespace(t)
+		ns := e.NewNamespace(t)
 		if withAccount {
 			createAccount(t, ns, "deployer", rules...)
 		}
@@ -105,11 +107,11 @@ func TestPerSetServiceAccount(t *testing.T) {
 	// up to about 30 s after it is served (crdJustCreated); until then a
 	// tenant's child is refused for that, and retried with backoff.
 	eventually(t, 2*time.Minute, "tenant a's ConfigMap, which its account may write, is applied", func(ctx context.Context) error {
-		_, err := get(ctx, configMapGVR, a, "app")
+		_, err := e.Get(ctx, configMapGVR, a, "app")
 		return err
 	})
 	eventually(t, 2*time.Minute, "tenant b's parent is Ready", func(ctx context.Context) error {
-		p, err := get(ctx, s.gvr, b, "app")
+		p, err := e.Get(ctx, s.gvr, b, "app")
 		if err != nil {
 			return err
 		}
@@ -118,7 +120,7 @@ func TestPerSetServiceAccount(t *testing.T) {
 		}
 		return nil
 	})
-	sec, err := kube.CoreV1().Secrets(b).Get(ctx, "app-token", metav1.GetOptions{})
+	sec, err := e.Kube.CoreV1().Secrets(b).Get(ctx, "app-token", metav1.GetOptions{})
 	if err != nil || string(sec.Data["region"]) != "eu-west" {
 		t.Errorf("tenant b's Secret: %v, region %q; want the looked-up eu-west", err, sec.Data["region"])
 	}
@@ -132,7 +134,7 @@ func TestPerSetServiceAccount(t *testing.T) {
 	waitConditionGVR(t, s.gvr, c, "app", "Ready", "True")
 	// Nothing was written as Loom itself: the children's creator is the account.
 	for _, ns := range []string{a, b, c} {
-		cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "app", metav1.GetOptions{})
+		cm, err := e.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "app", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +152,8 @@ func TestPerSetServiceAccount(t *testing.T) {
 // createAccount creates a ServiceAccount with a Role of rules bound to it.
 func createAccount(t *testing.T, ns, name string, rules ...rbacv1.PolicyRule) {
 	t.Helper()
-	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+	e := env.From(t)
+	if _, err := e.Kube.CoreV1().ServiceAccounts(ns).Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	grantIn(t, ns, name, types.NamespacedName{Namespace: ns, Name: name}, rules...)
@@ -159,11 +162,12 @@ func createAccount(t *testing.T, ns, name string, rules ...rbacv1.PolicyRule) {
 // grantIn binds a new Role of rules in ns to the ServiceAccount sa.
 func grantIn(t *testing.T, ns, name string, sa types.NamespacedName, rules ...rbacv1.PolicyRule) {
 	t.Helper()
+	e := env.From(t)
 	ctx := context.Background()
-	if _, err := kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+	if _, err := e.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}},
 	}, metav1.CreateOptions{}); err != nil {
@@ -174,12 +178,13 @@ func grantIn(t *testing.T, ns, name string, sa types.NamespacedName, rules ...rb
 // serviceAccountToken creates the ServiceAccount and returns a token of it.
 func serviceAccountToken(t *testing.T, ns, name string) string {
 	t.Helper()
+	e := env.From(t)
 	ctx := context.Background()
-	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	exp := int64(3600)
-	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	tr, err := e.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +194,8 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 // conditionMessage returns the message of a parent's condition.
 func conditionMessage(t *testing.T, gvr schema.GroupVersionResource, ns, name, typ string) string {
 	t.Helper()
-	p, err := get(context.Background(), gvr, ns, name)
+	e := env.From(t)
+	p, err := e.Get(context.Background(), gvr, ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // With --install-crds, Loom needs what deploy/loom.yaml grants plus what
@@ -17,10 +19,11 @@ import (
 // shipped ServiceAccount with only that added, from no CRD to a Ready
 // parent.
 func TestInstallCRDsWithDocumentedRBAC(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	ctx := context.Background()
 	installRBAC(t)
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	s := newInstallSet(t, "Permitted", installSchema, "v0")
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "loom-e2e-install-crds"},
@@ -36,17 +39,17 @@ func TestInstallCRDsWithDocumentedRBAC(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "loom", Namespace: "loom-system"}},
 	}
-	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := e.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+		_ = e.Kube.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
 	})
-	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := e.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+		_ = e.Kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
 	})
 	startLoom(t, s.root, ns, loomOptions{installCRDs: true, impersonate: "system:serviceaccount:loom-system:loom"})
 	s.waitEstablished(t)

@@ -15,6 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/api/v1alpha1"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // installGroup is the API group of the kinds these tests let Loom install.
@@ -55,6 +58,7 @@ type installSet struct {
 // (its scope and schema), rendering installConfigMap with marker.
 func newInstallSet(t *testing.T, kind, tail, marker string) *installSet {
 	t.Helper()
+	e := env.From(t)
 	plural := strings.ToLower(kind) + "s"
 	s := &installSet{root: t.TempDir(), kind: kind, crdName: plural + "." + installGroup,
 		gvr: schema.GroupVersionResource{Group: installGroup, Version: "v1", Resource: plural}}
@@ -63,7 +67,7 @@ func newInstallSet(t *testing.T, kind, tail, marker string) *installSet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		err := dyn.Resource(crdGVR).Delete(context.Background(), s.crdName, metav1.DeleteOptions{})
+		err := e.Dyn.Resource(crdGVR).Delete(context.Background(), s.crdName, metav1.DeleteOptions{})
 		if err != nil && !isNotFound(err) {
 			t.Errorf("delete CRD %s: %v", s.crdName, err)
 		}
@@ -102,13 +106,14 @@ func (s *installSet) edit(t *testing.T, tail, marker string) {
 // create creates a parent named name in ns with the spec in YAML.
 func (s *installSet) create(t *testing.T, ns, name, spec string) {
 	t.Helper()
+	e := env.From(t)
 	obj := &unstructured.Unstructured{Object: map[string]any{}}
 	if err := yaml.Unmarshal([]byte(spec), &obj.Object); err != nil {
 		t.Fatal(err)
 	}
 	obj.Object = map[string]any{"apiVersion": installGroup + "/v1", "kind": s.kind, "spec": obj.Object}
 	obj.SetName(name)
-	if _, err := dyn.Resource(s.gvr).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Dyn.Resource(s.gvr).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create %s %s/%s: %v", s.kind, ns, name, err)
 	}
 }
@@ -116,8 +121,9 @@ func (s *installSet) create(t *testing.T, ns, name, spec string) {
 // waitEstablished waits until Loom has installed the set's CRD.
 func (s *installSet) waitEstablished(t *testing.T) {
 	t.Helper()
+	e := env.From(t)
 	eventually(t, 60*time.Second, "CRD "+s.crdName+" is established", func(ctx context.Context) error {
-		crd, err := get(ctx, crdGVR, "", s.crdName)
+		crd, err := e.Get(ctx, crdGVR, "", s.crdName)
 		if err != nil {
 			return err
 		}
@@ -132,7 +138,8 @@ func (s *installSet) waitEstablished(t *testing.T) {
 // gives the spec.
 func (s *installSet) specFields(t *testing.T) []string {
 	t.Helper()
-	crd, err := get(context.Background(), crdGVR, "", s.crdName)
+	e := env.From(t)
+	crd, err := e.Get(context.Background(), crdGVR, "", s.crdName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,15 +171,16 @@ func (s *installSet) waitReady(t *testing.T, ns, name string, want map[string]st
 // has been reconciled at its current generation.
 func (s *installSet) waitData(t *testing.T, ns, name string, want map[string]string) {
 	t.Helper()
+	e := env.From(t)
 	eventually(t, 30*time.Second, "ConfigMap "+name+" holds "+fmt.Sprint(want), func(ctx context.Context) error {
-		p, err := get(ctx, s.gvr, ns, name)
+		p, err := e.Get(ctx, s.gvr, ns, name)
 		if err != nil {
 			return err
 		}
 		if og, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration"); og != p.GetGeneration() {
 			return fmt.Errorf("observedGeneration %d, generation %d", og, p.GetGeneration())
 		}
-		cm, err := get(ctx, configMapGVR, ns, name)
+		cm, err := e.Get(ctx, configMapGVR, ns, name)
 		if err != nil {
 			return err
 		}
@@ -198,10 +206,11 @@ schema:
 // Loom installs a set's CRD on an empty cluster, and its parents become
 // Ready.
 func TestInstallCRDsFromScratch(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	s := newInstallSet(t, "Blank", installSchema, "v0")
-	if _, err := get(context.Background(), crdGVR, "", s.crdName); !isNotFound(err) {
+	if _, err := e.Get(context.Background(), crdGVR, "", s.crdName); !isNotFound(err) {
 		t.Fatalf("CRD %s exists before the test: %v", s.crdName, err)
 	}
 	startLoom(t, s.root, ns, loomOptions{installCRDs: true})
@@ -209,7 +218,7 @@ func TestInstallCRDsFromScratch(t *testing.T) {
 	s.create(t, ns, "web", `{image: nginx, replicas: 2}`)
 	s.waitReady(t, ns, "web", map[string]string{"marker": "v0", "image": "nginx"})
 	// The CRD is Loom's: server-side applied with its field manager.
-	crd, err := get(context.Background(), crdGVR, "", s.crdName)
+	crd, err := e.Get(context.Background(), crdGVR, "", s.crdName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +235,7 @@ func TestInstallCRDsFromScratch(t *testing.T) {
 // and the running set stay, and a Warning Event on the CRD names the
 // parent. The same change with schema.allowBreakingChanges goes through.
 func TestInstallCRDsRefusesBreakingChanges(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	tests := []struct {
 		name, kind string
@@ -267,7 +277,7 @@ func TestInstallCRDsRefusesBreakingChanges(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ns := newNamespace(t)
+			ns := e.NewNamespace(t)
 			s := newInstallSet(t, tc.kind, tc.rollout+installSchema, "v0")
 			l := startLoom(t, s.root, ns, loomOptions{installCRDs: true, quiet: true, bufferLogs: true})
 			s.waitEstablished(t)
@@ -304,7 +314,7 @@ func TestInstallCRDsRefusesBreakingChanges(t *testing.T) {
 			// The set's TemplateSet says so too.
 			ts := strings.ToLower(tc.kind) + "." + ns
 			eventually(t, 30*time.Second, "TemplateSet "+ts+" is SchemaAccepted=False", func(ctx context.Context) error {
-				obj, err := get(ctx, templateSetGVR, "", ts)
+				obj, err := e.Get(ctx, v1alpha1.TemplateSetGVR, "", ts)
 				if err != nil {
 					return err
 				}
@@ -320,8 +330,9 @@ func TestInstallCRDsRefusesBreakingChanges(t *testing.T) {
 // A non-breaking change (a new optional field) is applied on a hot
 // reload, and parents that set the field reconcile with it.
 func TestInstallCRDsAppliesCompatibleChange(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	old := strings.Replace(installSchema, "    tier: string\n", "", 1)
 	s := newInstallSet(t, "Compatible", old, "v0-notier")
 	startLoom(t, s.root, ns, loomOptions{installCRDs: true})
@@ -341,7 +352,7 @@ func TestInstallCRDsAppliesCompatibleChange(t *testing.T) {
 	// field is stored.
 	eventually(t, 30*time.Second, "the parent stores .spec.tier", func(ctx context.Context) error {
 		patchObject(t, s.gvr, ns, "web", `{"spec":{"tier":"gold"}}`)
-		p, err := get(ctx, s.gvr, ns, "web")
+		p, err := e.Get(ctx, s.gvr, ns, "web")
 		if err != nil {
 			return err
 		}

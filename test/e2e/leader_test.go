@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // loomProcess is bin/loom run in a process of its own.
@@ -21,9 +22,10 @@ type loomProcess struct{ *testutil.Process }
 // test ends if it is still running.
 func startLoomProcess(t *testing.T, ns string, args ...string) *loomProcess {
 	t.Helper()
-	args = append([]string{"run", "--templates", filepath.Join(repoRoot, "templates"), "--namespace", ns,
-		"--kubeconfig", kubeconfigPath(), "--metrics-bind-address", ""}, args...)
-	return &loomProcess{testutil.StartProcess(t, filepath.Join(t.TempDir(), "loom.log"), filepath.Join(repoRoot, "bin", "loom"), args...)}
+	e := env.From(t)
+	args = append([]string{"run", "--templates", filepath.Join(e.Root, "templates"), "--namespace", ns,
+		"--kubeconfig", e.Kubeconfig, "--metrics-bind-address", ""}, args...)
+	return &loomProcess{testutil.StartProcess(t, filepath.Join(t.TempDir(), "loom.log"), e.Binary, args...)}
 }
 
 // stop sends SIGTERM and expects a clean exit.
@@ -36,8 +38,9 @@ func (p *loomProcess) leading() bool { return strings.Contains(p.Output(), "Star
 // leader drains, releases the Lease and exits 0, and the other takes over
 // within seconds (not the 15 s Lease duration) and reconciles.
 func TestLeaderElectionHandsOver(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	elect := []string{"--leader-elect", "--leader-election-namespace", ns, "--leader-election-id", "loom-e2e"}
 	a := startLoomProcess(t, ns, elect...)
 	eventually(t, 30*time.Second, "the first replica leads", func(context.Context) error {
@@ -48,7 +51,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	})
 	addrB := freeAddr(t)
 	b := startLoomProcess(t, ns, append(elect, "--metrics-bind-address", addrB)...)
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitReplicas(t, ns, "web", 2)
 	// b tries to acquire the Lease as soon as it says it will; once a has
 	// renewed the Lease after that, b's try has failed against a's hold.
@@ -60,7 +63,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	})
 	tried := metav1.NowMicro()
 	eventually(t, 30*time.Second, "the leader renews its Lease after the second replica tried", func(ctx context.Context) error {
-		l, err := kube.CoordinationV1().Leases(ns).Get(ctx, "loom-e2e", metav1.GetOptions{})
+		l, err := e.Kube.CoordinationV1().Leases(ns).Get(ctx, "loom-e2e", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -100,7 +103,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	patchSpec(t, ns, "web", patch)
 	waitReplicas(t, ns, "web", 3)
 	b.stop(t, 20*time.Second)
-	lease, err := kube.CoordinationV1().Leases(ns).Get(context.Background(), "loom-e2e", metav1.GetOptions{})
+	lease, err := e.Kube.CoordinationV1().Leases(ns).Get(context.Background(), "loom-e2e", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +116,9 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 // exist fails at start, naming the flag, instead of retrying the Lease
 // forever and reconciling nothing.
 func TestLeaseNamespaceThatDoesNotExist(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	missing := ns + "-missing"
 	for _, tt := range []struct {
 		name string

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 var serviceAccountGVR = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
@@ -31,8 +32,9 @@ var serviceAccountGVR = schema.GroupVersionResource{Version: "v1", Resource: "se
 // change re-enqueues parents whose kind has no status subresource, as a
 // ConfigMap has none, which would hide a dropped update).
 func TestParentKindWithoutGenerationGetsItsChanges(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := t.TempDir()
 	writeFiles(t, filepath.Join(dir, "settings"), map[string]string{
 		"loom.yaml": "parent:\n  apiVersion: v1\n  kind: ConfigMap\n",
@@ -51,7 +53,7 @@ metadata:
 	colorIs := func(want string) {
 		t.Helper()
 		eventually(t, 30*time.Second, "the ServiceAccount's color is "+want, func(ctx context.Context) error {
-			sa, err := get(ctx, serviceAccountGVR, ns, "settings-sa")
+			sa, err := e.Get(ctx, serviceAccountGVR, ns, "settings-sa")
 			if err != nil {
 				return err
 			}
@@ -62,14 +64,14 @@ metadata:
 		})
 	}
 	colorIs("blue")
-	cm, err := get(context.Background(), configMapGVR, ns, "settings")
+	cm, err := e.Get(context.Background(), configMapGVR, ns, "settings")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g := cm.GetGeneration(); g != 0 {
 		t.Fatalf("the ConfigMap has generation %d; this test needs a kind without one", g)
 	}
-	if _, err := dyn.Resource(configMapGVR).Namespace(ns).Patch(context.Background(), "settings", types.MergePatchType,
+	if _, err := e.Dyn.Resource(configMapGVR).Namespace(ns).Patch(context.Background(), "settings", types.MergePatchType,
 		[]byte(`{"data":{"color":"green"}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +108,9 @@ func (f *inFlight) RoundTrip(r *http.Request) (*http.Response, error) {
 // reconciles finish before the new controller starts: the two never apply
 // the same parent's child at once.
 func TestParentVersionSwitchWaitsForInFlightReconciles(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	group, dir, set := widgetVersionSet(t)
 	child := "/api/v1/namespaces/" + ns + "/configmaps/w1-cm"
 	applies := &inFlight{match: func(r *http.Request) bool { return r.Method == http.MethodPatch && r.URL.Path == child }}
@@ -123,7 +126,7 @@ func TestParentVersionSwitchWaitsForInFlightReconciles(t *testing.T) {
 	childIs := func(seenAs, size string) {
 		t.Helper()
 		eventually(t, 30*time.Second, "the ConfigMap says "+seenAs+" size "+size, func(ctx context.Context) error {
-			cm, err := get(ctx, configMapGVR, ns, "w1-cm")
+			cm, err := e.Get(ctx, configMapGVR, ns, "w1-cm")
 			if err != nil {
 				return err
 			}
@@ -139,7 +142,7 @@ func TestParentVersionSwitchWaitsForInFlightReconciles(t *testing.T) {
 	// The v1 controller's next apply of the child hangs until its reconcile
 	// times out.
 	applies.hold.Store(true)
-	if _, err := dyn.Resource(widgets).Namespace(ns).Patch(context.Background(), "w1", types.MergePatchType,
+	if _, err := e.Dyn.Resource(widgets).Namespace(ns).Patch(context.Background(), "w1", types.MergePatchType,
 		[]byte(`{"spec":{"size":"2"}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -160,17 +163,18 @@ func TestParentVersionSwitchWaitsForInFlightReconciles(t *testing.T) {
 // rejected, and Loom runs the first instead of exiting. On the old code
 // Run returned the error, so Loom exited and no parent was reconciled.
 func TestTwoSetsForOneKindAtStartup(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := t.TempDir()
-	if err := testutil.CopyDir(filepath.Join(repoRoot, "templates", "myresource"), filepath.Join(dir, "a")); err != nil {
+	if err := testutil.CopyDir(filepath.Join(e.Root, "templates", "myresource"), filepath.Join(dir, "a")); err != nil {
 		t.Fatal(err)
 	}
-	if err := testutil.CopyDir(filepath.Join(repoRoot, "templates", "myresource"), filepath.Join(dir, "b")); err != nil {
+	if err := testutil.CopyDir(filepath.Join(e.Root, "templates", "myresource"), filepath.Join(dir, "b")); err != nil {
 		t.Fatal(err)
 	}
 	l := startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	l.mustBeRunning(t)
 }

@@ -12,6 +12,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // lookupHeld is what a Loom's lookups hold, from its gauges.
@@ -43,9 +45,10 @@ func waitHeld(t *testing.T, l *loom, what string, want lookupHeld) {
 // the Secrets' JSON is dropped. A set removed takes its parents' lookups with
 // it the same way.
 func TestLookupInformersAreReleased(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	const parents = 36 // past the 32 names that get an informer each
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	root := lookupSet(t, "lookups:\n  - apiVersion: v1\n    kind: Secret\n", map[string]string{
 		"configmap.yaml": `
 apiVersion: v1
@@ -61,11 +64,11 @@ data:
 	create := func(prefix string, n int) {
 		for i := range n {
 			createObject(t, secretGVR, ns, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s%d-db\ndata:\n  user: dXNlcg==\n", prefix, i))
-			createParent(t, ns, fmt.Sprintf("apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: %s%d\nspec:\n  image: nginx:1.27\n", prefix, i))
+			createParentAs(t, ns, "minimal", fmt.Sprintf("%s%d", prefix, i))
 		}
 		eventually(t, 120*time.Second, "every parent's ConfigMap has its Secret's user", func(ctx context.Context) error {
 			for i := range n {
-				cm, err := get(ctx, configMapGVR, ns, fmt.Sprintf("%s%d", prefix, i))
+				cm, err := e.Get(ctx, configMapGVR, ns, fmt.Sprintf("%s%d", prefix, i))
 				if err != nil {
 					return err
 				}
@@ -78,7 +81,7 @@ data:
 	}
 	deleteAll := func(prefix string, from, to int) {
 		for i := from; i < to; i++ {
-			if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), fmt.Sprintf("%s%d", prefix, i), metav1.DeleteOptions{}); err != nil {
+			if err := e.Dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), fmt.Sprintf("%s%d", prefix, i), metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -16,6 +16,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // lookupSet writes a template set for MyResource with the given loom.yaml
@@ -27,7 +29,7 @@ func lookupSet(t *testing.T, lookups string, files map[string]string) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	files["loom.yaml"] = "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\n" + lookups
+	files["loom.yaml"] = env.Fixture(t, "sets/myresource/loom.yaml") + lookups
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.TrimLeft(text, "\n")), 0o644); err != nil {
 			t.Fatal(err)
@@ -79,8 +81,9 @@ spec:
 // and its message holds every text.
 func waitReason(t *testing.T, ns, name, typ, status, reason string, texts ...string) {
 	t.Helper()
+	e := env.From(t)
 	eventually(t, 60*time.Second, fmt.Sprintf("%s %s=%s (%s)", name, typ, status, reason), func(ctx context.Context) error {
-		p, err := get(ctx, myresGVR, ns, name)
+		p, err := e.Get(ctx, myresGVR, ns, name)
 		if err != nil {
 			return err
 		}
@@ -98,8 +101,9 @@ func waitReason(t *testing.T, ns, name, typ, status, reason string, texts ...str
 // created with the live value. A waiting ConfigMap that already exists is
 // kept, not pruned.
 func TestLookupWaitsForDependency(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	root := lookupSet(t, "", map[string]string{
 		"service.yaml":    appService,
 		"deployment.yaml": appDeployment,
@@ -126,21 +130,21 @@ spec:
 `)
 	waitReason(t, ns, "app", "Ready", "False", "WaitingForDependency", "ConfigMap app-status waits for Deployment app")
 	waitReason(t, ns, "app", "Progressing", "True", "WaitingForDependency", "ConfigMap app-status waits for Deployment app")
-	if _, err := get(context.Background(), serviceGVR, ns, "app"); err != nil {
+	if _, err := e.Get(context.Background(), serviceGVR, ns, "app"); err != nil {
 		t.Fatalf("the Service, which waits for nothing, was not applied: %v", err)
 	}
-	if _, err := get(context.Background(), deployGVR, ns, "app"); err != nil {
+	if _, err := e.Get(context.Background(), deployGVR, ns, "app"); err != nil {
 		t.Fatalf("the Deployment, which waits for nothing, was not applied: %v", err)
 	}
 	// It stays away while the Deployment cannot become Available.
 	time.Sleep(3 * time.Second)
-	if _, err := get(context.Background(), configMapGVR, ns, "app-status"); !isNotFound(err) {
+	if _, err := e.Get(context.Background(), configMapGVR, ns, "app-status"); !isNotFound(err) {
 		t.Fatalf("the waiting ConfigMap was applied: %v", err)
 	}
 
 	patchSpec(t, ns, "app", `{"spec":{"config":{"pool":null}}}`)
 	eventually(t, 90*time.Second, "the ConfigMap carries the live availableReplicas", func(ctx context.Context) error {
-		cm, err := get(ctx, configMapGVR, ns, "app-status")
+		cm, err := e.Get(ctx, configMapGVR, ns, "app-status")
 		if err != nil {
 			return err
 		}
@@ -156,7 +160,7 @@ spec:
 	patchSpec(t, ns, "app", `{"spec":{"config":{"pool":"nowhere"}}}`)
 	waitReason(t, ns, "app", "Ready", "False", "WaitingForDependency", "ConfigMap app-status waits for Deployment app")
 	time.Sleep(3 * time.Second)
-	cm, err := get(context.Background(), configMapGVR, ns, "app-status")
+	cm, err := e.Get(context.Background(), configMapGVR, ns, "app-status")
 	if err != nil {
 		t.Fatalf("the waiting ConfigMap that existed was pruned: %v", err)
 	}
@@ -169,8 +173,9 @@ spec:
 // assigns, is created once, with the real address, in the reconcile that
 // creates the Service.
 func TestLookupServiceClusterIPCreatedOnce(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	root := lookupSet(t, "", map[string]string{
 		"service.yaml": appService,
 		"configmap.yaml": `
@@ -194,11 +199,11 @@ spec:
 `)
 	waitCondition(t, ns, "app", "Ready", "True")
 	quiesce(t, 2*time.Second, func() float64 { n, _ := l.writes.snapshot(); return float64(n) })
-	svc, err := get(context.Background(), serviceGVR, ns, "app")
+	svc, err := e.Get(context.Background(), serviceGVR, ns, "app")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm, err := get(context.Background(), configMapGVR, ns, "app-address")
+	cm, err := e.Get(context.Background(), configMapGVR, ns, "app-address")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,9 +235,10 @@ func reconciles(logs, ns, name string) int {
 // that do not read it. Deleting it fails the readers' render at the
 // template's line; creating it again heals them.
 func TestLookupOfExternalConfigMapIsWatched(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	const each = 20
-	ns, platform := newNamespace(t), newNamespace(t)
+	ns, platform := e.NewNamespace(t), e.NewNamespace(t)
 	root := lookupSet(t, fmt.Sprintf("lookups:\n  - apiVersion: v1\n    kind: ConfigMap\n    namespaces: [%s]\n", platform), map[string]string{
 		"deployment.yaml": fmt.Sprintf(`
 apiVersion: apps/v1
@@ -263,11 +269,11 @@ spec:
 	l := startLoom(t, root, ns, loomOptions{bufferLogs: true})
 	for i := range each {
 		createParent(t, ns, fmt.Sprintf("apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: reader-%d\nspec:\n  image: nginx:1.27\n  config:\n    read: \"yes\"\n", i))
-		createParent(t, ns, fmt.Sprintf("apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: other-%d\nspec:\n  image: nginx:1.27\n", i))
+		createParentAs(t, ns, "minimal", fmt.Sprintf("other-%d", i))
 	}
 	regions := func(ctx context.Context, want string) error {
 		for i := range each {
-			d, err := get(ctx, deployGVR, ns, fmt.Sprintf("reader-%d", i))
+			d, err := e.Get(ctx, deployGVR, ns, fmt.Sprintf("reader-%d", i))
 			if err != nil {
 				return err
 			}
@@ -299,7 +305,7 @@ spec:
 		}
 	}
 
-	if err := kube.CoreV1().ConfigMaps(platform).Delete(context.Background(), "platform", metav1.DeleteOptions{}); err != nil {
+	if err := e.Kube.CoreV1().ConfigMaps(platform).Delete(context.Background(), "platform", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range each {
@@ -319,8 +325,9 @@ spec:
 // template's line with an Event, nothing of it is applied, and another
 // parent of the set is not affected.
 func TestLookupRefusedOutsideDeclarations(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns, other := newNamespace(t), newNamespace(t)
+	ns, other := e.NewNamespace(t), e.NewNamespace(t)
 	createObject(t, configMapGVR, other, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: secret-ish\ndata:\n  token: t0p\n")
 	createObject(t, configMapGVR, ns, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\ndata:\n  a: b\n")
 	root := lookupSet(t, "lookups:\n  - apiVersion: v1\n    kind: ConfigMap\n", map[string]string{
@@ -350,7 +357,7 @@ data:
 	waitDegraded(t, myresGVR, ns, "undeclared", "RenderFailed", "configmap.yaml:5", "lookup refused", "Secret", "not declared")
 	waitEvent(t, ns, "undeclared", "Warning", "RenderFailed", "lookup refused")
 	waitCondition(t, ns, "good", "Ready", "True")
-	cm, err := get(context.Background(), configMapGVR, ns, "good-copy")
+	cm, err := e.Get(context.Background(), configMapGVR, ns, "good-copy")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +365,7 @@ data:
 		t.Fatalf("good-copy value %q, want b", v)
 	}
 	for _, name := range []string{"foreign-copy", "undeclared-copy"} {
-		if _, err := get(context.Background(), configMapGVR, ns, name); !isNotFound(err) {
+		if _, err := e.Get(context.Background(), configMapGVR, ns, name); !isNotFound(err) {
 			t.Fatalf("%s was applied from a refused lookup: %v", name, err)
 		}
 	}
@@ -368,8 +375,9 @@ data:
 // parent is Degraded with DependencyCycle naming both, and neither is
 // applied, while a third child is.
 func TestLookupDependencyCycle(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	cm := func(name, reads string) string {
 		return fmt.Sprintf(`
 {{- $o := lookup "v1" "ConfigMap" .Namespace (printf "%%s-%s" .Name) }}
@@ -383,14 +391,14 @@ data:
 	}
 	root := lookupSet(t, "", map[string]string{"a.yaml": cm("a", "b"), "b.yaml": cm("b", "a"), "service.yaml": appService})
 	startLoom(t, root, ns, loomOptions{})
-	createParent(t, ns, "apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: app\nspec:\n  image: nginx:1.27\n")
+	createParentAs(t, ns, "minimal", "app")
 	waitDegraded(t, myresGVR, ns, "app", "DependencyCycle", "ConfigMap app-a", "ConfigMap app-b")
 	waitEvent(t, ns, "app", "Warning", "DependencyCycle", "ConfigMap app-a")
-	if _, err := get(context.Background(), serviceGVR, ns, "app"); err != nil {
+	if _, err := e.Get(context.Background(), serviceGVR, ns, "app"); err != nil {
 		t.Fatalf("the Service, outside the cycle, was not applied: %v", err)
 	}
 	for _, name := range []string{"app-a", "app-b"} {
-		if _, err := get(context.Background(), configMapGVR, ns, name); !isNotFound(err) {
+		if _, err := e.Get(context.Background(), configMapGVR, ns, name); !isNotFound(err) {
 			t.Fatalf("%s, in the cycle, was applied: %v", name, err)
 		}
 	}
@@ -420,9 +428,10 @@ func (g *getCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 // no read: what was read is served from Loom's caches while its
 // resourceVersion stands.
 func TestLookupSteadyStateIsSilent(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	const parents = 10
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	createObject(t, configMapGVR, ns, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\ndata:\n  region: eu-1\n")
 	root := lookupSet(t, "lookups:\n  - apiVersion: v1\n    kind: ConfigMap\n", map[string]string{
 		"service.yaml": appService,
@@ -443,7 +452,7 @@ data:
 		return &getCounter{next: rt, parts: []string{"/configmaps/platform", "/services/"}, n: &gets}
 	}})
 	for i := range parents {
-		createParent(t, ns, fmt.Sprintf("apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: app-%d\nspec:\n  image: nginx:1.27\n", i))
+		createParentAs(t, ns, "minimal", fmt.Sprintf("app-%d", i))
 	}
 	for i := range parents {
 		waitCondition(t, ns, fmt.Sprintf("app-%d", i), "Ready", "True")

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // obsSet is a small template set for MyResource: one ConfigMap per parent,
@@ -37,13 +39,14 @@ data:
 // has reconciled a parent; and loom_parents follows that parent to Ready
 // and back to zero when it is deleted.
 func TestDashboardMetricsExported(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := t.TempDir()
 	writeFiles(t, filepath.Join(dir, "obs"), obsSet)
 	addr := freeAddr(t)
 	p := startLoomProcess(t, ns, "--templates", dir, "--metrics-bind-address", addr, "--log-format", "json")
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 
 	ready := `loom_parents{kind="MyResource",state="Ready"}`
@@ -64,7 +67,7 @@ func TestDashboardMetricsExported(t *testing.T) {
 		t.Error(err)
 	}
 
-	if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{}); err != nil {
+	if err := e.Dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, ready+" is 0 once the parent is deleted", func(ctx context.Context) error {
@@ -82,7 +85,8 @@ func TestDashboardMetricsExported(t *testing.T) {
 // dashboardMetrics reads test/monitoring/metrics.txt.
 func dashboardMetrics(t *testing.T) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(repoRoot, "test", "monitoring", "metrics.txt"))
+	e := env.From(t)
+	f, err := os.Open(filepath.Join(e.Root, "test", "monitoring", "metrics.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // When a namespace that holds parents is deleted, Loom does not fight
@@ -24,8 +26,9 @@ import (
 // of this namespace's parents holds them there, so that every parent sees
 // its children go while its namespace terminates.
 func TestNamespaceDeletionIsNotFought(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	l := startLoom(t, copyTemplates(t), ns, loomOptions{admin: true, quiet: true})
 	const parents = 5
 	for i := range parents {
@@ -45,17 +48,17 @@ spec: {image: "nginx:1.27", config: {color: blue}}
 	errs := func() float64 { return l.counter(t, "loom_reconcile_total", map[string]string{"result": "error"}) }
 	reconciles := func() float64 { return l.counter(t, "loom_reconcile_total", nil) }
 	failed0, errs0, reconciles0 := failed(), errs(), reconciles()
-	if err := kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil {
+	if err := e.Kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The namespace controller deletes the children (the parents stay);
 	// each deletion brings its parent back to Loom.
 	eventually(t, 60*time.Second, "the parents' Deployments and ConfigMaps are gone", func(ctx context.Context) error {
-		deploys, err := kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		deploys, err := e.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
-		cms, err := kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=loom"})
+		cms, err := e.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=loom"})
 		if err != nil {
 			return err
 		}
@@ -69,7 +72,7 @@ spec: {image: "nginx:1.27", config: {color: blue}}
 		t.Fatal("Loom reconciled no parent while their namespace terminated; the test proves nothing")
 	}
 	for i := range parents {
-		if _, err := get(context.Background(), myresGVR, ns, fmt.Sprintf("p%d", i)); err != nil {
+		if _, err := e.Get(context.Background(), myresGVR, ns, fmt.Sprintf("p%d", i)); err != nil {
 			t.Fatalf("parent p%d: %v; the test needs the parents held while the namespace terminates", i, err)
 		}
 	}
@@ -85,6 +88,7 @@ spec: {image: "nginx:1.27", config: {color: blue}}
 // MyResource in ns, with a ValidatingAdmissionPolicy and its binding.
 func holdParents(t *testing.T, ns string) {
 	t.Helper()
+	e := env.From(t)
 	ctx := context.Background()
 	name := "e2e-hold-parents-" + ns
 	fail := admissionv1.Fail
@@ -111,7 +115,7 @@ func holdParents(t *testing.T, ns string) {
 				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
 		},
 	}
-	vap := kube.AdmissionregistrationV1()
+	vap := e.Kube.AdmissionregistrationV1()
 	if _, err := vap.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +134,7 @@ func holdParents(t *testing.T, ns string) {
 	}
 	// The policy takes effect once the API server has loaded it.
 	eventually(t, 30*time.Second, "the deletion of a parent of "+ns+" is refused", func(ctx context.Context) error {
-		err := dyn.Resource(myresGVR).Namespace(ns).Delete(ctx, "p0", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		err := e.Dyn.Resource(myresGVR).Namespace(ns).Delete(ctx, "p0", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 		if err == nil {
 			return fmt.Errorf("a dry-run delete passed")
 		}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/loom-operator/loom/engine/rbac"
+	"github.com/loom-operator/loom/test/env"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,7 +29,7 @@ import (
 func orphanSet(t *testing.T, files []string, kept, ifConfig map[string]bool) string {
 	t.Helper()
 	dir := t.TempDir()
-	set := map[string]string{"loom.yaml": "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\n"}
+	set := map[string]string{"loom.yaml": env.Fixture(t, "sets/myresource/loom.yaml")}
 	for _, f := range files {
 		doc := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-" + f + "\n"
 		if kept[f] {
@@ -49,8 +50,9 @@ func orphanSet(t *testing.T, files []string, kept, ifConfig map[string]bool) str
 // entry of Loom's, its data as Loom applied it.
 func releasedCM(t *testing.T, ns, name, image string) {
 	t.Helper()
+	e := env.From(t)
 	eventually(t, 30*time.Second, name+" is released", func(ctx context.Context) error {
-		cm, err := get(ctx, configMapGVR, ns, name)
+		cm, err := e.Get(ctx, configMapGVR, ns, name)
 		if err != nil {
 			return err
 		}
@@ -86,7 +88,8 @@ func goneCM(t *testing.T, ns, name, why string) {
 // finalizers reads a MyResource's finalizers.
 func finalizers(t *testing.T, ns, name string) []string {
 	t.Helper()
-	p, err := get(context.Background(), myresGVR, ns, name)
+	e := env.From(t)
+	p, err := e.Get(context.Background(), myresGVR, ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +99,9 @@ func finalizers(t *testing.T, ns, name string) []string {
 // waitFinalizer waits until a MyResource has (or has not) loom.dev/orphan.
 func waitFinalizer(t *testing.T, ns, name string, want bool) {
 	t.Helper()
+	e := env.From(t)
 	eventually(t, 30*time.Second, fmt.Sprintf("%s has loom.dev/orphan: %v", name, want), func(ctx context.Context) error {
-		p, err := get(ctx, myresGVR, ns, name)
+		p, err := e.Get(ctx, myresGVR, ns, name)
 		if err != nil {
 			return err
 		}
@@ -112,15 +116,16 @@ func waitFinalizer(t *testing.T, ns, name string, want bool) {
 // background, or with policy) and waits until it is gone.
 func deleteParent(t *testing.T, ns, name string, policy ...metav1.DeletionPropagation) {
 	t.Helper()
+	e := env.From(t)
 	opts := metav1.DeleteOptions{}
 	if len(policy) > 0 {
 		opts.PropagationPolicy = &policy[0]
 	}
-	if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), name, opts); err != nil {
+	if err := e.Dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), name, opts); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, name+" is gone", func(ctx context.Context) error {
-		if _, err := get(ctx, myresGVR, ns, name); !isNotFound(err) {
+		if _, err := e.Get(ctx, myresGVR, ns, name); !isNotFound(err) {
 			return fmt.Errorf("still there (%v)", err)
 		}
 		return nil
@@ -130,14 +135,15 @@ func deleteParent(t *testing.T, ns, name string, policy ...metav1.DeletionPropag
 // stripFinalizers removes every finalizer from the MyResources left in ns
 // when the test ends (before Loom stops), so that its namespace can go.
 func stripFinalizers(t *testing.T, ns string) {
+	e := env.From(t)
 	t.Cleanup(func() {
 		ctx := context.Background()
-		list, err := dyn.Resource(myresGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+		list, err := e.Dyn.Resource(myresGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return
 		}
 		for _, p := range list.Items {
-			_, _ = dyn.Resource(myresGVR).Namespace(ns).Patch(ctx, p.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			_, _ = e.Dyn.Resource(myresGVR).Namespace(ns).Patch(ctx, p.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 		}
 	})
 }
@@ -166,18 +172,19 @@ func grantGeneratedRBAC(t *testing.T, user, dir string) {
 // Loom runs with exactly the ClusterRole `loom rbac` generates for the set
 // (which reads Namespaces, for the kept child's second owner).
 func TestOrphanPolicyOnParentDelete(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	user := "loom-orphan-" + ns
 	dir := orphanSet(t, []string{"keep", "plain"}, map[string]bool{"keep": true}, nil)
 	grantGeneratedRBAC(t, user, dir)
 	startLoom(t, dir, ns, loomOptions{impersonate: user})
 	stripFinalizers(t, ns)
-	parent := createParent(t, ns, minimalParent)
+	parent := createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	waitFinalizer(t, ns, "hello", true)
 	for _, name := range []string{"hello-keep", "hello-plain"} {
-		cm, err := get(context.Background(), configMapGVR, ns, name)
+		cm, err := e.Get(context.Background(), configMapGVR, ns, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,13 +203,14 @@ func TestOrphanPolicyOnParentDelete(t *testing.T) {
 // false, is released, where a sibling is deleted; once none is left, the
 // parent's finalizer goes.
 func TestOrphanPolicyWhenAChildStopsRendering(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	files := []string{"keep-file", "plain-file", "keep-cond", "plain-cond"}
 	dir := orphanSet(t, files, map[string]bool{"keep-file": true, "keep-cond": true}, map[string]bool{"keep-cond": true, "plain-cond": true})
 	startLoom(t, dir, ns, loomOptions{})
 	stripFinalizers(t, ns)
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 	waitFinalizer(t, ns, "web", true)
 
@@ -247,19 +255,20 @@ func TestOrphanPolicyWhenAChildStopsRendering(t *testing.T) {
 // children with it. A child that stops being kept (its annotation removed)
 // is owned again like any other, and its parent loses the finalizer.
 func TestNoFinalizerWithoutChildrenToKeep(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := orphanSet(t, []string{"data"}, map[string]bool{"data": true}, nil)
 	l := startLoom(t, dir, ns, loomOptions{})
 	stripFinalizers(t, ns)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	waitFinalizer(t, ns, "hello", true)
 
 	editFile(t, filepath.Join(dir, "myresource", "data.yaml"), "  annotations:\n    loom.dev/delete-policy: orphan\n", "")
 	waitFinalizer(t, ns, "hello", false)
 	eventually(t, 30*time.Second, "hello-data lost the policy", func(ctx context.Context) error {
-		cm, err := get(ctx, configMapGVR, ns, "hello-data")
+		cm, err := e.Get(ctx, configMapGVR, ns, "hello-data")
 		if err != nil {
 			return err
 		}
@@ -281,17 +290,18 @@ func TestNoFinalizerWithoutChildrenToKeep(t *testing.T) {
 // waits (the garbage collector deletes nothing while it exists), and the
 // child is released when Loom is back, before the parent goes.
 func TestOrphanPolicyWhileLoomIsStopped(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := orphanSet(t, []string{"keep", "plain"}, map[string]bool{"keep": true}, nil)
 	l := startLoom(t, dir, ns, loomOptions{})
 	stripFinalizers(t, ns)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	waitFinalizer(t, ns, "hello", true)
 
 	l.stop(t)
-	if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{}); err != nil {
+	if err := e.Dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The parent exists, terminating, for as long as Loom is stopped, and
@@ -299,7 +309,7 @@ func TestOrphanPolicyWhileLoomIsStopped(t *testing.T) {
 	// seconds is many times what the collector takes to delete the
 	// children of a deleted parent (TestNoFinalizerWithoutChildrenToKeep).
 	consistently(t, 5*time.Second, "the parent waits for Loom, and its children stay", func(ctx context.Context) error {
-		p, err := get(ctx, myresGVR, ns, "hello")
+		p, err := e.Get(ctx, myresGVR, ns, "hello")
 		if err != nil {
 			return err
 		}
@@ -307,7 +317,7 @@ func TestOrphanPolicyWhileLoomIsStopped(t *testing.T) {
 			return fmt.Errorf("not terminating")
 		}
 		for _, name := range []string{"hello-keep", "hello-plain"} {
-			if _, err := get(ctx, configMapGVR, ns, name); err != nil {
+			if _, err := e.Get(ctx, configMapGVR, ns, name); err != nil {
 				return fmt.Errorf("%s: %v", name, err)
 			}
 		}
@@ -316,7 +326,7 @@ func TestOrphanPolicyWhileLoomIsStopped(t *testing.T) {
 
 	startLoom(t, dir, ns, loomOptions{})
 	eventually(t, 60*time.Second, "hello is gone", func(ctx context.Context) error {
-		if _, err := get(ctx, myresGVR, ns, "hello"); !isNotFound(err) {
+		if _, err := e.Get(ctx, myresGVR, ns, "hello"); !isNotFound(err) {
 			return fmt.Errorf("still there (%v)", err)
 		}
 		return nil
@@ -332,27 +342,28 @@ func TestOrphanPolicyWhileLoomIsStopped(t *testing.T) {
 // an owner (the collector only drops its reference to the parent); Loom,
 // back, releases it and lets the parent go.
 func TestOrphanPolicyOnForegroundDelete(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := orphanSet(t, []string{"keep", "plain"}, map[string]bool{"keep": true}, nil)
 	l := startLoom(t, dir, ns, loomOptions{})
 	stripFinalizers(t, ns)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	waitFinalizer(t, ns, "hello", true)
 	l.stop(t)
 
 	fg := metav1.DeletePropagationForeground
-	if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+	if err := e.Dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
 		t.Fatal(err)
 	}
 	goneCM(t, ns, "hello-plain", "foreground deletion")
-	if _, err := get(context.Background(), configMapGVR, ns, "hello-keep"); err != nil {
+	if _, err := e.Get(context.Background(), configMapGVR, ns, "hello-keep"); err != nil {
 		t.Fatalf("the child to keep, after the collector deleted its sibling: %v", err)
 	}
 	startLoom(t, dir, ns, loomOptions{})
 	eventually(t, 60*time.Second, "hello is gone", func(ctx context.Context) error {
-		if _, err := get(ctx, myresGVR, ns, "hello"); !isNotFound(err) {
+		if _, err := e.Get(ctx, myresGVR, ns, "hello"); !isNotFound(err) {
 			return fmt.Errorf("still there (%v)", err)
 		}
 		return nil
@@ -365,16 +376,17 @@ func TestOrphanPolicyOnForegroundDelete(t *testing.T) {
 // that too: the garbage collector only drops its reference to the parent
 // (it keeps Loom's labels, until a parent of that name adopts it again).
 func TestOrphanFinalizerRemovedByHand(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	l := startLoom(t, orphanSet(t, []string{"keep", "plain"}, map[string]bool{"keep": true}, nil), ns, loomOptions{})
 	stripFinalizers(t, ns)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	waitFinalizer(t, ns, "hello", true)
 	l.stop(t)
 
-	if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{}); err != nil {
+	if err := e.Dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// What docs/how-to/keep-children.md says to run.
@@ -382,7 +394,7 @@ func TestOrphanFinalizerRemovedByHand(t *testing.T) {
 		`-p=[{"op":"test","path":"/metadata/finalizers","value":["loom.dev/orphan"]},{"op":"remove","path":"/metadata/finalizers"}]`)
 	goneCM(t, ns, "hello-plain", "the garbage collector follows its ownerReference")
 	eventually(t, 60*time.Second, "hello-keep lost its reference to the parent", func(ctx context.Context) error {
-		cm, err := get(ctx, configMapGVR, ns, "hello-keep")
+		cm, err := e.Get(ctx, configMapGVR, ns, "hello-keep")
 		if err != nil {
 			return err
 		}

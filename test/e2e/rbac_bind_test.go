@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 var roleBindingGVR = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}
@@ -34,11 +36,12 @@ func bindParent(name, role string) string {
 // Loom's user a binding of cluster-admin or edit (Loom holds bind on view
 // only, and no escalate), while it accepts one of view.
 func TestGeneratedRBACBindsOnlyListedRoles(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := t.TempDir()
 	writeFiles(t, filepath.Join(dir, "myresource"), map[string]string{
-		"loom.yaml": "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\nbindRoles:\n  - {kind: ClusterRole, name: view}\n",
+		"loom.yaml": env.Fixture(t, "sets/myresource/loom.yaml") + "bindRoles:\n  - {kind: ClusterRole, name: view}\n",
 		"binding.yaml": `apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata:
@@ -55,7 +58,7 @@ subjects: [{kind: ServiceAccount, name: default, namespace: {{ .Namespace }}}]
 
 	createParent(t, ns, bindParent("viewer", "view"))
 	waitCondition(t, ns, "viewer", "Ready", "True")
-	rb, err := get(context.Background(), roleBindingGVR, ns, "viewer")
+	rb, err := e.Get(context.Background(), roleBindingGVR, ns, "viewer")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +68,11 @@ subjects: [{kind: ServiceAccount, name: default, namespace: {{ .Namespace }}}]
 
 	createParent(t, ns, bindParent("admin", "cluster-admin"))
 	waitDegraded(t, myresGVR, ns, "admin", "RenderFailed", "binding.yaml:8", `roleRef ClusterRole "cluster-admin" is not a role this set may bind`)
-	if _, err := get(context.Background(), roleBindingGVR, ns, "admin"); !isNotFound(err) {
+	if _, err := e.Get(context.Background(), roleBindingGVR, ns, "admin"); !isNotFound(err) {
 		t.Errorf("RoleBinding admin: %v, want NotFound", err)
 	}
 
-	c := rest.CopyConfig(cfg)
+	c := rest.CopyConfig(e.Config)
 	c.Impersonate.UserName = user
 	asLoom, err := kubernetes.NewForConfig(c)
 	if err != nil {

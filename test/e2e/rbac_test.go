@@ -17,19 +17,22 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // Loom works with exactly the permissions deploy/loom.yaml grants: the test
 // runs it as that ServiceAccount, through impersonation.
 func TestShippedRBACIsEnough(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	ctx := context.Background()
 	installRBAC(t)
-	ns := newNamespace(t)
-	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{impersonate: "system:serviceaccount:loom-system:loom"})
+	ns := e.NewNamespace(t)
+	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{impersonate: "system:serviceaccount:loom-system:loom"})
 	convergeAndPrune(t, ns)
 	// The Ready Event was recorded, so events are allowed too.
-	evs, err := events(ctx, ns, "web")
+	evs, err := e.Events(ctx, ns, "web")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,20 +46,21 @@ func TestShippedRBACIsEnough(t *testing.T) {
 // plays the kubelet, so the image is not pulled; the API server validates
 // everything else).
 func TestInClusterManifestsDeploy(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	ctx := context.Background()
 	installRBAC(t)
 	// What `kubectl create configmap --from-file=templates/myresource` makes.
 	createTemplatesConfigMap(t, "loom-system", "loom-templates-myresource")
-	kubectl(t, "apply", "--server-side", "--field-manager", "e2e", "-f", filepath.Join(repoRoot, "deploy", "loom.yaml"))
+	kubectl(t, "apply", "--server-side", "--field-manager", "e2e", "-f", filepath.Join(e.Root, "deploy", "loom.yaml"))
 	t.Cleanup(func() {
-		_ = kube.AppsV1().Deployments("loom-system").Delete(ctx, "loom", metav1.DeleteOptions{})
-		_ = kube.CoreV1().ConfigMaps("loom-system").Delete(ctx, "loom-templates-myresource", metav1.DeleteOptions{})
-		_ = kube.CoreV1().Services("loom-system").Delete(ctx, "loom-metrics", metav1.DeleteOptions{})
-		_ = kube.PolicyV1().PodDisruptionBudgets("loom-system").Delete(ctx, "loom", metav1.DeleteOptions{})
+		_ = e.Kube.AppsV1().Deployments("loom-system").Delete(ctx, "loom", metav1.DeleteOptions{})
+		_ = e.Kube.CoreV1().ConfigMaps("loom-system").Delete(ctx, "loom-templates-myresource", metav1.DeleteOptions{})
+		_ = e.Kube.CoreV1().Services("loom-system").Delete(ctx, "loom-metrics", metav1.DeleteOptions{})
+		_ = e.Kube.PolicyV1().PodDisruptionBudgets("loom-system").Delete(ctx, "loom", metav1.DeleteOptions{})
 	})
 	eventually(t, 60*time.Second, "the loom Deployment is Available", func(ctx context.Context) error {
-		d, err := kube.AppsV1().Deployments("loom-system").Get(ctx, "loom", metav1.GetOptions{})
+		d, err := e.Kube.AppsV1().Deployments("loom-system").Get(ctx, "loom", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -69,16 +73,18 @@ func TestInClusterManifestsDeploy(t *testing.T) {
 	})
 }
 
-// convergeAndPrune creates fullParent in ns, waits until it is Ready, then
-// removes its config and waits until the ConfigMap is pruned: what an
-// RBAC under test must allow, delete included.
+// convergeAndPrune creates the full parent (testdata/parents/full.yaml)
+// in ns, waits until it is Ready, then removes its config and waits until
+// the ConfigMap is pruned: what an RBAC under test must allow, delete
+// included.
 func convergeAndPrune(t *testing.T, ns string) {
 	t.Helper()
-	createParent(t, ns, fullParent)
+	e := env.From(t)
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 	patchSpec(t, ns, "web", `{"spec":{"config":null}}`)
 	eventually(t, 30*time.Second, "the ConfigMap is pruned", func(ctx context.Context) error {
-		if _, err := get(ctx, configMapGVR, ns, "web-config"); !isNotFound(err) {
+		if _, err := e.Get(ctx, configMapGVR, ns, "web-config"); !isNotFound(err) {
 			return errNotYet
 		}
 		return nil
@@ -90,7 +96,8 @@ func convergeAndPrune(t *testing.T, ns string) {
 // Tests that need it may run together.
 func installRBAC(t *testing.T) {
 	t.Helper()
-	_, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "loom-system"}}, metav1.CreateOptions{})
+	e := env.From(t)
+	_, err := e.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "loom-system"}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -106,7 +113,8 @@ func installRBAC(t *testing.T) {
 // one of kinds.
 func manifestDocs(t *testing.T, kinds ...string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "loom.yaml"))
+	e := env.From(t)
+	b, err := os.ReadFile(filepath.Join(e.Root, "deploy", "loom.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +137,8 @@ func manifestDocs(t *testing.T, kinds ...string) []string {
 // kubectl runs kubectl against the local cluster and fails the test if it fails.
 func kubectl(t *testing.T, args ...string) {
 	t.Helper()
-	args = append([]string{"--kubeconfig", kubeconfigPath()}, args...)
+	e := env.From(t)
+	args = append([]string{"--kubeconfig", e.Kubeconfig}, args...)
 	if out, err := exec.Command("kubectl", args...).CombinedOutput(); err != nil {
 		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
 	}

@@ -14,30 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/loom-operator/loom/test/env"
 )
-
-const fullParent = `
-apiVersion: example.loom.dev/v1alpha1
-kind: MyResource
-metadata:
-  name: web
-spec:
-  image: nginx:1.27
-  replicas: 2
-  memory: 128Mi
-  port: 8080
-  config:
-    LOG_LEVEL: info
-`
-
-const minimalParent = `
-apiVersion: example.loom.dev/v1alpha1
-kind: MyResource
-metadata:
-  name: hello
-spec:
-  image: nginx:1.27
-`
 
 // ownedBy checks that obj has exactly one controller ownerReference, to parent.
 func ownedBy(obj, parent *unstructured.Unstructured) error {
@@ -54,23 +33,24 @@ func ownedBy(obj, parent *unstructured.Unstructured) error {
 }
 
 func TestCreateMakesChildrenWithOwnerReference(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
-	parent := createParent(t, ns, fullParent)
+	ns := e.NewNamespace(t)
+	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
+	parent := createParentFixture(t, ns, "full")
 	eventually(t, 30*time.Second, "children exist and are owned by the parent", func(ctx context.Context) error {
-		cm, err := get(ctx, configMapGVR, ns, "web-config")
+		cm, err := e.Get(ctx, configMapGVR, ns, "web-config")
 		if err != nil {
 			return err
 		}
 		if got := cm.Object["data"].(map[string]any)["LOG_LEVEL"]; got != "info" {
 			return fmt.Errorf("ConfigMap data LOG_LEVEL = %v", got)
 		}
-		dep, err := get(ctx, deployGVR, ns, "web")
+		dep, err := e.Get(ctx, deployGVR, ns, "web")
 		if err != nil {
 			return err
 		}
-		svc, err := get(ctx, serviceGVR, ns, "web")
+		svc, err := e.Get(ctx, serviceGVR, ns, "web")
 		if err != nil {
 			return err
 		}
@@ -84,15 +64,16 @@ func TestCreateMakesChildrenWithOwnerReference(t *testing.T) {
 }
 
 func TestSpecChangeUpdatesChildren(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	ns := e.NewNamespace(t)
+	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
+	createParentFixture(t, ns, "full")
 	waitReplicas(t, ns, "web", 2)
 	patch := `{"spec":{"replicas":4,"image":"nginx:1.28","config":{"LOG_LEVEL":"debug"}}}`
 	patchSpec(t, ns, "web", patch)
 	eventually(t, 30*time.Second, "Deployment and ConfigMap follow the new spec", func(ctx context.Context) error {
-		dep, err := get(ctx, deployGVR, ns, "web")
+		dep, err := e.Get(ctx, deployGVR, ns, "web")
 		if err != nil {
 			return err
 		}
@@ -102,7 +83,7 @@ func TestSpecChangeUpdatesChildren(t *testing.T) {
 		if replicas != 4 || image != "nginx:1.28" {
 			return fmt.Errorf("replicas=%d image=%v", replicas, image)
 		}
-		cm, err := get(ctx, configMapGVR, ns, "web-config")
+		cm, err := e.Get(ctx, configMapGVR, ns, "web-config")
 		if err != nil {
 			return err
 		}
@@ -115,8 +96,9 @@ func TestSpecChangeUpdatesChildren(t *testing.T) {
 
 func waitReplicas(t *testing.T, ns, name string, want int64) {
 	t.Helper()
+	e := env.From(t)
 	eventually(t, 30*time.Second, "Deployment "+name+" has the rendered replicas", func(ctx context.Context) error {
-		dep, err := get(ctx, deployGVR, ns, name)
+		dep, err := e.Get(ctx, deployGVR, ns, name)
 		if err != nil {
 			return err
 		}
@@ -128,18 +110,19 @@ func waitReplicas(t *testing.T, ns, name string, want int64) {
 }
 
 func TestTemplateEditUpdatesEveryParent(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := copyTemplates(t)
 	startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, fullParent)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "full")
+	createParentFixture(t, ns, "minimal")
 	waitReplicas(t, ns, "web", 2)
 	waitReplicas(t, ns, "hello", 1)
 	editFile(t, filepath.Join(dir, "myresource", "deployment.yaml"), "spec:\n  replicas:", "  annotations:\n    loom.dev/edited: \"yes\"\nspec:\n  replicas:")
 	for _, name := range []string{"web", "hello"} {
 		eventually(t, 30*time.Second, "Deployment "+name+" picks up the template edit", func(ctx context.Context) error {
-			dep, err := get(ctx, deployGVR, ns, name)
+			dep, err := e.Get(ctx, deployGVR, ns, name)
 			if err != nil {
 				return err
 			}
@@ -152,49 +135,51 @@ func TestTemplateEditUpdatesEveryParent(t *testing.T) {
 }
 
 func TestRemovedTemplateFilePrunesChild(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := copyTemplates(t)
 	startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	eventually(t, 30*time.Second, "Service exists", func(ctx context.Context) error {
-		_, err := get(ctx, serviceGVR, ns, "web")
+		_, err := e.Get(ctx, serviceGVR, ns, "web")
 		return err
 	})
 	if err := os.Remove(filepath.Join(dir, "myresource", "service.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "Service is pruned", func(ctx context.Context) error {
-		_, err := get(ctx, serviceGVR, ns, "web")
+		_, err := e.Get(ctx, serviceGVR, ns, "web")
 		if isNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("still there (err=%v)", err)
 	})
 	// The other children stay.
-	if _, err := get(context.Background(), deployGVR, ns, "web"); err != nil {
+	if _, err := e.Get(context.Background(), deployGVR, ns, "web"); err != nil {
 		t.Fatalf("Deployment was removed too: %v", err)
 	}
 }
 
 func TestDeletedChildIsRecreated(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	ns := e.NewNamespace(t)
+	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
+	createParentFixture(t, ns, "full")
 	var oldUID types.UID
 	eventually(t, 30*time.Second, "Service exists", func(ctx context.Context) error {
-		svc, err := get(ctx, serviceGVR, ns, "web")
+		svc, err := e.Get(ctx, serviceGVR, ns, "web")
 		if err == nil {
 			oldUID = svc.GetUID()
 		}
 		return err
 	})
-	if err := dyn.Resource(serviceGVR).Namespace(ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+	if err := e.Dyn.Resource(serviceGVR).Namespace(ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "Service is recreated", func(ctx context.Context) error {
-		svc, err := get(ctx, serviceGVR, ns, "web")
+		svc, err := e.Get(ctx, serviceGVR, ns, "web")
 		if err != nil {
 			return err
 		}
@@ -206,10 +191,11 @@ func TestDeletedChildIsRecreated(t *testing.T) {
 }
 
 func TestDriftByAnotherFieldManagerIsReverted(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	ns := e.NewNamespace(t)
+	l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
+	createParentFixture(t, ns, "full")
 	waitReplicas(t, ns, "web", 2)
 	// A spec change is an update, not a repair: no drift is reported.
 	patch := `{"spec":{"replicas":3}}`
@@ -221,12 +207,12 @@ func TestDriftByAnotherFieldManagerIsReverted(t *testing.T) {
 
 	// Another writer scales the Deployment and changes a label Loom sets.
 	patch = `{"spec":{"replicas":7},"metadata":{"labels":{"app.kubernetes.io/name":"hijacked"}}}`
-	if _, err := dyn.Resource(deployGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType, []byte(patch),
+	if _, err := e.Dyn.Resource(deployGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType, []byte(patch),
 		metav1.PatchOptions{FieldManager: "intruder"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "Loom reverts the drift", func(ctx context.Context) error {
-		dep, err := get(ctx, deployGVR, ns, "web")
+		dep, err := e.Get(ctx, deployGVR, ns, "web")
 		if err != nil {
 			return err
 		}
@@ -237,7 +223,7 @@ func TestDriftByAnotherFieldManagerIsReverted(t *testing.T) {
 		return nil
 	})
 	eventually(t, 30*time.Second, "a DriftReverted Event names the child and the field", func(ctx context.Context) error {
-		evs, err := events(ctx, ns, "web")
+		evs, err := e.Events(ctx, ns, "web")
 		if err != nil {
 			return err
 		}
@@ -259,23 +245,24 @@ func TestDriftByAnotherFieldManagerIsReverted(t *testing.T) {
 }
 
 func TestDeletingParentGarbageCollectsChildren(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	ns := e.NewNamespace(t)
+	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
+	createParentFixture(t, ns, "full")
 	waitReplicas(t, ns, "web", 2)
-	if err := dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+	if err := e.Dyn.Resource(myresGVR).Namespace(ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "the garbage collector removes every child", func(ctx context.Context) error {
 		var left []string
-		if _, err := get(ctx, deployGVR, ns, "web"); !isNotFound(err) {
+		if _, err := e.Get(ctx, deployGVR, ns, "web"); !isNotFound(err) {
 			left = append(left, "Deployment")
 		}
-		if _, err := get(ctx, serviceGVR, ns, "web"); !isNotFound(err) {
+		if _, err := e.Get(ctx, serviceGVR, ns, "web"); !isNotFound(err) {
 			left = append(left, "Service")
 		}
-		if _, err := get(ctx, configMapGVR, ns, "web-config"); !isNotFound(err) {
+		if _, err := e.Get(ctx, configMapGVR, ns, "web-config"); !isNotFound(err) {
 			left = append(left, "ConfigMap")
 		}
 		if len(left) > 0 {
@@ -286,11 +273,12 @@ func TestDeletingParentGarbageCollectsChildren(t *testing.T) {
 }
 
 func TestMovedRemovedAndRestoredTemplateSet(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := copyTemplates(t)
 	l := startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitReplicas(t, ns, "web", 2)
 	waitMetric := func(what, name string, match map[string]string, want float64) {
 		t.Helper()
@@ -325,7 +313,7 @@ func TestMovedRemovedAndRestoredTemplateSet(t *testing.T) {
 	waitMetric("the set is unloaded", "loom_template_sets", nil, 0)
 	scale(4)
 	time.Sleep(5 * time.Second) // a running controller reacts in well under a second
-	if dep, err := get(context.Background(), deployGVR, ns, "web"); err != nil {
+	if dep, err := e.Get(context.Background(), deployGVR, ns, "web"); err != nil {
 		t.Fatal(err)
 	} else if got, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); got != 3 {
 		t.Fatalf("replicas = %d after the set was removed, want 3 (still reconciled)", got)

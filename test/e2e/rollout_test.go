@@ -20,9 +20,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/loom-operator/loom/api/v1alpha1"
+	"github.com/loom-operator/loom/test/env"
 )
-
-var templateSetGVR = v1alpha1.TemplateSetGVR
 
 // rolloutFiles are a set whose children carry the version that the
 // partial _version.tpl defines: a ConfigMap with that version and the
@@ -84,7 +83,7 @@ func rolloutSet(t *testing.T, policy, v string) (string, string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	files["loom.yaml"] = "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\n" + policy
+	files["loom.yaml"] = env.Fixture(t, "sets/myresource/loom.yaml") + policy
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.TrimLeft(text, "\n")), 0o644); err != nil {
 			t.Fatal(err)
@@ -127,8 +126,8 @@ type rolloutState struct {
 	step, moved                                               int64
 }
 
-func readRollout(ctx context.Context, name string) (rolloutState, error) {
-	ts, err := get(ctx, templateSetGVR, "", name)
+func readRollout(ctx context.Context, e *env.Env, name string) (rolloutState, error) {
+	ts, err := e.Get(ctx, v1alpha1.TemplateSetGVR, "", name)
 	if err != nil {
 		return rolloutState{}, err
 	}
@@ -141,9 +140,10 @@ func readRollout(ctx context.Context, name string) (rolloutState, error) {
 
 func waitRollout(t *testing.T, name, what string, timeout time.Duration, ok func(rolloutState) bool) rolloutState {
 	t.Helper()
+	e := env.From(t)
 	var last rolloutState
 	eventually(t, timeout, what, func(ctx context.Context) error {
-		s, err := readRollout(ctx, name)
+		s, err := readRollout(ctx, e, name)
 		if err != nil {
 			return err
 		}
@@ -163,9 +163,9 @@ type childView struct {
 	generation           int64
 }
 
-func childrenOf(ctx context.Context, ns string) (map[string]childView, error) {
+func childrenOf(ctx context.Context, e *env.Env, ns string) (map[string]childView, error) {
 	out := map[string]childView{}
-	cms, err := dyn.Resource(configMapGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	cms, err := e.Dyn.Resource(configMapGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func childrenOf(ctx context.Context, ns string) (map[string]childView, error) {
 		v.value, _, _ = unstructured.NestedString(cm.Object, "data", "value")
 		out[cm.GetName()] = v
 	}
-	ds, err := dyn.Resource(deployGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	ds, err := e.Dyn.Resource(deployGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -195,14 +195,15 @@ func childrenOf(ctx context.Context, ns string) (map[string]childView, error) {
 // version v in its ConfigMap.
 func waitFleet(t *testing.T, ns string, n int, rev, v string) {
 	t.Helper()
+	e := env.From(t)
 	eventually(t, 120*time.Second, fmt.Sprintf("%d parents Ready on %s (%s)", n, rev, v), func(ctx context.Context) error {
-		kids, err := childrenOf(ctx, ns)
+		kids, err := childrenOf(ctx, e, ns)
 		if err != nil {
 			return err
 		}
 		for i := range n {
 			name := fmt.Sprintf("p-%d", i)
-			p, err := get(ctx, myresGVR, ns, name)
+			p, err := e.Get(ctx, myresGVR, ns, name)
 			if err != nil {
 				return err
 			}
@@ -221,7 +222,8 @@ func waitFleet(t *testing.T, ns string, n int, rev, v string) {
 // namespace, the set's folder, the TemplateSet's name and its state.
 func startRollout(t *testing.T, policy string, n int, canary ...int) (*loom, string, string, string, rolloutState) {
 	t.Helper()
-	ns := newNamespace(t)
+	e := env.From(t)
+	ns := e.NewNamespace(t)
 	root, dir := rolloutSet(t, policy, "v1")
 	l := startLoom(t, root, ns, loomOptions{quiet: true})
 	name := "app." + ns
@@ -235,6 +237,7 @@ func startRollout(t *testing.T, policy string, n int, canary ...int) (*loom, str
 // canary first: at no moment has a parent the new children before its step
 // started.
 func TestRolloutGoodEditInSteps(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	const n = 20
 	l, ns, dir, name, first := startRollout(t, "rollout:\n  steps: [1, 25%, 100%]\n  readyTimeout: 90s\n  soak: 3s\n", n, 7)
@@ -252,7 +255,7 @@ func TestRolloutGoodEditInSteps(t *testing.T) {
 	if len(order) == 0 || order[0] != "p-7" {
 		t.Errorf("the canary p-7 must move first; order %v", order)
 	}
-	final, _ := readRollout(context.Background(), name)
+	final, _ := readRollout(context.Background(), e, name)
 	waitFleet(t, ns, n, final.stable, "v2")
 	if !gauge[1] || !gauge[2] || !gauge[3] {
 		t.Errorf("loom_rollout_step showed %v; want steps 1, 2 and 3 among them", gauge)
@@ -270,6 +273,7 @@ func TestRolloutGoodEditInSteps(t *testing.T) {
 // It returns the steps seen and the order in which parents moved.
 func followRollout(t *testing.T, ns, name string, n int, first rolloutState, allowed map[int64]int, each func()) ([]int64, []string) {
 	t.Helper()
+	e := env.From(t)
 	var steps []int64
 	var order []string
 	seen := map[string]bool{}
@@ -279,12 +283,12 @@ func followRollout(t *testing.T, ns, name string, n int, first rolloutState, all
 			each()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		kids, err := childrenOf(ctx, ns)
+		kids, err := childrenOf(ctx, e, ns)
 		if err != nil {
 			cancel()
 			t.Fatal(err)
 		}
-		s, err := readRollout(ctx, name)
+		s, err := readRollout(ctx, e, name)
 		cancel()
 		if err != nil {
 			t.Fatal(err)
@@ -323,6 +327,7 @@ func followRollout(t *testing.T, ns, name string, n int, first rolloutState, all
 // onFailure: rollback the moved parent gets its old children back, the
 // other 19 are never touched, and a Warning Event names the parent.
 func TestRolloutBadEditRollsBack(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	const n = 20
 	_, ns, dir, name, first := startRollout(t, "rollout:\n  steps: [1, 25%, 100%]\n  readyTimeout: 15s\n  onFailure: rollback\n", n)
@@ -333,9 +338,9 @@ func TestRolloutBadEditRollsBack(t *testing.T) {
 	var s rolloutState
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		kids, err := childrenOf(ctx, ns)
+		kids, err := childrenOf(ctx, e, ns)
 		if err == nil {
-			s, err = readRollout(ctx, name)
+			s, err = readRollout(ctx, e, name)
 		}
 		cancel()
 		if err != nil {
@@ -366,7 +371,7 @@ func TestRolloutBadEditRollsBack(t *testing.T) {
 	}
 	waitEvent(t, ns, moved, "Warning", "RolloutFailed", moved, "rolled back")
 	waitFleet(t, ns, n, first.stable, "v1")
-	kids, err := childrenOf(context.Background(), ns)
+	kids, err := childrenOf(context.Background(), e, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,6 +389,7 @@ func TestRolloutBadEditRollsBack(t *testing.T) {
 // a parent not moved is applied with the stable revision. A fixed edit
 // reaches the moved parent, and the rest only after a resume.
 func TestRolloutPauseFixResume(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	const n = 10
 	_, ns, dir, name, _ := startRollout(t, "rollout:\n  steps: [1, 50%, 100%]\n  readyTimeout: 15s\n  onFailure: pause\n", n)
@@ -392,7 +398,7 @@ func TestRolloutPauseFixResume(t *testing.T) {
 	failed := waitRollout(t, name, "the rollout Failed", 90*time.Second, func(s rolloutState) bool { return s.phase == "Failed" })
 	moved := strings.TrimPrefix(failed.failedParent, ns+"/")
 	waitEvent(t, ns, moved, "Warning", "RolloutFailed", "paused")
-	kids, err := childrenOf(context.Background(), ns)
+	kids, err := childrenOf(context.Background(), e, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +417,7 @@ func TestRolloutPauseFixResume(t *testing.T) {
 	// A spec change of a parent not moved: applied, with the stable revision.
 	patchSpec(t, ns, other, `{"spec":{"config":{"value":"changed"}}}`)
 	eventually(t, 30*time.Second, other+" has the new value with v1", func(ctx context.Context) error {
-		kids, err := childrenOf(ctx, ns)
+		kids, err := childrenOf(ctx, e, ns)
 		if err != nil {
 			return err
 		}
@@ -427,7 +433,7 @@ func TestRolloutPauseFixResume(t *testing.T) {
 		return s.phase == "Paused" && s.candidate != "" && s.candidate != failed.candidate
 	})
 	eventually(t, 60*time.Second, moved+" has v3", func(ctx context.Context) error {
-		kids, err := childrenOf(ctx, ns)
+		kids, err := childrenOf(ctx, e, ns)
 		if err != nil {
 			return err
 		}
@@ -437,13 +443,13 @@ func TestRolloutPauseFixResume(t *testing.T) {
 		return nil
 	})
 	time.Sleep(5 * time.Second)
-	if s, err := readRollout(context.Background(), name); err != nil || s.phase != "Paused" || s.step != 1 {
+	if s, err := readRollout(context.Background(), e, name); err != nil || s.phase != "Paused" || s.step != 1 {
 		t.Fatalf("moved on without a resume: %+v (%v)", s, err)
 	}
-	patchObject(t, templateSetGVR, "", name, `{"spec":{"paused":false,"resume":"after-the-fix"}}`)
+	patchObject(t, v1alpha1.TemplateSetGVR, "", name, `{"spec":{"paused":false,"resume":"after-the-fix"}}`)
 	done := waitRollout(t, name, "the rollout Complete", 120*time.Second, func(s rolloutState) bool { return s.phase == "Complete" && s.stable == paused.candidate })
 	waitFleet(t, ns, n, done.stable, "v3")
-	if kids, err := childrenOf(context.Background(), ns); err != nil || kids[other].value != "changed" {
+	if kids, err := childrenOf(context.Background(), e, ns); err != nil || kids[other].value != "changed" {
 		t.Errorf("%s lost its spec change: %+v (%v)", other, kids[other], err)
 	}
 }
@@ -452,13 +458,14 @@ func TestRolloutPauseFixResume(t *testing.T) {
 // gets the rollout's state back: the candidate does not become stable for
 // every parent at once.
 func TestRolloutTemplateSetDeletedMidRollout(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	const n = 6
 	_, ns, dir, name, first := startRollout(t, "rollout:\n  steps: [1, 100%]\n  readyTimeout: 10s\n  onFailure: pause\n", n)
 	setVersion(t, dir, "v2", "nowhere")
 	failed := waitRollout(t, name, "the rollout Failed", 90*time.Second, func(s rolloutState) bool { return s.phase == "Failed" })
 	// A status cleared by hand is restored the same way.
-	if _, err := dyn.Resource(templateSetGVR).Patch(context.Background(), name, types.MergePatchType,
+	if _, err := e.Dyn.Resource(v1alpha1.TemplateSetGVR).Patch(context.Background(), name, types.MergePatchType,
 		[]byte(`{"status":null}`), metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)
 	}
@@ -466,22 +473,22 @@ func TestRolloutTemplateSetDeletedMidRollout(t *testing.T) {
 	if restored.stable != first.stable || restored.candidate != failed.candidate || restored.phase != "Failed" {
 		t.Fatalf("after the status was cleared: %+v; want stable %s, candidate %s, Failed", restored, first.stable, failed.candidate)
 	}
-	old, err := get(context.Background(), templateSetGVR, "", name)
+	old, err := e.Get(context.Background(), v1alpha1.TemplateSetGVR, "", name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := dyn.Resource(templateSetGVR).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+	if err := e.Dyn.Resource(v1alpha1.TemplateSetGVR).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	again := waitRollout(t, name, "the TemplateSet made again", 30*time.Second, func(s rolloutState) bool { return s.phase != "" })
-	if ts, err := get(context.Background(), templateSetGVR, "", name); err != nil || ts.GetUID() == old.GetUID() {
+	if ts, err := e.Get(context.Background(), v1alpha1.TemplateSetGVR, "", name); err != nil || ts.GetUID() == old.GetUID() {
 		t.Fatalf("the TemplateSet was not made again: %v", err)
 	}
 	if again.stable != first.stable || again.candidate != failed.candidate || again.phase != "Failed" {
 		t.Fatalf("after the delete: %+v; want stable %s, candidate %s, Failed", again, first.stable, failed.candidate)
 	}
 	time.Sleep(5 * time.Second)
-	kids, err := childrenOf(context.Background(), ns)
+	kids, err := childrenOf(context.Background(), e, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,14 +505,15 @@ func TestRolloutTemplateSetDeletedMidRollout(t *testing.T) {
 // TemplateSet a few times (made, first state, a count), not on every
 // decision that its previous write caused.
 func TestTemplateSetIsNotWrittenInALoop(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	root, _ := rolloutSet(t, "rollout:\n  steps: [1, 100%]\n", "v1")
 	name := "app." + ns
 	var updates atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, templateSetGVR, "", 0, cache.Indexers{},
+	inf := dynamicinformer.NewFilteredDynamicInformer(e.Dyn, v1alpha1.TemplateSetGVR, "", 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }).Informer()
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(any, any) { updates.Add(1) }})
 	go inf.Run(ctx.Done())
@@ -513,7 +521,7 @@ func TestTemplateSetIsNotWrittenInALoop(t *testing.T) {
 	waitRollout(t, name, "a stable revision", 60*time.Second, func(s rolloutState) bool { return s.stable != "" })
 	before := updates.Load()
 	for i := range 40 {
-		createParent(t, ns, fmt.Sprintf("apiVersion: example.loom.dev/v1alpha1\nkind: MyResource\nmetadata:\n  name: p-%d\nspec:\n  image: nginx:1.27\n", i))
+		createParentAs(t, ns, "minimal", fmt.Sprintf("p-%d", i))
 		time.Sleep(200 * time.Millisecond)
 	}
 	time.Sleep(3 * time.Second)
@@ -526,16 +534,17 @@ func TestTemplateSetIsNotWrittenInALoop(t *testing.T) {
 // starts its rollouts without a restart: the TemplateSet is made, and every
 // parent records the revision it renders.
 func TestRolloutPolicyAddedByAnEdit(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	const n = 3
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	root, dir := rolloutSet(t, "", "v1")
 	startLoom(t, root, ns, loomOptions{quiet: true, admin: true}) // the edit adds rollouts, which the RBAC generated at start does not cover
 	name := "app." + ns
 	fleet(t, ns, n)
 	eventually(t, 60*time.Second, "every parent Ready", func(ctx context.Context) error {
 		for i := range n {
-			p, err := get(ctx, myresGVR, ns, fmt.Sprintf("p-%d", i))
+			p, err := e.Get(ctx, myresGVR, ns, fmt.Sprintf("p-%d", i))
 			if err != nil {
 				return err
 			}
@@ -545,10 +554,10 @@ func TestRolloutPolicyAddedByAnEdit(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := get(context.Background(), templateSetGVR, "", name); !isNotFound(err) {
+	if _, err := e.Get(context.Background(), v1alpha1.TemplateSetGVR, "", name); !isNotFound(err) {
 		t.Fatalf("a set without a rollout policy has a TemplateSet: %v", err)
 	}
-	loomYAML := "parent:\n  apiVersion: example.loom.dev/v1alpha1\n  kind: MyResource\nrollout:\n  steps: [1, 100%]\n"
+	loomYAML := env.Fixture(t, "sets/myresource/loom.yaml") + "rollout:\n  steps: [1, 100%]\n"
 	if err := os.WriteFile(filepath.Join(dir, "loom.yaml"), []byte(loomYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -563,8 +572,9 @@ func TestRolloutPolicyAddedByAnEdit(t *testing.T) {
 // starts the rollout with no restart. On the old code the set's controller
 // never started, and its parents showed nothing at all.
 func TestRolloutWithoutRBAC(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	user := "loom-norollout-" + ns
 	grant(t, user, user, baseRules...)
 	root, _ := rolloutSet(t, "rollout:\n  steps: [1, 100%]\n", "v1")
@@ -574,7 +584,7 @@ func TestRolloutWithoutRBAC(t *testing.T) {
 		waitDegraded(t, myresGVR, ns, name, "RolloutUnavailable", "may not read TemplateSets", "forbidden")
 	}
 	waitEvent(t, ns, "p-0", "Warning", "RolloutUnavailable", "forbidden")
-	kids, err := childrenOf(context.Background(), ns)
+	kids, err := childrenOf(context.Background(), e, ns)
 	if err != nil {
 		t.Fatal(err)
 	}

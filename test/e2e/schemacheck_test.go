@@ -13,6 +13,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // A template edit that reads a path the set's schema cannot hold does not
@@ -20,13 +21,14 @@ import (
 // parent still gets its children) and reports the path with its file:line
 // in a Warning Event on the CRD and in its log.
 func TestSchemaCheckedEditKeepsLastGoodVersion(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := copyTemplates(t)
 	set := filepath.Join(dir, "myresource")
 	requireSpecSchema(t, filepath.Join(set, config.File))
 	l := startLoom(t, dir, ns, loomOptions{bufferLogs: true})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 
 	deployment := filepath.Join(set, "deployment.yaml")
@@ -45,7 +47,7 @@ func TestSchemaCheckedEditKeepsLastGoodVersion(t *testing.T) {
 	// The last good version still renders.
 	patchSpec(t, ns, "web", `{"spec":{"replicas":3}}`)
 	waitReplicas(t, ns, "web", 3)
-	createParent(t, ns, minimalParent)
+	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 	waitReplicas(t, ns, "hello", 1)
 	l.mustBeRunning(t)

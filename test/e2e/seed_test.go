@@ -22,35 +22,20 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
-// seededSet writes randomChartFiles for kind (in charts.e2e.loom.dev),
-// starts Loom over it, and returns the parents' resource and Loom's
-// arguments. The CRD is deleted when the test ends.
-func seededSet(t *testing.T, ns, kind string, files map[string]string) (schema.GroupVersionResource, []string) {
+// seededSet writes randomChartFiles (or files) for kind (in
+// charts.e2e.loom.dev) as a chart set whose CRD Loom installs; the CRD is
+// deleted when the test ends.
+func seededSet(t *testing.T, kind string, files map[string]string) chartSet {
 	t.Helper()
-	root := t.TempDir()
 	set := map[string]string{}
 	for name, text := range files {
 		set[name] = strings.ReplaceAll(text, "kind: RandomApp", "kind: "+kind)
 	}
-	testutil.WriteFiles(t, filepath.Join(root, "db"), set)
 	gvr := schema.GroupVersionResource{Group: "charts.e2e.loom.dev", Version: "v1", Resource: strings.ToLower(kind) + "s"}
-	t.Cleanup(func() {
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), gvr.Resource+"."+gvr.Group, metav1.DeleteOptions{})
-	})
-	return gvr, []string{"--templates", root, "--install-crds"}
-}
-
-// startSeeded starts Loom and waits until gvr is served.
-func startSeeded(t *testing.T, ns string, gvr schema.GroupVersionResource, args []string) *loomProcess {
-	t.Helper()
-	p := startLoomProcess(t, ns, args...)
-	eventually(t, 60*time.Second, "the "+gvr.Resource+" CRD is served", func(ctx context.Context) error {
-		_, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err
-	})
-	return p
+	return newChartSet(t, "db", set, gvr)
 }
 
 // kill SIGKILLs a Loom process and waits for it to exit.
@@ -65,7 +50,8 @@ func kill(t *testing.T, p *loomProcess) {
 // mustGet reads an object or fails the test.
 func mustGet(t *testing.T, gvr schema.GroupVersionResource, ns, name string) *unstructured.Unstructured {
 	t.Helper()
-	o, err := get(context.Background(), gvr, ns, name)
+	e := env.From(t)
+	o, err := e.Get(context.Background(), gvr, ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,10 +63,12 @@ func mustGet(t *testing.T, gvr schema.GroupVersionResource, ns, name string) *un
 // its seed, so its values, with no write to its children, and the old
 // Secret is deleted.
 func TestSeedSecretOfTheOldNameIsMigrated(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	gvr, args := seededSet(t, ns, "SeedMoveApp", randomChartFiles)
-	first := startSeeded(t, ns, gvr, args)
+	ns := e.NewNamespace(t)
+	set := seededSet(t, "SeedMoveApp", randomChartFiles)
+	gvr := set.gvr
+	first := set.startProcess(t, ns)
 	parent := createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: SeedMoveApp\nmetadata:\n  name: a\nspec: {}\n")
 	waitConditionGVR(t, gvr, ns, "a", "Ready", "True")
 	const newName, oldName = "loom-seed-seedmoveapp.charts.e2e.loom.dev-a", "loom-seed-seedmoveapp-a"
@@ -96,21 +84,21 @@ metadata:
   ownerReferences: [{apiVersion: charts.e2e.loom.dev/v1, kind: SeedMoveApp, name: a, uid: %s}]
 data: {seed: %s}
 `, oldName, parent.GetUID(), seed.Object["data"].(map[string]any)["seed"]))
-	if err := dyn.Resource(secretGVR).Namespace(ns).Delete(context.Background(), newName, metav1.DeleteOptions{}); err != nil {
+	if err := e.Dyn.Resource(secretGVR).Namespace(ns).Delete(context.Background(), newName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, secretGVR, ns, newName, "it was deleted")
 
-	startSeeded(t, ns, gvr, args)
+	set.startProcess(t, ns)
 	eventually(t, 60*time.Second, "the seed is under its new name, and the old Secret gone", func(ctx context.Context) error {
-		moved, err := get(ctx, secretGVR, ns, newName)
+		moved, err := e.Get(ctx, secretGVR, ns, newName)
 		if err != nil {
 			return err
 		}
 		if got, want := moved.Object["data"].(map[string]any)["seed"], seed.Object["data"].(map[string]any)["seed"]; got != want {
 			return fmt.Errorf("seed %v, want the old Secret's %v", got, want)
 		}
-		if _, err := get(ctx, secretGVR, ns, oldName); !isNotFound(err) {
+		if _, err := e.Get(ctx, secretGVR, ns, oldName); !isNotFound(err) {
 			return fmt.Errorf("the old Secret is still there (%v)", err)
 		}
 		return nil
@@ -125,8 +113,9 @@ data: {seed: %s}
 // unchanged checks for d that obj is not written.
 func unchanged(t *testing.T, d time.Duration, ns string, obj *unstructured.Unstructured) {
 	t.Helper()
+	e := env.From(t)
 	consistently(t, d, obj.GetName()+" is not written", func(ctx context.Context) error {
-		now, err := get(ctx, secretGVR, ns, obj.GetName())
+		now, err := e.Get(ctx, secretGVR, ns, obj.GetName())
 		if err != nil {
 			return err
 		}
@@ -142,8 +131,9 @@ func unchanged(t *testing.T, d time.Duration, ns string, obj *unstructured.Unstr
 // for parents of kind.
 func hookSetFiles(t *testing.T, kind string) map[string]string {
 	t.Helper()
+	e := env.From(t)
 	files := map[string]string{"loom.yaml": "parent:\n  apiVersion: charts.e2e.loom.dev/v1\n  kind: " + kind + "\nchart: chart\n"}
-	dir := filepath.Join(repoRoot, "engine", "chart", "testdata", "charts", "hook")
+	dir := filepath.Join(e.Root, "engine", "chart", "testdata", "charts", "hook")
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -163,10 +153,12 @@ func hookSetFiles(t *testing.T, kind string) map[string]string {
 // kept in its seed Secret, they survive a SIGKILL of Loom and a new
 // process, with no write to the children.
 func TestChartGeneratedValuesSurviveARestart(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	gvr, args := seededSet(t, ns, "HookApp", hookSetFiles(t, "HookApp"))
-	first := startSeeded(t, ns, gvr, args)
+	ns := e.NewNamespace(t)
+	set := seededSet(t, "HookApp", hookSetFiles(t, "HookApp"))
+	gvr := set.gvr
+	first := set.startProcess(t, ns)
 	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: HookApp\nmetadata:\n  name: a\nspec: {webhook: {configuration: false}}\n")
 	waitConditionGVR(t, gvr, ns, "a", "Ready", "True")
 	tls, auth := mustGet(t, secretGVR, ns, "a-hook-tls"), mustGet(t, secretGVR, ns, "a-hook-auth")
@@ -186,7 +178,7 @@ func TestChartGeneratedValuesSurviveARestart(t *testing.T) {
 	}
 
 	kill(t, first)
-	second := startSeeded(t, ns, gvr, args)
+	second := set.startProcess(t, ns)
 	eventually(t, 60*time.Second, "the new process reconciles", func(context.Context) error {
 		if !second.leading() {
 			return errNotYet
@@ -214,16 +206,18 @@ func TestChartGeneratedValuesSurviveARestart(t *testing.T) {
 // annotation that accepts a new seed; its children are not written.
 // With the annotation, Loom makes a new seed and the values change once.
 func TestLostSeedDegradesTheParent(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	gvr, args := seededSet(t, ns, "SeedLossApp", randomChartFiles)
-	first := startSeeded(t, ns, gvr, args)
+	ns := e.NewNamespace(t)
+	set := seededSet(t, "SeedLossApp", randomChartFiles)
+	gvr := set.gvr
+	first := set.startProcess(t, ns)
 	createObject(t, gvr, ns, "apiVersion: charts.e2e.loom.dev/v1\nkind: SeedLossApp\nmetadata:\n  name: a\nspec: {}\n")
 	waitConditionGVR(t, gvr, ns, "a", "Ready", "True")
 	const seedName = "loom-seed-seedlossapp.charts.e2e.loom.dev-a"
 	var fp string
 	eventually(t, 30*time.Second, "the parent carries its seed's fingerprint", func(ctx context.Context) error {
-		p, err := get(ctx, gvr, ns, "a")
+		p, err := e.Get(ctx, gvr, ns, "a")
 		if err != nil {
 			return err
 		}
@@ -236,28 +230,28 @@ func TestLostSeedDegradesTheParent(t *testing.T) {
 	})
 	auth := mustGet(t, secretGVR, ns, "a-auth")
 	kill(t, first)
-	if err := dyn.Resource(secretGVR).Namespace(ns).Delete(context.Background(), seedName, metav1.DeleteOptions{}); err != nil {
+	if err := e.Dyn.Resource(secretGVR).Namespace(ns).Delete(context.Background(), seedName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, secretGVR, ns, seedName, "it was deleted")
 
-	startSeeded(t, ns, gvr, args)
+	set.startProcess(t, ns)
 	accept := "kubectl annotate seedlossapp.charts.e2e.loom.dev a -n " + ns + " loom.dev/accept-new-seed=" + fp
 	waitDegraded(t, gvr, ns, "a", "SeedLost", "was deleted", accept)
 	waitEvent(t, ns, "a", "Warning", "SeedLost", accept)
 	// Degraded is written after the render that found the loss, which
 	// applies nothing: five seconds more show that nothing is written.
 	unchanged(t, 5*time.Second, ns, auth)
-	if _, err := get(context.Background(), secretGVR, ns, seedName); !isNotFound(err) {
+	if _, err := e.Get(context.Background(), secretGVR, ns, seedName); !isNotFound(err) {
 		t.Errorf("a new seed Secret was made before the loss was accepted (%v)", err)
 	}
 
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{"loom.dev/accept-new-seed":%q}}}`, fp)
-	if _, err := dyn.Resource(gvr).Namespace(ns).Patch(context.Background(), "a", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := e.Dyn.Resource(gvr).Namespace(ns).Patch(context.Background(), "a", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "a new seed, new values, and the parent Ready", func(ctx context.Context) error {
-		p, err := get(ctx, gvr, ns, "a")
+		p, err := e.Get(ctx, gvr, ns, "a")
 		if err != nil {
 			return err
 		}
@@ -267,14 +261,14 @@ func TestLostSeedDegradesTheParent(t *testing.T) {
 		if st, reason, msg := condition(p, "Ready"); st != "True" {
 			return fmt.Errorf("Ready=%s (%s: %s)", st, reason, msg)
 		}
-		s, err := get(ctx, secretGVR, ns, "a-auth")
+		s, err := e.Get(ctx, secretGVR, ns, "a-auth")
 		if err != nil {
 			return err
 		}
 		if s.Object["data"].(map[string]any)["replication"] == auth.Object["data"].(map[string]any)["replication"] {
 			return errors.New("the replication key is the old one")
 		}
-		_, err = get(ctx, secretGVR, ns, seedName)
+		_, err = e.Get(ctx, secretGVR, ns, seedName)
 		return err
 	})
 }
@@ -284,8 +278,9 @@ func TestLostSeedDegradesTheParent(t *testing.T) {
 // group; before, the second parent found the first one's Secret, not
 // its own, and failed): both parents are Ready, with seeds of their own.
 func TestSeedSecretsOfOneKindInTwoGroups(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	root := t.TempDir()
 	var gvrs []schema.GroupVersionResource
 	for _, group := range []string{"charts.e2e.loom.dev", "other.e2e.loom.dev"} {
@@ -299,15 +294,13 @@ func TestSeedSecretsOfOneKindInTwoGroups(t *testing.T) {
 		gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "twinapps"}
 		gvrs = append(gvrs, gvr)
 		t.Cleanup(func() {
-			_ = dyn.Resource(crdGVR).Delete(context.Background(), gvr.Resource+"."+gvr.Group, metav1.DeleteOptions{})
+			_ = e.Dyn.Resource(crdGVR).Delete(context.Background(), gvr.Resource+"."+gvr.Group, metav1.DeleteOptions{})
 		})
 	}
-	startSeeded(t, ns, gvrs[0], []string{"--templates", root, "--install-crds"})
+	startLoomProcess(t, ns, "--templates", root, "--install-crds")
+	waitServed(t, ns, gvrs[0])
 	for _, gvr := range gvrs {
-		eventually(t, 60*time.Second, "the "+gvr.Group+" CRD is served", func(ctx context.Context) error {
-			_, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-			return err
-		})
+		waitServed(t, ns, gvr)
 		createObject(t, gvr, ns, "apiVersion: "+gvr.Group+"/v1\nkind: TwinApp\nmetadata:\n  name: a\nspec: {}\n")
 	}
 	for _, gvr := range gvrs {

@@ -30,6 +30,7 @@ import (
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // gadgetGVR is the second parent kind of the sharding tests, from the set
@@ -43,11 +44,21 @@ const (
 	shardTableAnnotation = "loom.dev/shard-table"
 )
 
+var (
+	gadgetCRDOnce sync.Once
+	gadgetCRDErr  error
+)
+
 // gadgetCRD installs the Gadget CRD once per test binary. Like the
 // shipped MyResource CRD, it stays: the sharding tests run in parallel and
 // share it, and each deletes only its namespace.
-var gadgetCRD = sync.OnceValue(func() error {
-	set, err := render.Load(filepath.Join(repoRoot, "test", "e2e", "testdata", "shard", "gadget"))
+func gadgetCRD(e *env.Env) error {
+	gadgetCRDOnce.Do(func() { gadgetCRDErr = installGadgetCRD(e) })
+	return gadgetCRDErr
+}
+
+func installGadgetCRD(e *env.Env) error {
+	set, err := render.Load(filepath.Join(e.Root, "test", "e2e", "testdata", "shard", "gadget"))
 	if err != nil {
 		return err
 	}
@@ -65,15 +76,15 @@ var gadgetCRD = sync.OnceValue(func() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := applyCRD(ctx, raw); err != nil {
+	if err := e.ApplyCRD(ctx, raw); err != nil {
 		return fmt.Errorf("apply CRD %s: %w", def.Name, err)
 	}
 	// Established comes a moment before the kind is served.
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(gadgetGVR).List(ctx, metav1.ListOptions{Limit: 1})
+		_, err := e.Dyn.Resource(gadgetGVR).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
 	})
-})
+}
 
 // shardParent is one parent of a sharding test.
 type shardParent struct {
@@ -84,6 +95,7 @@ type shardParent struct {
 // shardEnv is one sharding test's namespace, its parents, and the shard
 // group (Leases in that namespace) its replicas join.
 type shardEnv struct {
+	*env.Env
 	t                    *testing.T
 	ns, group, templates string
 	// parents are perKind MyResources m-<i> and perKind Gadgets g-<i>.
@@ -99,10 +111,11 @@ type shardEnv struct {
 // templates folder with both sets.
 func newShardEnv(t *testing.T, perKind int) *shardEnv {
 	t.Helper()
-	if err := gadgetCRD(); err != nil {
+	e := &shardEnv{Env: env.From(t), t: t, templates: t.TempDir(), logs: t.TempDir()}
+	if err := gadgetCRD(e.Env); err != nil {
 		t.Fatalf("install the Gadget CRD: %v", err)
 	}
-	e := &shardEnv{t: t, ns: newNamespace(t), templates: t.TempDir(), logs: t.TempDir()}
+	e.ns = e.NewNamespace(t)
 	e.group = "e2e-" + e.ns
 	if dir := os.Getenv("LOOM_E2E_SHARD_LOGS"); dir != "" {
 		e.logs = filepath.Join(dir, t.Name())
@@ -111,8 +124,8 @@ func newShardEnv(t *testing.T, perKind int) *shardEnv {
 		}
 	}
 	for src, dst := range map[string]string{
-		filepath.Join(repoRoot, "templates", "myresource"):                    filepath.Join(e.templates, "myresource"),
-		filepath.Join(repoRoot, "test", "e2e", "testdata", "shard", "gadget"): filepath.Join(e.templates, "gadget"),
+		filepath.Join(e.Root, "templates", "myresource"):                    filepath.Join(e.templates, "myresource"),
+		filepath.Join(e.Root, "test", "e2e", "testdata", "shard", "gadget"): filepath.Join(e.templates, "gadget"),
 	} {
 		if err := testutil.CopyDir(src, dst); err != nil {
 			t.Fatal(err)
@@ -125,7 +138,7 @@ func newShardEnv(t *testing.T, perKind int) *shardEnv {
 		if i%2 == 1 {
 			gvr = gadgetGVR
 		}
-		created, err := dyn.Resource(gvr).Namespace(e.ns).Create(ctx, obj, metav1.CreateOptions{})
+		created, err := e.Dyn.Resource(gvr).Namespace(e.ns).Create(ctx, obj, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("create %s %s: %w", gvr.Resource, obj.GetName(), err)
 		}
@@ -163,7 +176,7 @@ func (e *shardEnv) patchRev(ctx context.Context, p shardParent, rev int) error {
 	if p.gvr == gadgetGVR {
 		patch = fmt.Sprintf(`{"spec":{"value":"%d"}}`, rev)
 	}
-	_, err := dyn.Resource(p.gvr).Namespace(e.ns).Patch(ctx, p.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err := e.Dyn.Resource(p.gvr).Namespace(e.ns).Patch(ctx, p.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
 		return fmt.Errorf("patch %s %s: %w", p.gvr.Resource, p.name, err)
 	}
@@ -292,7 +305,7 @@ type childWant struct {
 func (e *shardEnv) converged(ctx context.Context) error {
 	children := map[schema.GroupVersionResource]map[string]*unstructured.Unstructured{}
 	for _, gvr := range []schema.GroupVersionResource{configMapGVR, deployGVR, serviceGVR} {
-		list, err := dyn.Resource(gvr).Namespace(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=loom"})
+		list, err := e.Dyn.Resource(gvr).Namespace(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=loom"})
 		if err != nil {
 			return err
 		}
@@ -304,7 +317,7 @@ func (e *shardEnv) converged(ctx context.Context) error {
 	var problems []string
 	n := 0
 	for _, gvr := range []schema.GroupVersionResource{myresGVR, gadgetGVR} {
-		list, err := dyn.Resource(gvr).Namespace(e.ns).List(ctx, metav1.ListOptions{})
+		list, err := e.Dyn.Resource(gvr).Namespace(e.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}

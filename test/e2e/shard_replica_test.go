@@ -34,10 +34,10 @@ func (e *shardEnv) start(extra ...string) *shardReplica {
 	t.Helper()
 	r := &shardReplica{name: "r" + strconv.Itoa(e.next), addr: freeAddr(t)}
 	e.next++
-	args := append([]string{"run", "--templates", e.templates, "--namespace", e.ns, "--kubeconfig", kubeconfigPath(),
+	args := append([]string{"run", "--templates", e.templates, "--namespace", e.ns, "--kubeconfig", e.Kubeconfig,
 		"--metrics-bind-address", r.addr, "--log-format", "json", "-v=2",
 		"--sharded", "--shard-namespace", e.ns, "--shard-group", e.group, "--shard-id-prefix", r.name}, extra...)
-	r.Process = testutil.StartProcess(t, filepath.Join(e.logs, r.name+".log"), filepath.Join(repoRoot, "bin", "loom"), args...)
+	r.Process = testutil.StartProcess(t, filepath.Join(e.logs, r.name+".log"), e.Binary, args...)
 	return r
 }
 
@@ -96,7 +96,7 @@ func (r *shardReplica) metrics(ctx context.Context) (testutil.Metrics, error) {
 
 // table reads the group's shard table.
 func (e *shardEnv) table(ctx context.Context) (map[string]bucketSet, error) {
-	lease, err := kube.CoordinationV1().Leases(e.ns).Get(ctx, e.group+"-shards", metav1.GetOptions{})
+	lease, err := e.Kube.CoordinationV1().Leases(e.ns).Get(ctx, e.group+"-shards", metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}

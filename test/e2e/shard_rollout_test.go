@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loom-operator/loom/engine/shard"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // A rollout over parents that live on two sharded replicas is decided
@@ -20,9 +21,10 @@ import (
 // not one per replica, and every parent ends on the new revision, each
 // reconciled by the replica that holds it.
 func TestShardedRolloutHasOneDecider(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	const n = 12
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	root, dir := rolloutSet(t, "rollout:\n  steps: [1, 50%, 100%]\n  readyTimeout: 90s\n  soak: 2s\n", "v1")
 	args := []string{"--templates", root, "--sharded", "--shard-namespace", ns, "--shard-group", "roll"}
 	startLoomProcess(t, ns, args...)
@@ -42,7 +44,7 @@ func TestShardedRolloutHasOneDecider(t *testing.T) {
 	if want := []int64{1, 2, 3}; fmt.Sprint(steps) != fmt.Sprint(want) {
 		t.Errorf("steps seen %v, want %v", steps, want)
 	}
-	final, _ := readRollout(context.Background(), name)
+	final, _ := readRollout(context.Background(), e, name)
 	waitFleet(t, ns, n, final.stable, "v2")
 }
 
@@ -50,9 +52,10 @@ func TestShardedRolloutHasOneDecider(t *testing.T) {
 // of ns the shard table of group "roll" (in ns) gives it.
 func parentHolders(t *testing.T, ns string, n int) map[string]int {
 	t.Helper()
+	e := env.From(t)
 	var table shard.Table
 	eventually(t, 30*time.Second, "the shard table to name two members", func(ctx context.Context) error {
-		l, err := kube.CoordinationV1().Leases(ns).Get(ctx, "roll-shards", metav1.GetOptions{})
+		l, err := e.Kube.CoordinationV1().Leases(ns).Get(ctx, "roll-shards", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -71,7 +74,7 @@ func parentHolders(t *testing.T, ns string, n int) map[string]int {
 	})
 	out := map[string]int{}
 	for i := range n {
-		p, err := get(context.Background(), myresGVR, ns, fmt.Sprintf("p-%d", i))
+		p, err := e.Get(context.Background(), myresGVR, ns, fmt.Sprintf("p-%d", i))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -184,7 +184,7 @@ func shardedSIGTERMHandsOver(t *testing.T) {
 	if l := victim.log(t); len(l.lefts) == 0 {
 		t.Errorf("%s did not log that it left the shard group", victim.name)
 	}
-	if _, err := kube.CoordinationV1().Leases(e.ns).Get(context.Background(), id, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := e.Kube.CoordinationV1().Leases(e.ns).Get(context.Background(), id, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the Lease of %s after it exited: %v, want NotFound", id, err)
 	}
 	e.settle(t, c, others, rs)
@@ -216,7 +216,7 @@ func shardedSIGSTOPPastTheLease(t *testing.T) {
 	stopped := time.Now()
 	victim.signal(t, syscall.SIGSTOP)
 	t.Cleanup(func() { _ = syscall.Kill(victim.Pid(), syscall.SIGCONT) })
-	lease, err := kube.CoordinationV1().Leases(e.ns).Get(context.Background(), oldID, metav1.GetOptions{})
+	lease, err := e.Kube.CoordinationV1().Leases(e.ns).Get(context.Background(), oldID, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

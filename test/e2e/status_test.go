@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // stateRecorder watches one parent and records every distinct status.state
@@ -25,9 +27,10 @@ type stateRecorder struct {
 
 func recordStates(t *testing.T, ns, name string) *stateRecorder {
 	t.Helper()
+	e := env.From(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w, err := dyn.Resource(myresGVR).Namespace(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	w, err := e.Dyn.Resource(myresGVR).Namespace(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 	if err != nil {
 		t.Fatalf("watch %s: %v", name, err)
 	}
@@ -68,16 +71,17 @@ func (r *stateRecorder) until(t *testing.T, want string, timeout time.Duration) 
 }
 
 func TestParentGoesBuildingThenReady(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
+	ns := e.NewNamespace(t)
+	l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
 	states := recordStates(t, ns, "web")
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	seen := states.until(t, "Ready", 60*time.Second)
 	if !slices.Contains(seen, "Building") {
 		t.Fatalf("states %v: want Building before Ready", seen)
 	}
-	p, err := get(context.Background(), myresGVR, ns, "web")
+	p, err := e.Get(context.Background(), myresGVR, ns, "web")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +107,7 @@ func TestParentGoesBuildingThenReady(t *testing.T) {
 	// Loom with no periodic resync): its Ready transition comes within
 	// seconds of the Deployment's Available one. Both are stamped to the
 	// second, on the same clock.
-	dep, err := get(context.Background(), deployGVR, ns, "web")
+	dep, err := e.Get(context.Background(), deployGVR, ns, "web")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +121,7 @@ func TestParentGoesBuildingThenReady(t *testing.T) {
 	}
 	// One Ready Event, for the one transition.
 	eventually(t, 10*time.Second, "a Ready Event", func(ctx context.Context) error {
-		evs, err := events(ctx, ns, "web")
+		evs, err := e.Events(ctx, ns, "web")
 		if err != nil {
 			return err
 		}
@@ -136,10 +140,11 @@ func TestParentGoesBuildingThenReady(t *testing.T) {
 }
 
 func TestScalingShowsBuildingThenReadyAgain(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	ns := e.NewNamespace(t)
+	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 	states := recordStates(t, ns, "web")
 	states.until(t, "Ready", 10*time.Second) // the current state
@@ -148,7 +153,7 @@ func TestScalingShowsBuildingThenReadyAgain(t *testing.T) {
 	if len(seen) < 2 || seen[0] != "Building" {
 		t.Fatalf("states after scaling %v: want Building, then Ready", seen)
 	}
-	p, _ := get(context.Background(), myresGVR, ns, "web")
+	p, _ := e.Get(context.Background(), myresGVR, ns, "web")
 	if og, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration"); og != p.GetGeneration() {
 		t.Errorf("observedGeneration %d, generation %d", og, p.GetGeneration())
 	}
@@ -157,16 +162,17 @@ func TestScalingShowsBuildingThenReadyAgain(t *testing.T) {
 // A Deployment whose pods can never be scheduled exceeds its progress
 // deadline; the parent turns Failed with a message naming the Deployment.
 func TestStuckDeploymentFailsTheParent(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	dir := copyTemplates(t)
 	dep := filepath.Join(dir, "myresource", "deployment.yaml")
 	editFile(t, dep, "spec:\n  replicas:", "spec:\n  progressDeadlineSeconds: 2\n  replicas:")
 	editFile(t, dep, "      containers:", "      nodeSelector:\n        loom.dev/no-such-node: \"true\"\n      containers:")
 	startLoom(t, dir, ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	eventually(t, 90*time.Second, "the parent is Failed, naming the Deployment", func(ctx context.Context) error {
-		p, err := get(ctx, myresGVR, ns, "web")
+		p, err := e.Get(ctx, myresGVR, ns, "web")
 		if err != nil {
 			return err
 		}
@@ -181,11 +187,12 @@ func TestStuckDeploymentFailsTheParent(t *testing.T) {
 
 // kubectl wait --for=condition=Ready returns for a healthy parent.
 func TestKubectlWaitForReady(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
-	kubeconfig := kubeconfigPath()
+	ns := e.NewNamespace(t)
+	startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
+	createParentFixture(t, ns, "full")
+	kubeconfig := e.Kubeconfig
 	out, err := exec.Command("kubectl", "--kubeconfig", kubeconfig, "-n", ns, "wait", "--for=condition=Ready",
 		"myresource/web", "--timeout=60s").CombinedOutput()
 	if err != nil {
@@ -198,13 +205,14 @@ func TestKubectlWaitForReady(t *testing.T) {
 
 // An idle parent is left alone: over 30 s, no reconcile, no write, no Event.
 func TestIdleParentIsNotReconciled(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	ns := e.NewNamespace(t)
+	l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 	quiesce(t, 2*time.Second, func() float64 { return l.counter(t, "loom_reconcile_total", nil) })
-	evsBefore, err := events(context.Background(), ns, "web")
+	evsBefore, err := e.Events(context.Background(), ns, "web")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +221,7 @@ func TestIdleParentIsNotReconciled(t *testing.T) {
 	time.Sleep(30 * time.Second)
 	reconciles := l.counter(t, "loom_reconcile_total", nil) - before
 	writes, log := l.writes.snapshot()
-	evsAfter, err := events(context.Background(), ns, "web")
+	evsAfter, err := e.Events(context.Background(), ns, "web")
 	if err != nil {
 		t.Fatal(err)
 	}

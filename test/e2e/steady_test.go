@@ -15,15 +15,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // After convergence, a full resync of 100 parents sends no write request:
 // every child matches, and so does every status.
 func TestSteadyStateIsSilent(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
 	const parents = 100
-	ns := newNamespace(t)
-	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{resync: 4 * time.Second})
+	ns := e.NewNamespace(t)
+	l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{resync: 4 * time.Second})
 	for i := range parents {
 		createParent(t, ns, fmt.Sprintf(`
 apiVersion: example.loom.dev/v1alpha1
@@ -38,7 +40,7 @@ spec:
 `, i, i))
 	}
 	eventually(t, 120*time.Second, "every parent is Ready", func(ctx context.Context) error {
-		list, err := dyn.Resource(myresGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+		list, err := e.Dyn.Resource(myresGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
@@ -78,11 +80,12 @@ spec:
 // are symlinks into ..data, which is swapped atomically to a new folder)
 // takes effect without a restart.
 func TestHotReloadThroughConfigMapSymlinkSwap(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	root := t.TempDir()
 	set := filepath.Join(root, "myresource")
-	src := filepath.Join(repoRoot, "templates", "myresource")
+	src := filepath.Join(e.Root, "templates", "myresource")
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +129,7 @@ func TestHotReloadThroughConfigMapSymlinkSwap(t *testing.T) {
 		}
 	}
 	startLoom(t, root, ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitReplicas(t, ns, "web", 2)
 	version("..v2", func(s string) string {
 		if strings.HasPrefix(s, "service.yaml\x00") {
@@ -135,7 +138,7 @@ func TestHotReloadThroughConfigMapSymlinkSwap(t *testing.T) {
 		return s
 	})
 	eventually(t, 30*time.Second, "the Service follows the swapped templates", func(ctx context.Context) error {
-		svc, err := get(ctx, serviceGVR, ns, "web")
+		svc, err := e.Get(ctx, serviceGVR, ns, "web")
 		if err != nil {
 			return err
 		}
@@ -149,11 +152,12 @@ func TestHotReloadThroughConfigMapSymlinkSwap(t *testing.T) {
 
 // SIGTERM makes `loom run` drain and exit cleanly.
 func TestSIGTERMExitsCleanly(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	addr := freeAddr(t)
 	p := startLoomProcess(t, ns, "--metrics-bind-address", addr)
-	createParent(t, ns, fullParent)
+	createParentFixture(t, ns, "full")
 	waitReplicas(t, ns, "web", 2)
 	// The metrics and health endpoints serve.
 	for path, want := range map[string]string{
@@ -188,10 +192,11 @@ var httpGet = testutil.HTTPGet
 // Loom's labels is not even in its cache, and one with them but no
 // controller ownerReference is dropped when its events arrive.
 func TestUnrelatedDeploymentTriggersNothing(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
-	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	ns := e.NewNamespace(t)
+	l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
+	createParentFixture(t, ns, "full")
 	waitCondition(t, ns, "web", "Ready", "True")
 	reconciles := func() float64 { return l.counter(t, "loom_reconcile_total", nil) }
 	quiesce(t, 2*time.Second, reconciles)
@@ -215,14 +220,14 @@ spec:
     spec: {containers: [{name: c, image: nginx}]}
 `, name, labels, name, name))
 		waitReplicas(t, ns, name, 1)
-		if _, err := dyn.Resource(deployGVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType,
+		if _, err := e.Dyn.Resource(deployGVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType,
 			[]byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	eventually(t, 30*time.Second, "the unrelated Deployments roll out", func(ctx context.Context) error {
 		for _, name := range []string{"other", "other-labeled"} {
-			d, err := kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			d, err := e.Kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}

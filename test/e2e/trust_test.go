@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 var hpaGVR = schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}
@@ -39,7 +41,8 @@ spec:
 // watchDeletes records every HPA deleted in ns until the test ends.
 func watchDeletes(t *testing.T, gvr schema.GroupVersionResource, ns string) func() []string {
 	t.Helper()
-	w, err := dyn.Resource(gvr).Namespace(ns).Watch(context.Background(), metav1.ListOptions{})
+	e := env.From(t)
+	w, err := e.Dyn.Resource(gvr).Namespace(ns).Watch(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +74,9 @@ func watchDeletes(t *testing.T, gvr schema.GroupVersionResource, ns string) func
 // code (informers and prune keyed by version) the HPAs were deleted and
 // recreated in a loop.
 func TestOneKindAtTwoVersionsIsOneChild(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	group := "twover.e2e.loom.dev"
 	installTestCRD(t, group, "Alpha", "alphas")
 	installTestCRD(t, group, "Beta", "betas")
@@ -88,7 +92,7 @@ func TestOneKindAtTwoVersionsIsOneChild(t *testing.T) {
 	uids := map[string]types.UID{}
 	eventually(t, 30*time.Second, "both HPAs exist, each owned by its parent", func(ctx context.Context) error {
 		for name, parent := range map[string]*unstructured.Unstructured{"a-hpa": alpha, "b-hpa": beta} {
-			hpa, err := get(ctx, hpaGVR, ns, name)
+			hpa, err := e.Get(ctx, hpaGVR, ns, name)
 			if err != nil {
 				return err
 			}
@@ -106,7 +110,7 @@ func TestOneKindAtTwoVersionsIsOneChild(t *testing.T) {
 	editFile(t, filepath.Join(dir, "alpha", "hpa.yaml"), "autoscaling/v1", "autoscaling/v2")
 	editFile(t, filepath.Join(dir, "alpha", "hpa.yaml"), "maxReplicas: 3", "maxReplicas: 4")
 	eventually(t, 30*time.Second, "Alpha's HPA has maxReplicas 4", func(ctx context.Context) error {
-		hpa, err := get(ctx, hpaGVR, ns, "a-hpa")
+		hpa, err := e.Get(ctx, hpaGVR, ns, "a-hpa")
 		if err != nil {
 			return err
 		}
@@ -117,7 +121,7 @@ func TestOneKindAtTwoVersionsIsOneChild(t *testing.T) {
 	})
 	time.Sleep(3 * time.Second) // room for a delete loop to show
 	for name, uid := range uids {
-		hpa, err := get(context.Background(), hpaGVR, ns, name)
+		hpa, err := e.Get(context.Background(), hpaGVR, ns, name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -136,17 +140,18 @@ func TestOneKindAtTwoVersionsIsOneChild(t *testing.T) {
 // over. On the old code Loom force-applied over it and made it the
 // parent's (so that deleting the parent deleted it).
 func TestExistingObjectIsAdoptedOnlyWithConsent(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	createObject(t, configMapGVR, ns, `{apiVersion: v1, kind: ConfigMap, metadata: {name: web-config}, data: {theirs: "yes"}}`)
-	l := startLoom(t, filepath.Join(repoRoot, "templates"), ns, loomOptions{})
-	createParent(t, ns, fullParent)
+	l := startLoom(t, filepath.Join(e.Root, "templates"), ns, loomOptions{})
+	createParentFixture(t, ns, "full")
 	waitDegraded(t, myresGVR, ns, "web", "ApplyFailed",
 		"ConfigMap "+ns+"/web-config already exists and is not managed by Loom", "loom.dev/adopt=MyResource.example.loom.dev/web")
 	waitEvent(t, ns, "web", "Warning", "ApplyFailed", "web-config already exists")
 	waitReplicas(t, ns, "web", 2) // the other children are applied
 	time.Sleep(2 * time.Second)   // a retry loop would show here
-	cm, err := get(context.Background(), configMapGVR, ns, "web-config")
+	cm, err := e.Get(context.Background(), configMapGVR, ns, "web-config")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,19 +168,19 @@ func TestExistingObjectIsAdoptedOnlyWithConsent(t *testing.T) {
 	// The owner of the ConfigMap hands it over; touching the parent makes
 	// Loom look again (it cannot watch objects without its labels).
 	patch := `{"metadata":{"annotations":{"loom.dev/adopt":"MyResource.example.loom.dev/web"}}}`
-	if _, err := dyn.Resource(configMapGVR).Namespace(ns).Patch(context.Background(), "web-config", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := e.Dyn.Resource(configMapGVR).Namespace(ns).Patch(context.Background(), "web-config", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType,
+	if _, err := e.Dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), "web", types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"touch":"1"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the annotated ConfigMap is adopted", func(ctx context.Context) error {
-		cm, err := get(ctx, configMapGVR, ns, "web-config")
+		cm, err := e.Get(ctx, configMapGVR, ns, "web-config")
 		if err != nil {
 			return err
 		}
-		parent, err := get(ctx, myresGVR, ns, "web")
+		parent, err := e.Get(ctx, myresGVR, ns, "web")
 		if err != nil {
 			return err
 		}

@@ -13,13 +13,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // loomVersion runs bin/loom version with args, and returns its stdout,
 // its stderr and its exit code.
 func loomVersion(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(repoRoot, "bin", "loom"), append([]string{"version"}, args...)...)
+	e := env.From(t)
+	cmd := exec.Command(e.Binary, append([]string{"version"}, args...)...)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -38,8 +41,9 @@ func loomVersion(t *testing.T, args ...string) (string, string, int) {
 // server, and a cluster that does not answer is exit 1 with the client's
 // version still printed.
 func TestVersionReportsInstallations(t *testing.T) {
+	e := env.From(t)
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	// replicas: 0, so that no pod is made: the test needs only the object.
 	for _, manifest := range []string{`apiVersion: apps/v1
@@ -95,7 +99,7 @@ current-context: c
 		wantCode    int
 		wantErr     string
 	}{
-		{name: "one namespace", args: []string{"--kubeconfig", kubeconfigPath(), "-n", ns},
+		{name: "one namespace", args: []string{"--kubeconfig", e.Kubeconfig, "-n", ns},
 			wantServers: []server{{Namespace: ns, Name: "loom", Version: "1.2.3", Image: "registry.invalid/loom:1.2.3"}}},
 		{name: "unreachable", args: []string{"--kubeconfig", unreachable}, wantCode: 1, wantErr: "connection refused"},
 		{name: "--client with an unreachable cluster", args: []string{"--kubeconfig", unreachable, "--client"}},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // writeKey is one series of the API server's apiserver_request_total
@@ -91,6 +92,7 @@ func (w writes) top(n int, match func(writeKey) bool) string {
 // restart are not counted, so counts across a restart are a lower bound
 // by at most a moment's writes.
 type writeMeter struct {
+	e       *env.Env
 	mu      sync.Mutex
 	started float64 // the API server's process_start_time_seconds
 	last    writes  // the counters at the last scrape
@@ -100,7 +102,7 @@ type writeMeter struct {
 // newWriteMeter starts a meter; it stops when the test ends.
 func newWriteMeter(t *testing.T) *writeMeter {
 	t.Helper()
-	m := &writeMeter{total: writes{}}
+	m := &writeMeter{e: env.From(t), total: writes{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := m.observe(ctx); err != nil {
 		t.Fatal(err)
@@ -130,7 +132,7 @@ func (m *writeMeter) observe(ctx context.Context) error {
 	defer m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	raw, err := m.e.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return fmt.Errorf("read the API server's metrics: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // hpaWindow is how long each HPA case watches Loom: four of the HPA
@@ -43,7 +44,8 @@ func TestHPAOwnsReplicas(t *testing.T) {
 }
 
 func testHPANoFight(t *testing.T) {
-	ns := newNamespace(t)
+	e := env.From(t)
+	ns := e.NewNamespace(t)
 	tracker := trackChildren(t, ns, deployGVR, hpaGVR)
 	l := startLoom(t, filepath.Join("testdata", "hpa"), ns)
 	createHPAParent(t, ns)
@@ -83,13 +85,14 @@ func testHPANoFight(t *testing.T) {
 }
 
 func testHPAFightIsVisible(t *testing.T) {
+	e := env.From(t)
 	dir := t.TempDir()
 	if err := testutil.CopyDir(filepath.Join("testdata", "hpa"), dir); err != nil {
 		t.Fatal(err)
 	}
 	testutil.EditFile(t, filepath.Join(dir, "myresource", "deployment.yaml"),
 		"  # No replicas: the HorizontalPodAutoscaler in hpa.yaml owns them.\n", "  replicas: 1\n")
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	tracker := trackChildren(t, ns, deployGVR, hpaGVR)
 	l := startLoom(t, dir, ns)
 	createHPAParent(t, ns)
@@ -121,11 +124,12 @@ func testHPAFightIsVisible(t *testing.T) {
 // minReplicas).
 func createHPAParent(t *testing.T, ns string) {
 	t.Helper()
+	e := env.From(t)
 	p := parentObject(0)
 	p.SetName("web")
 	unstructured.RemoveNestedField(p.Object, "spec", "config")
 	_ = unstructured.SetNestedField(p.Object, int64(3), "spec", "replicas")
-	if _, err := dyn.Resource(myresGVR).Namespace(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Dyn.Resource(myresGVR).Namespace(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -133,8 +137,9 @@ func createHPAParent(t *testing.T, ns string) {
 // waitReplicas waits until Deployment name's spec.replicas is want.
 func waitReplicas(t *testing.T, ns, name string, want int32) {
 	t.Helper()
+	e := env.From(t)
 	testutil.Eventually(t, 45*time.Second, fmt.Sprintf("Deployment %s scaled to %d", name, want), func(ctx context.Context) error {
-		s, err := kube.AppsV1().Deployments(ns).GetScale(ctx, name, metav1.GetOptions{})
+		s, err := e.Kube.AppsV1().Deployments(ns).GetScale(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -149,16 +154,18 @@ func waitReplicas(t *testing.T, ns, name string, want int32) {
 // kubectl scale does.
 func scaleDeployment(t *testing.T, ns, name string, replicas int32) {
 	t.Helper()
+	e := env.From(t)
 	s := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: autoscalingv1.ScaleSpec{Replicas: replicas}}
-	if _, err := kube.AppsV1().Deployments(ns).UpdateScale(context.Background(), name, s, metav1.UpdateOptions{}); err != nil {
+	if _, err := e.Kube.AppsV1().Deployments(ns).UpdateScale(context.Background(), name, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("scale %s to %d: %v", name, replicas, err)
 	}
 }
 
 func waitParentReady(t *testing.T, ns, name string) {
 	t.Helper()
+	e := env.From(t)
 	testutil.Eventually(t, time.Minute, name+" Ready", func(ctx context.Context) error {
-		p, err := dyn.Resource(myresGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		p, err := e.Dyn.Resource(myresGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -203,7 +210,8 @@ func quiesceLoom(t *testing.T, l *loomProc) {
 // holds the field at path (fieldsV1 keys, e.g. "f:spec", "f:replicas").
 func loomOwns(t *testing.T, ns, name string, path ...string) bool {
 	t.Helper()
-	d, err := kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	e := env.From(t)
+	d, err := e.Kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +234,8 @@ func loomOwns(t *testing.T, ns, name string, path ...string) bool {
 // spec.replicas (an aggregated Event counts as many times as it occurred).
 func driftEvents(ctx context.Context, t *testing.T, ns, name string) int32 {
 	t.Helper()
-	evs, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	e := env.From(t)
+	evs, err := e.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 	if err != nil {
 		return 0
 	}

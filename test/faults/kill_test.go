@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // Loom killed with SIGKILL mid-converge of 300 parents (no drain, some
@@ -20,9 +21,10 @@ import (
 // had applied: it finds their kind in the parents' status.children, since
 // no template renders it any more.
 func TestLoomKilledAndTemplateRemovedWhileDown(t *testing.T) {
+	e := env.From(t)
 	const parents = 300
 	dir := t.TempDir()
-	if err := testutil.CopyDir(filepath.Join(repoRoot, "templates"), dir); err != nil {
+	if err := testutil.CopyDir(filepath.Join(e.Root, "templates"), dir); err != nil {
 		t.Fatal(err)
 	}
 	r := newRun(t, dir)
@@ -35,7 +37,7 @@ func TestLoomKilledAndTemplateRemovedWhileDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.bumpReplicas(parents / 5)
-	services, err := dyn.Resource(serviceGVR).Namespace(r.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=loom"})
+	services, err := e.Dyn.Resource(serviceGVR).Namespace(r.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=loom"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // loomProc is `bin/loom run` in a process of its own, run the way users
@@ -26,11 +27,12 @@ type loomProc struct {
 // the test fails.
 func startLoom(t *testing.T, templates, namespace string, extra ...string) *loomProc {
 	t.Helper()
+	e := env.From(t)
 	addr := testutil.FreeAddr(t)
-	args := append([]string{"run", "--kubeconfig", kubeconfigPath(), "--templates", templates,
+	args := append([]string{"run", "--kubeconfig", e.Kubeconfig, "--templates", templates,
 		"--metrics-bind-address", addr, "-n", namespace}, extra...)
 	log := filepath.Join(t.TempDir(), "loom.log")
-	l := &loomProc{Process: testutil.StartProcess(t, log, filepath.Join(repoRoot, "bin", "loom"), args...), metricsAddr: addr}
+	l := &loomProc{Process: testutil.StartProcess(t, log, e.Binary, args...), metricsAddr: addr}
 	testutil.Eventually(t, 30*time.Second, "loom serves /metrics", func(ctx context.Context) error {
 		if done, err := l.Exited(); done {
 			return fmt.Errorf("loom exited: %v\n%s", err, l.Tail(20))

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 var (
@@ -63,12 +64,13 @@ func parentObject(i int) *unstructured.Unstructured {
 // edit, when not nil, changes each one before it is created.
 func createParents(t *testing.T, ns string, n int, edit func(i int, p *unstructured.Unstructured)) {
 	t.Helper()
+	e := env.From(t)
 	err := testutil.ForEach(context.Background(), n, 8, func(ctx context.Context, i int) error {
 		p := parentObject(i)
 		if edit != nil {
 			edit(i, p)
 		}
-		if _, err := dyn.Resource(myresGVR).Namespace(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := e.Dyn.Resource(myresGVR).Namespace(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create parent %s: %w", p.GetName(), err)
 		}
 		return nil
@@ -102,8 +104,8 @@ func readyAndCurrent(p *unstructured.Unstructured) (bool, string) {
 }
 
 // readProgress reads the parents of ns, leaving out those in skip.
-func readProgress(ctx context.Context, ns string, skip map[string]bool) (progress, error) {
-	list, err := dyn.Resource(myresGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+func readProgress(ctx context.Context, e *env.Env, ns string, skip map[string]bool) (progress, error) {
+	list, err := e.Dyn.Resource(myresGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return progress{}, err
 	}
@@ -131,9 +133,10 @@ func readProgress(ctx context.Context, ns string, skip map[string]bool) (progres
 // would not be mid-converge.
 func waitMidConverge(t *testing.T, ns string, total, n int) {
 	t.Helper()
+	e := env.From(t)
 	var p progress
 	testutil.Poll(t, 200*time.Millisecond, 3*time.Minute, fmt.Sprintf("%d parents have a status", n), func(ctx context.Context) (err error) {
-		if p, err = readProgress(ctx, ns, nil); err != nil {
+		if p, err = readProgress(ctx, e, ns, nil); err != nil {
 			return err
 		}
 		if p.withStatus < n {
@@ -151,8 +154,9 @@ func waitMidConverge(t *testing.T, ns string, total, n int) {
 // Ready and current, and returns how long that took from start.
 func waitReady(t *testing.T, ns string, want int, skip map[string]bool, start time.Time, timeout time.Duration) time.Duration {
 	t.Helper()
+	e := env.From(t)
 	testutil.Poll(t, time.Second, max(timeout-time.Since(start), 10*time.Second), fmt.Sprintf("%d parents Ready", want), func(ctx context.Context) error {
-		p, err := readProgress(ctx, ns, skip)
+		p, err := readProgress(ctx, e, ns, skip)
 		if err != nil {
 			return err
 		}
@@ -169,8 +173,9 @@ func waitReady(t *testing.T, ns string, want int, skip map[string]bool, start ti
 // status.children, and has no child of the kinds in gone left.
 func checkChildren(t *testing.T, ns string, kinds, gone []childKind, skip map[string]bool) {
 	t.Helper()
+	e := env.From(t)
 	ctx := context.Background()
-	parents, err := dyn.Resource(myresGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	parents, err := e.Dyn.Resource(myresGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +187,7 @@ func checkChildren(t *testing.T, ns string, kinds, gone []childKind, skip map[st
 	}
 	var problems []string
 	for _, k := range append(append([]childKind(nil), kinds...), gone...) {
-		list, err := dyn.Resource(k.gvr).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=loom"})
+		list, err := e.Dyn.Resource(k.gvr).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=loom"})
 		if err != nil {
 			t.Fatal(err)
 		}

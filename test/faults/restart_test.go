@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loom-operator/loom/test/env"
 )
 
 // convergeTimeout bounds a converge of a few hundred parents under a
@@ -19,8 +21,9 @@ const convergeTimeout = 4 * time.Minute
 // recover, and every parent converges without restarting Loom, with no
 // change lost and no child deleted.
 func TestAPIServerRestartMidConverge(t *testing.T) {
+	e := env.From(t)
 	const parents = 300
-	r := newRun(t, filepath.Join(repoRoot, "templates"))
+	r := newRun(t, filepath.Join(e.Root, "templates"))
 	r.create(parents, nil)
 	waitMidConverge(t, r.ns, parents, parents/5)
 	r.bumpReplicas(parents / 5)
@@ -37,8 +40,9 @@ func TestAPIServerRestartMidConverge(t *testing.T) {
 // log (-v=4, where client-go reports it) must show this for its watch of
 // the parents or of a child kind.
 func TestEtcdCompactionMidConverge(t *testing.T) {
+	e := env.From(t)
 	const parents = 300
-	r := newRun(t, filepath.Join(repoRoot, "templates"), "-v=4")
+	r := newRun(t, filepath.Join(e.Root, "templates"), "-v=4")
 	r.create(parents, nil)
 	waitMidConverge(t, r.ns, parents, parents/5)
 	r.bumpReplicas(parents / 5)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // restoreTimeout bounds how long Loom may take to repair its children
@@ -44,9 +45,10 @@ const restoreTimeout = 3 * time.Minute
 // Loom's watches are refused ("too old resource version") and relist, so
 // its cache holds the restored children. The test checks that they did.
 func TestEtcdRestoreUnderLoom(t *testing.T) {
+	e := env.From(t)
 	const parents = 5
-	templates := filepath.Join(repoRoot, "templates")
-	ns := newNamespace(t)
+	templates := filepath.Join(e.Root, "templates")
+	ns := e.NewNamespace(t)
 	start := time.Now()
 	first := startLoom(t, templates, ns)
 	createParents(t, ns, parents, nil)
@@ -66,7 +68,7 @@ func TestEtcdRestoreUnderLoom(t *testing.T) {
 	waitReady(t, ns, parents, nil, time.Now(), 2*time.Minute)
 	quiesceLoom(t, second)
 	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written-after-the-snapshot"}}
-	marker, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), marker, metav1.CreateOptions{})
+	marker, err := e.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), marker, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +76,7 @@ func TestEtcdRestoreUnderLoom(t *testing.T) {
 	// 3. Restore the snapshot under the running Loom, and make its
 	//    watches relist.
 	clusterScript(t, "restore", snap)
-	if _, err := kube.CoreV1().ConfigMaps(ns).Get(context.Background(), marker.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := e.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), marker.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("ConfigMap %s, written after the snapshot, is still there after the restore (err %v): the restore did not happen", marker.Name, err)
 	}
 	writePast(t, ns, marker.ResourceVersion)
@@ -102,11 +104,12 @@ func TestEtcdRestoreUnderLoom(t *testing.T) {
 // the API server stores in etcd, whose resourceVersions are revisions.
 func writePast(t *testing.T, ns, rv string) {
 	t.Helper()
+	e := env.From(t)
 	past, err := strconv.ParseInt(rv, 10, 64)
 	if err != nil {
 		t.Fatalf("resourceVersion %q is not an etcd revision: %v", rv, err)
 	}
-	cm, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(),
+	cm, err := e.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written-after-the-restore"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +117,7 @@ func writePast(t *testing.T, ns, rv string) {
 	writes := 0
 	for n, _ := strconv.ParseInt(cm.ResourceVersion, 10, 64); n <= past+10; n, _ = strconv.ParseInt(cm.ResourceVersion, 10, 64) {
 		writes++
-		cm, err = kube.CoreV1().ConfigMaps(ns).Patch(context.Background(), cm.Name, types.MergePatchType,
+		cm, err = e.Kube.CoreV1().ConfigMaps(ns).Patch(context.Background(), cm.Name, types.MergePatchType,
 			[]byte(fmt.Sprintf(`{"data":{"n":"%d"}}`, writes)), metav1.PatchOptions{})
 		if err != nil {
 			t.Fatalf("write after the restore: %v", err)
@@ -127,9 +130,10 @@ func writePast(t *testing.T, ns, rv string) {
 // prefix + i, which their ConfigMap carries.
 func setIndexes(t *testing.T, ns string, n int, prefix string) {
 	t.Helper()
+	e := env.From(t)
 	for i := range n {
 		patch := fmt.Sprintf(`{"spec":{"config":{"INDEX":%q}}}`, prefix+strconv.Itoa(i))
-		if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), parentName(i), types.MergePatchType,
+		if _, err := e.Dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), parentName(i), types.MergePatchType,
 			[]byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatalf("change the spec of %s: %v", parentName(i), err)
 		}
@@ -140,10 +144,11 @@ func setIndexes(t *testing.T, ns string, n int, prefix string) {
 // app-<n-1> carries INDEX prefix + i.
 func waitIndexes(t *testing.T, ns string, n int, prefix, what string) {
 	t.Helper()
+	e := env.From(t)
 	testutil.Poll(t, time.Second, restoreTimeout, what, func(ctx context.Context) error {
 		for i := range n {
 			name := parentName(i) + configMapChild.suffix
-			cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+			cm, err := e.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}

@@ -18,9 +18,8 @@ import (
 
 	"github.com/loom-operator/loom/api/v1alpha1"
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
-
-var templateSetGVR = v1alpha1.TemplateSetGVR
 
 // history records, from a watch, each ConfigMap's data.version as it
 // changes, and each step the TemplateSet shows.
@@ -71,8 +70,9 @@ func (h *history) step() int64 {
 // parent's children move from the old revision to the new exactly once,
 // and the rollout completes.
 func TestRolloutSurvivesSIGKILL(t *testing.T) {
+	e := env.From(t)
 	const n = 20
-	ns := newNamespace(t)
+	ns := e.NewNamespace(t)
 	root := t.TempDir()
 	dir := filepath.Join(root, "app")
 	files := map[string]string{
@@ -93,9 +93,9 @@ func TestRolloutSurvivesSIGKILL(t *testing.T) {
 	h := &history{versions: map[string][]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cms := dynamicinformer.NewFilteredDynamicInformer(dyn, configMapGVR, ns, 0, cache.Indexers{}, nil).Informer()
+	cms := dynamicinformer.NewFilteredDynamicInformer(e.Dyn, configMapGVR, ns, 0, cache.Indexers{}, nil).Informer()
 	_, _ = cms.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: h.configMap, UpdateFunc: func(_, o any) { h.configMap(o) }})
-	tss := dynamicinformer.NewFilteredDynamicInformer(dyn, templateSetGVR, "", 0, cache.Indexers{},
+	tss := dynamicinformer.NewFilteredDynamicInformer(e.Dyn, v1alpha1.TemplateSetGVR, "", 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }).Informer()
 	_, _ = tss.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: h.templateSet, UpdateFunc: func(_, o any) { h.templateSet(o) }})
 	go cms.Run(ctx.Done())
@@ -108,17 +108,17 @@ func TestRolloutSurvivesSIGKILL(t *testing.T) {
 			"metadata": map[string]any{"name": fmt.Sprintf("p-%d", i)},
 			"spec":     map[string]any{"image": "nginx:1.27"},
 		}}
-		if _, err := dyn.Resource(myresGVR).Namespace(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := e.Dyn.Resource(myresGVR).Namespace(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	fleetOn := func(v string) func(context.Context) error {
 		return func(ctx context.Context) error {
-			list, err := dyn.Resource(myresGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+			list, err := e.Dyn.Resource(myresGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return err
 			}
-			ts, err := dyn.Resource(templateSetGVR).Get(ctx, name, metav1.GetOptions{})
+			ts, err := e.Dyn.Resource(v1alpha1.TemplateSetGVR).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
@@ -129,7 +129,7 @@ func TestRolloutSurvivesSIGKILL(t *testing.T) {
 			}
 			for _, p := range list.Items {
 				rev, _, _ := unstructured.NestedString(p.Object, "status", "templateRevision")
-				cm, err := dyn.Resource(configMapGVR).Namespace(ns).Get(ctx, p.GetName(), metav1.GetOptions{})
+				cm, err := e.Dyn.Resource(configMapGVR).Namespace(ns).Get(ctx, p.GetName(), metav1.GetOptions{})
 				if err != nil {
 					return err
 				}

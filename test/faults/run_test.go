@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // childTracker watches the children in a namespace (objects with Loom's
@@ -35,8 +36,9 @@ type childTracker struct {
 // ends.
 func trackChildren(t *testing.T, ns string, gvrs ...schema.GroupVersionResource) *childTracker {
 	t.Helper()
+	e := env.From(t)
 	c := &childTracker{uids: map[string]types.UID{}}
-	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, func(o *metav1.ListOptions) {
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(e.Dyn, 0, ns, func(o *metav1.ListOptions) {
 		o.LabelSelector = "app.kubernetes.io/managed-by=loom"
 	})
 	for _, gvr := range gvrs {
@@ -119,6 +121,7 @@ func containsString(list []string, s string) bool {
 // a Loom, the API server's write counts and a tracker of the children.
 type faultRun struct {
 	t       *testing.T
+	e       *env.Env
 	ns      string
 	parents int
 	loom    *loomProc
@@ -133,7 +136,8 @@ type faultRun struct {
 // Loom over templates in it.
 func newRun(t *testing.T, templates string, loomArgs ...string) *faultRun {
 	t.Helper()
-	r := &faultRun{t: t, ns: newNamespace(t)}
+	e := env.From(t)
+	r := &faultRun{t: t, e: e, ns: e.NewNamespace(t)}
 	r.tracker = trackChildren(t, r.ns, configMapGVR, deployGVR, serviceGVR, secretGVR)
 	r.meter = newWriteMeter(t)
 	r.loom = startLoom(t, templates, r.ns, loomArgs...)
@@ -203,7 +207,7 @@ func (r *faultRun) finish(e expect) time.Duration {
 func (r *faultRun) bumpReplicas(n int) {
 	r.t.Helper()
 	err := testutil.ForEach(context.Background(), n, 8, func(ctx context.Context, i int) error {
-		_, err := dyn.Resource(myresGVR).Namespace(r.ns).Patch(ctx, parentName(i), types.MergePatchType,
+		_, err := r.e.Dyn.Resource(myresGVR).Namespace(r.ns).Patch(ctx, parentName(i), types.MergePatchType,
 			[]byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{})
 		return err
 	})
@@ -219,7 +223,7 @@ func (r *faultRun) checkBumped() {
 	r.t.Helper()
 	var stale []string
 	for i := range r.bumped {
-		d, err := kube.AppsV1().Deployments(r.ns).Get(context.Background(), parentName(i), metav1.GetOptions{})
+		d, err := r.e.Kube.AppsV1().Deployments(r.ns).Get(context.Background(), parentName(i), metav1.GetOptions{})
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -252,7 +256,7 @@ func (r *faultRun) restart(component string, args ...string) string {
 	out := clusterScript(r.t, append([]string{"restart", component}, args...)...)
 	cancel()
 	<-done
-	p, err := readProgress(context.Background(), r.ns, nil)
+	p, err := readProgress(context.Background(), r.e, r.ns, nil)
 	if err != nil {
 		r.t.Fatal(err)
 	}

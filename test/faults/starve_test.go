@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 const (
@@ -48,10 +49,11 @@ const (
 // applied a bounded number of times (backoff, no spinning), their parents
 // say why they are Degraded, and app-2 converges on its last spec.
 func TestStarvation(t *testing.T) {
+	e := env.From(t)
 	const parents = 500
 	forbidden, invalid, churning := parentName(0), parentName(1), parentName(2)
 	dir := t.TempDir()
-	if err := testutil.CopyDir(filepath.Join(repoRoot, "templates"), dir); err != nil {
+	if err := testutil.CopyDir(filepath.Join(e.Root, "templates"), dir); err != nil {
 		t.Fatal(err)
 	}
 	// Without the config checksum in the pod template, app-2's changes
@@ -75,7 +77,7 @@ func TestStarvation(t *testing.T) {
 	delete(failing, churning)
 	r.finish(expect{timeout: starvationBound + time.Minute, perParent: 10, extra: 3 * float64(changes),
 		kinds: fullChildren, failing: failing})
-	configMap, err := dyn.Resource(configMapGVR).Namespace(r.ns).Get(context.Background(), churning+"-config", metav1.GetOptions{})
+	configMap, err := e.Dyn.Resource(configMapGVR).Namespace(r.ns).Get(context.Background(), churning+"-config", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func TestStarvation(t *testing.T) {
 		t.Errorf("%s's ConfigMap has INDEX %q, want its last spec's %q", churning, got, last)
 	}
 	for name, text := range map[string]string{forbidden: "always refused", invalid: "Too long"} {
-		p, err := dyn.Resource(myresGVR).Namespace(r.ns).Get(context.Background(), name, metav1.GetOptions{})
+		p, err := e.Dyn.Resource(myresGVR).Namespace(r.ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,6 +112,7 @@ func TestStarvation(t *testing.T) {
 // API server enforces it. It is removed when the test ends.
 func denyConfigMap(t *testing.T, ns, name string) {
 	t.Helper()
+	e := env.From(t)
 	ctx := context.Background()
 	policy := "faults-deny-" + ns
 	manifests := fmt.Sprintf(`
@@ -144,14 +147,14 @@ spec:
 		if obj.GetKind() == "ValidatingAdmissionPolicyBinding" {
 			gvr.Resource = "validatingadmissionpolicybindings"
 		}
-		if _, err := dyn.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		if _, err := e.Dyn.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create %s %s: %v", obj.GetKind(), policy, err)
 		}
-		t.Cleanup(func() { _ = dyn.Resource(gvr).Delete(context.Background(), policy, metav1.DeleteOptions{}) })
+		t.Cleanup(func() { _ = e.Dyn.Resource(gvr).Delete(context.Background(), policy, metav1.DeleteOptions{}) })
 	}
 	probe := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}}}
 	testutil.Eventually(t, 30*time.Second, "the admission policy refuses "+name, func(ctx context.Context) error {
-		_, err := dyn.Resource(configMapGVR).Namespace(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := e.Dyn.Resource(configMapGVR).Namespace(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if !apierrors.IsForbidden(err) {
 			return fmt.Errorf("a dry-run create got %v, want 403 Forbidden", err)
 		}
@@ -168,6 +171,7 @@ type churn struct {
 
 func startChurn(t *testing.T, ns, name string) *churn {
 	t.Helper()
+	e := env.From(t)
 	c := &churn{stop: make(chan struct{}), done: make(chan error, 1)}
 	go func() {
 		tick := time.NewTicker(100 * time.Millisecond)
@@ -180,7 +184,7 @@ func startChurn(t *testing.T, ns, name string) *churn {
 			case <-tick.C:
 			}
 			patch := fmt.Sprintf(`{"spec":{"config":{"INDEX":"churn-%d"}}}`, c.changes.Load()+1)
-			if _, err := dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			if _, err := e.Dyn.Resource(myresGVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 				c.done <- fmt.Errorf("patch %s: %w", name, err)
 				return
 			}

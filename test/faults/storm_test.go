@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 // stormLabel is the parent label the storm writes; the test's set copies
@@ -29,9 +30,10 @@ const stormLabel = "storm"
 // and the last label value of each parent reaches its Service (a set
 // whose Service carries the label): no change is lost.
 func TestConflictStorm(t *testing.T) {
+	e := env.From(t)
 	const parents = 300
 	dir := t.TempDir()
-	if err := testutil.CopyDir(filepath.Join(repoRoot, "templates"), dir); err != nil {
+	if err := testutil.CopyDir(filepath.Join(e.Root, "templates"), dir); err != nil {
 		t.Fatal(err)
 	}
 	testutil.EditFile(t, filepath.Join(dir, "myresource", "service.yaml"), "spec:",
@@ -59,7 +61,7 @@ func TestConflictStorm(t *testing.T) {
 	t.Logf("409s answered to Loom's applies: %.0f", w.sum(func(k writeKey) bool { return k.verb == "APPLY" && k.code == "409" }))
 
 	want := strconv.Itoa(int(rounds - 1))
-	services, err := dyn.Resource(serviceGVR).Namespace(r.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=loom"})
+	services, err := e.Dyn.Resource(serviceGVR).Namespace(r.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=loom"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +83,7 @@ func TestConflictStorm(t *testing.T) {
 // the resourceVersion of the round's list; on 409 Conflict it reads the
 // parent again and retries.
 type storm struct {
+	e         *env.Env
 	rounds    atomic.Int64
 	conflicts atomic.Int64
 	last      atomic.Bool // stop after the round in progress
@@ -90,7 +93,7 @@ type storm struct {
 func startStorm(t *testing.T, ns string) *storm {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &storm{done: make(chan error, 1)}
+	s := &storm{e: env.From(t), done: make(chan error, 1)}
 	go func() {
 		for round := 0; !s.last.Load(); round++ {
 			if err := s.round(ctx, ns, strconv.Itoa(round)); err != nil {
@@ -108,7 +111,7 @@ func startStorm(t *testing.T, ns string) *storm {
 // round patches every parent once. It returns an error only when ctx ends
 // (nil then) or a patch fails for another reason than a conflict.
 func (s *storm) round(ctx context.Context, ns, value string) error {
-	list, err := dyn.Resource(myresGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	list, err := s.e.Dyn.Resource(myresGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -127,7 +130,7 @@ func (s *storm) round(ctx context.Context, ns, value string) error {
 func (s *storm) patch(ctx context.Context, ns, name, rv, value string) error {
 	for {
 		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"labels":{%q:%q}}}`, rv, stormLabel, value)
-		_, err := dyn.Resource(myresGVR).Namespace(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		_, err := s.e.Dyn.Resource(myresGVR).Namespace(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		switch {
 		case err == nil || ctx.Err() != nil:
 			return nil
@@ -135,7 +138,7 @@ func (s *storm) patch(ctx context.Context, ns, name, rv, value string) error {
 			return fmt.Errorf("patch the labels of %s: %w", name, err)
 		}
 		s.conflicts.Add(1)
-		p, err := dyn.Resource(myresGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		p, err := s.e.Dyn.Resource(myresGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/test/env"
 )
 
 const (
@@ -35,8 +36,9 @@ const (
 // select its children by label, so its memory does not move, and none of
 // them causes a reconcile or a write.
 func TestUnrelatedObjectsCostNothing(t *testing.T) {
+	e := env.From(t)
 	dir := t.TempDir()
-	if err := testutil.CopyDir(filepath.Join(repoRoot, "templates"), dir); err != nil {
+	if err := testutil.CopyDir(filepath.Join(e.Root, "templates"), dir); err != nil {
 		t.Fatal(err)
 	}
 	// A Secret child too, so that Loom watches Secrets.
@@ -83,9 +85,10 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 // clients at once; the first error stops them.
 func createUnrelated(t *testing.T, ns string, n int) {
 	t.Helper()
+	e := env.From(t)
 	payload := strings.Repeat("u", unrelatedSize)
 	err := testutil.ForEach(context.Background(), n, 32, func(ctx context.Context, i int) error {
-		return createOneUnrelated(ctx, ns, i, payload)
+		return createOneUnrelated(ctx, e, ns, i, payload)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -95,16 +98,16 @@ func createUnrelated(t *testing.T, ns string, n int) {
 // createOneUnrelated creates ConfigMap or Secret unrelated-<i>. A quarter
 // of them, of both kinds, carry Loom's managed-by label, but not its
 // ApplySet label.
-func createOneUnrelated(ctx context.Context, ns string, i int, payload string) error {
+func createOneUnrelated(ctx context.Context, e *env.Env, ns string, i int, payload string) error {
 	meta := metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%d", i), Labels: map[string]string{"app": "unrelated"}}
 	if i%8 < 2 {
 		meta.Labels["app.kubernetes.io/managed-by"] = "loom"
 	}
 	var err error
 	if i%2 == 0 {
-		_, err = kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"payload": payload}}, metav1.CreateOptions{})
+		_, err = e.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"payload": payload}}, metav1.CreateOptions{})
 	} else {
-		_, err = kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"payload": []byte(payload)}}, metav1.CreateOptions{})
+		_, err = e.Kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"payload": []byte(payload)}}, metav1.CreateOptions{})
 	}
 	if err != nil {
 		return fmt.Errorf("create unrelated object %d: %w", i, err)
@@ -127,8 +130,9 @@ const maxLookupRSSGrowth = 20 << 20
 // memory is measured as the converge benchmark measures it: bin/loom as
 // its own process, VmRSS and VmHWM.
 func TestUnrelatedConfigMapsUnderLookups(t *testing.T) {
+	e := env.From(t)
 	dir := t.TempDir()
-	if err := testutil.CopyDir(filepath.Join(repoRoot, "templates"), dir); err != nil {
+	if err := testutil.CopyDir(filepath.Join(e.Root, "templates"), dir); err != nil {
 		t.Fatal(err)
 	}
 	reads := "{{- $a := lookup \"v1\" \"ConfigMap\" .Namespace (printf \"%s-a\" .Name) }}\n" +
@@ -148,7 +152,7 @@ func TestUnrelatedConfigMapsUnderLookups(t *testing.T) {
 	payload := strings.Repeat("u", unrelatedSize)
 	err = testutil.ForEach(context.Background(), unrelatedObjects, 32, func(ctx context.Context, i int) error {
 		meta := metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%d", i), Labels: map[string]string{"app": "unrelated"}}
-		_, err := kube.CoreV1().ConfigMaps(r.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"payload": payload}}, metav1.CreateOptions{})
+		_, err := e.Kube.CoreV1().ConfigMaps(r.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"payload": payload}}, metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
