@@ -2,7 +2,11 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -10,7 +14,9 @@ import (
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/controller/childcache"
 	"github.com/loom-operator/loom/engine/controller/identity"
+	"github.com/loom-operator/loom/engine/controller/seed"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
 )
 
@@ -46,7 +52,7 @@ type childCache interface {
 
 // lookupReader is the render.Reader of one reconcile: the child cache's
 // reader of lookups, with what only the controller knows: the parent's
-// seed (seed.go), the cluster's capabilities (capabilities.go), and the
+// seed (package seed), the cluster's capabilities (capabilities.go), and the
 // set's ServiceAccount that lookups of declared kinds are made as
 // (package identity).
 type lookupReader struct {
@@ -55,14 +61,14 @@ type lookupReader struct {
 	ctx context.Context
 	// seeds and caps answer Seed and Capabilities (render.Seeder,
 	// render.CapabilitiesReader).
-	seeds *seedStore
+	seeds *seed.Store
 	caps  *capsCache
 	// as, when set, is the set's ServiceAccount: a lookup of a declared
 	// kind is answered only if the account may make it (package identity).
 	as     *identity.Account
 	idents identity.Source
 	// seedMark, when set, is the fingerprint of the seed this render
-	// read, to be written on the parent (AnnotationSeed).
+	// read, to be written on the parent (seed.AnnotationSeed).
 	seedMark string
 }
 
@@ -81,4 +87,56 @@ func (r *lookupReader) authorize(ctx context.Context, verb string, gvr schema.Gr
 		return nil
 	}
 	return r.idents.Authorize(ctx, r.as, verb, gvr, namespace, name)
+}
+
+// Seed is the parent's seed (render.Seeder). A lost seed is the
+// parent's to settle (a *seed.LostError, not retried: the annotation that
+// accepts a new seed brings the next reconcile); any other failure is the
+// environment's, retried like a lookup that failed.
+func (r *lookupReader) Seed(parent *unstructured.Unstructured) (render.Seed, error) {
+	b, mark, err := r.seeds.Seed(r.ctx, parent)
+	var lost *seed.LostError
+	if errors.As(err, &lost) {
+		return render.Seed{}, err
+	}
+	if err != nil {
+		return render.Seed{}, r.Fail(err)
+	}
+	if mark {
+		r.seedMark = seed.Fingerprint(b.Bytes)
+	}
+	return b, nil
+}
+
+// keep keeps the values a render's generating functions made in the
+// parent's seed Secret (seed.Store.Keep). A failure is retried.
+func (r *lookupReader) keep(parent *unstructured.Unstructured, generated map[string]string) error {
+	if err := r.seeds.Keep(r.ctx, parent, generated); err != nil {
+		return r.Fail(err)
+	}
+	return nil
+}
+
+// markSeed writes, on the parent, the fingerprint of the seed its render
+// read (seed.AnnotationSeed), when the parent does not hold it yet: from
+// then on a deleted or replaced seed Secret is found (seed.Store.Seed). It is
+// written before any child is applied with values from that seed.
+func (c *parentController) markSeed(reader *lookupReader, parent *unstructured.Unstructured) error {
+	fp := reader.seedMark
+	if fp == "" || seed.MarkOf(parent) == fp {
+		return nil
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": string(parent.GetUID()), "annotations": map[string]any{seed.AnnotationSeed: seed.Mark(parent, fp)},
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = c.m.client.Resource(c.gvr).Namespace(parent.GetNamespace()).Patch(reader.ctx, parent.GetName(), types.MergePatchType, body,
+		metav1.PatchOptions{FieldManager: c.m.opts.FieldManager})
+	if err != nil {
+		return reader.Fail(fmt.Errorf("write %s on %s %s/%s: %w", seed.AnnotationSeed, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err))
+	}
+	reader.seedMark = ""
+	return nil
 }

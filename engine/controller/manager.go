@@ -30,6 +30,7 @@ import (
 	"github.com/loom-operator/loom/engine/controller/crdinstall"
 	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
+	"github.com/loom-operator/loom/engine/controller/seed"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
 )
@@ -94,7 +95,7 @@ type Manager struct {
 	// on (nil before).
 	cache childCache
 	// seeds keeps the seeds of charts' random functions, from Run on.
-	seeds     *seedStore
+	seeds     *seed.Store
 	meta      metadata.Interface
 	recorder  record.EventRecorder
 	metrics   *metrics
@@ -247,7 +248,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		cfg.ParentUID = parentUIDFrom
 	}
 	m.cache = childcache.New(ctx, cfg)
-	m.seeds = newSeedStore(m.client)
+	m.seeds = seed.NewStore(m.client)
 	if sh := m.opts.Shard; sh != nil {
 		sh.Subscribe(m.resharded)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/loom-operator/loom/engine/controller/childcache"
+	"github.com/loom-operator/loom/engine/controller/seed"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
@@ -135,7 +136,7 @@ metadata: {name: web, namespace: ns, uid: %q, resourceVersion: "1", generation: 
 	m.opts.Shard = sh
 	ctx := klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig()))
 	m.cache = childcache.New(ctx, childcache.Config{Dynamic: m.client, Enqueue: func(childcache.ParentKey) {}})
-	m.seeds = newSeedStore(m.client)
+	m.seeds = seed.NewStore(m.client)
 
 	c.queue.Add(cache.NewObjectName("ns", "web"))
 	if !c.processNextItem(ctx) {

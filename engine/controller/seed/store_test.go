@@ -1,4 +1,4 @@
-package controller
+package seed
 
 import (
 	"errors"
@@ -132,9 +132,9 @@ func TestJudgeSeed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			action, mark, err := judgeSeed(parent(tt.annotations), "loom-seed-x", tt.found, tt.fp)
 			if tt.lost != "" {
-				var lost *SeedLostError
+				var lost *LostError
 				if !errors.As(err, &lost) || !strings.Contains(err.Error(), tt.lost) || lost.Reason() != "SeedLost" {
-					t.Fatalf("err %v, want a SeedLostError with %q", err, tt.lost)
+					t.Fatalf("err %v, want a LostError with %q", err, tt.lost)
 				}
 				return
 			}

@@ -1,22 +1,19 @@
-package controller
+package seed
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loom-operator/loom/engine/status"
 )
 
 const (
 	// AnnotationSeed is, on a parent, the fingerprint of the seed its
-	// chart's values come from (seedFingerprint) and the parent's UID,
+	// chart's values come from (Fingerprint) and the parent's UID,
 	// "<fingerprint>/<uid>": Loom writes it when it first reads or makes
 	// the seed, and finds a seed Secret that was deleted or replaced by
 	// it. One copied onto another parent (another UID) is ignored.
@@ -28,8 +25,8 @@ const (
 	AnnotationAcceptNewSeed = "loom.dev/accept-new-seed"
 )
 
-// seedFingerprint names a seed without revealing it.
-func seedFingerprint(seed []byte) string {
+// Fingerprint names a seed without revealing it.
+func Fingerprint(seed []byte) string {
 	sum := sha256.Sum256(append([]byte("loom seed fingerprint\x00"), seed...))
 	return hex.EncodeToString(sum[:8])
 }
@@ -48,12 +45,12 @@ const (
 // was found and the fingerprint of the seed it holds (fp, when found),
 // and whether the parent's AnnotationSeed must be (re)written. A parent
 // that had a seed (AnnotationSeed) whose Secret is gone or holds another
-// seed has lost it: a *SeedLostError, unless AnnotationAcceptNewSeed
+// seed has lost it: a *LostError, unless AnnotationAcceptNewSeed
 // accepts that loss. A parent with no AnnotationSeed (made before Loom
 // kept one, or whose annotations were cleared) takes the Secret it
 // finds, or a new one.
 func judgeSeed(parent *unstructured.Unstructured, secret string, found bool, fp string) (seedAction, bool, error) {
-	had := seedMarkOf(parent)
+	had := MarkOf(parent)
 	accepted := had != "" && parent.GetAnnotations()[AnnotationAcceptNewSeed] == had
 	switch {
 	case found && fp == had:
@@ -61,16 +58,16 @@ func judgeSeed(parent *unstructured.Unstructured, secret string, found bool, fp 
 	case found && (had == "" || accepted):
 		return useSeed, true, nil
 	case found:
-		return useSeed, false, &SeedLostError{Parent: parent, Secret: secret, Fingerprint: had, Replaced: true}
+		return useSeed, false, &LostError{Parent: parent, Secret: secret, Fingerprint: had, Replaced: true}
 	case had == "" || accepted:
 		return makeSeed, true, nil
 	}
-	return makeSeed, false, &SeedLostError{Parent: parent, Secret: secret, Fingerprint: had}
+	return makeSeed, false, &LostError{Parent: parent, Secret: secret, Fingerprint: had}
 }
 
-// seedMarkOf is the seed fingerprint that parent's AnnotationSeed names,
+// MarkOf is the seed fingerprint that parent's AnnotationSeed names,
 // or "" when it has none, or one written for another parent.
-func seedMarkOf(parent *unstructured.Unstructured) string {
+func MarkOf(parent *unstructured.Unstructured) string {
 	fp, uid, _ := strings.Cut(parent.GetAnnotations()[AnnotationSeed], "/")
 	if uid != string(parent.GetUID()) {
 		return ""
@@ -78,23 +75,23 @@ func seedMarkOf(parent *unstructured.Unstructured) string {
 	return fp
 }
 
-// seedMark is the AnnotationSeed value of parent for fingerprint fp.
-func seedMark(parent *unstructured.Unstructured, fp string) string {
+// Mark is the AnnotationSeed value of parent for fingerprint fp.
+func Mark(parent *unstructured.Unstructured, fp string) string {
 	return fp + "/" + string(parent.GetUID())
 }
 
-// SeedLostError is the render error of a parent whose seed Secret is gone
+// LostError is the render error of a parent whose seed Secret is gone
 // (or holds another seed): Loom renders nothing rather than give the
 // chart's passwords, keys and certificates new values under a running
 // app, and says how to accept a new seed.
-type SeedLostError struct {
+type LostError struct {
 	Parent      *unstructured.Unstructured
 	Secret      string
 	Fingerprint string
 	Replaced    bool
 }
 
-func (e *SeedLostError) Error() string {
+func (e *LostError) Error() string {
 	what := "was deleted"
 	if e.Replaced {
 		what = "holds another seed than the parent's"
@@ -113,28 +110,4 @@ func (e *SeedLostError) Error() string {
 }
 
 // Reason is the parent's Degraded reason (status.Reasoned).
-func (e *SeedLostError) Reason() string { return status.ReasonSeedLost }
-
-// markSeed writes, on the parent, the fingerprint of the seed its render
-// read (AnnotationSeed), when the parent does not hold it yet: from then
-// on a deleted or replaced seed Secret is found (judgeSeed). It is
-// written before any child is applied with values from that seed.
-func (c *parentController) markSeed(reader *lookupReader, parent *unstructured.Unstructured) error {
-	fp := reader.seedMark
-	if fp == "" || seedMarkOf(parent) == fp {
-		return nil
-	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": string(parent.GetUID()), "annotations": map[string]any{AnnotationSeed: seedMark(parent, fp)},
-	}})
-	if err != nil {
-		return err
-	}
-	_, err = c.m.client.Resource(c.gvr).Namespace(parent.GetNamespace()).Patch(reader.ctx, parent.GetName(), types.MergePatchType, body,
-		metav1.PatchOptions{FieldManager: c.m.opts.FieldManager})
-	if err != nil {
-		return reader.Fail(fmt.Errorf("write %s on %s %s/%s: %w", AnnotationSeed, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err))
-	}
-	reader.seedMark = ""
-	return nil
-}
+func (e *LostError) Reason() string { return status.ReasonSeedLost }

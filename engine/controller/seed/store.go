@@ -1,4 +1,4 @@
-package controller
+package seed
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -29,7 +28,7 @@ const AnnotationSeedOf = "loom.dev/seed-of"
 
 var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
-// seedStore keeps the seed of each parent whose chart calls a random or
+// Store keeps the seed of each parent whose chart calls a random or
 // generating function (chart.SeededFuncs, chart.GeneratedFuncs) in a
 // Secret of the parent's namespace, with the values the generating
 // functions made (keys, certificates, salted hashes, under data keys that
@@ -40,7 +39,7 @@ var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 // Secret the chart writes; nobody else can derive the values from what
 // they can read. Every Loom process, after a restart or a change of
 // leader, reads the same seed.
-type seedStore struct {
+type Store struct {
 	client dynamic.Interface
 	mu     sync.Mutex
 	known  map[types.UID]knownSeed
@@ -52,8 +51,9 @@ type knownSeed struct {
 	secret types.UID
 }
 
-func newSeedStore(client dynamic.Interface) *seedStore {
-	return &seedStore{client: client, known: map[types.UID]knownSeed{}}
+// NewStore returns a Store that reads and writes seed Secrets with client.
+func NewStore(client dynamic.Interface) *Store {
+	return &Store{client: client, known: map[types.UID]knownSeed{}}
 }
 
 // seedSecretName is the name of a parent's seed Secret:
@@ -82,7 +82,7 @@ func legacySeedSecretName(parent *unstructured.Unstructured) string {
 	return name
 }
 
-// seed returns parent's seed: the one Loom knows, the one its Secret
+// Seed returns parent's seed: the one Loom knows, the one its Secret
 // holds, or a new one in a new Secret, and whether the parent's
 // AnnotationSeed must be written (judgeSeed). A Secret of that name that
 // is not this parent's (another owner UID: an earlier parent of the same
@@ -91,15 +91,15 @@ func legacySeedSecretName(parent *unstructured.Unstructured) string {
 // change when it goes. A parent whose seed is still in a Secret of the
 // legacy name (legacySeedSecretName) keeps it: it is copied to the new
 // name, and the old Secret deleted. A parent whose seed was lost gets a
-// *SeedLostError, and no new seed.
-func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured) (render.Seed, bool, error) {
+// *LostError, and no new seed.
+func (s *Store) Seed(ctx context.Context, parent *unstructured.Unstructured) (render.Seed, bool, error) {
 	uid := parent.GetUID()
 	name := seedSecretName(parent)
 	s.mu.Lock()
 	k, ok := s.known[uid]
 	s.mu.Unlock()
 	if ok {
-		_, mark, err := judgeSeed(parent, name, true, seedFingerprint(k.Bytes))
+		_, mark, err := judgeSeed(parent, name, true, Fingerprint(k.Bytes))
 		return k.Seed, mark, err
 	}
 	var b render.Seed
@@ -122,7 +122,7 @@ func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured)
 		if b, err = seedFrom(from, uid); err != nil {
 			return render.Seed{}, false, fmt.Errorf("seed Secret %s/%s: %w", parent.GetNamespace(), from.GetName(), err)
 		}
-		fp = seedFingerprint(b.Bytes)
+		fp = Fingerprint(b.Bytes)
 	}
 	action, mark, err := judgeSeed(parent, name, from != nil, fp)
 	if err != nil {
@@ -143,7 +143,7 @@ func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured)
 		if err != nil {
 			return render.Seed{}, false, fmt.Errorf("seed Secret %s/%s: %w", parent.GetNamespace(), name, err)
 		}
-		mark = mark || seedFingerprint(b.Bytes) != seedMarkOf(parent)
+		mark = mark || Fingerprint(b.Bytes) != MarkOf(parent)
 		if old != nil {
 			// The seed is safe in the new Secret; an old one left behind
 			// (no delete permission yet) goes with the parent.
@@ -167,7 +167,7 @@ func (s *seedStore) seed(ctx context.Context, parent *unstructured.Unstructured)
 // there is none that is this parent's (a Secret of that name owned by
 // another parent, of the same Kind in another group, stays that
 // parent's).
-func (s *seedStore) legacy(ctx context.Context, secrets dynamic.ResourceInterface, parent *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (s *Store) legacy(ctx context.Context, secrets dynamic.ResourceInterface, parent *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	old := legacySeedSecretName(parent)
 	if old == seedSecretName(parent) {
 		return nil, nil
@@ -187,7 +187,7 @@ func (s *seedStore) legacy(ctx context.Context, secrets dynamic.ResourceInterfac
 
 // dropLegacy deletes parent's seed Secret of the legacy name, once its
 // data is in the new one.
-func (s *seedStore) dropLegacy(ctx context.Context, secrets dynamic.ResourceInterface, parent *unstructured.Unstructured) error {
+func (s *Store) dropLegacy(ctx context.Context, secrets dynamic.ResourceInterface, parent *unstructured.Unstructured) error {
 	old := legacySeedSecretName(parent)
 	obj, err := secrets.Get(ctx, old, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -209,7 +209,7 @@ const maxKnownSeeds = 100_000
 
 // create makes a new seed Secret for parent, holding data, or a new
 // seed when data is nil.
-func (s *seedStore) create(ctx context.Context, secrets dynamic.ResourceInterface, parent *unstructured.Unstructured, name string, data map[string]any) (*unstructured.Unstructured, error) {
+func (s *Store) create(ctx context.Context, secrets dynamic.ResourceInterface, parent *unstructured.Unstructured, name string, data map[string]any) (*unstructured.Unstructured, error) {
 	if data == nil {
 		seed := make([]byte, 32)
 		if _, err := rand.Read(seed); err != nil {
@@ -265,12 +265,12 @@ func seedFrom(obj *unstructured.Unstructured, uid types.UID) (render.Seed, error
 	return out, nil
 }
 
-// keep writes the generated values of a render of parent that its seed
+// Keep writes the generated values of a render of parent that its seed
 // Secret does not hold yet, before the children that hold them are
 // applied: after a restart, the same calls return the same keys and
 // certificates. When the Secret would pass maxKeptBytes, the values this
 // render did not use (made for inputs since changed) are dropped.
-func (s *seedStore) keep(ctx context.Context, parent *unstructured.Unstructured, generated map[string]string) error {
+func (s *Store) Keep(ctx context.Context, parent *unstructured.Unstructured, generated map[string]string) error {
 	uid := parent.GetUID()
 	s.mu.Lock()
 	cur, ok := s.known[uid]
@@ -340,7 +340,7 @@ func (s *seedStore) keep(ctx context.Context, parent *unstructured.Unstructured,
 const maxKeptBytes = 512 << 10
 
 // forget drops what Loom knows of a parent's seed.
-func (s *seedStore) forget(uid types.UID) {
+func (s *Store) forget(uid types.UID) {
 	s.mu.Lock()
 	delete(s.known, uid)
 	s.mu.Unlock()
@@ -352,32 +352,4 @@ func ownerUIDs(obj *unstructured.Unstructured) []string {
 		out = append(out, string(r.UID))
 	}
 	return out
-}
-
-// Seed is the parent's seed (render.Seeder). A lost seed is the
-// parent's to settle (a *SeedLostError, not retried: the annotation that
-// accepts a new seed brings the next reconcile); any other failure is the
-// environment's, retried like a lookup that failed.
-func (r *lookupReader) Seed(parent *unstructured.Unstructured) (render.Seed, error) {
-	b, mark, err := r.seeds.seed(r.ctx, parent)
-	var lost *SeedLostError
-	if errors.As(err, &lost) {
-		return render.Seed{}, err
-	}
-	if err != nil {
-		return render.Seed{}, r.Fail(err)
-	}
-	if mark {
-		r.seedMark = seedFingerprint(b.Bytes)
-	}
-	return b, nil
-}
-
-// keep keeps the values a render's generating functions made in the
-// parent's seed Secret (seedStore.keep). A failure is retried.
-func (r *lookupReader) keep(parent *unstructured.Unstructured, generated map[string]string) error {
-	if err := r.seeds.keep(r.ctx, parent, generated); err != nil {
-		return r.Fail(err)
-	}
-	return nil
 }
