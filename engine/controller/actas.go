@@ -29,7 +29,7 @@ func (c *parentController) identityFor(ctx context.Context, set *render.Set, par
 	if !found {
 		return nil, &identity.MissingServiceAccountError{ServiceAccount: sa}
 	}
-	return c.m.idents.Of(sa)
+	return c.sh.Identities.Of(sa)
 }
 
 // identityFinalizing is the identity a deleted parent's children are
@@ -40,7 +40,7 @@ func (c *parentController) identityFinalizing(parent *unstructured.Unstructured)
 	if name == "" {
 		return nil, nil
 	}
-	return c.m.idents.Of(types.NamespacedName{Namespace: parent.GetNamespace(), Name: name})
+	return c.sh.Identities.Of(types.NamespacedName{Namespace: parent.GetNamespace(), Name: name})
 }
 
 // applier is the applier of the reconcile that ctx belongs to: the set's
@@ -49,7 +49,7 @@ func (c *parentController) applier(ctx context.Context) *apply.Applier {
 	if id := identity.FromContext(ctx); id != nil {
 		return id.Applier()
 	}
-	return c.m.applier
+	return c.sh.Applier
 }
 
 // permissionChecks are the permissions the running sets need

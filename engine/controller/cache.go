@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/loom-operator/loom/engine/chart"
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/controller/childcache"
 	"github.com/loom-operator/loom/engine/controller/identity"
@@ -52,7 +53,7 @@ type childCache interface {
 
 // lookupReader is the render.Reader of one reconcile: the child cache's
 // reader of lookups, with what only the controller knows: the parent's
-// seed (package seed), the cluster's capabilities (capabilities.go), and the
+// seed (package seed), the cluster's capabilities (Shared.Capabilities), and the
 // set's ServiceAccount that lookups of declared kinds are made as
 // (package identity).
 type lookupReader struct {
@@ -62,7 +63,7 @@ type lookupReader struct {
 	// seeds and caps answer Seed and Capabilities (render.Seeder,
 	// render.CapabilitiesReader).
 	seeds *seed.Store
-	caps  *capsCache
+	caps  func() (*chart.Capabilities, error)
 	// as, when set, is the set's ServiceAccount: a lookup of a declared
 	// kind is answered only if the account may make it (package identity).
 	as     *identity.Account
@@ -74,9 +75,9 @@ type lookupReader struct {
 
 // reader returns the render.Reader of one reconcile of parent p, whose set
 // declares rules.
-func (m *Manager) reader(ctx context.Context, p childcache.ParentKey, rules []config.LookupRule) *lookupReader {
-	r := &lookupReader{ctx: ctx, seeds: m.seeds, caps: m.caps}
-	r.Reader = m.cache.Reader(ctx, p, rules, r.authorize)
+func (c *parentController) reader(ctx context.Context, p childcache.ParentKey, rules []config.LookupRule) *lookupReader {
+	r := &lookupReader{ctx: ctx, seeds: c.sh.Seeds, caps: c.sh.Capabilities}
+	r.Reader = c.sh.Cache.Reader(ctx, p, rules, r.authorize)
 	return r
 }
 
@@ -132,11 +133,21 @@ func (c *parentController) markSeed(reader *lookupReader, parent *unstructured.U
 	if err != nil {
 		return err
 	}
-	_, err = c.m.client.Resource(c.gvr).Namespace(parent.GetNamespace()).Patch(reader.ctx, parent.GetName(), types.MergePatchType, body,
-		metav1.PatchOptions{FieldManager: c.m.opts.FieldManager})
+	_, err = c.sh.Client.Resource(c.gvr).Namespace(parent.GetNamespace()).Patch(reader.ctx, parent.GetName(), types.MergePatchType, body,
+		metav1.PatchOptions{FieldManager: c.sh.FieldManager})
 	if err != nil {
 		return reader.Fail(fmt.Errorf("write %s on %s %s/%s: %w", seed.AnnotationSeed, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err))
 	}
 	reader.seedMark = ""
 	return nil
+}
+
+// Capabilities are the cluster's, for a chart's .Capabilities
+// (render.CapabilitiesReader). A failure is the environment's, retried.
+func (r *lookupReader) Capabilities() (*chart.Capabilities, error) {
+	caps, err := r.caps()
+	if err != nil {
+		return nil, r.Fail(err)
+	}
+	return caps, nil
 }

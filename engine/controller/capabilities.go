@@ -54,13 +54,3 @@ func (c *capsCache) get() (*chart.Capabilities, error) {
 	c.caps, c.read = next, time.Now()
 	return c.caps, nil
 }
-
-// Capabilities are the cluster's, for a chart's .Capabilities
-// (render.CapabilitiesReader). A failure is the environment's, retried.
-func (r *lookupReader) Capabilities() (*chart.Capabilities, error) {
-	caps, err := r.caps.get()
-	if err != nil {
-		return nil, r.Fail(err)
-	}
-	return caps, nil
-}

@@ -41,7 +41,7 @@ func (c *parentController) recordTransitions(parent, prev *unstructured.Unstruct
 	old, _ := prev.Object["status"].(map[string]any)
 	oldReady, newReady := conditionOf(old, status.TypeReady), conditionOf(want, status.TypeReady)
 	oldDeg, newDeg := conditionOf(old, status.TypeDegraded), conditionOf(want, status.TypeDegraded)
-	rec := c.m.recorder
+	rec := c.sh.Recorder
 	switch {
 	case newReady.status == "True" && oldReady.status != "True":
 		rec.Event(parent, corev1.EventTypeNormal, "Ready", newReady.message)
@@ -66,8 +66,8 @@ func (c *parentController) recordDrift(ctx context.Context, parent *unstructured
 			continue
 		}
 		klog.FromContext(ctx).Info("Reverted a change by another writer", "child", r.Ref.String(), "fields", r.Drift)
-		c.m.metrics.driftRepairs.WithLabelValues(c.gvk.Kind).Inc()
-		c.m.recorder.Eventf(parent, corev1.EventTypeWarning, "DriftReverted",
+		c.sh.Metrics.driftRepairs.WithLabelValues(c.gvk.Kind).Inc()
+		c.sh.Recorder.Eventf(parent, corev1.EventTypeWarning, "DriftReverted",
 			"%s was changed by another writer at %s; Loom changed it back to what the templates render", r.Ref, fieldList(r.Drift))
 	}
 }

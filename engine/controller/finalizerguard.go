@@ -233,8 +233,8 @@ func (c *parentController) patchParent(ctx context.Context, parent *unstructured
 	if err != nil {
 		return nil, err
 	}
-	return c.m.client.Resource(c.gvr).Namespace(parent.GetNamespace()).Patch(ctx, parent.GetName(), types.JSONPatchType, body,
-		metav1.PatchOptions{FieldManager: c.m.opts.FieldManager})
+	return c.sh.Client.Resource(c.gvr).Namespace(parent.GetNamespace()).Patch(ctx, parent.GetName(), types.JSONPatchType, body,
+		metav1.PatchOptions{FieldManager: c.sh.FieldManager})
 }
 
 // listGuarded lists afresh, from the API server rather than the cache
@@ -248,7 +248,7 @@ func (c *parentController) listGuarded(ctx context.Context, g *guard, parent *un
 		klog.FromContext(ctx).Info("Ignored kinds that a parent's annotation lists but its set does not declare",
 			"annotation", g.annotation, "kinds", object.FormatGroupKinds(ignored))
 	}
-	kinds = append(kinds, g.kinds(c.m.cache.Owned(parent.GetUID()))...)
+	kinds = append(kinds, g.kinds(c.sh.Cache.Owned(parent.GetUID()))...)
 	seen := map[schema.GroupKind]bool{}
 	var out []*unstructured.Unstructured
 	for _, gk := range kinds {
@@ -256,7 +256,7 @@ func (c *parentController) listGuarded(ctx context.Context, g *guard, parent *un
 			continue
 		}
 		seen[gk] = true
-		m, err := c.m.mapper.RESTMapping(gk)
+		m, err := c.sh.Mapper.RESTMapping(gk)
 		if meta.IsNoMatchError(err) {
 			continue // not served, so none exists
 		}
@@ -265,12 +265,12 @@ func (c *parentController) listGuarded(ctx context.Context, g *guard, parent *un
 		}
 		ns := parent.GetNamespace()
 		if ns == "" {
-			ns = c.m.opts.Namespace
+			ns = c.sh.Namespace
 		}
 		if m.Scope.Name() != meta.RESTScopeNameNamespace {
 			ns = ""
 		}
-		list, err := c.m.client.Resource(m.Resource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: object.ChildSelector(parent)})
+		list, err := c.sh.Client.Resource(m.Resource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: object.ChildSelector(parent)})
 		if err != nil {
 			return nil, fmt.Errorf("list %s children of %s %s/%s: %w", gk, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
 		}

@@ -213,7 +213,7 @@ func TestRecordTransitions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
-			c := &parentController{m: &Manager{recorder: rec}}
+			c := &parentController{sh: &Shared{Recorder: rec}}
 			prev := u(t, parentYAML)
 			prev.Object["status"] = u(t, tt.old).Object
 			c.recordTransitions(prev, prev, u(t, tt.want).Object)
@@ -231,7 +231,7 @@ func TestRecordTransitions(t *testing.T) {
 
 func TestRecordDriftNamesChildAndField(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
-	c := &parentController{m: &Manager{recorder: rec, metrics: newMetrics(nil)}, gvk: schema.GroupVersionKind{Kind: "MyResource"}}
+	c := &parentController{sh: &Shared{Recorder: rec, Metrics: newMetrics(nil)}, gvk: schema.GroupVersionKind{Kind: "MyResource"}}
 	ref := object.Ref{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Namespace: "ns", Name: "web"}
 	c.recordDrift(klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig())), u(t, parentYAML), object.ChangeSet{
 		{Ref: ref, Action: object.Configured, Drift: []string{"spec.replicas"}},

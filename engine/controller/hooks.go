@@ -97,7 +97,7 @@ func (c *parentController) gate(ctx context.Context, set *render.Set, parent *un
 			continue
 		}
 		run.done[h.Ref] = true
-		live := c.m.cache.Get(c.groupResource(h.Ref), h.Ref.Namespace, h.Ref.Name)
+		live := c.sh.Cache.Get(c.groupResource(h.Ref), h.Ref.Namespace, h.Ref.Name)
 		if live != nil && !object.IsChildOf(live, parent) {
 			continue
 		}
@@ -170,17 +170,17 @@ func (c *parentController) hookLive(ctx context.Context, child *unstructured.Uns
 	if l := fresh[ref]; l != nil {
 		return l
 	}
-	if l := c.m.cache.Get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
+	if l := c.sh.Cache.Get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
 		return l
 	}
 	if stored != hook.Running {
 		return nil
 	}
-	gvr, _, err := c.m.applier.Resource(child.GroupVersionKind())
+	gvr, _, err := c.sh.Applier.Resource(child.GroupVersionKind())
 	if err != nil {
 		return child // unknown: taken as there, so that it is not called gone
 	}
-	l, err := c.m.client.Resource(gvr).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	l, err := c.sh.Client.Resource(gvr).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil

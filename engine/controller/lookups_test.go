@@ -92,7 +92,7 @@ func TestLookupInformersAreReleasedWithTheirReaders(t *testing.T) {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
 	defer q.ShutDown()
 	c := newTestController(q)
-	c.gvk, c.m = widgetGVK, &Manager{cache: lc}
+	c.gvk, c.sh = widgetGVK, &Shared{Cache: lc}
 
 	for i := range parents {
 		readAs(t, ctx, lc, cache.ObjectName{Namespace: "ns", Name: fmt.Sprintf("p%d", i)}, names[i])

@@ -308,7 +308,7 @@ func (m *Manager) addSetLocked(s *render.Set) error {
 	if other, ok := m.controllers[gk]; ok && other.set.Load().Dir != s.Dir {
 		return fmt.Errorf("template sets %s and %s both render children of %s", other.set.Load().Dir, s.Dir, gk)
 	}
-	c := newParentController(m, s)
+	c := newParentController(m.shared(), s)
 	c.ctx, c.cancel = context.WithCancel(m.ctx)
 	prev := m.retired[gk]
 	delete(m.retired, gk) // c waits for it, and whoever follows c waits for c
@@ -318,6 +318,19 @@ func (m *Manager) addSetLocked(s *render.Set) error {
 	m.runs.Add(1)
 	go m.runController(c, prev)
 	return nil
+}
+
+// shared returns what a parent controller uses of the Manager's: the same
+// clients, caches and settings for every controller. It is called once
+// Run has made the child cache and the seed store.
+func (m *Manager) shared() *Shared {
+	return &Shared{
+		Client: m.client, Parents: m.strip, Mapper: m.mapper, Applier: m.applier, Cache: m.cache,
+		Recorder: m.recorder, Metrics: m.metrics, Identities: m.idents, Seeds: m.seeds,
+		Capabilities: m.caps.get, KindAwaited: m.kindAwaited,
+		FieldManager: m.opts.FieldManager, Namespace: m.opts.Namespace, ReconcileTimeout: m.opts.ReconcileTimeout,
+		Resync: m.opts.ResyncPeriod, Clock: m.opts.Clock, Shard: m.opts.Shard, ShardServerFilter: m.opts.ShardServerFilter,
+	}
 }
 
 // retireLocked stops the controller of gk. A controller started later for

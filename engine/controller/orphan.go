@@ -64,7 +64,7 @@ func (c *parentController) protectOrphans(ctx context.Context, parent *unstructu
 			continue
 		}
 		if _, ok := uids[ns]; !ok {
-			n, err := c.m.client.Resource(namespacesGVR).Get(ctx, ns, metav1.GetOptions{})
+			n, err := c.sh.Client.Resource(namespacesGVR).Get(ctx, ns, metav1.GetOptions{})
 			if err != nil {
 				return parent, fmt.Errorf("read namespace %s, the owner of children to keep: %w", ns, err)
 			}
@@ -98,7 +98,7 @@ func (c *parentController) finalize(ctx context.Context, parent *unstructured.Un
 			parent, err = c.removeFinalizer(ctx, parent, orphanGuard)
 		}
 		if err != nil && !apierrors.IsConflict(err) {
-			c.m.recorder.Eventf(parent, corev1.EventTypeWarning, "OrphanReleaseFailed",
+			c.sh.Recorder.Eventf(parent, corev1.EventTypeWarning, "OrphanReleaseFailed",
 				"%s waits for its children to keep to be released (finalizer %s): %v", c.gvk.Kind, object.FinalizerOrphan, err)
 		}
 	}
@@ -132,7 +132,7 @@ func (c *parentController) releaseOrphans(ctx context.Context, parent *unstructu
 		return err
 	}
 	cs := c.applier(ctx).Release(ctx, kept, parent.GetUID())
-	c.m.metrics.observeChanges(c.gvk.Kind, cs)
+	c.sh.Metrics.observeChanges(c.gvk.Kind, cs)
 	c.recordOrphans(ctx, parent, cs, "before "+c.gvk.Kind+" "+parent.GetName()+" is deleted")
 	return cs.Err()
 }
@@ -156,7 +156,7 @@ func (c *parentController) recordOrphans(ctx context.Context, parent *unstructur
 			continue
 		}
 		klog.FromContext(ctx).Info("Released a child to keep", "child", r.Ref.String(), "when", when)
-		c.m.recorder.Eventf(parent, corev1.EventTypeNormal, "Orphaned",
+		c.sh.Recorder.Eventf(parent, corev1.EventTypeNormal, "Orphaned",
 			"%s kept (%s: %s): released %s; Loom no longer manages it", r.Ref, object.AnnotationDeletePolicy, object.DeletePolicyOrphan, when)
 	}
 }

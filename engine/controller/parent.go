@@ -30,7 +30,9 @@ import (
 // the shape of kubernetes/sample-controller: event handlers only enqueue,
 // workers drain a rate-limited queue keyed by namespace/name.
 type parentController struct {
-	m   *Manager
+	// sh is what the controller uses of the Manager's; nil in unit tests
+	// without one.
+	sh  *Shared
 	gvk schema.GroupVersionKind
 	set atomic.Pointer[render.Set]
 
@@ -72,11 +74,11 @@ type parentController struct {
 	rollouts *rollouts.Rollout
 }
 
-func newParentController(m *Manager, set *render.Set) *parentController {
-	c := &parentController{m: m, gvk: set.ParentGVK(),
+func newParentController(sh *Shared, set *render.Set) *parentController {
+	c := &parentController{sh: sh, gvk: set.ParentGVK(),
 		unserved: map[cache.ObjectName]bool{}, kick: make(chan struct{}, 1), reshardKick: make(chan struct{}, 1), done: make(chan struct{})}
 	c.set.Store(set)
-	if m != nil {
+	if sh != nil {
 		c.rollouts = newRollout(c)
 	}
 	return c
@@ -90,7 +92,7 @@ var errNotServed = errors.New("parent kind is not served by the cluster")
 // the kind has no CRD; the Manager calls it again when CRDs change. Once
 // ctx is done, drain waits for the workers.
 func (c *parentController) start(ctx context.Context, workers int) error {
-	gvr, _, err := c.m.applier.Resource(c.gvk)
+	gvr, _, err := c.sh.Applier.Resource(c.gvk)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", errNotServed, c.gvk, err)
 	}
@@ -108,13 +110,13 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	// managedFields and kubectl's last-applied copy (pack.StripJSON); a
 	// sharded replica caches only the parents of its buckets.
 	held := shard.All()
-	if c.m.opts.Shard != nil {
-		held = c.m.opts.Shard.Held()
+	if c.sh.Shard != nil {
+		held = c.sh.Shard.Held()
 	}
 	g := c.newGen(ctx, held, nil)
 	c.gen.Store(g)
-	c.m.metrics.parents.track(c, c.gvk.Kind, g.states)
-	c.m.metrics.initKind(c.gvk.Kind)
+	c.sh.Metrics.parents.track(c, c.gvk.Kind, g.states)
+	c.sh.Metrics.initKind(c.gvk.Kind)
 	logger.Info("Waiting for informer cache to sync", "resource", gvr.String())
 	if !cache.WaitForCacheSync(ctx.Done(), g.informer.HasSynced) {
 		c.queue.ShutDown()
@@ -123,7 +125,7 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 	// Readers of gvr, informer, queue and logger that run outside the
 	// workers check running first, which orders their reads after these
 	// writes.
-	c.progress.mark(c.m.opts.Clock.Now())
+	c.progress.mark(c.sh.Clock.Now())
 	c.running.Store(true)
 	if c.rollouts != nil {
 		c.rollouts.BeforeWorkers(ctx)
@@ -135,7 +137,7 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 			wait.UntilWithContext(ctx, c.runWorker, time.Second)
 		}()
 	}
-	if c.m.opts.Shard != nil {
+	if c.sh.Shard != nil {
 		go c.reshard(ctx)
 		c.kickReshard() // the buckets may have moved while the cache synced
 	}
@@ -231,8 +233,8 @@ func (c *parentController) onDelete(obj any) {
 // waits for a child kind. It is called when that object is deleted or
 // replaced by a new one of the same name.
 func (c *parentController) forget(key cache.ObjectName, uid types.UID) {
-	if c.m != nil && c.m.cache != nil { // nil: a Manager that never ran
-		c.m.cache.Forget(childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key})
+	if c.sh != nil && c.sh.Cache != nil { // nil: a Manager that never ran
+		c.sh.Cache.Forget(childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key})
 	}
 	c.statuses.forget(uid)
 	c.mu.Lock()
@@ -318,8 +320,8 @@ func (c *parentController) setUnserved(key cache.ObjectName, waiting bool) {
 		delete(c.unserved, key)
 	}
 	c.mu.Unlock()
-	if first && c.m != nil {
-		c.m.kindAwaited()
+	if first && c.sh != nil {
+		c.sh.KindAwaited()
 	}
 }
 
@@ -360,8 +362,8 @@ func (c *parentController) processNextItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	c.progress.mark(c.m.opts.Clock.Now())
-	defer func() { c.progress.mark(c.m.opts.Clock.Now()) }()
+	c.progress.mark(c.sh.Clock.Now())
+	defer func() { c.progress.mark(c.sh.Clock.Now()) }()
 	if ctx.Err() != nil {
 		// Shutting down: finish what is in flight, start nothing new. The
 		// next Loom lists every parent and reconciles it.
@@ -370,7 +372,7 @@ func (c *parentController) processNextItem(ctx context.Context) bool {
 	logger := klog.FromContext(ctx).WithValues("kind", c.gvk.Kind, "parent", key.String())
 	// Shutdown lets an in-flight reconcile finish rather than cancelling
 	// its requests half way; the timeout bounds it either way.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.m.opts.ReconcileTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.sh.ReconcileTimeout)
 	defer cancel()
 	start := time.Now()
 	// The parent is read once: the gate is entered, and the guard checks
@@ -390,7 +392,7 @@ func (c *parentController) processNextItem(ctx context.Context) bool {
 	err := c.reconcile(rctx, key, parent)
 	done()
 	c.forgetIfGone(key, uid)
-	c.m.metrics.observeReconcile(c.gvk.Kind, err, time.Since(start))
+	c.sh.Metrics.observeReconcile(c.gvk.Kind, err, time.Since(start))
 	if err == nil {
 		logger.V(4).Info("Reconciled", "duration", time.Since(start))
 		c.queue.Forget(key)

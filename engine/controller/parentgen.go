@@ -50,12 +50,12 @@ func (c *parentController) newGen(ctx context.Context, held shard.Set, prev *par
 	if prev != nil {
 		g.prev = prev.informer.GetIndexer()
 	}
-	lw := c.m.strip.ListWatch(c.gvr, c.m.opts.Namespace, c.shardTweak(held))
-	if c.m.opts.Shard != nil {
+	lw := c.sh.Parents.ListWatch(c.gvr, c.sh.Namespace, c.shardTweak(held))
+	if c.sh.Shard != nil {
 		lw = filterShard(lw, held, c.logger)
 	}
 	g.informer = cache.NewSharedIndexInformerWithOptions(lw, &pack.Packed{}, cache.SharedIndexInformerOptions{
-		ResyncPeriod: c.m.opts.ResyncPeriod, Indexers: cache.Indexers{}, ObjectDescription: c.gvr.String(),
+		ResyncPeriod: c.sh.Resync, Indexers: cache.Indexers{}, ObjectDescription: c.gvr.String(),
 	})
 	_, _ = g.informer.AddEventHandler(c.genHandler(g))
 	_, _ = g.informer.AddEventHandler(g.states)
@@ -115,7 +115,7 @@ func (g *parentGen) early(obj any) bool {
 // server, where it filters by KEP-5866 shard selectors. An empty set
 // selects nothing by a label no parent carries.
 func (c *parentController) shardTweak(held shard.Set) func(*metav1.ListOptions) {
-	if c.m.opts.Shard == nil {
+	if c.sh.Shard == nil {
 		return nil
 	}
 	return func(o *metav1.ListOptions) {
@@ -123,7 +123,7 @@ func (c *parentController) shardTweak(held shard.Set) func(*metav1.ListOptions) 
 			o.LabelSelector = shard.LabelBucket + "=none"
 			return
 		}
-		if c.m.opts.ShardServerFilter {
+		if c.sh.ShardServerFilter {
 			o.ShardSelector = shard.Selector(held)
 		}
 	}
@@ -191,7 +191,7 @@ func (c *parentController) reshard(ctx context.Context) {
 		case <-c.reshardKick:
 		}
 		cur := c.gen.Load()
-		held := c.m.opts.Shard.Held()
+		held := c.sh.Shard.Held()
 		if held == cur.held {
 			continue
 		}
@@ -209,7 +209,7 @@ func (c *parentController) reshard(ctx context.Context) {
 func (c *parentController) swap(g *parentGen) {
 	old := c.gen.Swap(g)
 	old.retired.Store(true)
-	c.m.metrics.parents.track(c, c.gvk.Kind, g.states)
+	c.sh.Metrics.parents.track(c, c.gvk.Kind, g.states)
 	g.mu.Lock()
 	g.live, g.prev = true, nil
 	pending := g.pending

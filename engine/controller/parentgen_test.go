@@ -44,7 +44,7 @@ func newGenTest(t *testing.T, prev ...*pack.Packed) (*parentController, *parentG
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
 	t.Cleanup(q.ShutDown)
 	c := newTestController(q)
-	c.m = &Manager{metrics: newMetrics(nil)}
+	c.sh = &Shared{Metrics: newMetrics(nil)}
 	for _, p := range prev {
 		if err := c.store().Add(p); err != nil {
 			t.Fatal(err)

@@ -102,7 +102,7 @@ func newWidgetServer(t *testing.T) *packwatch.Client {
 }
 
 func newWidgetController(m *Manager) *parentController {
-	return &parentController{m: m, gvk: widgetGVK, done: make(chan struct{}),
+	return &parentController{sh: m.shared(), gvk: widgetGVK, done: make(chan struct{}),
 		unserved: map[cache.ObjectName]bool{}}
 }
 

@@ -121,7 +121,7 @@ func (c *parentController) begin(ctx context.Context, key cache.ObjectName, pare
 		c.queue.AddAfter(key, 2*time.Second)
 		return ctx, nil, nil
 	}
-	reader := c.m.reader(ctx, childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key}, set.Config.Lookups)
+	reader := c.reader(ctx, childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key}, set.Config.Lookups)
 	id, idErr := c.identityFor(ctx, set, parent, reader)
 	if idErr != nil {
 		defer reader.Done()
@@ -132,7 +132,7 @@ func (c *parentController) begin(ctx context.Context, key cache.ObjectName, pare
 		return ctx, nil, reader.Err() // a read the cluster could not answer is retried
 	}
 	ctx = identity.WithAccount(ctx, id)
-	reader.as, reader.idents = id, c.m.idents
+	reader.as, reader.idents = id, c.sh.Identities
 	if set.Chart() != nil {
 		parent = c.withRecord(parent)
 	}
@@ -194,7 +194,7 @@ func (c *parentController) applyChildren(ctx context.Context, a *attempt, planne
 	}
 	c.setUnserved(a.key, hasUnwatched(ap.results))
 	for ref := range ap.Plan.Held {
-		if l := c.m.cache.Get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
+		if l := c.sh.Cache.Get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
 			ap.live[ref] = l
 		}
 	}
@@ -243,7 +243,7 @@ func (c *parentController) pruneChildren(ctx context.Context, a *attempt, ap *ap
 		ap.all = append(ap.all, pruned...)
 		errs = errors.Join(pruneErr, finErr)
 	}
-	c.m.metrics.observeChanges(c.gvk.Kind, ap.all)
+	c.sh.Metrics.observeChanges(c.gvk.Kind, ap.all)
 	if n := ap.all.Writes(); n > 0 {
 		klog.FromContext(ctx).V(2).Info("Applied children", "writes", n)
 	}
@@ -306,7 +306,7 @@ func (c *parentController) render(ctx context.Context, set *render.Set, parent *
 			return c.markSeed(reader, parent)
 		},
 	}
-	if c.m != nil && c.m.opts.Shard != nil {
+	if c.sh != nil && c.sh.Shard != nil {
 		hooks = append(hooks, func(parent *unstructured.Unstructured, out *render.Output) error {
 			labelBucket(out.Children, parent.GetUID())
 			return nil
@@ -327,14 +327,14 @@ func (c *parentController) renderContext(ctx context.Context) (context.Context, 
 // status template) may run: half the reconcile timeout, the rest being
 // for the status that reports it. cause is what a render it stops gives.
 func (c *parentController) renderDeadline() (d time.Duration, cause error) {
-	d = c.m.opts.ReconcileTimeout / 2
+	d = c.sh.ReconcileTimeout / 2
 	return d, fmt.Errorf("it ran for %s, half the reconcile timeout (loom run --reconcile-timeout)", d)
 }
 
 // groupResource maps a child's kind to the resource its informer watches,
 // or the zero value when the kind is not served.
 func (c *parentController) groupResource(ref object.Ref) schema.GroupResource {
-	m, err := c.m.mapper.RESTMapping(ref.GroupKind)
+	m, err := c.sh.Mapper.RESTMapping(ref.GroupKind)
 	if err != nil {
 		return schema.GroupResource{}
 	}
@@ -365,7 +365,7 @@ func (c *parentController) applyAll(ctx context.Context, rendered []*unstructure
 		}
 		cached := fresh[ref]
 		if cached == nil {
-			cached = c.m.cache.Get(gr, ref.Namespace, ref.Name)
+			cached = c.sh.Cache.Get(gr, ref.Namespace, ref.Name)
 		}
 		r := c.applier(ctx).Apply(ctx, child, cached)
 		results = append(results, r)
@@ -388,7 +388,7 @@ func (c *parentController) applyAll(ctx context.Context, rendered []*unstructure
 // runs and has synced. The informer watches the kind at the cluster's
 // preferred version, whatever version the templates name.
 func (c *parentController) watchChildKind(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupResource, error) {
-	if _, _, err := c.m.applier.Resource(gvk); err != nil {
+	if _, _, err := c.sh.Applier.Resource(gvk); err != nil {
 		return schema.GroupResource{}, err
 	}
 	return c.watchGroupKind(ctx, gvk.GroupKind())
@@ -396,11 +396,11 @@ func (c *parentController) watchChildKind(ctx context.Context, gvk schema.GroupV
 
 // watchGroupKind makes sure the informer of a kind runs and has synced.
 func (c *parentController) watchGroupKind(ctx context.Context, gk schema.GroupKind) (schema.GroupResource, error) {
-	m, err := c.m.mapper.RESTMapping(gk)
+	m, err := c.sh.Mapper.RESTMapping(gk)
 	if err != nil {
 		return schema.GroupResource{}, err
 	}
-	return m.Resource.GroupResource(), c.m.cache.Ensure(ctx, m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace)
+	return m.Resource.GroupResource(), c.sh.Cache.Ensure(ctx, m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace)
 }
 
 // prune deletes the cached children of parent that did not render, and
@@ -422,7 +422,7 @@ func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstr
 		keep[object.RefOf(r)] = true
 	}
 	var stale, orphans []*unstructured.Unstructured
-	for _, child := range c.m.cache.Owned(parent.GetUID()) {
+	for _, child := range c.sh.Cache.Owned(parent.GetUID()) {
 		switch {
 		case keep[object.RefOf(child)] || !object.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil:
 		case child.GetAnnotations()[hook.AnnotationRevision] != "":

@@ -18,9 +18,9 @@ import (
 // newRollout returns the rollout of c's set (engine/controller/rollouts),
 // which c's start, reloads and reconciles drive.
 func newRollout(c *parentController) *rollouts.Rollout {
-	m := c.m
-	return rollouts.New(rollouts.Config{Client: m.client, Resolver: m.applier, Recorder: m.recorder, Metrics: m.metrics.rollout,
-		Clock: m.opts.Clock, Namespace: m.opts.Namespace, FieldManager: m.opts.FieldManager, Timeout: m.opts.ReconcileTimeout},
+	sh := c.sh
+	return rollouts.New(rollouts.Config{Client: sh.Client, Resolver: sh.Applier, Recorder: sh.Recorder, Metrics: sh.Metrics.rollout,
+		Clock: sh.Clock, Namespace: sh.Namespace, FieldManager: sh.FieldManager, Timeout: sh.ReconcileTimeout},
 		rolloutHost{c})
 }
 
@@ -58,10 +58,10 @@ func (h rolloutHost) EnqueueAll() {
 	}
 }
 
-func (h rolloutHost) Sharded() bool { return h.c.m.opts.Shard != nil }
+func (h rolloutHost) Sharded() bool { return h.c.sh.Shard != nil }
 
 func (h rolloutHost) EnterShard(ctx context.Context, uid types.UID) (context.Context, func(), bool) {
-	leave, ok := h.c.m.opts.Shard.Enter(uid)
+	leave, ok := h.c.sh.Shard.Enter(uid)
 	if !ok {
 		return ctx, nil, false
 	}
@@ -90,11 +90,11 @@ func (h rolloutHost) parentsOf(list []any) ([]rollout.Parent, map[string]*unstru
 // cache holds only its own.
 func (h rolloutHost) AllParents(ctx context.Context) ([]rollout.Parent, error) {
 	c := h.c
-	lw := c.m.strip.ListWatch(c.gvr, c.m.opts.Namespace, nil)
+	lw := c.sh.Parents.ListWatch(c.gvr, c.sh.Namespace, nil)
 	var out []rollout.Parent
 	opts := metav1.ListOptions{Limit: 500}
 	for {
-		lctx, cancel := context.WithTimeout(ctx, c.m.opts.ReconcileTimeout)
+		lctx, cancel := context.WithTimeout(ctx, c.sh.ReconcileTimeout)
 		obj, err := lw.ListWithContextFunc(lctx, opts)
 		cancel()
 		if err != nil {

@@ -133,10 +133,10 @@ metadata: {name: web, namespace: ns, uid: %q, resourceVersion: "1", generation: 
 			}
 		}
 	}
-	m.opts.Shard = sh
+	c.sh.Shard = sh
 	ctx := klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig()))
-	m.cache = childcache.New(ctx, childcache.Config{Dynamic: m.client, Enqueue: func(childcache.ParentKey) {}})
-	m.seeds = seed.NewStore(m.client)
+	c.sh.Cache = childcache.New(ctx, childcache.Config{Dynamic: m.client, Enqueue: func(childcache.ParentKey) {}})
+	c.sh.Seeds = seed.NewStore(m.client)
 
 	c.queue.Add(cache.NewObjectName("ns", "web"))
 	if !c.processNextItem(ctx) {

@@ -99,7 +99,7 @@ func labelBucket(children []*unstructured.Unstructured, parent types.UID) {
 // reconcile writes nothing. One without a UID has no bucket, so no
 // replica may write for it.
 func (c *parentController) enterShard(ctx context.Context, parent *unstructured.Unstructured) (context.Context, func(), bool) {
-	sh := c.m.opts.Shard
+	sh := c.sh.Shard
 	if sh == nil || parent == nil {
 		return ctx, func() {}, true
 	}

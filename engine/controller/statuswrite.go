@@ -123,7 +123,7 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 		in.Release, _, _ = unstructured.NestedMap(prev.Object, "status", status.FieldRelease)
 	}
 	in.Rules = set.Config.Readiness
-	in.Now = c.m.opts.Clock.Now()
+	in.Now = c.sh.Clock.Now()
 	want := status.Compute(in)
 	if status.Equal(want, prev) {
 		return nil
@@ -140,8 +140,8 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 		"status": want,
 	}}
 	defer c.statuses.beginWrite(parent.GetUID())()
-	resp, err := c.m.client.Resource(c.gvr).Namespace(parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), obj,
-		metav1.ApplyOptions{FieldManager: c.m.opts.FieldManager, Force: true})
+	resp, err := c.sh.Client.Resource(c.gvr).Namespace(parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), obj,
+		metav1.ApplyOptions{FieldManager: c.sh.FieldManager, Force: true})
 	if apierrors.IsNotFound(err) {
 		c.noStatusSubresource(ctx, parent)
 		return nil
@@ -152,7 +152,7 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 	if err != nil {
 		return fmt.Errorf("write status of %s %s/%s: %w", c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
 	}
-	c.m.metrics.statusWrites.WithLabelValues(c.gvk.Kind).Inc()
+	c.sh.Metrics.statusWrites.WithLabelValues(c.gvk.Kind).Inc()
 	c.rememberWritten(parent, resp.GetResourceVersion(), want)
 	c.recordTransitions(parent, prev, want)
 	return nil
@@ -334,7 +334,7 @@ func (s *statusMemory) forget(uid types.UID) {
 // log, and the children are still applied. It costs one read, on that
 // failure only.
 func (c *parentController) noStatusSubresource(ctx context.Context, parent *unstructured.Unstructured) {
-	if _, err := c.m.client.Resource(c.gvr).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{}); err != nil {
+	if _, err := c.sh.Client.Resource(c.gvr).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{}); err != nil {
 		return
 	}
 	if !c.statuses.markNoStatus(parent.GetUID()) {
@@ -343,5 +343,5 @@ func (c *parentController) noStatusSubresource(ctx context.Context, parent *unst
 	msg := fmt.Sprintf("cannot write status: %s has no status subresource (for a CRD, add `subresources: {status: {}}` to version %s). Children are still applied.",
 		c.gvr.GroupResource(), c.gvk.Version)
 	klog.FromContext(ctx).Error(nil, "Cannot write status: no status subresource", "resource", c.gvr.String())
-	c.m.recorder.Event(parent, corev1.EventTypeWarning, "StatusNotWritten", msg)
+	c.sh.Recorder.Event(parent, corev1.EventTypeWarning, "StatusNotWritten", msg)
 }
