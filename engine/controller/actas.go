@@ -16,7 +16,7 @@ import (
 // identityFor returns the identity a reconcile of parent acts as: nil for
 // a set without serviceAccountName (Loom's own). The account must exist;
 // reader watches it, so that creating it reconciles the parent again.
-func (c *parentController) identityFor(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, reader *lookupReader) (*identity.Account, error) {
+func (c *Controller) identityFor(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, reader *lookupReader) (*identity.Account, error) {
 	name := set.Config.ServiceAccountName
 	if name == "" {
 		return nil, nil
@@ -35,7 +35,7 @@ func (c *parentController) identityFor(ctx context.Context, set *render.Set, par
 // identityFinalizing is the identity a deleted parent's children are
 // released and deleted as; the account is not required to still exist
 // (the API server answers for what it may do).
-func (c *parentController) identityFinalizing(parent *unstructured.Unstructured) (*identity.Account, error) {
+func (c *Controller) identityFinalizing(parent *unstructured.Unstructured) (*identity.Account, error) {
 	name := c.set.Load().Config.ServiceAccountName
 	if name == "" {
 		return nil, nil
@@ -45,7 +45,7 @@ func (c *parentController) identityFinalizing(parent *unstructured.Unstructured)
 
 // applier is the applier of the reconcile that ctx belongs to: the set's
 // ServiceAccount's, or Loom's own.
-func (c *parentController) applier(ctx context.Context) *apply.Applier {
+func (c *Controller) applier(ctx context.Context) *apply.Applier {
 	if id := identity.FromContext(ctx); id != nil {
 		return id.Applier()
 	}
@@ -58,7 +58,7 @@ func (m *Manager) permissionChecks() []rbac.Check {
 	m.mu.Lock()
 	var sets []rbac.Set
 	for _, gk := range sortedKinds(m.controllers) {
-		s := m.controllers[gk].set.Load()
+		s := m.controllers[gk].Set()
 		rs, err := rbac.FromSet(s)
 		if err != nil {
 			// A kind computed by a template: the check cannot know

@@ -75,7 +75,7 @@ type lookupReader struct {
 
 // reader returns the render.Reader of one reconcile of parent p, whose set
 // declares rules.
-func (c *parentController) reader(ctx context.Context, p childcache.ParentKey, rules []config.LookupRule) *lookupReader {
+func (c *Controller) reader(ctx context.Context, p childcache.ParentKey, rules []config.LookupRule) *lookupReader {
 	r := &lookupReader{ctx: ctx, seeds: c.sh.Seeds, caps: c.sh.Capabilities}
 	r.Reader = c.sh.Cache.Reader(ctx, p, rules, r.authorize)
 	return r
@@ -122,7 +122,7 @@ func (r *lookupReader) keep(parent *unstructured.Unstructured, generated map[str
 // read (seed.AnnotationSeed), when the parent does not hold it yet: from
 // then on a deleted or replaced seed Secret is found (seed.Store.Seed). It is
 // written before any child is applied with values from that seed.
-func (c *parentController) markSeed(reader *lookupReader, parent *unstructured.Unstructured) error {
+func (c *Controller) markSeed(reader *lookupReader, parent *unstructured.Unstructured) error {
 	fp := reader.seedMark
 	if fp == "" || seed.MarkOf(parent) == fp {
 		return nil

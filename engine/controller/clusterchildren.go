@@ -57,7 +57,7 @@ func clusterKinds(lists ...[]*unstructured.Unstructured) []schema.GroupKind {
 // afresh. pending is true when it asked for a delete just now; it returns
 // a DeletionBlockedError when children it asked to delete before are
 // still there (their own finalizers hold them), and a delete's failure.
-func (c *parentController) deleteClusterChildren(ctx context.Context, parent *unstructured.Unstructured) (pending bool, err error) {
+func (c *Controller) deleteClusterChildren(ctx context.Context, parent *unstructured.Unstructured) (pending bool, err error) {
 	left, err := c.listGuarded(ctx, clusterGuard, parent)
 	if err != nil {
 		return false, err
@@ -110,7 +110,7 @@ func (e *DeletionBlockedError) Error() string {
 // children to keep (protectOrphans) and the cluster-scoped children
 // (ensureGuard) get the parent's finalizers first. It returns the
 // parent as last written, and what it could not protect.
-func (c *parentController) protect(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (*unstructured.Unstructured, holds) {
+func (c *Controller) protect(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (*unstructured.Unstructured, holds) {
 	var h holds
 	parent, h.orphans = c.protectOrphans(ctx, parent, rendered)
 	parent, h.cluster = c.ensureGuard(ctx, clusterGuard, parent, rendered)

@@ -118,7 +118,7 @@ func (m *Manager) awaitsKind() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range m.controllers {
-		if c.awaitsKind() {
+		if c.AwaitsKind() {
 			return true
 		}
 	}

@@ -85,15 +85,15 @@ func newDiscoveryManager(t *testing.T, ctx context.Context, disco *gatedDiscover
 		applier:     apply.New(client, mapper, ""),
 		recorder:    record.NewFakeRecorder(1000),
 		metrics:     newMetrics(nil),
-		controllers: map[schema.GroupKind]*parentController{},
-		retired:     map[schema.GroupKind]*parentController{},
+		controllers: map[schema.GroupKind]*Controller{},
+		retired:     map[schema.GroupKind]*Controller{},
 		awaited:     make(chan struct{}, 1),
 	}, client
 }
 
 // runWidgetController runs the Widget kind's controller as the Manager
 // does, and waits until it has asked discovery for its kind.
-func runWidgetController(t *testing.T, m *Manager, disco *gatedDiscovery) *parentController {
+func runWidgetController(t *testing.T, m *Manager, disco *gatedDiscovery) *Controller {
 	t.Helper()
 	c := newWidgetController(m)
 	c.kick = make(chan struct{}, 1)
@@ -140,7 +140,7 @@ func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
 // runWidgetParent runs a controller whose parent default/p waits for a
 // child kind, Widget, and whose worker looks that kind up as a reconcile
 // does, until the parent waits for it.
-func runWidgetParent(t *testing.T, m *Manager) *parentController {
+func runWidgetParent(t *testing.T, m *Manager) *Controller {
 	t.Helper()
 	c := newWidgetController(m)
 	c.queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
@@ -161,7 +161,7 @@ func runWidgetParent(t *testing.T, m *Manager) *parentController {
 		}
 	}()
 	c.queue.Add(cache.NewObjectName("default", "p"))
-	waitFor(t, m.ctx, "the parent to wait for its child kind", c.awaitsKind)
+	waitFor(t, m.ctx, "the parent to wait for its child kind", c.AwaitsKind)
 	return c
 }
 
@@ -230,7 +230,7 @@ func TestDiscoveryConvergesWhateverTheOrder(t *testing.T) {
 			waitForCRDSync(t, m)
 			c := runWidgetParent(t, m)
 			published(t, m, client, disco)
-			return func() bool { return !c.awaitsKind() }
+			return func() bool { return !c.AwaitsKind() }
 		},
 		// The CRD was listed, but discovery did not serve its kind yet
 		// when the CRD informer synced and discovery was refreshed; then a
@@ -248,7 +248,7 @@ func TestDiscoveryConvergesWhateverTheOrder(t *testing.T) {
 			refreshedOnSync(t, m, disco)
 			c := runWidgetParent(t, m)
 			disco.served.Store(true)
-			return func() bool { return !c.awaitsKind() }
+			return func() bool { return !c.AwaitsKind() }
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -37,7 +37,7 @@ func conditionOf(st map[string]any, typ string) condition {
 // recordTransitions records Events when the parent becomes Ready, stops
 // being Ready, or becomes Degraded (or Degraded for another reason). Every
 // other reconcile records nothing.
-func (c *parentController) recordTransitions(parent, prev *unstructured.Unstructured, want map[string]any) {
+func (c *Controller) recordTransitions(parent, prev *unstructured.Unstructured, want map[string]any) {
 	old, _ := prev.Object["status"].(map[string]any)
 	oldReady, newReady := conditionOf(old, status.TypeReady), conditionOf(want, status.TypeReady)
 	oldDeg, newDeg := conditionOf(old, status.TypeDegraded), conditionOf(want, status.TypeDegraded)
@@ -60,7 +60,7 @@ func (c *parentController) recordTransitions(parent, prev *unstructured.Unstruct
 // another writer had changed and this reconcile changed back. A writer that
 // keeps changing a field (an autoscaler on replicas, say) shows as repeated
 // Events, which the recorder aggregates.
-func (c *parentController) recordDrift(ctx context.Context, parent *unstructured.Unstructured, results object.ChangeSet) {
+func (c *Controller) recordDrift(ctx context.Context, parent *unstructured.Unstructured, results object.ChangeSet) {
 	for _, r := range results {
 		if len(r.Drift) == 0 {
 			continue

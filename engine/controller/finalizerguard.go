@@ -146,7 +146,7 @@ func escapePointer(s string) string {
 // every child g guards among children (rendered, or cached), before any of
 // them is applied. It returns the parent as last written (or parent), for
 // the next pass of the reconcile.
-func (c *parentController) ensureGuard(ctx context.Context, g *guard, parent *unstructured.Unstructured, children ...[]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (c *Controller) ensureGuard(ctx context.Context, g *guard, parent *unstructured.Unstructured, children ...[]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	ops := finalizerPatch(parent, g, g.kinds(children...))
 	if ops == nil {
 		return parent, nil
@@ -171,7 +171,7 @@ func (c *parentController) ensureGuard(ctx context.Context, g *guard, parent *un
 // cache behind that write would stand.
 //
 // It returns the parent as last written (or parent).
-func (c *parentController) settleGuard(ctx context.Context, g *guard, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (c *Controller) settleGuard(ctx context.Context, g *guard, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	current := liveList(live)
 	if len(g.kinds(rendered, current)) > 0 {
 		return c.ensureGuard(ctx, g, parent, rendered, current)
@@ -188,7 +188,7 @@ func (c *parentController) settleGuard(ctx context.Context, g *guard, parent *un
 
 // settleFinalizers settles both guards after prune (settleGuard), the
 // orphan finalizer first. It returns the parent as last written.
-func (c *parentController) settleFinalizers(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (c *Controller) settleFinalizers(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	for _, g := range []*guard{orphanGuard, clusterGuard} {
 		var err error
 		if parent, err = c.settleGuard(ctx, g, parent, rendered, live); err != nil {
@@ -210,7 +210,7 @@ func liveList(live map[object.Ref]*unstructured.Unstructured) []*unstructured.Un
 // removeFinalizer removes g's finalizer and annotation from parent, and
 // returns the parent as that patch left it (or parent, when there was
 // nothing to remove or the parent is gone).
-func (c *parentController) removeFinalizer(ctx context.Context, parent *unstructured.Unstructured, g *guard) (*unstructured.Unstructured, error) {
+func (c *Controller) removeFinalizer(ctx context.Context, parent *unstructured.Unstructured, g *guard) (*unstructured.Unstructured, error) {
 	ops := removeFinalizerPatch(parent, g)
 	if ops == nil {
 		return parent, nil
@@ -228,7 +228,7 @@ func (c *parentController) removeFinalizer(ctx context.Context, parent *unstruct
 
 // patchParent JSON-patches parent with ops (which are conditional on its
 // resourceVersion).
-func (c *parentController) patchParent(ctx context.Context, parent *unstructured.Unstructured, ops []patchOp) (*unstructured.Unstructured, error) {
+func (c *Controller) patchParent(ctx context.Context, parent *unstructured.Unstructured, ops []patchOp) (*unstructured.Unstructured, error) {
 	body, err := json.Marshal(ops)
 	if err != nil {
 		return nil, err
@@ -242,7 +242,7 @@ func (c *parentController) patchParent(ctx context.Context, parent *unstructured
 // guards: of the kinds g's annotation on parent lists that its set
 // declares (guardedKinds), and of those its cached children g guards
 // have, the objects that carry parent's ApplySet label and g.guards.
-func (c *parentController) listGuarded(ctx context.Context, g *guard, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+func (c *Controller) listGuarded(ctx context.Context, g *guard, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	kinds, ignored := guardedKinds(parent, g, declaredKinds(c.set.Load(), g))
 	if len(ignored) > 0 {
 		klog.FromContext(ctx).Info("Ignored kinds that a parent's annotation lists but its set does not declare",

@@ -45,8 +45,8 @@ func u(t *testing.T, y string) *unstructured.Unstructured {
 
 // newTestController returns a controller with a queue and a parent cache
 // that no informer fills: tests put parents in it themselves.
-func newTestController(q workqueue.TypedRateLimitingInterface[cache.ObjectName]) *parentController {
-	c := &parentController{
+func newTestController(q workqueue.TypedRateLimitingInterface[cache.ObjectName]) *Controller {
+	c := &Controller{
 		queue:    q,
 		unserved: map[cache.ObjectName]bool{},
 	}
@@ -213,7 +213,7 @@ func TestRecordTransitions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
-			c := &parentController{sh: &Shared{Recorder: rec}}
+			c := &Controller{sh: &Shared{Recorder: rec}}
 			prev := u(t, parentYAML)
 			prev.Object["status"] = u(t, tt.old).Object
 			c.recordTransitions(prev, prev, u(t, tt.want).Object)
@@ -231,7 +231,7 @@ func TestRecordTransitions(t *testing.T) {
 
 func TestRecordDriftNamesChildAndField(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
-	c := &parentController{sh: &Shared{Recorder: rec, Metrics: newMetrics(nil)}, gvk: schema.GroupVersionKind{Kind: "MyResource"}}
+	c := &Controller{sh: &Shared{Recorder: rec, Metrics: newMetrics(nil)}, gvk: schema.GroupVersionKind{Kind: "MyResource"}}
 	ref := object.Ref{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Namespace: "ns", Name: "web"}
 	c.recordDrift(klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig())), u(t, parentYAML), object.ChangeSet{
 		{Ref: ref, Action: object.Configured, Drift: []string{"spec.replicas"}},

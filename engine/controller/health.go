@@ -4,27 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-// progress is when a controller's workers last moved: took a parent off
-// the queue, or finished reconciling one. Its zero value is the zero time.
-type progress struct{ at atomic.Int64 } // Unix nanoseconds; 0 for never
-
-func (p *progress) mark(now time.Time) { p.at.Store(now.UnixNano()) }
-
-func (p *progress) last() time.Time {
-	if n := p.at.Load(); n != 0 {
-		return time.Unix(0, n).UTC()
-	}
-	return time.Time{}
-}
-
-// startResult is why a controller's last start failed.
-type startResult struct{ err error }
 
 // Ready reports whether Loom is ready to reconcile: Run has loaded the
 // template sets, the CRD cache has synced, and every set's controller
@@ -48,18 +31,9 @@ func (m *Manager) Ready() error {
 		return errors.Join(append(errs, errors.New("the CRD cache has not synced yet"))...)
 	}
 	for _, gk := range sortedKinds(m.controllers) {
-		c := m.controllers[gk]
-		if c.running.Load() {
-			continue
+		if err := m.controllers[gk].NotStarted(); err != nil {
+			errs = append(errs, fmt.Errorf("the controller of %s has not started: %s", gk, err))
 		}
-		why := "its parent cache has not synced yet"
-		if r := c.startErr.Load(); r != nil {
-			if errors.Is(r.err, errNotServed) {
-				continue
-			}
-			why = r.err.Error()
-		}
-		errs = append(errs, fmt.Errorf("the controller of %s has not started: %s", gk, why))
 	}
 	return errors.Join(errs...)
 }
@@ -79,14 +53,8 @@ func (m *Manager) Live(now time.Time) error {
 	defer m.mu.Unlock()
 	var errs []error
 	for _, gk := range sortedKinds(m.controllers) {
-		c := m.controllers[gk]
-		if !c.running.Load() {
-			continue // running orders the read of c.queue after start's write
-		}
-		n := c.queue.Len()
-		if since := now.Sub(c.progress.last()); n > 0 && since > bound {
-			errs = append(errs, fmt.Errorf("the workers of %s have made no progress for %s with %d parents queued (the bound is %s)",
-				gk, since, n, bound))
+		if err := m.controllers[gk].Stalled(now, bound); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -94,7 +62,7 @@ func (m *Manager) Live(now time.Time) error {
 
 // sortedKinds returns the kinds of controllers in order, so that health
 // messages are stable.
-func sortedKinds(controllers map[schema.GroupKind]*parentController) []schema.GroupKind {
+func sortedKinds(controllers map[schema.GroupKind]*Controller) []schema.GroupKind {
 	out := make([]schema.GroupKind, 0, len(controllers))
 	for gk := range controllers {
 		out = append(out, gk)

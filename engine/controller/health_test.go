@@ -25,19 +25,19 @@ import (
 func TestReady(t *testing.T) {
 	tests := []struct {
 		name  string
-		setup func(m *Manager, c *parentController)
+		setup func(m *Manager, c *Controller)
 		want  string // "" for ready, else text the error holds
 	}{
-		{"template sets not loaded", func(m *Manager, c *parentController) { m.ctx = nil }, "template sets are not loaded yet"},
-		{"CRD cache not synced", func(m *Manager, c *parentController) { m.crds = nil }, "the CRD cache has not synced yet"},
-		{"informer not synced", func(m *Manager, c *parentController) {}, "the controller of Widget.example.com has not started: its parent cache has not synced yet"},
-		{"start failed", func(m *Manager, c *parentController) { c.startErr.Store(&startResult{errors.New("forbidden")}) },
+		{"template sets not loaded", func(m *Manager, c *Controller) { m.ctx = nil }, "template sets are not loaded yet"},
+		{"CRD cache not synced", func(m *Manager, c *Controller) { m.crds = nil }, "the CRD cache has not synced yet"},
+		{"informer not synced", func(m *Manager, c *Controller) {}, "the controller of Widget.example.com has not started: its parent cache has not synced yet"},
+		{"start failed", func(m *Manager, c *Controller) { c.startErr.Store(&startResult{errors.New("forbidden")}) },
 			"the controller of Widget.example.com has not started: forbidden"},
-		{"parent kind not served", func(m *Manager, c *parentController) {
+		{"parent kind not served", func(m *Manager, c *Controller) {
 			c.startErr.Store(&startResult{fmt.Errorf("%w: widgets", errNotServed)})
 		}, ""},
-		{"running", func(m *Manager, c *parentController) { c.running.Store(true) }, ""},
-		{"no set runs", func(m *Manager, c *parentController) { delete(m.controllers, widgetGVK.GroupKind()) }, ""},
+		{"running", func(m *Manager, c *Controller) { c.running.Store(true) }, ""},
+		{"no set runs", func(m *Manager, c *Controller) { delete(m.controllers, widgetGVK.GroupKind()) }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

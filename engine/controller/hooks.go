@@ -25,7 +25,7 @@ import (
 // withRecord is parent with the status.release Loom last wrote to it,
 // when the cache has not caught up with that write: a render reads its
 // release from there, and a stale one would run a done hook again.
-func (c *parentController) withRecord(parent *unstructured.Unstructured) *unstructured.Unstructured {
+func (c *Controller) withRecord(parent *unstructured.Unstructured) *unstructured.Unstructured {
 	prev := c.previous(parent)
 	rec, ok, _ := unstructured.NestedFieldNoCopy(prev.Object, "status", hook.StatusField)
 	cur, _, _ := unstructured.NestedFieldNoCopy(parent.Object, "status", hook.StatusField)
@@ -79,7 +79,7 @@ func startHooks(parent *unstructured.Unstructured, out *render.Output) (*hookRun
 // child (object.IsChildOf) is a run of its hook: another parent's object
 // of the same name is neither deleted nor taken for this parent's run,
 // and the hook is applied, which the API server refuses as another's.
-func (c *parentController) gate(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, run *hookRun, out *render.Output, apply []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured) (keep []*unstructured.Unstructured, deleted object.ChangeSet, left map[object.Ref]*unstructured.Unstructured) {
+func (c *Controller) gate(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, run *hookRun, out *render.Output, apply []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured) (keep []*unstructured.Unstructured, deleted object.ChangeSet, left map[object.Ref]*unstructured.Unstructured) {
 	if run == nil || len(out.Hooks) == 0 {
 		return apply, nil, nil
 	}
@@ -165,7 +165,7 @@ func (run *hookRun) changed() bool {
 // cache; for a hook recorded Running that the cache does not hold, the
 // API server's answer, since a hook gone after it ran is done and a
 // cache behind Loom's create must not say so.
-func (c *parentController) hookLive(ctx context.Context, child *unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured, stored hook.Phase) *unstructured.Unstructured {
+func (c *Controller) hookLive(ctx context.Context, child *unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured, stored hook.Phase) *unstructured.Unstructured {
 	ref := object.RefOf(child)
 	if l := fresh[ref]; l != nil {
 		return l

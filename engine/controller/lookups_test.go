@@ -134,7 +134,7 @@ func TestLookupStateGoesWithItsSet(t *testing.T) {
 		}
 	}
 	m.ctx, m.cache, m.opts.TemplatesDir = ctx, lc, dir
-	m.dirs, m.retired = map[string]schema.GroupKind{}, map[schema.GroupKind]*parentController{}
+	m.dirs, m.retired = map[string]schema.GroupKind{}, map[schema.GroupKind]*Controller{}
 	m.reload(ctx)
 	m.mu.Lock()
 	c := m.controllers[widgetGVK.GroupKind()]

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -103,10 +102,10 @@ type Manager struct {
 
 	mu          sync.Mutex
 	ctx         context.Context
-	controllers map[schema.GroupKind]*parentController
+	controllers map[schema.GroupKind]*Controller
 	// retired holds, per kind, the controller last stopped until it has
 	// drained: the next controller of that kind starts after it.
-	retired map[schema.GroupKind]*parentController
+	retired map[schema.GroupKind]*Controller
 	// runs counts the controllers' goroutines, draining ones included.
 	runs sync.WaitGroup
 	dirs map[string]schema.GroupKind // set folder → parent kind
@@ -198,8 +197,8 @@ func New(opts Options) (*Manager, error) {
 		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "loom"}),
 		broadcast:   b,
 		metrics:     newMetrics(opts.Registry),
-		controllers: map[schema.GroupKind]*parentController{},
-		retired:     map[schema.GroupKind]*parentController{},
+		controllers: map[schema.GroupKind]*Controller{},
+		retired:     map[schema.GroupKind]*Controller{},
 		dirs:        map[string]schema.GroupKind{},
 		awaited:     make(chan struct{}, 1),
 		caps:        &capsCache{dc: disco},
@@ -293,23 +292,17 @@ func (m *Manager) resharded(held shard.Set) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range m.controllers {
-		if c.running.Load() {
-			c.kickReshard()
-		}
-		if c.rollouts != nil {
-			c.rollouts.Wake()
-		}
+		c.Resharded()
 	}
 }
 
 // addSetLocked registers a set's controller and runs it.
 func (m *Manager) addSetLocked(s *render.Set) error {
 	gk := s.ParentGVK().GroupKind()
-	if other, ok := m.controllers[gk]; ok && other.set.Load().Dir != s.Dir {
-		return fmt.Errorf("template sets %s and %s both render children of %s", other.set.Load().Dir, s.Dir, gk)
+	if other, ok := m.controllers[gk]; ok && other.Set().Dir != s.Dir {
+		return fmt.Errorf("template sets %s and %s both render children of %s", other.Set().Dir, s.Dir, gk)
 	}
-	c := newParentController(m.shared(), s)
-	c.ctx, c.cancel = context.WithCancel(m.ctx)
+	c := NewController(m.ctx, m.shared(), s)
 	prev := m.retired[gk]
 	delete(m.retired, gk) // c waits for it, and whoever follows c waits for c
 	m.controllers[gk] = c
@@ -338,22 +331,20 @@ func (m *Manager) shared() *Shared {
 // this one's in-flight reconciles have finished.
 func (m *Manager) retireLocked(gk schema.GroupKind) {
 	c := m.controllers[gk]
-	c.cancel()
+	c.Cancel()
 	delete(m.controllers, gk)
 	m.retired[gk] = c
 }
 
-// runController runs c until its context is done. It first waits for
-// prev, the controller c replaces (nil for none), to finish its in-flight
-// reconciles, so that two controllers never reconcile one parent at once.
-// It starts c once its parent kind is served, trying again each time
-// discovery is refreshed (see rediscover). Once cancelled, it drains c's in-flight reconciles and closes
-// c.done.
-func (m *Manager) runController(c *parentController, prev *parentController) {
+// runController runs c (Controller.Run) until its context is done, after
+// prev, the controller c replaces (nil for none), has drained. Once c has
+// drained, what its parents read is forgotten, before a controller that
+// replaces it starts.
+func (m *Manager) runController(c *Controller, prev *Controller) {
 	defer m.runs.Done()
-	defer func() {
+	c.Run(m.opts.Workers, prev, func() {
 		m.mu.Lock()
-		if gk := c.gvk.GroupKind(); m.retired[gk] == c {
+		if gk := c.GVK().GroupKind(); m.retired[gk] == c {
 			delete(m.retired, gk) // nothing waits for it any more: let it go
 		}
 		cc := m.cache
@@ -361,41 +352,9 @@ func (m *Manager) runController(c *parentController, prev *parentController) {
 		// What its parents read goes with it; a controller that replaces it
 		// starts after this, and reads again as it reconciles each parent.
 		if cc != nil { // nil: a Manager that never ran
-			cc.ForgetKind(c.gvk.GroupKind())
+			cc.ForgetKind(c.GVK().GroupKind())
 		}
-		m.metrics.parents.untrack(c)
-		close(c.done)
-	}()
-	logger := klog.FromContext(m.ctx).WithValues("kind", c.gvk.Kind)
-	if prev != nil {
-		logger.V(2).Info("Waiting for the previous controller of this kind to drain")
-		<-prev.done
-	}
-	for {
-		err := c.start(c.ctx, m.opts.Workers)
-		if err == nil {
-			break
-		}
-		c.startErr.Store(&startResult{err})
-		if c.ctx.Err() != nil {
-			return // removed or replaced before it could start
-		}
-		if errors.Is(err, errNotServed) {
-			logger.Info("Parent kind is not served yet; waiting for its CRD", "apiVersion", c.gvk.GroupVersion().String())
-		} else {
-			logger.Error(err, "Could not start controller; retrying when CRDs change")
-		}
-		c.awaiting.Store(true)
-		m.kindAwaited()
-		select {
-		case <-c.kick:
-			c.awaiting.Store(false)
-		case <-c.ctx.Done():
-			return
-		}
-	}
-	<-c.ctx.Done()
-	c.drain()
+	})
 }
 
 // route sends a child event to the controller of the child's owner. The
@@ -416,7 +375,7 @@ func (m *Manager) route(ev childcache.OwnerEvent) {
 	c := m.controllers[gv.WithKind(ev.Ref.Kind).GroupKind()]
 	m.mu.Unlock()
 	if c != nil {
-		c.onChild(ev)
+		c.OnChild(ev)
 	}
 }
 
@@ -425,8 +384,8 @@ func (m *Manager) enqueueParent(p childcache.ParentKey) {
 	m.mu.Lock()
 	c := m.controllers[p.GroupKind]
 	m.mu.Unlock()
-	if c != nil && c.running.Load() {
-		c.queue.Add(p.Name)
+	if c != nil {
+		c.Enqueue(p.Name)
 	}
 }
 
@@ -441,18 +400,7 @@ func (m *Manager) kindsChanged() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range m.controllers {
-		if c.running.Load() {
-			c.enqueueUnserved()
-			c.retryStatus()
-			if c.rollouts != nil {
-				c.rollouts.RetryNow() // the rollout CRDs may be served now
-			}
-			continue
-		}
-		select {
-		case c.kick <- struct{}{}: // wakes it if it waits for its kind
-		default:
-		}
+		c.KindsChanged()
 	}
 }
 
@@ -463,6 +411,6 @@ func (m *Manager) childSynced(schema.GroupResource) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range m.controllers {
-		c.enqueueUnserved()
+		c.EnqueueUnserved()
 	}
 }

@@ -56,7 +56,7 @@ func orphanKinds(lists ...[]*unstructured.Unstructured) []schema.GroupKind {
 // each namespaced child to keep is given its Namespace as an owner, and the
 // parent the orphan finalizer (ensureGuard). It returns the parent as last
 // written, and an error that holds the children to keep back.
-func (c *parentController) protectOrphans(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (c *Controller) protectOrphans(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	uids := map[string]types.UID{}
 	for _, child := range rendered {
 		ns := child.GetNamespace()
@@ -86,7 +86,7 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 // waits on anything but Loom's own pace, the parent's status says why
 // (Degraded: DeletionBlocked), and so does the Warning Event of that
 // condition's transition.
-func (c *parentController) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
+func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
 	id, err := c.identityFinalizing(parent)
 	if err != nil {
 		return err
@@ -126,7 +126,7 @@ func (c *parentController) finalize(ctx context.Context, parent *unstructured.Un
 }
 
 // releaseOrphans releases parent's children to keep, listed afresh.
-func (c *parentController) releaseOrphans(ctx context.Context, parent *unstructured.Unstructured) error {
+func (c *Controller) releaseOrphans(ctx context.Context, parent *unstructured.Unstructured) error {
 	kept, err := c.listGuarded(ctx, orphanGuard, parent)
 	if err != nil {
 		return err
@@ -150,7 +150,7 @@ func isOrDroppedChildOf(obj, parent *unstructured.Unstructured) bool {
 
 // recordOrphans records a Normal Event on the parent, and logs, for each
 // child released rather than deleted; when says when.
-func (c *parentController) recordOrphans(ctx context.Context, parent *unstructured.Unstructured, cs object.ChangeSet, when string) {
+func (c *Controller) recordOrphans(ctx context.Context, parent *unstructured.Unstructured, cs object.ChangeSet, when string) {
 	for _, r := range cs {
 		if r.Action != object.Orphaned {
 			continue

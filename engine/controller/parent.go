@@ -26,10 +26,10 @@ import (
 	"github.com/loom-operator/loom/engine/shard"
 )
 
-// parentController reconciles the objects of one parent kind, following
+// Controller reconciles the objects of one parent kind, following
 // the shape of kubernetes/sample-controller: event handlers only enqueue,
 // workers drain a rate-limited queue keyed by namespace/name.
-type parentController struct {
+type Controller struct {
 	// sh is what the controller uses of the Manager's; nil in unit tests
 	// without one.
 	sh  *Shared
@@ -74,8 +74,8 @@ type parentController struct {
 	rollouts *rollouts.Rollout
 }
 
-func newParentController(sh *Shared, set *render.Set) *parentController {
-	c := &parentController{sh: sh, gvk: set.ParentGVK(),
+func newParentController(sh *Shared, set *render.Set) *Controller {
+	c := &Controller{sh: sh, gvk: set.ParentGVK(),
 		unserved: map[cache.ObjectName]bool{}, kick: make(chan struct{}, 1), reshardKick: make(chan struct{}, 1), done: make(chan struct{})}
 	c.set.Store(set)
 	if sh != nil {
@@ -91,7 +91,7 @@ var errNotServed = errors.New("parent kind is not served by the cluster")
 // and returns once the cache has synced. It fails with errNotServed while
 // the kind has no CRD; the Manager calls it again when CRDs change. Once
 // ctx is done, drain waits for the workers.
-func (c *parentController) start(ctx context.Context, workers int) error {
+func (c *Controller) start(ctx context.Context, workers int) error {
 	gvr, _, err := c.sh.Applier.Resource(c.gvk)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", errNotServed, c.gvk, err)
@@ -147,7 +147,7 @@ func (c *parentController) start(ctx context.Context, workers int) error {
 
 // drain stops a started controller whose context is done: the queue takes
 // nothing new, and drain returns once in-flight reconciles have finished.
-func (c *parentController) drain() {
+func (c *Controller) drain() {
 	c.queue.ShutDownWithDrain()
 	c.workers.Wait()
 }
@@ -160,7 +160,7 @@ func (c *parentController) drain() {
 // An update whose UID differs is a new object: the parent was deleted and
 // created again under the same name while the watch was down, and the
 // relist reports it as an update. It is always enqueued.
-func (c *parentController) onUpdate(old, cur any) {
+func (c *Controller) onUpdate(old, cur any) {
 	if id, ok := packwatch.ID(cur); ok {
 		c.statuses.caughtUp(id.GetUID(), id.GetResourceVersion())
 	}
@@ -211,7 +211,7 @@ func withoutStatusAndMetadata(obj *unstructured.Unstructured) map[string]any {
 
 // onDelete forgets what Loom remembers of a deleted parent. Its children
 // go with it: the garbage collector follows their ownerReferences.
-func (c *parentController) onDelete(obj any) {
+func (c *Controller) onDelete(obj any) {
 	key, err := cache.DeletionHandlingObjectToName(obj)
 	if err != nil {
 		utilruntime.HandleError(err)
@@ -232,7 +232,7 @@ func (c *parentController) onDelete(obj any) {
 // the status last written, the missing status subresource, and whether it
 // waits for a child kind. It is called when that object is deleted or
 // replaced by a new one of the same name.
-func (c *parentController) forget(key cache.ObjectName, uid types.UID) {
+func (c *Controller) forget(key cache.ObjectName, uid types.UID) {
 	if c.sh != nil && c.sh.Cache != nil { // nil: a Manager that never ran
 		c.sh.Cache.Forget(childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key})
 	}
@@ -245,7 +245,7 @@ func (c *parentController) forget(key cache.ObjectName, uid types.UID) {
 // forgetIfGone forgets parent after a reconcile of it if the cache no
 // longer holds it (or holds a new object of that name): the reconcile may
 // have recorded state after the delete event dropped it.
-func (c *parentController) forgetIfGone(key cache.ObjectName, uid types.UID) {
+func (c *Controller) forgetIfGone(key cache.ObjectName, uid types.UID) {
 	if uid == "" {
 		return
 	}
@@ -255,7 +255,7 @@ func (c *parentController) forgetIfGone(key cache.ObjectName, uid types.UID) {
 	c.forget(key, uid)
 }
 
-func (c *parentController) enqueue(obj any) {
+func (c *Controller) enqueue(obj any) {
 	key, err := cache.DeletionHandlingObjectToName(obj)
 	if err != nil {
 		utilruntime.HandleError(err)
@@ -264,8 +264,8 @@ func (c *parentController) enqueue(obj any) {
 	c.queue.Add(key)
 }
 
-// enqueueAll enqueues every parent in the cache (template change, CRD change).
-func (c *parentController) enqueueAll() {
+// EnqueueAll enqueues every parent in the cache (template change, CRD change).
+func (c *Controller) EnqueueAll() {
 	if !c.running.Load() {
 		return
 	}
@@ -274,8 +274,8 @@ func (c *parentController) enqueueAll() {
 	}
 }
 
-// enqueueUnserved enqueues the parents that wait for a child kind's CRD.
-func (c *parentController) enqueueUnserved() {
+// EnqueueUnserved enqueues the parents that wait for a child kind's CRD.
+func (c *Controller) EnqueueUnserved() {
 	if !c.running.Load() {
 		return
 	}
@@ -293,7 +293,7 @@ func (c *parentController) enqueueUnserved() {
 // retryStatus reconciles again the parents whose CRD had no status
 // subresource, and lets their next reconcile try the write: a CRD changed,
 // and may have gained one. They stay marked as told.
-func (c *parentController) retryStatus() {
+func (c *Controller) retryStatus() {
 	if !c.running.Load() {
 		return
 	}
@@ -311,7 +311,7 @@ func (c *parentController) retryStatus() {
 // setUnserved records whether a parent waits for a child kind's CRD. The
 // first parent to wait has the Manager refresh discovery with backoff
 // until the kind is served.
-func (c *parentController) setUnserved(key cache.ObjectName, waiting bool) {
+func (c *Controller) setUnserved(key cache.ObjectName, waiting bool) {
 	c.mu.Lock()
 	first := waiting && len(c.unserved) == 0
 	if waiting {
@@ -325,9 +325,9 @@ func (c *parentController) setUnserved(key cache.ObjectName, waiting bool) {
 	}
 }
 
-// awaitsKind reports whether the controller waits for its parent kind to be
+// AwaitsKind reports whether the controller waits for its parent kind to be
 // served, or one of its parents for a child kind.
-func (c *parentController) awaitsKind() bool {
+func (c *Controller) AwaitsKind() bool {
 	if c.awaiting.Load() {
 		return true
 	}
@@ -336,9 +336,9 @@ func (c *parentController) awaitsKind() bool {
 	return len(c.unserved) > 0
 }
 
-// onChild enqueues the parent a child event belongs to, after checking
+// OnChild enqueues the parent a child event belongs to, after checking
 // that the cached parent is the very object (same UID) that owns the child.
-func (c *parentController) onChild(ev childcache.OwnerEvent) {
+func (c *Controller) OnChild(ev childcache.OwnerEvent) {
 	if !c.running.Load() {
 		return
 	}
@@ -351,12 +351,12 @@ func (c *parentController) onChild(ev childcache.OwnerEvent) {
 	c.queue.Add(key)
 }
 
-func (c *parentController) runWorker(ctx context.Context) {
+func (c *Controller) runWorker(ctx context.Context) {
 	for c.processNextItem(ctx) {
 	}
 }
 
-func (c *parentController) processNextItem(ctx context.Context) bool {
+func (c *Controller) processNextItem(ctx context.Context) bool {
 	key, quit := c.queue.Get()
 	if quit {
 		return false
@@ -404,7 +404,7 @@ func (c *parentController) processNextItem(ctx context.Context) bool {
 }
 
 // parentGet returns the cached parent, as a copy the caller owns.
-func (c *parentController) parentGet(key cache.ObjectName) (*unstructured.Unstructured, bool) {
+func (c *Controller) parentGet(key cache.ObjectName) (*unstructured.Unstructured, bool) {
 	obj, exists, err := c.store().GetByKey(key.String())
 	if err != nil || !exists {
 		return nil, false
@@ -414,7 +414,7 @@ func (c *parentController) parentGet(key cache.ObjectName) (*unstructured.Unstru
 
 // parentID returns the UID and resourceVersion of the cached parent,
 // without decoding it.
-func (c *parentController) parentID(key cache.ObjectName) (*pack.Packed, bool) {
+func (c *Controller) parentID(key cache.ObjectName) (*pack.Packed, bool) {
 	obj, exists, err := c.store().GetByKey(key.String())
 	if err != nil || !exists {
 		return nil, false
@@ -423,7 +423,7 @@ func (c *parentController) parentID(key cache.ObjectName) (*pack.Packed, bool) {
 }
 
 // parentUID returns the UID of the cached parent, without decoding it.
-func (c *parentController) parentUID(key cache.ObjectName) (types.UID, bool) {
+func (c *Controller) parentUID(key cache.ObjectName) (types.UID, bool) {
 	id, ok := c.parentID(key)
 	if !ok {
 		return "", false

@@ -40,12 +40,12 @@ type parentGen struct {
 }
 
 // store is the parent cache the reconciles read: the live generation's.
-func (c *parentController) store() cache.Indexer { return c.gen.Load().informer.GetIndexer() }
+func (c *Controller) store() cache.Indexer { return c.gen.Load().informer.GetIndexer() }
 
 // newGen builds a generation of the parent informer that holds the parents
 // of held (all of them when unsharded). prev is the generation it follows,
 // nil for the first, which is live from the start.
-func (c *parentController) newGen(ctx context.Context, held shard.Set, prev *parentGen) *parentGen {
+func (c *Controller) newGen(ctx context.Context, held shard.Set, prev *parentGen) *parentGen {
 	g := &parentGen{held: held, live: prev == nil, states: &parentStates{}}
 	if prev != nil {
 		g.prev = prev.informer.GetIndexer()
@@ -68,7 +68,7 @@ func (c *parentController) newGen(ctx context.Context, held shard.Set, prev *par
 // genHandler is g's handler of parent events: nothing once g is retired,
 // the keys early keeps until g is live, and the controller's own handling
 // from then on.
-func (c *parentController) genHandler(g *parentGen) cache.ResourceEventHandlerFuncs {
+func (c *Controller) genHandler(g *parentGen) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if !g.retired.Load() && !g.early(obj) {
@@ -114,7 +114,7 @@ func (g *parentGen) early(obj any) bool {
 // shardTweak narrows parent lists and watches to held's buckets on the
 // server, where it filters by KEP-5866 shard selectors. An empty set
 // selects nothing by a label no parent carries.
-func (c *parentController) shardTweak(held shard.Set) func(*metav1.ListOptions) {
+func (c *Controller) shardTweak(held shard.Set) func(*metav1.ListOptions) {
 	if c.sh.Shard == nil {
 		return nil
 	}
@@ -183,7 +183,7 @@ func filterShard(lw *cache.ListWatch, held shard.Set, logger klog.Logger) *cache
 
 // reshard runs, on a sharded controller, a new generation each time the
 // held buckets change, until ctx is done.
-func (c *parentController) reshard(ctx context.Context) {
+func (c *Controller) reshard(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -206,7 +206,7 @@ func (c *parentController) reshard(ctx context.Context) {
 }
 
 // swap makes g the live generation.
-func (c *parentController) swap(g *parentGen) {
+func (c *Controller) swap(g *parentGen) {
 	old := c.gen.Swap(g)
 	old.retired.Store(true)
 	c.sh.Metrics.parents.track(c, c.gvk.Kind, g.states)
@@ -239,7 +239,7 @@ func (c *parentController) swap(g *parentGen) {
 
 // kickReshard asks the controller to follow the held buckets; it never
 // blocks.
-func (c *parentController) kickReshard() {
+func (c *Controller) kickReshard() {
 	select {
 	case c.reshardKick <- struct{}{}:
 	default:

@@ -39,7 +39,7 @@ func queued(q workqueue.TypedRateLimitingInterface[cache.ObjectName]) []string {
 
 // newGenTest returns a controller whose live generation caches prev, and
 // a generation that follows it, not live yet, as reshard builds one.
-func newGenTest(t *testing.T, prev ...*pack.Packed) (*parentController, *parentGen) {
+func newGenTest(t *testing.T, prev ...*pack.Packed) (*Controller, *parentGen) {
 	t.Helper()
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
 	t.Cleanup(q.ShutDown)

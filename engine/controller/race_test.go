@@ -67,7 +67,7 @@ func newFakeManager(t *testing.T, onMapping func()) (*Manager, *record.FakeRecor
 		recorder:    rec,
 		metrics:     newMetrics(nil),
 		crds:        crds,
-		controllers: map[schema.GroupKind]*parentController{},
+		controllers: map[schema.GroupKind]*Controller{},
 	}, rec
 }
 
@@ -101,8 +101,8 @@ func newWidgetServer(t *testing.T) *packwatch.Client {
 	return c
 }
 
-func newWidgetController(m *Manager) *parentController {
-	return &parentController{sh: m.shared(), gvk: widgetGVK, done: make(chan struct{}),
+func newWidgetController(m *Manager) *Controller {
+	return &Controller{sh: m.shared(), gvk: widgetGVK, done: make(chan struct{}),
 		unserved: map[cache.ObjectName]bool{}}
 }
 
@@ -175,9 +175,9 @@ func TestReplacementStartsAfterThePreviousControllerDrains(t *testing.T) {
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(2)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	defer cancel()
-	m.ctx, m.dirs, m.retired = ctx, map[string]schema.GroupKind{}, map[schema.GroupKind]*parentController{}
+	m.ctx, m.dirs, m.retired = ctx, map[string]schema.GroupKind{}, map[schema.GroupKind]*Controller{}
 	gk := widgetGVK.GroupKind()
-	add := func() *parentController {
+	add := func() *Controller {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		if err := m.addSetLocked(set); err != nil {
@@ -185,7 +185,7 @@ func TestReplacementStartsAfterThePreviousControllerDrains(t *testing.T) {
 		}
 		return m.controllers[gk]
 	}
-	waitRunning := func(c *parentController) {
+	waitRunning := func(c *Controller) {
 		t.Helper()
 		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 			return c.running.Load(), nil

@@ -38,7 +38,7 @@ import (
 //
 // parent is the object of key as the worker read it from the cache (nil
 // when it is gone), the very object whose shard gate the worker entered.
-func (c *parentController) reconcile(ctx context.Context, key cache.ObjectName, parent *unstructured.Unstructured) error {
+func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName, parent *unstructured.Unstructured) error {
 	if parent == nil || parent.GetDeletionTimestamp() != nil {
 		return c.gone(ctx, key, parent)
 	}
@@ -92,7 +92,7 @@ type applied struct {
 // gone handles a parent that is gone (nothing to do) or going: its
 // children to keep are released and its cluster-scoped children deleted,
 // if it has any (orphan.go).
-func (c *parentController) gone(ctx context.Context, key cache.ObjectName, parent *unstructured.Unstructured) error {
+func (c *Controller) gone(ctx context.Context, key cache.ObjectName, parent *unstructured.Unstructured) error {
 	c.setUnserved(key, false)
 	if parent != nil {
 		return c.finalize(ctx, parent)
@@ -104,7 +104,7 @@ func (c *parentController) gone(ctx context.Context, key cache.ObjectName, paren
 // reader of its lookups, and the set's ServiceAccount that applies,
 // prunes and looks up for it (actas.go), which the returned ctx carries.
 // A nil attempt means the reconcile ends here, with the error returned.
-func (c *parentController) begin(ctx context.Context, key cache.ObjectName, parent *unstructured.Unstructured) (context.Context, *attempt, error) {
+func (c *Controller) begin(ctx context.Context, key cache.ObjectName, parent *unstructured.Unstructured) (context.Context, *attempt, error) {
 	logger := klog.FromContext(ctx)
 	set, revision := c.setFor(parent)
 	if set == nil {
@@ -143,7 +143,7 @@ func (c *parentController) begin(ctx context.Context, key cache.ObjectName, pare
 // caches, and decide which wait for others they looked up (render). A
 // render that failed is reported in the status; a nil plan means the
 // reconcile ends here, with the error returned.
-func (c *parentController) planChildren(ctx context.Context, a *attempt) (*pipeline.Result, error) {
+func (c *Controller) planChildren(ctx context.Context, a *attempt) (*pipeline.Result, error) {
 	logger := klog.FromContext(ctx)
 	planned, renderErr := c.render(ctx, a.set, a.parent, a.reader)
 	if namespaceTerminating(renderErr) || namespaceTerminating(a.reader.Err()) {
@@ -168,7 +168,7 @@ func (c *parentController) planChildren(ctx context.Context, a *attempt) (*pipel
 // renders again, with the API server's answers, while some child waits:
 // a Service's clusterIP reaches the ConfigMap that reads it in one
 // reconcile. A child that waits keeps its object as it is.
-func (c *parentController) applyChildren(ctx context.Context, a *attempt, planned *pipeline.Result) *applied {
+func (c *Controller) applyChildren(ctx context.Context, a *attempt, planned *pipeline.Result) *applied {
 	ap := &applied{Result: planned}
 	ap.owner, ap.results, ap.live, ap.terminating = c.applyPass(ctx, a, planned, a.parent)
 	if ap.terminating {
@@ -209,7 +209,7 @@ func (c *parentController) applyChildren(ctx context.Context, a *attempt, planne
 // (hooks.go): once per release revision, after their older run is
 // deleted. terminating reports an apply that met the namespace being
 // deleted: the reconcile stops there.
-func (c *parentController) applyPass(ctx context.Context, a *attempt, planned *pipeline.Result, owner *unstructured.Unstructured) (
+func (c *Controller) applyPass(ctx context.Context, a *attempt, planned *pipeline.Result, owner *unstructured.Unstructured) (
 	_ *unstructured.Unstructured, results object.ChangeSet, live map[object.Ref]*unstructured.Unstructured, terminating bool) {
 	out := planned.Output
 	owner, held := c.protect(ctx, owner, out.Children)
@@ -230,7 +230,7 @@ func (c *parentController) applyPass(ctx context.Context, a *attempt, planned *p
 // that waits is rendered, so kept; while a failed file waits, or a child
 // kind is not watched, its children are unknown, and nothing is pruned.
 // The prune's results join ap's.
-func (c *parentController) pruneChildren(ctx context.Context, a *attempt, ap *applied) error {
+func (c *Controller) pruneChildren(ctx context.Context, a *attempt, ap *applied) error {
 	var errs error
 	if ap.Plan.Complete && !hasUnwatched(ap.results) {
 		pruned, pruneErr := c.prune(ctx, a.parent, ap.Output.Children)
@@ -253,7 +253,7 @@ func (c *parentController) pruneChildren(ctx context.Context, a *attempt, ap *ap
 // report is step 5: write the parent's status, from the children as
 // rendered and as they are, the set's status template, a chart's notes
 // and its release record.
-func (c *parentController) report(ctx context.Context, a *attempt, ap *applied) error {
+func (c *Controller) report(ctx context.Context, a *attempt, ap *applied) error {
 	out, plan := ap.Output, ap.Plan
 	in := status.Input{Rendered: out.Children, Results: ap.results, Live: ap.live, Waits: plan.Waits, Cycles: plan.Cycles, Revision: a.revision}
 	in.Extra, in.ExtraErr = c.renderStatusExtra(ctx, a.set, a.parent, out.Children, ap.live, a.reader)
@@ -294,7 +294,7 @@ const maxRenderPasses = 3
 // certificates are kept before any child holds them (a restart after the
 // apply must render them again), the seed is marked, and on a sharded
 // replica each child is labelled with its parent's bucket.
-func (c *parentController) render(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, reader *lookupReader) (*pipeline.Result, error) {
+func (c *Controller) render(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, reader *lookupReader) (*pipeline.Result, error) {
 	hooks := []pipeline.Hook{
 		func(parent *unstructured.Unstructured, out *render.Output) error {
 			if len(out.Generated) == 0 {
@@ -318,7 +318,7 @@ func (c *parentController) render(ctx context.Context, set *render.Set, parent *
 
 // renderContext bounds one render of the status template by
 // renderDeadline.
-func (c *parentController) renderContext(ctx context.Context) (context.Context, context.CancelFunc) {
+func (c *Controller) renderContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	d, cause := c.renderDeadline()
 	return context.WithTimeoutCause(ctx, d, cause)
 }
@@ -326,14 +326,14 @@ func (c *parentController) renderContext(ctx context.Context) (context.Context, 
 // renderDeadline is how long one render (of the children or of the
 // status template) may run: half the reconcile timeout, the rest being
 // for the status that reports it. cause is what a render it stops gives.
-func (c *parentController) renderDeadline() (d time.Duration, cause error) {
+func (c *Controller) renderDeadline() (d time.Duration, cause error) {
 	d = c.sh.ReconcileTimeout / 2
 	return d, fmt.Errorf("it ran for %s, half the reconcile timeout (loom run --reconcile-timeout)", d)
 }
 
 // groupResource maps a child's kind to the resource its informer watches,
 // or the zero value when the kind is not served.
-func (c *parentController) groupResource(ref object.Ref) schema.GroupResource {
+func (c *Controller) groupResource(ref object.Ref) schema.GroupResource {
 	m, err := c.sh.Mapper.RESTMapping(ref.GroupKind)
 	if err != nil {
 		return schema.GroupResource{}
@@ -348,7 +348,7 @@ func (c *parentController) groupResource(ref object.Ref) schema.GroupResource {
 //
 // fresh holds children an earlier pass of this reconcile applied, as the
 // API server answered; they stand for the cache, which may lag behind.
-func (c *parentController) applyAll(ctx context.Context, rendered []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured, held holds) (object.ChangeSet, map[object.Ref]*unstructured.Unstructured) {
+func (c *Controller) applyAll(ctx context.Context, rendered []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured, held holds) (object.ChangeSet, map[object.Ref]*unstructured.Unstructured) {
 	results := make(object.ChangeSet, 0, len(rendered))
 	live := make(map[object.Ref]*unstructured.Unstructured, len(rendered))
 	for _, child := range rendered {
@@ -387,7 +387,7 @@ func (c *parentController) applyAll(ctx context.Context, rendered []*unstructure
 // apply uses it), and makes sure the informer of the kind's group-resource
 // runs and has synced. The informer watches the kind at the cluster's
 // preferred version, whatever version the templates name.
-func (c *parentController) watchChildKind(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupResource, error) {
+func (c *Controller) watchChildKind(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupResource, error) {
 	if _, _, err := c.sh.Applier.Resource(gvk); err != nil {
 		return schema.GroupResource{}, err
 	}
@@ -395,7 +395,7 @@ func (c *parentController) watchChildKind(ctx context.Context, gvk schema.GroupV
 }
 
 // watchGroupKind makes sure the informer of a kind runs and has synced.
-func (c *parentController) watchGroupKind(ctx context.Context, gk schema.GroupKind) (schema.GroupResource, error) {
+func (c *Controller) watchGroupKind(ctx context.Context, gk schema.GroupKind) (schema.GroupResource, error) {
 	m, err := c.sh.Mapper.RESTMapping(gk)
 	if err != nil {
 		return schema.GroupResource{}, err
@@ -409,7 +409,7 @@ func (c *parentController) watchGroupKind(ctx context.Context, gk schema.GroupKi
 // that is temporarily not served, or not readable, never causes its
 // children to be deleted. Children are matched by group, kind, namespace
 // and name: a child rendered at a new version is the same child.
-func (c *parentController) prune(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (object.ChangeSet, error) {
+func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (object.ChangeSet, error) {
 	// Kinds listed in the parent's status were rendered before; watch them
 	// so that children of a kind no template renders any more are found.
 	for _, gvk := range status.ChildKinds(parent) {
@@ -457,7 +457,7 @@ func hasUnwatched(results object.ChangeSet) bool {
 // renderStatusExtra renders the set's status template, if it has one, over
 // the parent and its children: each child as Loom applied it, with its live
 // metadata and status (see childView).
-func (c *parentController) renderStatusExtra(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured, reader *lookupReader) (map[string]any, error) {
+func (c *Controller) renderStatusExtra(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured, reader *lookupReader) (map[string]any, error) {
 	if !set.HasStatus() {
 		return nil, nil
 	}

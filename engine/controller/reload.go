@@ -113,7 +113,7 @@ func (m *Manager) reload(ctx context.Context) {
 			}
 			continue
 		}
-		old := c.set.Load()
+		old := c.Set()
 		if old.Dir != s.Dir {
 			if seen[old.Dir] {
 				logger.Error(nil, "Template set rejected: another set already renders children of its parent kind",
@@ -144,16 +144,10 @@ func (m *Manager) reload(ctx context.Context) {
 			continue
 		}
 		if old.Dir != s.Dir || old.Fingerprint() != s.Fingerprint() {
-			c.set.Store(s)
-			if c.rollouts != nil {
-				if s.Config.Rollout != nil && c.running.Load() {
-					c.rollouts.Enable(c.ctx)
-				}
-				c.rollouts.Wake() // a new revision: the rollout decides who renders it
-			}
+			c.UseSet(s)
 			m.metrics.reloads.WithLabelValues(s.Dir, "success").Inc()
 			logger.Info("Template set reloaded; reconciling every parent", "set", s.Dir, "kind", gk.String())
-			c.enqueueAll()
+			c.EnqueueAll()
 		}
 	}
 	m.reportSchemaLocked(refused)
@@ -172,7 +166,7 @@ func (m *Manager) reload(ctx context.Context) {
 		// they are; a set added back later starts a new controller.
 		logger.Info("Template set removed; its parents are no longer reconciled", "set", dir, "kind", gk.String())
 		delete(m.dirs, dir)
-		if c := m.controllers[gk]; c != nil && c.set.Load().Dir == dir {
+		if c := m.controllers[gk]; c != nil && c.Set().Dir == dir {
 			m.retireLocked(gk)
 		}
 	}
@@ -184,10 +178,14 @@ func (m *Manager) reload(ctx context.Context) {
 // where `kubectl describe crd` shows it.
 func (m *Manager) eventOnKind(gk schema.GroupKind, reason, msg string) {
 	c := m.controllers[gk]
-	if m.crds == nil || c == nil || !c.running.Load() {
-		return // its CRD is not known yet; running orders the read of c.gvr after start's write
+	if m.crds == nil || c == nil {
+		return // its CRD is not known yet
 	}
-	obj, ok, _ := m.crds.GetByKey(c.gvr.Resource + "." + gk.Group)
+	gvr, running := c.Resource()
+	if !running {
+		return // its CRD is not known yet
+	}
+	obj, ok, _ := m.crds.GetByKey(gvr.Resource + "." + gk.Group)
 	if !ok {
 		return
 	}
@@ -211,8 +209,8 @@ func splitJoined(err error) []error {
 func (m *Manager) reportSchemaLocked(results map[string]error) {
 	for dir, err := range results {
 		gk, ok := m.dirs[dir]
-		if c := m.controllers[gk]; ok && c != nil && c.rollouts != nil {
-			c.rollouts.SetSchema(crdinstall.SchemaCondition(err))
+		if c := m.controllers[gk]; ok && c != nil {
+			c.SetSchema(crdinstall.SchemaCondition(err))
 		}
 	}
 }

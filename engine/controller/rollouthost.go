@@ -17,7 +17,7 @@ import (
 
 // newRollout returns the rollout of c's set (engine/controller/rollouts),
 // which c's start, reloads and reconciles drive.
-func newRollout(c *parentController) *rollouts.Rollout {
+func newRollout(c *Controller) *rollouts.Rollout {
 	sh := c.sh
 	return rollouts.New(rollouts.Config{Client: sh.Client, Resolver: sh.Applier, Recorder: sh.Recorder, Metrics: sh.Metrics.rollout,
 		Clock: sh.Clock, Namespace: sh.Namespace, FieldManager: sh.FieldManager, Timeout: sh.ReconcileTimeout},
@@ -27,7 +27,7 @@ func newRollout(c *parentController) *rollouts.Rollout {
 // setFor returns the set and revision a parent renders: the folder's set
 // for a set without a rollout policy (revision ""), else its target in the
 // rollout's view. A nil set means the rollout's state is not loaded yet.
-func (c *parentController) setFor(parent *unstructured.Unstructured) (*render.Set, string) {
+func (c *Controller) setFor(parent *unstructured.Unstructured) (*render.Set, string) {
 	if c.rollouts == nil {
 		return c.set.Load(), ""
 	}
@@ -36,7 +36,7 @@ func (c *parentController) setFor(parent *unstructured.Unstructured) (*render.Se
 
 // rolloutHost is the parent controller as its set's rollout sees it
 // (rollouts.Host).
-type rolloutHost struct{ c *parentController }
+type rolloutHost struct{ c *Controller }
 
 func (h rolloutHost) Folder() *render.Set { return h.c.set.Load() }
 

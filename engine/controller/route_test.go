@@ -57,7 +57,7 @@ func TestRouteDropsOwnEchoAndForgetsDeletedChildren(t *testing.T) {
 	}
 	m := &Manager{
 		applier:     apply.New(client, mapper, "loom"),
-		controllers: map[schema.GroupKind]*parentController{{Group: "example.loom.dev", Kind: "MyResource"}: c},
+		controllers: map[schema.GroupKind]*Controller{{Group: "example.loom.dev", Kind: "MyResource"}: c},
 	}
 	apply := func() object.Result {
 		t.Helper()

@@ -98,7 +98,7 @@ func labelBucket(children []*unstructured.Unstructured, parent types.UID) {
 // one parent at once). A parent that is gone (nil) needs no gate: its
 // reconcile writes nothing. One without a UID has no bucket, so no
 // replica may write for it.
-func (c *parentController) enterShard(ctx context.Context, parent *unstructured.Unstructured) (context.Context, func(), bool) {
+func (c *Controller) enterShard(ctx context.Context, parent *unstructured.Unstructured) (context.Context, func(), bool) {
 	sh := c.sh.Shard
 	if sh == nil || parent == nil {
 		return ctx, func() {}, true

@@ -250,7 +250,7 @@ func TestReleasedBucketsForgetTheirApplyRecords(t *testing.T) {
 	const kept = types.UID("parent-kept")
 	released := uidOutside(t, shard.Set(0).Add(shard.Bucket(kept)))
 	cc := &keepCache{byBucket: map[int][]object.Ref{}}
-	m := &Manager{cache: cc, applier: apply.New(nil, nil, ""), controllers: map[schema.GroupKind]*parentController{}}
+	m := &Manager{cache: cc, applier: apply.New(nil, nil, ""), controllers: map[schema.GroupKind]*Controller{}}
 	const perBucket = 50
 	for _, uid := range []types.UID{kept, released} {
 		for i := range perBucket {

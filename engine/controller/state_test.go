@@ -21,7 +21,7 @@ type parentState struct {
 	Unserved []string
 }
 
-func stateOf(c *parentController) parentState {
+func stateOf(c *Controller) parentState {
 	c.statuses.mu.Lock()
 	defer c.statuses.mu.Unlock()
 	c.mu.Lock()
@@ -42,7 +42,7 @@ func stateOf(c *parentController) parentState {
 // remember records every kind of per-parent state for the parent.
 // stateController returns a controller with a queue of its own, shut down
 // when the test ends, for tests that read only its per-parent state.
-func stateController(t *testing.T) *parentController {
+func stateController(t *testing.T) *Controller {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
 	t.Cleanup(q.ShutDown)
 	c := newTestController(q)
@@ -50,7 +50,7 @@ func stateController(t *testing.T) *parentController {
 	return c
 }
 
-func remember(c *parentController, parent *unstructured.Unstructured) {
+func remember(c *Controller, parent *unstructured.Unstructured) {
 	c.statuses.mu.Lock()
 	defer c.statuses.mu.Unlock()
 	if c.statuses.written == nil {
@@ -69,29 +69,29 @@ func TestPerParentStateIsDroppedWithTheParent(t *testing.T) {
 	tests := []struct {
 		name string
 		// event happens to the parent remembered as web (UID u1).
-		event   func(t *testing.T, c *parentController, web *unstructured.Unstructured)
+		event   func(t *testing.T, c *Controller, web *unstructured.Unstructured)
 		want    parentState
 		enqueue []string
 	}{
-		{"deleted", func(t *testing.T, c *parentController, web *unstructured.Unstructured) {
+		{"deleted", func(t *testing.T, c *Controller, web *unstructured.Unstructured) {
 			c.onDelete(packParent(t, web))
 		}, parentState{}, nil},
-		{"deleted while the watch was down (tombstone)", func(t *testing.T, c *parentController, web *unstructured.Unstructured) {
+		{"deleted while the watch was down (tombstone)", func(t *testing.T, c *Controller, web *unstructured.Unstructured) {
 			c.onDelete(cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: packParent(t, web)})
 		}, parentState{}, nil},
-		{"recreated under the same name while the watch was down", func(t *testing.T, c *parentController, web *unstructured.Unstructured) {
+		{"recreated under the same name while the watch was down", func(t *testing.T, c *Controller, web *unstructured.Unstructured) {
 			cur := web.DeepCopy()
 			cur.SetUID("u2")
 			cur.SetResourceVersion("5")
 			c.onUpdate(packParent(t, web), packParent(t, cur))
 		}, parentState{}, []string{"ns/web"}},
-		{"updated: kept", func(t *testing.T, c *parentController, web *unstructured.Unstructured) {
+		{"updated: kept", func(t *testing.T, c *Controller, web *unstructured.Unstructured) {
 			cur := web.DeepCopy()
 			cur.SetResourceVersion("5")
 			cur.SetGeneration(2)
 			c.onUpdate(packParent(t, web), packParent(t, cur))
 		}, parentState{Written: []types.UID{"u1"}, NoStatus: []types.UID{"u1"}, Unserved: []string{"ns/web"}}, []string{"ns/web"}},
-		{"another parent deleted: kept", func(t *testing.T, c *parentController, web *unstructured.Unstructured) {
+		{"another parent deleted: kept", func(t *testing.T, c *Controller, web *unstructured.Unstructured) {
 			other := web.DeepCopy()
 			other.SetName("other")
 			other.SetUID("u9")
@@ -162,7 +162,7 @@ func TestStateRecordedByAReconcileOfADeletedParentIsDropped(t *testing.T) {
 // then the cached parent holds it, and a copy per parent would only cost
 // memory.
 func TestWrittenStatusIsDroppedOnceTheCacheCatchesUp(t *testing.T) {
-	c := &parentController{statuses: statusMemory{written: map[types.UID]writtenStatus{}}}
+	c := &Controller{statuses: statusMemory{written: map[types.UID]writtenStatus{}}}
 	parent := u(t, parentYAML)
 	parent.SetUID("u1")
 	c.statuses.written["u1"] = writtenStatus{stale: []string{"9"}, status: map[string]any{"state": "Ready"}}
@@ -271,14 +271,14 @@ func TestNoStatusSubresourceIsToldOnce(t *testing.T) {
 	tests := []struct {
 		name string
 		// between happens after the first finding and a CRD change.
-		between   func(c *parentController, parent *unstructured.Unstructured)
+		between   func(c *Controller, parent *unstructured.Unstructured)
 		wantFirst bool
 	}{
-		{"found again after a CRD change", func(*parentController, *unstructured.Unstructured) {}, false},
-		{"written after the CRD gained it, then lost again", func(c *parentController, parent *unstructured.Unstructured) {
+		{"found again after a CRD change", func(*Controller, *unstructured.Unstructured) {}, false},
+		{"written after the CRD gained it, then lost again", func(c *Controller, parent *unstructured.Unstructured) {
 			c.rememberWritten(parent, "10", map[string]any{"state": "Ready"})
 		}, true},
-		{"the parent was deleted and recreated", func(c *parentController, parent *unstructured.Unstructured) {
+		{"the parent was deleted and recreated", func(c *Controller, parent *unstructured.Unstructured) {
 			c.forget(cache.MetaObjectToName(parent), parent.GetUID())
 		}, true},
 	}
@@ -318,13 +318,13 @@ func TestWrittenStatusAfterResourceVersionsWentBack(t *testing.T) {
 	tests := []struct {
 		name string
 		// deliver is how the restored parent reaches the controller.
-		deliver func(c *parentController, old, restored *unstructured.Unstructured) *unstructured.Unstructured
+		deliver func(c *Controller, old, restored *unstructured.Unstructured) *unstructured.Unstructured
 	}{
-		{"its watch event", func(c *parentController, old, restored *unstructured.Unstructured) *unstructured.Unstructured {
+		{"its watch event", func(c *Controller, old, restored *unstructured.Unstructured) *unstructured.Unstructured {
 			c.onUpdate(packParent(t, old), packParent(t, restored))
 			return nil
 		}},
-		{"the next reconcile", func(c *parentController, old, restored *unstructured.Unstructured) *unstructured.Unstructured {
+		{"the next reconcile", func(c *Controller, old, restored *unstructured.Unstructured) *unstructured.Unstructured {
 			return c.previous(restored)
 		}},
 	}

@@ -113,7 +113,7 @@ func (s *statusMemory) caughtUp(uid types.UID, rv string) {
 // writeStatus computes the parent's status and writes it when it differs
 // from what the parent has (or what Loom last wrote, while the cache lags
 // behind that write). It records Events on transitions.
-func (c *parentController) writeStatus(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, in status.Input) error {
+func (c *Controller) writeStatus(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, in status.Input) error {
 	prev := c.previous(parent)
 	in.Parent = prev
 	if in.Release == nil && set.Chart() != nil {
@@ -160,7 +160,7 @@ func (c *parentController) writeStatus(ctx context.Context, set *render.Set, par
 
 // rememberWritten keeps the status Loom wrote to parent (see
 // statusMemory.remember), knowing the version of it the cache holds now.
-func (c *parentController) rememberWritten(parent *unstructured.Unstructured, rv string, st map[string]any) {
+func (c *Controller) rememberWritten(parent *unstructured.Unstructured, rv string, st map[string]any) {
 	cachedRV := ""
 	if id, ok := c.parentID(cache.MetaObjectToName(parent)); ok && id.GetUID() == parent.GetUID() {
 		cachedRV = id.GetResourceVersion()
@@ -224,7 +224,7 @@ func (s *statusMemory) remember(parent *unstructured.Unstructured, cachedRV, rv 
 // cached one, or the one Loom wrote if the cache still holds the version
 // that write was based on (see writtenStatus).
 // Once the cache has caught up, Loom's copy of the status is dropped.
-func (c *parentController) previous(parent *unstructured.Unstructured) *unstructured.Unstructured {
+func (c *Controller) previous(parent *unstructured.Unstructured) *unstructured.Unstructured {
 	st, ok := c.statuses.ahead(parent)
 	if !ok {
 		return c.newerStatus(parent)
@@ -259,7 +259,7 @@ func (s *statusMemory) ahead(parent *unstructured.Unstructured) (st map[string]a
 // lastTransitionTime on conditions that did not change. The rest (the
 // generation, which the status reports as observed) stays the read's: the
 // children were rendered from it.
-func (c *parentController) newerStatus(parent *unstructured.Unstructured) *unstructured.Unstructured {
+func (c *Controller) newerStatus(parent *unstructured.Unstructured) *unstructured.Unstructured {
 	if c.gen.Load() == nil {
 		return parent // not started
 	}
@@ -333,7 +333,7 @@ func (s *statusMemory) forget(uid types.UID) {
 // subresource: that is said once per parent, in a Warning Event and the
 // log, and the children are still applied. It costs one read, on that
 // failure only.
-func (c *parentController) noStatusSubresource(ctx context.Context, parent *unstructured.Unstructured) {
+func (c *Controller) noStatusSubresource(ctx context.Context, parent *unstructured.Unstructured) {
 	if _, err := c.sh.Client.Resource(c.gvr).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{}); err != nil {
 		return
 	}
