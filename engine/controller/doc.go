@@ -32,6 +32,13 @@
 // childcache.Cache (engine/controller/childcache), which the controllers
 // reach through the childCache interface (cache.go); both it and the
 // parent informers list and watch through engine/controller/packwatch.
+// Charts' seeds are kept by engine/controller/seed.
+//
+// A parent controller (Controller) reaches the Manager only through
+// Shared (shared.go), the clients, caches and settings the Manager hands
+// to each controller it starts; the Manager drives a controller only
+// through the methods of lifecycle.go (NewController, Run, UseSet,
+// KindsChanged, NotStarted, Stalled, ...).
 //
 // Health (health.go) is read from the same state: Ready once the sets are
 // loaded, the CRD cache has synced and every controller whose parent kind
