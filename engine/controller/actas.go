@@ -9,6 +9,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/controller/identity"
+	"github.com/loom-operator/loom/engine/controller/reader"
 	"github.com/loom-operator/loom/engine/rbac"
 	"github.com/loom-operator/loom/engine/render"
 )
@@ -16,13 +17,13 @@ import (
 // identityFor returns the identity a reconcile of parent acts as: nil for
 // a set without serviceAccountName (Loom's own). The account must exist;
 // reader watches it, so that creating it reconciles the parent again.
-func (c *Controller) identityFor(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, reader *lookupReader) (*identity.Account, error) {
+func (c *Controller) identityFor(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, lookups *reader.Reader) (*identity.Account, error) {
 	name := set.Config.ServiceAccountName
 	if name == "" {
 		return nil, nil
 	}
 	sa := types.NamespacedName{Namespace: parent.GetNamespace(), Name: name}
-	found, err := reader.Exists(identity.ServiceAccountsGVR, sa.Namespace, sa.Name)
+	found, err := lookups.Exists(identity.ServiceAccountsGVR, sa.Namespace, sa.Name)
 	if err != nil {
 		return nil, fmt.Errorf("read ServiceAccount %s: %w", sa, err)
 	}

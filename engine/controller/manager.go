@@ -29,6 +29,7 @@ import (
 	"github.com/loom-operator/loom/engine/controller/crdinstall"
 	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
+	"github.com/loom-operator/loom/engine/controller/reader"
 	"github.com/loom-operator/loom/engine/controller/seed"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
@@ -117,7 +118,7 @@ type Manager struct {
 	// used by Run, then by the template watcher only.
 	installer *crdinstall.Installer
 	// caps is the cluster's capabilities, for charts' .Capabilities.
-	caps *capsCache
+	caps *reader.Capabilities
 	// perms is what Loom may not do of what its sets need.
 	perms *identity.Permissions
 	// idents are the sets' ServiceAccounts Loom acts as.
@@ -201,7 +202,7 @@ func New(opts Options) (*Manager, error) {
 		retired:     map[schema.GroupKind]*Controller{},
 		dirs:        map[string]schema.GroupKind{},
 		awaited:     make(chan struct{}, 1),
-		caps:        &capsCache{dc: disco},
+		caps:        reader.NewCapabilities(disco),
 		perms:       identity.NewPermissions(kube.AuthorizationV1().SelfSubjectAccessReviews(), opts.ReconcileTimeout),
 	}
 	if opts.InstallCRDs {
@@ -320,7 +321,7 @@ func (m *Manager) shared() *Shared {
 	return &Shared{
 		Client: m.client, Parents: m.strip, Mapper: m.mapper, Applier: m.applier, Cache: m.cache,
 		Recorder: m.recorder, Metrics: m.metrics, Identities: m.idents, Seeds: m.seeds,
-		Capabilities: m.caps.get, KindAwaited: m.kindAwaited,
+		Capabilities: m.caps.Get, KindAwaited: m.kindAwaited,
 		FieldManager: m.opts.FieldManager, Namespace: m.opts.Namespace, ReconcileTimeout: m.opts.ReconcileTimeout,
 		Resync: m.opts.ResyncPeriod, Clock: m.opts.Clock, Shard: m.opts.Shard, ShardServerFilter: m.opts.ShardServerFilter,
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/controller/childcache"
 	"github.com/loom-operator/loom/engine/controller/identity"
+	"github.com/loom-operator/loom/engine/controller/reader"
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/hook"
 	"github.com/loom-operator/loom/engine/object"
@@ -71,7 +72,7 @@ type attempt struct {
 	revision string
 	// reader answers the templates' lookups, as the set's ServiceAccount
 	// if it names one.
-	reader *lookupReader
+	reader *reader.Reader
 	// hooks is the run of a chart's hooks (nil: none), from planChildren.
 	hooks *hookRun
 }
@@ -121,22 +122,22 @@ func (c *Controller) begin(ctx context.Context, key cache.ObjectName, parent *un
 		c.queue.AddAfter(key, 2*time.Second)
 		return ctx, nil, nil
 	}
-	reader := c.reader(ctx, childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key}, set.Config.Lookups)
-	id, idErr := c.identityFor(ctx, set, parent, reader)
+	lookups := c.reader(ctx, childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key}, set)
+	id, idErr := c.identityFor(ctx, set, parent, lookups)
 	if idErr != nil {
-		defer reader.Done()
+		defer lookups.Done()
 		logger.V(2).Info("Cannot act as the set's ServiceAccount", "err", idErr)
 		if err := c.writeStatus(ctx, set, parent, status.Input{IdentityErr: idErr, Revision: revision}); err != nil {
 			return ctx, nil, err
 		}
-		return ctx, nil, reader.Err() // a read the cluster could not answer is retried
+		return ctx, nil, lookups.Err() // a read the cluster could not answer is retried
 	}
 	ctx = identity.WithAccount(ctx, id)
-	reader.as, reader.idents = id, c.sh.Identities
+	lookups.ActAs(id, c.sh.Identities)
 	if set.Chart() != nil {
 		parent = c.withRecord(parent)
 	}
-	return ctx, &attempt{key: key, parent: parent, set: set, revision: revision, reader: reader}, nil
+	return ctx, &attempt{key: key, parent: parent, set: set, revision: revision, reader: lookups}, nil
 }
 
 // planChildren is step 2: render the children, answering lookups from the
@@ -294,16 +295,16 @@ const maxRenderPasses = 3
 // certificates are kept before any child holds them (a restart after the
 // apply must render them again), the seed is marked, and on a sharded
 // replica each child is labelled with its parent's bucket.
-func (c *Controller) render(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, reader *lookupReader) (*pipeline.Result, error) {
+func (c *Controller) render(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, lookups *reader.Reader) (*pipeline.Result, error) {
 	hooks := []pipeline.Hook{
 		func(parent *unstructured.Unstructured, out *render.Output) error {
 			if len(out.Generated) == 0 {
 				return nil
 			}
-			return reader.keep(parent, out.Generated)
+			return lookups.Keep(parent, out.Generated)
 		},
 		func(parent *unstructured.Unstructured, _ *render.Output) error {
-			return c.markSeed(reader, parent)
+			return c.markSeed(ctx, lookups, parent)
 		},
 	}
 	if c.sh != nil && c.sh.Shard != nil {
@@ -313,7 +314,7 @@ func (c *Controller) render(ctx context.Context, set *render.Set, parent *unstru
 		})
 	}
 	d, cause := c.renderDeadline()
-	return pipeline.Plan(ctx, set, parent, reader, pipeline.Options{Timeout: d, TimeoutCause: cause, Hooks: hooks})
+	return pipeline.Plan(ctx, set, parent, lookups, pipeline.Options{Timeout: d, TimeoutCause: cause, Hooks: hooks})
 }
 
 // renderContext bounds one render of the status template by
@@ -457,7 +458,7 @@ func hasUnwatched(results object.ChangeSet) bool {
 // renderStatusExtra renders the set's status template, if it has one, over
 // the parent and its children: each child as Loom applied it, with its live
 // metadata and status (see childView).
-func (c *Controller) renderStatusExtra(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured, reader *lookupReader) (map[string]any, error) {
+func (c *Controller) renderStatusExtra(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured, lookups *reader.Reader) (map[string]any, error) {
 	if !set.HasStatus() {
 		return nil, nil
 	}
@@ -469,7 +470,7 @@ func (c *Controller) renderStatusExtra(ctx context.Context, set *render.Set, par
 	}
 	rctx, cancel := c.renderContext(ctx)
 	defer cancel()
-	extra, _, err := set.RenderStatusWith(rctx, parent, children, reader)
+	extra, _, err := set.RenderStatusWith(rctx, parent, children, lookups)
 	return extra, err
 }
 

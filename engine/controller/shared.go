@@ -9,9 +9,9 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/loom-operator/loom/engine/apply"
-	"github.com/loom-operator/loom/engine/chart"
 	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
+	"github.com/loom-operator/loom/engine/controller/reader"
 	"github.com/loom-operator/loom/engine/controller/seed"
 )
 
@@ -42,7 +42,7 @@ type Shared struct {
 	Seeds *seed.Store
 	// Capabilities returns the cluster's capabilities, for a chart's
 	// .Capabilities.
-	Capabilities func() (*chart.Capabilities, error)
+	Capabilities reader.CapabilitiesFunc
 	// KindAwaited tells the Manager that a controller or a parent started
 	// to wait for a kind the cluster does not serve, so that discovery is
 	// refreshed until it is.

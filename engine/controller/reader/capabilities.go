@@ -1,4 +1,4 @@
-package controller
+package reader
 
 import (
 	"slices"
@@ -14,23 +14,29 @@ import (
 // discovery is read again.
 const capsTTL = 30 * time.Second
 
-// capsCache is what a chart's .Capabilities holds on this cluster, read
+// Capabilities is what a chart's .Capabilities holds on this cluster, read
 // from discovery at most every capsTTL. It never loses an API version to
 // a failure: when discovery fails it keeps what it had, and when one
 // group's discovery fails (an aggregated API that is down) it keeps that
 // group's versions from before. Otherwise a chart that renders an object
 // only when its API is served would see it vanish for a moment, and Loom
 // would prune the object.
-type capsCache struct {
+type Capabilities struct {
 	dc   discovery.DiscoveryInterface
 	mu   sync.Mutex
 	caps *chart.Capabilities
 	read time.Time
 }
 
-// get returns the capabilities, reading discovery when they are older
+// NewCapabilities returns the capabilities of the cluster dc discovers,
+// read on first use.
+func NewCapabilities(dc discovery.DiscoveryInterface) *Capabilities {
+	return &Capabilities{dc: dc}
+}
+
+// Get returns the capabilities, reading discovery when they are older
 // than capsTTL.
-func (c *capsCache) get() (*chart.Capabilities, error) {
+func (c *Capabilities) Get() (*chart.Capabilities, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.caps != nil && time.Since(c.read) < capsTTL {

@@ -1,4 +1,4 @@
-package controller
+package reader
 
 import (
 	"errors"
@@ -54,10 +54,10 @@ func (d *stubDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav
 // see it vanish for a moment, or Loom would prune the object.
 func TestCapabilitiesKeepWhatAFailureHides(t *testing.T) {
 	d := &stubDiscovery{FakeDiscovery: &fakediscovery.FakeDiscovery{Fake: &kubetesting.Fake{}}, groups: []string{"v1", "monitoring.coreos.com/v1"}}
-	c := &capsCache{dc: d}
+	c := NewCapabilities(d)
 	has := func(v string) bool {
 		t.Helper()
-		caps, err := c.get()
+		caps, err := c.Get()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestCapabilitiesKeepWhatAFailureHides(t *testing.T) {
 	if !has("monitoring.coreos.com/v1") || !has("monitoring.coreos.com/v1/Thing") {
 		t.Fatal("the served group is missing")
 	}
-	if caps, _ := c.get(); caps.KubeVersion.Version != "v1.36.2" {
+	if caps, _ := c.Get(); caps.KubeVersion.Version != "v1.36.2" {
 		t.Errorf("kube version %q, want the server's", caps.KubeVersion.Version)
 	}
 	// The group's discovery fails: its versions stay.
@@ -89,7 +89,7 @@ func TestCapabilitiesKeepWhatAFailureHides(t *testing.T) {
 	}
 	// No capabilities yet and discovery fails: an error, retried, never
 	// Helm's defaults (which could render other children).
-	if _, err := (&capsCache{dc: &stubDiscovery{err: errors.New("down")}}).get(); err == nil {
+	if _, err := NewCapabilities(&stubDiscovery{err: errors.New("down")}).Get(); err == nil {
 		t.Error("no error without capabilities")
 	}
 }
