@@ -21,7 +21,6 @@ import (
 	"github.com/loom-operator/loom/engine/controller/childcache"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/rollouts"
-	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
 )
@@ -412,9 +411,15 @@ func (c *Controller) parentGet(key cache.ObjectName) (*unstructured.Unstructured
 	return packwatch.Unpack(obj)
 }
 
+// objectID is what identifies one version of an object.
+type objectID interface {
+	GetUID() types.UID
+	GetResourceVersion() string
+}
+
 // parentID returns the UID and resourceVersion of the cached parent,
 // without decoding it.
-func (c *Controller) parentID(key cache.ObjectName) (*pack.Packed, bool) {
+func (c *Controller) parentID(key cache.ObjectName) (objectID, bool) {
 	obj, exists, err := c.store().GetByKey(key.String())
 	if err != nil || !exists {
 		return nil, false

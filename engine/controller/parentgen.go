@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/controller/packwatch"
-	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/shard"
 )
 
@@ -54,9 +53,7 @@ func (c *Controller) newGen(ctx context.Context, held shard.Set, prev *parentGen
 	if c.sh.Shard != nil {
 		lw = filterShard(lw, held, c.logger)
 	}
-	g.informer = cache.NewSharedIndexInformerWithOptions(lw, &pack.Packed{}, cache.SharedIndexInformerOptions{
-		ResyncPeriod: c.sh.Resync, Indexers: cache.Indexers{}, ObjectDescription: c.gvr.String(),
-	})
+	g.informer = packwatch.InformerOf(lw, c.gvr, c.sh.Resync)
 	_, _ = g.informer.AddEventHandler(c.genHandler(g))
 	_, _ = g.informer.AddEventHandler(g.states)
 	gctx, cancel := context.WithCancel(ctx)
@@ -165,7 +162,7 @@ func filterShard(lw *cache.ListWatch, held shard.Set, logger klog.Logger) *cache
 				if e.Type == watch.Bookmark || e.Type == watch.Error {
 					return e, true
 				}
-				p, ok := e.Object.(*pack.Packed)
+				p, ok := packwatch.ID(e.Object)
 				if !ok || shard.Matches(held, p.GetUID()) {
 					return e, true
 				}

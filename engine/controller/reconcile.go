@@ -21,7 +21,6 @@ import (
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/hook"
 	"github.com/loom-operator/loom/engine/object"
-	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
@@ -457,7 +456,7 @@ func hasUnwatched(results object.ChangeSet) bool {
 
 // renderStatusExtra renders the set's status template, if it has one, over
 // the parent and its children: each child as Loom applied it, with its live
-// metadata and status (see childView).
+// metadata and status (see childcache.View).
 func (c *Controller) renderStatusExtra(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured, lookups *reader.Reader) (map[string]any, error) {
 	if !set.HasStatus() {
 		return nil, nil
@@ -465,46 +464,13 @@ func (c *Controller) renderStatusExtra(ctx context.Context, set *render.Set, par
 	children := make([]*unstructured.Unstructured, 0, len(rendered))
 	for _, r := range rendered {
 		if l := live[object.RefOf(r)]; l != nil {
-			children = append(children, childView(r, l))
+			children = append(children, childcache.View(r, l))
 		}
 	}
 	rctx, cancel := c.renderContext(ctx)
 	defer cancel()
 	extra, _, err := set.RenderStatusWith(rctx, parent, children, lookups)
 	return extra, err
-}
-
-// childView is what the status template sees of one child: the rendered
-// object (the fields Loom applied, which hold their values while Loom's
-// apply stands), with the live object's metadata and status. The cache
-// keeps no more of a live child than that (pack.Slim); fields the API
-// server fills in spec, such as a Service's clusterIP, are not there.
-func childView(rendered, live *unstructured.Unstructured) *unstructured.Unstructured {
-	live = pack.Slim(live, "") // the same view whether the object came from the cache or an apply
-	out := make(map[string]any, len(rendered.Object)+1)
-	for k, v := range rendered.Object {
-		out[k] = v
-	}
-	md := map[string]any{}
-	if m, ok := rendered.Object["metadata"].(map[string]any); ok {
-		for k, v := range m {
-			md[k] = v
-		}
-	}
-	if m, ok := live.Object["metadata"].(map[string]any); ok {
-		for k, v := range m {
-			if k != "annotations" { // the cache keeps only Loom's own
-				md[k] = v
-			}
-		}
-	}
-	out["metadata"] = md
-	if st, ok := live.Object["status"]; ok {
-		out["status"] = st
-	} else {
-		delete(out, "status")
-	}
-	return &unstructured.Unstructured{Object: out}
 }
 
 // retryableOf joins the failures of a change set that are worth retrying.

@@ -117,7 +117,14 @@ func resourcePath(gvr schema.GroupVersionResource, namespace string) []string {
 // *pack.Packed objects.
 func NewInformer(c *Client, gvr schema.GroupVersionResource, namespace string, resync time.Duration,
 	tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformerWithOptions(c.ListWatch(gvr, namespace, tweak), &pack.Packed{},
+	return InformerOf(c.ListWatch(gvr, namespace, tweak), gvr, resync)
+}
+
+// InformerOf returns an informer of gvr whose cache holds the
+// *pack.Packed objects lw lists and watches (from a Client's ListWatch,
+// filtered, say, by shard).
+func InformerOf(lw cache.ListerWatcher, gvr schema.GroupVersionResource, resync time.Duration) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformerWithOptions(lw, &pack.Packed{},
 		cache.SharedIndexInformerOptions{
 			ResyncPeriod: resync, Indexers: cache.Indexers{},
 			// As the dynamic informer's: client-go's logs name the resource.

@@ -1,29 +1,18 @@
-package controller
+package childcache
 
 import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 )
-
-func yamlObj(t *testing.T, y string) *unstructured.Unstructured {
-	t.Helper()
-	m := map[string]any{}
-	if err := yaml.Unmarshal([]byte(y), &m); err != nil {
-		t.Fatal(err)
-	}
-	return &unstructured.Unstructured{Object: m}
-}
 
 // The status template sees each child as rendered, with the live
 // metadata and status, whether the cache holds it slimmed or an apply
 // just returned it whole.
 func TestChildView(t *testing.T) {
-	rendered := yamlObj(t, `{apiVersion: v1, kind: Service, metadata: {name: web, namespace: ns, labels: {app: web},
+	rendered := u(t, `{apiVersion: v1, kind: Service, metadata: {name: web, namespace: ns, labels: {app: web},
   annotations: {team: a}}, spec: {ports: [{port: 80}]}}`)
-	want := yamlObj(t, `{apiVersion: v1, kind: Service, metadata: {name: web, namespace: ns, uid: u1, labels: {app: web, x: y},
+	want := u(t, `{apiVersion: v1, kind: Service, metadata: {name: web, namespace: ns, uid: u1, labels: {app: web, x: y},
   annotations: {team: a}}, spec: {ports: [{port: 80}]}, status: {loadBalancer: {ingress: [{ip: 10.0.0.1}]}}}`)
 	tests := []struct{ name, live string }{
 		{"slim", `{apiVersion: v1, kind: Service, loom.dev/fields: abc, metadata: {name: web, namespace: ns, uid: u1,
@@ -36,13 +25,13 @@ func TestChildView(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := childView(rendered, yamlObj(t, tt.live))
+			got := View(rendered, u(t, tt.live))
 			if diff := cmp.Diff(want.Object, got.Object); diff != "" {
-				t.Errorf("childView (-want +got):\n%s", diff)
+				t.Errorf("View (-want +got):\n%s", diff)
 			}
 		})
 	}
 	if _, ok := rendered.Object["status"]; ok {
-		t.Error("childView wrote into the rendered object")
+		t.Error("View wrote into the rendered object")
 	}
 }
