@@ -33,6 +33,8 @@
 // reach through the childCache interface (cache.go); both it and the
 // parent informers list and watch through engine/controller/packwatch.
 // Charts' seeds are kept by engine/controller/seed.
+// A parent's finalizers, and what Loom does when it is deleted, are
+// engine/controller/finalizer's (finalizer.Guards, built in finalize.go).
 //
 // A parent controller (Controller) reaches the Manager only through
 // Shared (shared.go), the clients, caches and settings the Manager hands

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/controller/childcache"
+	"github.com/loom-operator/loom/engine/controller/finalizer"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/rollouts"
 	"github.com/loom-operator/loom/engine/render"
@@ -57,6 +58,10 @@ type Controller struct {
 	logger klog.Logger
 	ctx    context.Context // cancelled when the set is removed
 	cancel context.CancelFunc
+
+	// guards are the finalizers of its parents (finalize.go), from
+	// start on.
+	guards *finalizer.Guards
 
 	// statuses is what the controller remembers of the statuses it
 	// wrote (statuswrite.go).
@@ -102,6 +107,7 @@ func (c *Controller) start(ctx context.Context, workers int) error {
 		c.rollouts.BeforeParents(ctx)
 	}
 	c.gvr = gvr
+	c.guards = c.newGuards()
 	c.queue = newParentQueue(c.gvk, nil)
 	logger := klog.FromContext(ctx).WithValues("kind", c.gvk.Kind)
 	c.logger = logger

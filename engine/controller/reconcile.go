@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/controller/childcache"
+	"github.com/loom-operator/loom/engine/controller/finalizer"
 	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/controller/reader"
 	"github.com/loom-operator/loom/engine/crd"
@@ -91,7 +92,7 @@ type applied struct {
 
 // gone handles a parent that is gone (nothing to do) or going: its
 // children to keep are released and its cluster-scoped children deleted,
-// if it has any (orphan.go).
+// if it has any (finalize.go).
 func (c *Controller) gone(ctx context.Context, key cache.ObjectName, parent *unstructured.Unstructured) error {
 	c.setUnserved(key, false)
 	if parent != nil {
@@ -212,7 +213,7 @@ func (c *Controller) applyChildren(ctx context.Context, a *attempt, planned *pip
 func (c *Controller) applyPass(ctx context.Context, a *attempt, planned *pipeline.Result, owner *unstructured.Unstructured) (
 	_ *unstructured.Unstructured, results object.ChangeSet, live map[object.Ref]*unstructured.Unstructured, terminating bool) {
 	out := planned.Output
-	owner, held := c.protect(ctx, owner, out.Children)
+	owner, held := c.guards.Protect(ctx, owner, out.Children)
 	toApply, hookDeletes, hookLive := c.gate(ctx, a.set, a.parent, a.hooks, out, planned.Plan.Apply, a.reader.Fresh)
 	results, live = c.applyAll(ctx, toApply, a.reader.Fresh, held)
 	if terminatingIn(results) {
@@ -234,10 +235,10 @@ func (c *Controller) pruneChildren(ctx context.Context, a *attempt, ap *applied)
 	var errs error
 	if ap.Plan.Complete && !hasUnwatched(ap.results) {
 		pruned, pruneErr := c.prune(ctx, a.parent, ap.Output.Children)
-		c.recordOrphans(ctx, a.parent, pruned, "as it no longer renders")
+		c.guards.RecordOrphans(ctx, a.parent, pruned, "as it no longer renders")
 		var finErr error
 		if pruneErr == nil {
-			_, finErr = c.settleFinalizers(ctx, ap.owner, ap.Output.Children, ap.live)
+			_, finErr = c.guards.Settle(ctx, ap.owner, ap.Output.Children, ap.live)
 		}
 		ap.results = append(ap.results, pruned...)
 		ap.all = append(ap.all, pruned...)
@@ -348,12 +349,12 @@ func (c *Controller) groupResource(ref object.Ref) schema.GroupResource {
 //
 // fresh holds children an earlier pass of this reconcile applied, as the
 // API server answered; they stand for the cache, which may lag behind.
-func (c *Controller) applyAll(ctx context.Context, rendered []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured, held holds) (object.ChangeSet, map[object.Ref]*unstructured.Unstructured) {
+func (c *Controller) applyAll(ctx context.Context, rendered []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured, held finalizer.Holds) (object.ChangeSet, map[object.Ref]*unstructured.Unstructured) {
 	results := make(object.ChangeSet, 0, len(rendered))
 	live := make(map[object.Ref]*unstructured.Unstructured, len(rendered))
 	for _, child := range rendered {
 		ref := object.RefOf(child)
-		if err := held.of(child); err != nil {
+		if err := held.Of(child); err != nil {
 			results = append(results, object.Result{Ref: ref, APIVersion: child.GetAPIVersion(), Action: object.Failed, Err: err})
 			continue
 		}

@@ -1,4 +1,4 @@
-package controller
+package finalizer
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

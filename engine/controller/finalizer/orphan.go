@@ -1,10 +1,8 @@
-package controller
+package finalizer
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,12 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/object"
-	"github.com/loom-operator/loom/engine/status"
 )
 
 // Children to keep (object.AnnotationDeletePolicy orphan) outlive their
@@ -56,7 +51,7 @@ func orphanKinds(lists ...[]*unstructured.Unstructured) []schema.GroupKind {
 // each namespaced child to keep is given its Namespace as an owner, and the
 // parent the orphan finalizer (ensureGuard). It returns the parent as last
 // written, and an error that holds the children to keep back.
-func (c *Controller) protectOrphans(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (gs *Guards) protectOrphans(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	uids := map[string]types.UID{}
 	for _, child := range rendered {
 		ns := child.GetNamespace()
@@ -64,7 +59,7 @@ func (c *Controller) protectOrphans(ctx context.Context, parent *unstructured.Un
 			continue
 		}
 		if _, ok := uids[ns]; !ok {
-			n, err := c.sh.Client.Resource(namespacesGVR).Get(ctx, ns, metav1.GetOptions{})
+			n, err := gs.Client.Resource(namespacesGVR).Get(ctx, ns, metav1.GetOptions{})
 			if err != nil {
 				return parent, fmt.Errorf("read namespace %s, the owner of children to keep: %w", ns, err)
 			}
@@ -72,68 +67,52 @@ func (c *Controller) protectOrphans(ctx context.Context, parent *unstructured.Un
 		}
 		object.AddNamespaceOwner(child, uids[ns])
 	}
-	return c.ensureGuard(ctx, orphanGuard, parent, rendered)
+	return gs.ensureGuard(ctx, orphanGuard, parent, rendered)
 }
 
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
-// finalize runs when parent is being deleted: it releases the parent's
+// Finalize runs when parent is being deleted: it releases the parent's
 // children to keep and removes the orphan finalizer, then deletes its
 // cluster-scoped children and, once they are gone, removes the
 // cluster-children finalizer (clusterchildren.go). A parent without either
 // finalizer has nothing to do: the garbage collector deletes its children.
-// Any failure leaves the finalizer, and is retried; while the deletion
-// waits on anything but Loom's own pace, the parent's status says why
-// (Degraded: DeletionBlocked), and so does the Warning Event of that
-// condition's transition.
-func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
-	id, err := c.identityFinalizing(parent)
-	if err != nil {
-		return err
-	}
-	ctx = identity.WithAccount(ctx, id)
+// pending is true when it deleted cluster-scoped children just now: their
+// delete events bring the parent back. Any failure leaves the finalizer;
+// a failure to release children to keep is also a Warning Event. It
+// returns the parent as last written (or parent).
+func (gs *Guards) Finalize(ctx context.Context, parent *unstructured.Unstructured) (_ *unstructured.Unstructured, pending bool, err error) {
 	if orphanGuard.has(parent) {
-		err = c.releaseOrphans(ctx, parent)
+		err = gs.releaseOrphans(ctx, parent)
 		if err == nil {
-			parent, err = c.removeFinalizer(ctx, parent, orphanGuard)
+			parent, err = gs.removeFinalizer(ctx, parent, orphanGuard)
 		}
 		if err != nil && !apierrors.IsConflict(err) {
-			c.sh.Recorder.Eventf(parent, corev1.EventTypeWarning, "OrphanReleaseFailed",
-				"%s waits for its children to keep to be released (finalizer %s): %v", c.gvk.Kind, object.FinalizerOrphan, err)
+			gs.Recorder.Eventf(parent, corev1.EventTypeWarning, "OrphanReleaseFailed",
+				"%s waits for its children to keep to be released (finalizer %s): %v", gs.Kind, object.FinalizerOrphan, err)
 		}
 	}
 	if err == nil && clusterGuard.has(parent) {
-		var pending bool
-		pending, err = c.deleteClusterChildren(ctx, parent)
+		pending, err = gs.deleteClusterChildren(ctx, parent)
 		switch {
 		case err == nil && pending:
-			// Deleted just now: their delete events bring the parent back;
-			// the delay is a bound should an event be missed.
-			c.queue.AddAfter(cache.NewObjectName(parent.GetNamespace(), parent.GetName()), time.Second)
-			return nil
+			return parent, true, nil
 		case err == nil:
-			parent, err = c.removeFinalizer(ctx, parent, clusterGuard)
+			parent, err = gs.removeFinalizer(ctx, parent, clusterGuard)
 		}
 	}
-	if err != nil && !apierrors.IsConflict(err) {
-		// A conflict is only a cache behind the parent, retried at once.
-		rev, _, _ := unstructured.NestedString(parent.Object, "status", "templateRevision")
-		if serr := c.writeStatus(ctx, c.set.Load(), parent, status.Input{Deleting: err, Revision: rev}); serr != nil {
-			return errors.Join(err, serr)
-		}
-	}
-	return err
+	return parent, false, err
 }
 
 // releaseOrphans releases parent's children to keep, listed afresh.
-func (c *Controller) releaseOrphans(ctx context.Context, parent *unstructured.Unstructured) error {
-	kept, err := c.listGuarded(ctx, orphanGuard, parent)
+func (gs *Guards) releaseOrphans(ctx context.Context, parent *unstructured.Unstructured) error {
+	kept, err := gs.listGuarded(ctx, orphanGuard, parent)
 	if err != nil {
 		return err
 	}
-	cs := c.applier(ctx).Release(ctx, kept, parent.GetUID())
-	c.sh.Metrics.observeChanges(c.gvk.Kind, cs)
-	c.recordOrphans(ctx, parent, cs, "before "+c.gvk.Kind+" "+parent.GetName()+" is deleted")
+	cs := gs.Applier(ctx).Release(ctx, kept, parent.GetUID())
+	gs.Observe(cs)
+	gs.RecordOrphans(ctx, parent, cs, "before "+gs.Kind+" "+parent.GetName()+" is deleted")
 	return cs.Err()
 }
 
@@ -148,15 +127,15 @@ func isOrDroppedChildOf(obj, parent *unstructured.Unstructured) bool {
 	return metav1.GetControllerOfNoCopy(obj) == nil && obj.GetLabels()[object.LabelPartOf] == object.ParentApplySetID(parent)
 }
 
-// recordOrphans records a Normal Event on the parent, and logs, for each
+// RecordOrphans records a Normal Event on the parent, and logs, for each
 // child released rather than deleted; when says when.
-func (c *Controller) recordOrphans(ctx context.Context, parent *unstructured.Unstructured, cs object.ChangeSet, when string) {
+func (gs *Guards) RecordOrphans(ctx context.Context, parent *unstructured.Unstructured, cs object.ChangeSet, when string) {
 	for _, r := range cs {
 		if r.Action != object.Orphaned {
 			continue
 		}
 		klog.FromContext(ctx).Info("Released a child to keep", "child", r.Ref.String(), "when", when)
-		c.sh.Recorder.Eventf(parent, corev1.EventTypeNormal, "Orphaned",
+		gs.Recorder.Eventf(parent, corev1.EventTypeNormal, "Orphaned",
 			"%s kept (%s: %s): released %s; Loom no longer manages it", r.Ref, object.AnnotationDeletePolicy, object.DeletePolicyOrphan, when)
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package finalizer
 
 // One finalizer guard, two uses: children to keep (orphan.go) and the
 // cluster-scoped children of a namespaced parent (clusterchildren.go).
@@ -20,10 +20,56 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/render"
 )
+
+// Guards are the two finalizers, and what Loom does when a parent that
+// carries them is deleted, for the parents of one kind. A parent
+// controller builds one from what it has, and calls Protect before its
+// applies, Settle after its prune, and Finalize when the parent is being
+// deleted.
+type Guards struct {
+	// Client patches parents and reads, afresh, namespaces and the
+	// guarded children.
+	Client dynamic.Interface
+	// Parents is the parents' resource, Kind their kind (for messages).
+	Parents schema.GroupVersionResource
+	Kind    string
+	// Mapper maps guarded kinds to their resources.
+	Mapper meta.RESTMapper
+	// FieldManager is the field manager of the finalizer patches.
+	FieldManager string
+	// Namespace limits Loom to one namespace; empty means all. A
+	// cluster-scoped parent's namespaced children are listed there.
+	Namespace string
+	// Owned returns the cached children whose controller has uid.
+	Owned func(uid types.UID) []*unstructured.Unstructured
+	// Set returns the parents' set, whose declared kinds bound the kinds
+	// a guard's annotation may name (guardkinds.go).
+	Set func() *render.Set
+	// Applier returns the applier of the reconcile ctx belongs to.
+	Applier func(ctx context.Context) Applier
+	// Observe counts what a release or a delete did.
+	Observe func(cs object.ChangeSet)
+	// Recorder records Events on parents.
+	Recorder record.EventRecorder
+}
+
+// Applier releases and deletes a parent's children, as Loom or as the
+// set's ServiceAccount (apply.Applier). It is what the guards use of the
+// applier, so that they need not know whom a reconcile acts as.
+type Applier interface {
+	// Release takes Loom's hands off objs, children of parent, so that
+	// they outlive it.
+	Release(ctx context.Context, objs []*unstructured.Unstructured, parent types.UID) object.ChangeSet
+	// Prune deletes objs, each conditional on its UID.
+	Prune(ctx context.Context, objs []*unstructured.Unstructured) object.ChangeSet
+}
 
 // patchOp is one operation of a JSON patch (RFC 6902).
 type patchOp struct {
@@ -146,15 +192,15 @@ func escapePointer(s string) string {
 // every child g guards among children (rendered, or cached), before any of
 // them is applied. It returns the parent as last written (or parent), for
 // the next pass of the reconcile.
-func (c *Controller) ensureGuard(ctx context.Context, g *guard, parent *unstructured.Unstructured, children ...[]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (gs *Guards) ensureGuard(ctx context.Context, g *guard, parent *unstructured.Unstructured, children ...[]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	ops := finalizerPatch(parent, g, g.kinds(children...))
 	if ops == nil {
 		return parent, nil
 	}
-	resp, err := c.patchParent(ctx, parent, ops)
+	resp, err := gs.patchParent(ctx, parent, ops)
 	if err != nil {
 		return parent, fmt.Errorf("add finalizer %s to %s %s/%s before applying %s: %w",
-			g.finalizer, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), g.guarded, err)
+			g.finalizer, gs.Kind, parent.GetNamespace(), parent.GetName(), g.guarded, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Added the "+g.name+" finalizer", "kinds", resp.GetAnnotations()[g.annotation])
 	return resp, nil
@@ -171,27 +217,27 @@ func (c *Controller) ensureGuard(ctx context.Context, g *guard, parent *unstruct
 // cache behind that write would stand.
 //
 // It returns the parent as last written (or parent).
-func (c *Controller) settleGuard(ctx context.Context, g *guard, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (gs *Guards) settleGuard(ctx context.Context, g *guard, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	current := liveList(live)
 	if len(g.kinds(rendered, current)) > 0 {
-		return c.ensureGuard(ctx, g, parent, rendered, current)
+		return gs.ensureGuard(ctx, g, parent, rendered, current)
 	}
 	if !g.has(parent) {
 		return parent, nil
 	}
-	left, err := c.listGuarded(ctx, g, parent)
+	left, err := gs.listGuarded(ctx, g, parent)
 	if err != nil || len(left) > 0 {
 		return parent, err
 	}
-	return c.removeFinalizer(ctx, parent, g)
+	return gs.removeFinalizer(ctx, parent, g)
 }
 
-// settleFinalizers settles both guards after prune (settleGuard), the
-// orphan finalizer first. It returns the parent as last written.
-func (c *Controller) settleFinalizers(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// Settle settles both guards after prune (settleGuard), the orphan
+// finalizer first. It returns the parent as last written.
+func (gs *Guards) Settle(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	for _, g := range []*guard{orphanGuard, clusterGuard} {
 		var err error
-		if parent, err = c.settleGuard(ctx, g, parent, rendered, live); err != nil {
+		if parent, err = gs.settleGuard(ctx, g, parent, rendered, live); err != nil {
 			return parent, err
 		}
 	}
@@ -210,17 +256,17 @@ func liveList(live map[object.Ref]*unstructured.Unstructured) []*unstructured.Un
 // removeFinalizer removes g's finalizer and annotation from parent, and
 // returns the parent as that patch left it (or parent, when there was
 // nothing to remove or the parent is gone).
-func (c *Controller) removeFinalizer(ctx context.Context, parent *unstructured.Unstructured, g *guard) (*unstructured.Unstructured, error) {
+func (gs *Guards) removeFinalizer(ctx context.Context, parent *unstructured.Unstructured, g *guard) (*unstructured.Unstructured, error) {
 	ops := removeFinalizerPatch(parent, g)
 	if ops == nil {
 		return parent, nil
 	}
-	resp, err := c.patchParent(ctx, parent, ops)
+	resp, err := gs.patchParent(ctx, parent, ops)
 	if apierrors.IsNotFound(err) {
 		return parent, nil
 	}
 	if err != nil {
-		return parent, fmt.Errorf("remove finalizer %s from %s %s/%s: %w", g.finalizer, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
+		return parent, fmt.Errorf("remove finalizer %s from %s %s/%s: %w", g.finalizer, gs.Kind, parent.GetNamespace(), parent.GetName(), err)
 	}
 	klog.FromContext(ctx).V(2).Info("Removed a finalizer", "finalizer", g.finalizer)
 	return resp, nil
@@ -228,13 +274,13 @@ func (c *Controller) removeFinalizer(ctx context.Context, parent *unstructured.U
 
 // patchParent JSON-patches parent with ops (which are conditional on its
 // resourceVersion).
-func (c *Controller) patchParent(ctx context.Context, parent *unstructured.Unstructured, ops []patchOp) (*unstructured.Unstructured, error) {
+func (gs *Guards) patchParent(ctx context.Context, parent *unstructured.Unstructured, ops []patchOp) (*unstructured.Unstructured, error) {
 	body, err := json.Marshal(ops)
 	if err != nil {
 		return nil, err
 	}
-	return c.sh.Client.Resource(c.gvr).Namespace(parent.GetNamespace()).Patch(ctx, parent.GetName(), types.JSONPatchType, body,
-		metav1.PatchOptions{FieldManager: c.sh.FieldManager})
+	return gs.Client.Resource(gs.Parents).Namespace(parent.GetNamespace()).Patch(ctx, parent.GetName(), types.JSONPatchType, body,
+		metav1.PatchOptions{FieldManager: gs.FieldManager})
 }
 
 // listGuarded lists afresh, from the API server rather than the cache
@@ -242,13 +288,13 @@ func (c *Controller) patchParent(ctx context.Context, parent *unstructured.Unstr
 // guards: of the kinds g's annotation on parent lists that its set
 // declares (guardedKinds), and of those its cached children g guards
 // have, the objects that carry parent's ApplySet label and g.guards.
-func (c *Controller) listGuarded(ctx context.Context, g *guard, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	kinds, ignored := guardedKinds(parent, g, declaredKinds(c.set.Load(), g))
+func (gs *Guards) listGuarded(ctx context.Context, g *guard, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	kinds, ignored := guardedKinds(parent, g, declaredKinds(gs.Set(), g))
 	if len(ignored) > 0 {
 		klog.FromContext(ctx).Info("Ignored kinds that a parent's annotation lists but its set does not declare",
 			"annotation", g.annotation, "kinds", object.FormatGroupKinds(ignored))
 	}
-	kinds = append(kinds, g.kinds(c.sh.Cache.Owned(parent.GetUID()))...)
+	kinds = append(kinds, g.kinds(gs.Owned(parent.GetUID()))...)
 	seen := map[schema.GroupKind]bool{}
 	var out []*unstructured.Unstructured
 	for _, gk := range kinds {
@@ -256,7 +302,7 @@ func (c *Controller) listGuarded(ctx context.Context, g *guard, parent *unstruct
 			continue
 		}
 		seen[gk] = true
-		m, err := c.sh.Mapper.RESTMapping(gk)
+		m, err := gs.Mapper.RESTMapping(gk)
 		if meta.IsNoMatchError(err) {
 			continue // not served, so none exists
 		}
@@ -265,14 +311,14 @@ func (c *Controller) listGuarded(ctx context.Context, g *guard, parent *unstruct
 		}
 		ns := parent.GetNamespace()
 		if ns == "" {
-			ns = c.sh.Namespace
+			ns = gs.Namespace
 		}
 		if m.Scope.Name() != meta.RESTScopeNameNamespace {
 			ns = ""
 		}
-		list, err := c.sh.Client.Resource(m.Resource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: object.ChildSelector(parent)})
+		list, err := gs.Client.Resource(m.Resource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: object.ChildSelector(parent)})
 		if err != nil {
-			return nil, fmt.Errorf("list %s children of %s %s/%s: %w", gk, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
+			return nil, fmt.Errorf("list %s children of %s %s/%s: %w", gk, gs.Kind, parent.GetNamespace(), parent.GetName(), err)
 		}
 		for i := range list.Items {
 			if o := &list.Items[i]; g.guards(o, parent) {

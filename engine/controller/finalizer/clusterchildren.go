@@ -1,4 +1,4 @@
-package controller
+package finalizer
 
 import (
 	"context"
@@ -57,8 +57,8 @@ func clusterKinds(lists ...[]*unstructured.Unstructured) []schema.GroupKind {
 // afresh. pending is true when it asked for a delete just now; it returns
 // a DeletionBlockedError when children it asked to delete before are
 // still there (their own finalizers hold them), and a delete's failure.
-func (c *Controller) deleteClusterChildren(ctx context.Context, parent *unstructured.Unstructured) (pending bool, err error) {
-	left, err := c.listGuarded(ctx, clusterGuard, parent)
+func (gs *Guards) deleteClusterChildren(ctx context.Context, parent *unstructured.Unstructured) (pending bool, err error) {
+	left, err := gs.listGuarded(ctx, clusterGuard, parent)
 	if err != nil {
 		return false, err
 	}
@@ -73,8 +73,8 @@ func (c *Controller) deleteClusterChildren(ctx context.Context, parent *unstruct
 		slices.Sort(fins)
 		blocked = append(blocked, fmt.Sprintf("%s %s (finalizers: %s)", o.GetKind(), o.GetName(), strings.Join(fins, ", ")))
 	}
-	cs := c.applier(ctx).Prune(ctx, now)
-	c.sh.Metrics.observeChanges(c.gvk.Kind, cs)
+	cs := gs.Applier(ctx).Prune(ctx, now)
+	gs.Observe(cs)
 	for _, r := range cs {
 		if r.Err == nil {
 			klog.FromContext(ctx).V(2).Info("Deleted a cluster-scoped child of a deleted parent", "child", r.Ref.String())
@@ -106,20 +106,20 @@ func (e *DeletionBlockedError) Error() string {
 	return fmt.Sprintf("waiting for %d %s to be deleted: %s", len(e.Children), what, strings.Join(e.Children, "; "))
 }
 
-// protect readies rendered, a render pass's children, for the apply: the
+// Protect readies rendered, a render pass's children, for the apply: the
 // children to keep (protectOrphans) and the cluster-scoped children
 // (ensureGuard) get the parent's finalizers first. It returns the
 // parent as last written, and what it could not protect.
-func (c *Controller) protect(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (*unstructured.Unstructured, holds) {
-	var h holds
-	parent, h.orphans = c.protectOrphans(ctx, parent, rendered)
-	parent, h.cluster = c.ensureGuard(ctx, clusterGuard, parent, rendered)
+func (gs *Guards) Protect(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (*unstructured.Unstructured, Holds) {
+	var h Holds
+	parent, h.orphans = gs.protectOrphans(ctx, parent, rendered)
+	parent, h.cluster = gs.ensureGuard(ctx, clusterGuard, parent, rendered)
 	return parent, h
 }
 
-// holds says which rendered children may not be applied yet, because the
+// Holds says which rendered children may not be applied yet, because the
 // parent lacks the finalizer that protects them.
-type holds struct {
+type Holds struct {
 	// orphans holds the children to keep: the parent could not be given
 	// the orphan finalizer.
 	orphans error
@@ -128,8 +128,8 @@ type holds struct {
 	cluster error
 }
 
-// of returns why child may not be applied, or nil.
-func (h holds) of(child *unstructured.Unstructured) error {
+// Of returns why child may not be applied, or nil.
+func (h Holds) Of(child *unstructured.Unstructured) error {
 	switch {
 	case h.orphans != nil && object.IsOrphan(child.GetAnnotations()):
 		return h.orphans

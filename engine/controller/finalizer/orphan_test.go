@@ -1,4 +1,4 @@
-package controller
+package finalizer
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/object"
 )
@@ -139,6 +140,15 @@ func TestParentPatchesAreConditional(t *testing.T) {
 			t.Errorf("%s: the patch applied to a parent with another UID", name)
 		}
 	}
+}
+
+func yamlObj(t *testing.T, y string) *unstructured.Unstructured {
+	t.Helper()
+	m := map[string]any{}
+	if err := yaml.Unmarshal([]byte(y), &m); err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: m}
 }
 
 func objs(t *testing.T, ys []string) []*unstructured.Unstructured {
