@@ -202,7 +202,7 @@ func New(opts Options) (*Manager, error) {
 		dirs:        map[string]schema.GroupKind{},
 		awaited:     make(chan struct{}, 1),
 		caps:        &capsCache{dc: disco},
-		perms:       identity.NewPermissions(kube.AuthorizationV1().SelfSubjectAccessReviews(), opts.ReconcileTimeout),
+		perms:       identity.NewPermissions(kube.AuthorizationV1().SelfSubjectAccessReviews(), opts.ReconcileTimeout, opts.Namespace, opts.InstallCRDs),
 	}
 	if opts.InstallCRDs {
 		m.installer = crdinstall.New(client, opts.FieldManager, m.recorder, opts.ReconcileTimeout)
@@ -265,7 +265,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.metrics.sets.Set(float64(len(m.dirs)))
 	m.mu.Unlock()
 	go m.watchCRDs(ctx)
-	go m.perms.Watch(ctx, m.permissionChecks, func(missing int) { m.metrics.missingPermissions.Set(float64(missing)) })
+	go m.perms.Watch(ctx, m.runningSets, func(missing int) { m.metrics.missingPermissions.Set(float64(missing)) })
 	reloadDone := make(chan struct{})
 	go func() {
 		defer close(reloadDone)
