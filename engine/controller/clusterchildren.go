@@ -74,7 +74,7 @@ func (c *Controller) deleteClusterChildren(ctx context.Context, parent *unstruct
 		blocked = append(blocked, fmt.Sprintf("%s %s (finalizers: %s)", o.GetKind(), o.GetName(), strings.Join(fins, ", ")))
 	}
 	cs := c.applier(ctx).Prune(ctx, now)
-	c.sh.Metrics.observeChanges(c.gvk.Kind, cs)
+	c.sh.Metrics.ObserveChanges(c.gvk.Kind, cs)
 	for _, r := range cs {
 		if r.Err == nil {
 			klog.FromContext(ctx).V(2).Info("Deleted a cluster-scoped child of a deleted parent", "child", r.Ref.String())

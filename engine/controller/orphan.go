@@ -132,7 +132,7 @@ func (c *Controller) releaseOrphans(ctx context.Context, parent *unstructured.Un
 		return err
 	}
 	cs := c.applier(ctx).Release(ctx, kept, parent.GetUID())
-	c.sh.Metrics.observeChanges(c.gvk.Kind, cs)
+	c.sh.Metrics.ObserveChanges(c.gvk.Kind, cs)
 	c.recordOrphans(ctx, parent, cs, "before "+c.gvk.Kind+" "+parent.GetName()+" is deleted")
 	return cs.Err()
 }

@@ -243,7 +243,7 @@ func (c *Controller) pruneChildren(ctx context.Context, a *attempt, ap *applied)
 		ap.all = append(ap.all, pruned...)
 		errs = errors.Join(pruneErr, finErr)
 	}
-	c.sh.Metrics.observeChanges(c.gvk.Kind, ap.all)
+	c.sh.Metrics.ObserveChanges(c.gvk.Kind, ap.all)
 	if n := ap.all.Writes(); n > 0 {
 		klog.FromContext(ctx).V(2).Info("Applied children", "writes", n)
 	}

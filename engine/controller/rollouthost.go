@@ -19,7 +19,7 @@ import (
 // which c's start, reloads and reconciles drive.
 func newRollout(c *Controller) *rollouts.Rollout {
 	sh := c.sh
-	return rollouts.New(rollouts.Config{Client: sh.Client, Resolver: sh.Applier, Recorder: sh.Recorder, Metrics: sh.Metrics.rollout,
+	return rollouts.New(rollouts.Config{Client: sh.Client, Resolver: sh.Applier, Recorder: sh.Recorder, Metrics: sh.Metrics.Rollout,
 		Clock: sh.Clock, Namespace: sh.Namespace, FieldManager: sh.FieldManager, Timeout: sh.ReconcileTimeout},
 		rolloutHost{c})
 }
