@@ -10,7 +10,6 @@ import (
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/controller/reader"
-	"github.com/loom-operator/loom/engine/rbac"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -53,21 +52,14 @@ func (c *Controller) applier(ctx context.Context) *apply.Applier {
 	return c.sh.Applier
 }
 
-// permissionChecks are the permissions the running sets need
-// (rbac.Generate), for the permission watch (identity.Permissions).
-func (m *Manager) permissionChecks() []rbac.Check {
+// runningSets are the sets of the running controllers, in kind order, for
+// the permission watch (identity.Permissions).
+func (m *Manager) runningSets() []*render.Set {
 	m.mu.Lock()
-	var sets []rbac.Set
+	defer m.mu.Unlock()
+	var sets []*render.Set
 	for _, gk := range sortedKinds(m.controllers) {
-		s := m.controllers[gk].Set()
-		rs, err := rbac.FromSet(s)
-		if err != nil {
-			// A kind computed by a template: the check cannot know
-			// it; the rest is checked.
-			rs = rbac.Set{Name: s.Name, Config: s.Config, Seeded: s.Seeded()}
-		}
-		sets = append(sets, rs)
+		sets = append(sets, m.controllers[gk].Set())
 	}
-	m.mu.Unlock()
-	return rbac.Generate(sets, rbac.Options{Namespace: m.opts.Namespace, InstallCRDs: m.opts.InstallCRDs}).Checks()
+	return sets
 }

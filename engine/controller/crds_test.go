@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/controller/metrics"
 )
 
 // gatedDiscovery is an API server's discovery that serves Deployments,
@@ -84,7 +85,7 @@ func newDiscoveryManager(t *testing.T, ctx context.Context, disco *gatedDiscover
 		mapper:      mapper,
 		applier:     apply.New(client, mapper, ""),
 		recorder:    record.NewFakeRecorder(1000),
-		metrics:     newMetrics(nil),
+		metrics:     metrics.New(nil),
 		controllers: map[schema.GroupKind]*Controller{},
 		retired:     map[schema.GroupKind]*Controller{},
 		awaited:     make(chan struct{}, 1),

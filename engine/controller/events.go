@@ -66,7 +66,7 @@ func (c *Controller) recordDrift(ctx context.Context, parent *unstructured.Unstr
 			continue
 		}
 		klog.FromContext(ctx).Info("Reverted a change by another writer", "child", r.Ref.String(), "fields", r.Drift)
-		c.sh.Metrics.driftRepairs.WithLabelValues(c.gvk.Kind).Inc()
+		c.sh.Metrics.DriftRepairs.WithLabelValues(c.gvk.Kind).Inc()
 		c.sh.Recorder.Eventf(parent, corev1.EventTypeWarning, "DriftReverted",
 			"%s was changed by another writer at %s; Loom changed it back to what the templates render", r.Ref, fieldList(r.Drift))
 	}

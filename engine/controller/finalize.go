@@ -25,7 +25,7 @@ func (c *Controller) newGuards() *finalizer.Guards {
 		Owned:    func(uid types.UID) []*unstructured.Unstructured { return c.sh.Cache.Owned(uid) },
 		Set:      c.set.Load,
 		Applier:  func(ctx context.Context) finalizer.Applier { return c.applier(ctx) },
-		Observe:  func(cs object.ChangeSet) { c.sh.Metrics.observeChanges(c.gvk.Kind, cs) },
+		Observe:  func(cs object.ChangeSet) { c.sh.Metrics.ObserveChanges(c.gvk.Kind, cs) },
 		Recorder: c.sh.Recorder,
 	}
 }

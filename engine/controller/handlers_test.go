@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/controller/crdinstall"
+	"github.com/loom-operator/loom/engine/controller/metrics"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
@@ -231,7 +232,7 @@ func TestRecordTransitions(t *testing.T) {
 
 func TestRecordDriftNamesChildAndField(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
-	c := &Controller{sh: &Shared{Recorder: rec, Metrics: newMetrics(nil)}, gvk: schema.GroupVersionKind{Kind: "MyResource"}}
+	c := &Controller{sh: &Shared{Recorder: rec, Metrics: metrics.New(nil)}, gvk: schema.GroupVersionKind{Kind: "MyResource"}}
 	ref := object.Ref{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Namespace: "ns", Name: "web"}
 	c.recordDrift(klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig())), u(t, parentYAML), object.ChangeSet{
 		{Ref: ref, Action: object.Configured, Drift: []string{"spec.replicas"}},

@@ -38,7 +38,7 @@ func NewController(ctx context.Context, sh *Shared, set *render.Set) *Controller
 func (c *Controller) Run(workers int, prev *Controller, stopped func()) {
 	defer func() {
 		stopped()
-		c.sh.Metrics.parents.untrack(c)
+		c.sh.Metrics.Parents.Untrack(c)
 		close(c.done)
 	}()
 	logger := klog.FromContext(c.ctx).WithValues("kind", c.gvk.Kind)

@@ -28,6 +28,7 @@ import (
 	"github.com/loom-operator/loom/engine/controller/childcache"
 	"github.com/loom-operator/loom/engine/controller/crdinstall"
 	"github.com/loom-operator/loom/engine/controller/identity"
+	"github.com/loom-operator/loom/engine/controller/metrics"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/reader"
 	"github.com/loom-operator/loom/engine/controller/seed"
@@ -98,7 +99,7 @@ type Manager struct {
 	seeds     *seed.Store
 	meta      metadata.Interface
 	recorder  record.EventRecorder
-	metrics   *metrics
+	metrics   *metrics.Metrics
 	broadcast record.EventBroadcaster
 
 	mu          sync.Mutex
@@ -197,19 +198,19 @@ func New(opts Options) (*Manager, error) {
 		applier:     apply.New(client, mapper, opts.FieldManager),
 		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "loom"}),
 		broadcast:   b,
-		metrics:     newMetrics(opts.Registry),
+		metrics:     metrics.New(opts.Registry),
 		controllers: map[schema.GroupKind]*Controller{},
 		retired:     map[schema.GroupKind]*Controller{},
 		dirs:        map[string]schema.GroupKind{},
 		awaited:     make(chan struct{}, 1),
 		caps:        reader.NewCapabilities(disco),
-		perms:       identity.NewPermissions(kube.AuthorizationV1().SelfSubjectAccessReviews(), opts.ReconcileTimeout),
+		perms:       identity.NewPermissions(kube.AuthorizationV1().SelfSubjectAccessReviews(), opts.ReconcileTimeout, opts.Namespace, opts.InstallCRDs),
 	}
 	if opts.InstallCRDs {
 		m.installer = crdinstall.New(client, opts.FieldManager, m.recorder, opts.ReconcileTimeout)
 	}
 	m.idents = identity.NewAccounts(opts.Config, httpClient.Transport, httpClient.Timeout, m.applier, kube.AuthorizationV1().SubjectAccessReviews())
-	registerLookupGauges(opts.Registry, func() childcache.Stats {
+	metrics.RegisterLookupGauges(opts.Registry, func() childcache.Stats {
 		m.mu.Lock()
 		cc := m.cache
 		m.mu.Unlock()
@@ -263,10 +264,10 @@ func (m *Manager) Run(ctx context.Context) error {
 		}
 	}
 	m.reportSchemaLocked(refused)
-	m.metrics.sets.Set(float64(len(m.dirs)))
+	m.metrics.Sets.Set(float64(len(m.dirs)))
 	m.mu.Unlock()
 	go m.watchCRDs(ctx)
-	go m.perms.Watch(ctx, m.permissionChecks, func(missing int) { m.metrics.missingPermissions.Set(float64(missing)) })
+	go m.perms.Watch(ctx, m.runningSets, func(missing int) { m.metrics.MissingPermissions.Set(float64(missing)) })
 	reloadDone := make(chan struct{})
 	go func() {
 		defer close(reloadDone)
@@ -308,7 +309,7 @@ func (m *Manager) addSetLocked(s *render.Set) error {
 	delete(m.retired, gk) // c waits for it, and whoever follows c waits for c
 	m.controllers[gk] = c
 	m.dirs[s.Dir] = gk
-	m.metrics.initSet(s.Dir)
+	m.metrics.InitSet(s.Dir)
 	m.runs.Add(1)
 	go m.runController(c, prev)
 	return nil

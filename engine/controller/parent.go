@@ -120,8 +120,8 @@ func (c *Controller) start(ctx context.Context, workers int) error {
 	}
 	g := c.newGen(ctx, held, nil)
 	c.gen.Store(g)
-	c.sh.Metrics.parents.track(c, c.gvk.Kind, g.states)
-	c.sh.Metrics.initKind(c.gvk.Kind)
+	c.sh.Metrics.Parents.Track(c, c.gvk.Kind, g.states)
+	c.sh.Metrics.InitKind(c.gvk.Kind)
 	logger.Info("Waiting for informer cache to sync", "resource", gvr.String())
 	if !cache.WaitForCacheSync(ctx.Done(), g.informer.HasSynced) {
 		c.queue.ShutDown()
@@ -397,7 +397,7 @@ func (c *Controller) processNextItem(ctx context.Context) bool {
 	err := c.reconcile(rctx, key, parent)
 	done()
 	c.forgetIfGone(key, uid)
-	c.sh.Metrics.observeReconcile(c.gvk.Kind, err, time.Since(start))
+	c.sh.Metrics.ObserveReconcile(c.gvk.Kind, err, time.Since(start))
 	if err == nil {
 		logger.V(4).Info("Reconciled", "duration", time.Since(start))
 		c.queue.Forget(key)

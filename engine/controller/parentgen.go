@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/controller/metrics"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/shard"
 )
@@ -24,7 +25,7 @@ import (
 type parentGen struct {
 	informer cache.SharedIndexInformer
 	held     shard.Set
-	states   *parentStates
+	states   *metrics.ParentStates
 	stop     context.CancelFunc
 	// retired is set when a newer generation took over: its events are
 	// ignored from then on.
@@ -45,7 +46,7 @@ func (c *Controller) store() cache.Indexer { return c.gen.Load().informer.GetInd
 // of held (all of them when unsharded). prev is the generation it follows,
 // nil for the first, which is live from the start.
 func (c *Controller) newGen(ctx context.Context, held shard.Set, prev *parentGen) *parentGen {
-	g := &parentGen{held: held, live: prev == nil, states: &parentStates{}}
+	g := &parentGen{held: held, live: prev == nil, states: &metrics.ParentStates{}}
 	if prev != nil {
 		g.prev = prev.informer.GetIndexer()
 	}
@@ -206,7 +207,7 @@ func (c *Controller) reshard(ctx context.Context) {
 func (c *Controller) swap(g *parentGen) {
 	old := c.gen.Swap(g)
 	old.retired.Store(true)
-	c.sh.Metrics.parents.track(c, c.gvk.Kind, g.states)
+	c.sh.Metrics.Parents.Track(c, c.gvk.Kind, g.states)
 	g.mu.Lock()
 	g.live, g.prev = true, nil
 	pending := g.pending

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/loom-operator/loom/engine/controller/metrics"
 	"github.com/loom-operator/loom/engine/pack"
 )
 
@@ -44,13 +45,13 @@ func newGenTest(t *testing.T, prev ...*pack.Packed) (*Controller, *parentGen) {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
 	t.Cleanup(q.ShutDown)
 	c := newTestController(q)
-	c.sh = &Shared{Metrics: newMetrics(nil)}
+	c.sh = &Shared{Metrics: metrics.New(nil)}
 	for _, p := range prev {
 		if err := c.store().Add(p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	g := &parentGen{prev: c.store(), states: &parentStates{},
+	g := &parentGen{prev: c.store(), states: &metrics.ParentStates{},
 		informer: cache.NewSharedIndexInformer(&cache.ListWatch{}, &pack.Packed{}, 0, cache.Indexers{})}
 	return c, g
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/controller/metrics"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/render"
 )
@@ -65,7 +66,7 @@ func newFakeManager(t *testing.T, onMapping func()) (*Manager, *record.FakeRecor
 		strip:       newWidgetServer(t),
 		applier:     apply.New(client, mapper, ""),
 		recorder:    rec,
-		metrics:     newMetrics(nil),
+		metrics:     metrics.New(nil),
 		crds:        crds,
 		controllers: map[schema.GroupKind]*Controller{},
 	}, rec

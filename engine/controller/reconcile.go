@@ -17,10 +17,10 @@ import (
 
 	"github.com/loom-operator/loom/engine/controller/childcache"
 	"github.com/loom-operator/loom/engine/controller/finalizer"
+	"github.com/loom-operator/loom/engine/controller/hookrun"
 	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/controller/reader"
 	"github.com/loom-operator/loom/engine/crd"
-	"github.com/loom-operator/loom/engine/hook"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"
@@ -74,7 +74,7 @@ type attempt struct {
 	// if it names one.
 	reader *reader.Reader
 	// hooks is the run of a chart's hooks (nil: none), from planChildren.
-	hooks *hookRun
+	hooks *hookrun.Run
 }
 
 // applied is what applyChildren left: the plan of its last pass, the
@@ -135,7 +135,7 @@ func (c *Controller) begin(ctx context.Context, key cache.ObjectName, parent *un
 	ctx = identity.WithAccount(ctx, id)
 	lookups.ActAs(id, c.sh.Identities)
 	if set.Chart() != nil {
-		parent = c.withRecord(parent)
+		parent = hookrun.WithRecord(parent, c.previous(parent))
 	}
 	return ctx, &attempt{key: key, parent: parent, set: set, revision: revision, reader: lookups}, nil
 }
@@ -152,7 +152,7 @@ func (c *Controller) planChildren(ctx context.Context, a *attempt) (*pipeline.Re
 		return nil, nil
 	}
 	if renderErr == nil {
-		a.hooks, renderErr = startHooks(a.parent, planned.Output)
+		a.hooks, renderErr = hookrun.Start(a.parent, planned.Output)
 	}
 	if renderErr != nil {
 		logger.V(2).Info("Render failed", "err", renderErr)
@@ -207,19 +207,19 @@ func (c *Controller) applyChildren(ctx context.Context, a *attempt, planned *pip
 // cluster-scoped children only once it carries the cluster-children
 // finalizer (owner is the parent as those patches left it, which it
 // returns). A chart's hooks are applied only when hook.Decide says so
-// (hooks.go): once per release revision, after their older run is
+// (hookrun): once per release revision, after their older run is
 // deleted. terminating reports an apply that met the namespace being
 // deleted: the reconcile stops there.
 func (c *Controller) applyPass(ctx context.Context, a *attempt, planned *pipeline.Result, owner *unstructured.Unstructured) (
 	_ *unstructured.Unstructured, results object.ChangeSet, live map[object.Ref]*unstructured.Unstructured, terminating bool) {
 	out := planned.Output
 	owner, held := c.guards.Protect(ctx, owner, out.Children)
-	toApply, hookDeletes, hookLive := c.gate(ctx, a.set, a.parent, a.hooks, out, planned.Plan.Apply, a.reader.Fresh)
+	toApply, hookDeletes, hookLive := a.hooks.Gate(ctx, hookCluster{c}, a.set, a.parent, out, planned.Plan.Apply, a.reader.Fresh)
 	results, live = c.applyAll(ctx, toApply, a.reader.Fresh, held)
 	if terminatingIn(results) {
 		return owner, results, live, true
 	}
-	a.hooks.applied(results)
+	a.hooks.Applied(results)
 	maps.Copy(live, hookLive)
 	results = append(results, hookDeletes...)
 	c.recordDrift(ctx, a.parent, results)
@@ -244,7 +244,7 @@ func (c *Controller) pruneChildren(ctx context.Context, a *attempt, ap *applied)
 		ap.all = append(ap.all, pruned...)
 		errs = errors.Join(pruneErr, finErr)
 	}
-	c.sh.Metrics.observeChanges(c.gvk.Kind, ap.all)
+	c.sh.Metrics.ObserveChanges(c.gvk.Kind, ap.all)
 	if n := ap.all.Writes(); n > 0 {
 		klog.FromContext(ctx).V(2).Info("Applied children", "writes", n)
 	}
@@ -265,12 +265,12 @@ func (c *Controller) report(ctx context.Context, a *attempt, ap *applied) error 
 		in.Extra[crd.StatusNotes] = out.Notes
 	}
 	if a.hooks != nil {
-		in.Release = a.hooks.rec.Map()
+		in.Release = a.hooks.Release()
 	}
 	if err := c.writeStatus(ctx, a.set, a.parent, in); err != nil {
 		return err
 	}
-	if a.hooks.changed() {
+	if a.hooks.Changed() {
 		// A hook the Record now calls done is dropped by the next render,
 		// and what waited for it goes ahead: no child event may come.
 		c.queue.Add(a.key)
@@ -426,7 +426,7 @@ func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructure
 	for _, child := range c.sh.Cache.Owned(parent.GetUID()) {
 		switch {
 		case keep[object.RefOf(child)] || !object.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil:
-		case child.GetAnnotations()[hook.AnnotationRevision] != "":
+		case hookrun.IsRun(child):
 			// A hook's run is not pruned when it no longer renders (it
 			// is done, or of another event): as under Helm, it stays
 			// until its delete policy, its next run or the parent's

@@ -140,19 +140,19 @@ func (m *Manager) reload(ctx context.Context) {
 			if err := m.addSetLocked(s); err != nil {
 				logger.Error(err, "Template set rejected", "set", s.Dir)
 			}
-			m.metrics.reloads.WithLabelValues(s.Dir, "success").Inc()
+			m.metrics.Reloads.WithLabelValues(s.Dir, "success").Inc()
 			continue
 		}
 		if old.Dir != s.Dir || old.Fingerprint() != s.Fingerprint() {
 			c.UseSet(s)
-			m.metrics.reloads.WithLabelValues(s.Dir, "success").Inc()
+			m.metrics.Reloads.WithLabelValues(s.Dir, "success").Inc()
 			logger.Info("Template set reloaded; reconciling every parent", "set", s.Dir, "kind", gk.String())
 			c.EnqueueAll()
 		}
 	}
 	m.reportSchemaLocked(refused)
 	for _, se := range broken {
-		m.metrics.reloads.WithLabelValues(se.Dir, "error").Inc()
+		m.metrics.Reloads.WithLabelValues(se.Dir, "error").Inc()
 		logger.Error(se, "Template set failed to load; keeping its last good version", "set", se.Dir)
 		if gk, ok := m.dirs[se.Dir]; ok {
 			m.eventOnKind(gk, "TemplateSetInvalid", se.Error())
@@ -170,7 +170,7 @@ func (m *Manager) reload(ctx context.Context) {
 			m.retireLocked(gk)
 		}
 	}
-	m.metrics.sets.Set(float64(len(m.dirs)))
+	m.metrics.Sets.Set(float64(len(m.dirs)))
 	m.perms.Wake()
 }
 

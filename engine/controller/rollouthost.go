@@ -12,14 +12,13 @@ import (
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/rollouts"
 	"github.com/loom-operator/loom/engine/render"
-	"github.com/loom-operator/loom/engine/rollout"
 )
 
 // newRollout returns the rollout of c's set (engine/controller/rollouts),
 // which c's start, reloads and reconciles drive.
 func newRollout(c *Controller) *rollouts.Rollout {
 	sh := c.sh
-	return rollouts.New(rollouts.Config{Client: sh.Client, Resolver: sh.Applier, Recorder: sh.Recorder, Metrics: sh.Metrics.rollout,
+	return rollouts.New(rollouts.Config{Client: sh.Client, Resolver: sh.Applier, Recorder: sh.Recorder, Metrics: sh.Metrics.Rollout,
 		Clock: sh.Clock, Namespace: sh.Namespace, FieldManager: sh.FieldManager, Timeout: sh.ReconcileTimeout},
 		rolloutHost{c})
 }
@@ -40,8 +39,17 @@ type rolloutHost struct{ c *Controller }
 
 func (h rolloutHost) Folder() *render.Set { return h.c.set.Load() }
 
-func (h rolloutHost) Parents() ([]rollout.Parent, map[string]*unstructured.Unstructured) {
-	return h.parentsOf(h.c.store().List())
+func (h rolloutHost) Parents() []rollouts.Parent {
+	list := h.c.store().List()
+	out := make([]rollouts.Parent, 0, len(list))
+	for _, o := range list {
+		p, ok := packwatch.Unpack(o)
+		if !ok || p.GetDeletionTimestamp() != nil {
+			continue
+		}
+		out = append(out, h.parent(p))
+	}
+	return out
 }
 
 func (h rolloutHost) CountParents() int { return len(h.c.store().ListKeys()) }
@@ -68,65 +76,44 @@ func (h rolloutHost) EnterShard(ctx context.Context, uid types.UID) (context.Con
 	return withParentUID(ctx, uid), leave, true
 }
 
-// parentsOf is Parents of the cached (packed) parents in list.
-func (h rolloutHost) parentsOf(list []any) ([]rollout.Parent, map[string]*unstructured.Unstructured) {
-	out := make([]rollout.Parent, 0, len(list))
-	objs := make(map[string]*unstructured.Unstructured, len(list))
-	for _, o := range list {
-		p, ok := packwatch.Unpack(o)
-		if !ok || p.GetDeletionTimestamp() != nil {
-			continue
-		}
-		p = h.c.previous(p)
-		objs[p.GetNamespace()+"/"+p.GetName()] = p
-		out = append(out, rolloutParent(p))
-	}
-	return out, objs
-}
-
 // AllParents reads every parent of the kind from the API server, a page
-// at a time, and keeps only what Decide needs of each: the decider of a
-// sharded rollout decides over the parents of every replica, and its
-// cache holds only its own.
-func (h rolloutHost) AllParents(ctx context.Context) ([]rollout.Parent, error) {
+// at a time, and hands each to each: the decider of a sharded rollout
+// decides over the parents of every replica, and its cache holds only its
+// own.
+func (h rolloutHost) AllParents(ctx context.Context, each func(rollouts.Parent)) error {
 	c := h.c
 	lw := c.sh.Parents.ListWatch(c.gvr, c.sh.Namespace, nil)
-	var out []rollout.Parent
 	opts := metav1.ListOptions{Limit: 500}
 	for {
 		lctx, cancel := context.WithTimeout(ctx, c.sh.ReconcileTimeout)
 		obj, err := lw.ListWithContextFunc(lctx, opts)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("list %s for the rollout of %s: %w", c.gvr.Resource, c.rollouts.Name(), err)
+			return fmt.Errorf("list %s for the rollout of %s: %w", c.gvr.Resource, c.rollouts.Name(), err)
 		}
 		l, ok := obj.(*packwatch.List)
 		if !ok {
-			return nil, fmt.Errorf("list %s for the rollout of %s: unexpected %T", c.gvr.Resource, c.rollouts.Name(), obj)
+			return fmt.Errorf("list %s for the rollout of %s: unexpected %T", c.gvr.Resource, c.rollouts.Name(), obj)
 		}
 		for _, p := range l.Items {
 			if u, ok := packwatch.Unpack(p); ok && u.GetDeletionTimestamp() == nil {
-				out = append(out, rolloutParent(c.previous(u)))
+				each(h.parent(u))
 			}
 		}
 		if l.Continue == "" {
-			return out, nil
+			return nil
 		}
 		opts.Continue = l.Continue
 	}
 }
 
-// rolloutParent is what Decide needs of one parent.
-func rolloutParent(p *unstructured.Unstructured) rollout.Parent {
+// parent is p as the rollout sees it: with the newest status Loom knows
+// of, and what its Ready and Degraded conditions say.
+func (h rolloutHost) parent(p *unstructured.Unstructured) rollouts.Parent {
+	p = h.c.previous(p)
 	st, _ := p.Object["status"].(map[string]any)
-	gen, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
-	current := gen == p.GetGeneration()
-	rev, _ := st["templateRevision"].(string)
 	ready, degraded := conditionOf(st, "Ready"), conditionOf(st, "Degraded")
-	msg := ready.message
-	if degraded.status == "True" {
-		msg = degraded.message
-	}
-	return rollout.Parent{Name: p.GetNamespace() + "/" + p.GetName(), UID: string(p.GetUID()), Canary: rollouts.IsCanary(p), Revision: rev,
-		Ready: current && ready.status == "True", Degraded: current && degraded.status == "True", Message: msg}
+	return rollouts.Parent{Object: p,
+		Ready:    rollouts.Condition{Status: ready.status, Message: ready.message},
+		Degraded: rollouts.Condition{Status: degraded.status, Message: degraded.message}}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/controller/identity"
+	"github.com/loom-operator/loom/engine/controller/metrics"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/reader"
 	"github.com/loom-operator/loom/engine/controller/seed"
@@ -35,7 +36,7 @@ type Shared struct {
 	// Recorder records Events on parents.
 	Recorder record.EventRecorder
 	// Metrics are Loom's metrics.
-	Metrics *metrics
+	Metrics *metrics.Metrics
 	// Identities are the sets' ServiceAccounts Loom acts as.
 	Identities identity.Source
 	// Seeds keeps the seeds of charts' random functions.

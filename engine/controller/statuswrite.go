@@ -152,7 +152,7 @@ func (c *Controller) writeStatus(ctx context.Context, set *render.Set, parent *u
 	if err != nil {
 		return fmt.Errorf("write status of %s %s/%s: %w", c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
 	}
-	c.sh.Metrics.statusWrites.WithLabelValues(c.gvk.Kind).Inc()
+	c.sh.Metrics.StatusWrites.WithLabelValues(c.gvk.Kind).Inc()
 	c.rememberWritten(parent, resp.GetResourceVersion(), want)
 	c.recordTransitions(parent, prev, want)
 	return nil

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/rbac"
+	"github.com/loom-operator/loom/engine/render"
 )
 
 // Intervals of the permission check: while a permission is missing Loom
@@ -31,15 +32,21 @@ type Permissions struct {
 	kick    chan struct{} // a reload changed the sets
 	// timeout bounds each review.
 	timeout time.Duration
+	// namespace is the one namespace Loom watches (empty: all), and
+	// installCRDs whether Loom installs the sets' CRDs: what rbac.Generate
+	// needs besides the sets.
+	namespace   string
+	installCRDs bool
 
 	mu      sync.Mutex
 	missing []string // rbac.Check.String of each, in order
 }
 
 // NewPermissions returns the Permissions that ask reviews, each review
-// bounded by timeout.
-func NewPermissions(reviews authclient.SelfSubjectAccessReviewInterface, timeout time.Duration) *Permissions {
-	return &Permissions{reviews: reviews, kick: make(chan struct{}, 1), timeout: timeout}
+// bounded by timeout, of what the sets need when Loom watches namespace
+// (empty: all) and, with installCRDs, installs the sets' CRDs.
+func NewPermissions(reviews authclient.SelfSubjectAccessReviewInterface, timeout time.Duration, namespace string, installCRDs bool) *Permissions {
+	return &Permissions{reviews: reviews, kick: make(chan struct{}, 1), timeout: timeout, namespace: namespace, installCRDs: installCRDs}
 }
 
 // Wake asks for a check now (a reload changed the sets).
@@ -68,15 +75,15 @@ func (p *Permissions) Err() error {
 
 // Watch checks Loom's permissions at start, after each Wake, and then
 // every permissionsRecheck while one is missing, else every
-// permissionsRefresh, until ctx is done. needs returns the checks of what
-// the running sets need at that moment; report is told how many are
-// missing after each check that succeeded. A failed review keeps the last
-// answer.
-func (p *Permissions) Watch(ctx context.Context, needs func() []rbac.Check, report func(missing int)) {
+// permissionsRefresh, until ctx is done. sets returns the running sets at
+// that moment, whose needs (permissionChecks) are checked; report is told
+// how many are missing after each check that succeeded. A failed review
+// keeps the last answer.
+func (p *Permissions) Watch(ctx context.Context, sets func() []*render.Set, report func(missing int)) {
 	logger := klog.FromContext(ctx)
 	for {
 		wait := permissionsRefresh
-		missing, err := p.missingOf(ctx, needs())
+		missing, err := p.missingOf(ctx, p.permissionChecks(sets()))
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -108,6 +115,22 @@ func (p *Permissions) Watch(ctx context.Context, needs func() []rbac.Check, repo
 		case <-t.C:
 		}
 	}
+}
+
+// permissionChecks are the permissions the running sets need
+// (rbac.Generate).
+func (p *Permissions) permissionChecks(running []*render.Set) []rbac.Check {
+	var sets []rbac.Set
+	for _, s := range running {
+		rs, err := rbac.FromSet(s)
+		if err != nil {
+			// A kind computed by a template: the check cannot know
+			// it; the rest is checked.
+			rs = rbac.Set{Name: s.Name, Config: s.Config, Seeded: s.Seeded()}
+		}
+		sets = append(sets, rs)
+	}
+	return rbac.Generate(sets, rbac.Options{Namespace: p.namespace, InstallCRDs: p.installCRDs}).Checks()
 }
 
 // missingOf asks about each permission of checks, and returns those Loom

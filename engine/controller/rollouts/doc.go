@@ -3,7 +3,8 @@
 //
 // A Rollout belongs to the parent controller of its set (engine/controller),
 // which it sees through the Host interface: the set as its folder holds it
-// now, the parents to decide over, and a way to have parents reconciled.
+// now, the parents to decide over (Parent: each object with what its
+// conditions say), and a way to have parents reconciled.
 // The Manager's client, recorder, metrics and options reach it as a Config.
 //
 // Data flows in a loop. The TemplateSet's informer, a reload of the folder

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/loom-operator/loom/engine/render"
-	"github.com/loom-operator/loom/engine/rollout"
 )
 
 // Host is what a rollout needs of the parent controller of its set: the
@@ -25,17 +23,18 @@ type Host interface {
 	// Folder is the set as loaded from its folder now (a reload replaces
 	// it).
 	Folder() *render.Set
-	// Parents returns what Decide needs of each parent the controller
-	// caches and that is not being deleted, and those parents by
-	// namespace/name; each carries the newest status Loom knows of.
-	Parents() ([]rollout.Parent, map[string]*unstructured.Unstructured)
+	// Parents returns each parent the controller caches and that is not
+	// being deleted; each carries the newest status Loom knows of.
+	Parents() []Parent
 	// CountParents is the number of parents the controller caches; none
 	// is decoded.
 	CountParents() int
-	// AllParents reads what Decide needs of every parent of the kind from
-	// the API server, not only those this replica caches: the decider of
-	// a sharded rollout decides over the parents of every replica.
-	AllParents(ctx context.Context) ([]rollout.Parent, error)
+	// AllParents reads every parent of the kind that is not being deleted
+	// from the API server, not only those this replica caches, and hands
+	// each to each, with the newest status Loom knows of: the decider of
+	// a sharded rollout decides over the parents of every replica, and
+	// keeps only what Decide needs of each.
+	AllParents(ctx context.Context, each func(Parent)) error
 	// Enqueue asks for a reconcile of one parent.
 	Enqueue(name cache.ObjectName)
 	// EnqueueAll asks for a reconcile of every cached parent once the

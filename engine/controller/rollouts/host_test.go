@@ -18,21 +18,18 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/render"
-	"github.com/loom-operator/loom/engine/rollout"
 )
 
 // fakeHost is a parent controller, not sharded, that caches no parents.
 type fakeHost struct{ folder atomic.Pointer[render.Set] }
 
-func (h *fakeHost) Folder() *render.Set { return h.folder.Load() }
-func (h *fakeHost) Parents() ([]rollout.Parent, map[string]*unstructured.Unstructured) {
-	return []rollout.Parent{}, map[string]*unstructured.Unstructured{}
-}
-func (h *fakeHost) CountParents() int                                    { return 0 }
-func (h *fakeHost) AllParents(context.Context) ([]rollout.Parent, error) { return nil, nil }
-func (h *fakeHost) Enqueue(cache.ObjectName)                             {}
-func (h *fakeHost) EnqueueAll()                                          {}
-func (h *fakeHost) Sharded() bool                                        { return false }
+func (h *fakeHost) Folder() *render.Set                            { return h.folder.Load() }
+func (h *fakeHost) Parents() []Parent                              { return nil }
+func (h *fakeHost) CountParents() int                              { return 0 }
+func (h *fakeHost) AllParents(context.Context, func(Parent)) error { return nil }
+func (h *fakeHost) Enqueue(cache.ObjectName)                       {}
+func (h *fakeHost) EnqueueAll()                                    {}
+func (h *fakeHost) Sharded() bool                                  { return false }
 func (h *fakeHost) EnterShard(ctx context.Context, _ types.UID) (context.Context, func(), bool) {
 	return ctx, func() {}, true
 }

@@ -45,7 +45,7 @@ func (r *Rollout) follow(ctx context.Context, folder *render.Set) error {
 		return err
 	}
 	r.after = 0
-	_, objs := r.host.Parents()
+	_, objs := r.parents()
 	old := r.view.Swap(&rolloutView{state: s, sets: sets})
 	for _, p := range objs {
 		k := rollout.Key(string(p.GetUID()), IsCanary(p))

@@ -69,12 +69,12 @@ func (r *Rollout) sync(ctx context.Context) error {
 	case sharded:
 		// Every replica's parents decide; this one's are enqueued when
 		// their revision moves (the others', by their replicas).
-		if in.Parents, err = r.host.AllParents(ctx); err != nil {
+		if in.Parents, err = r.allParents(ctx); err != nil {
 			return err
 		}
-		_, objs = r.host.Parents()
+		_, objs = r.parents()
 	case folder.Config.Rollout != nil || prev.CandidateRevision != "":
-		in.Parents, objs = r.host.Parents()
+		in.Parents, objs = r.parents()
 	default:
 		// Without a rollout, only the count of parents is shown: no
 		// parent is decoded.

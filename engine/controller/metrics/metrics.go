@@ -1,4 +1,4 @@
-package controller
+package metrics
 
 import (
 	"time"
@@ -9,26 +9,33 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are Loom's Prometheus metrics, registered on a registry the
+// Metrics are Loom's Prometheus metrics, registered on a registry the
 // caller owns (cmd/loom serves it on /metrics).
-type metrics struct {
-	reconciles   *prometheus.CounterVec
-	duration     *prometheus.HistogramVec
-	changes      *prometheus.CounterVec
-	statusWrites *prometheus.CounterVec
-	driftRepairs *prometheus.CounterVec
-	sets         prometheus.Gauge
-	reloads      *prometheus.CounterVec
-	parents      *parentsCollector
-	// rollout holds the series of every set's rollout.
-	rollout rollouts.Metrics
-	// missingPermissions counts the RBAC permissions the sets need that
+type Metrics struct {
+	reconciles *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	changes    *prometheus.CounterVec
+	// StatusWrites counts status writes, by parent kind.
+	StatusWrites *prometheus.CounterVec
+	// DriftRepairs counts children changed back, by parent kind.
+	DriftRepairs *prometheus.CounterVec
+	// Sets is the number of template sets loaded.
+	Sets prometheus.Gauge
+	// Reloads counts reloads, by set and result.
+	Reloads *prometheus.CounterVec
+	// Parents is loom_parents, which each parent controller's counts
+	// join (Track) while it runs.
+	Parents *ParentsCollector
+	// Rollout holds the series of every set's rollout.
+	Rollout rollouts.Metrics
+	// MissingPermissions counts the RBAC permissions the sets need that
 	// Loom lacks (identity.Permissions).
-	missingPermissions prometheus.Gauge
+	MissingPermissions prometheus.Gauge
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{
+// New returns the Metrics, registered on reg (nil: none).
+func New(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loom_reconcile_total", Help: "Reconciles by parent kind and result (success, error).",
 		}, []string{"kind", "result"}),
@@ -39,54 +46,54 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loom_child_changes_total", Help: "Apply results for children by parent kind and action (created, configured, unchanged, pruned, orphaned, failed).",
 		}, []string{"kind", "action"}),
-		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+		StatusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loom_status_writes_total", Help: "Status writes by parent kind.",
 		}, []string{"kind"}),
-		driftRepairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+		DriftRepairs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loom_drift_reverted_total", Help: "Children that another writer had changed and Loom changed back, by parent kind.",
 		}, []string{"kind"}),
-		sets: prometheus.NewGauge(prometheus.GaugeOpts{
+		Sets: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "loom_template_sets", Help: "Template sets loaded, each with the controller of its parent kind.",
 		}),
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loom_template_reloads_total", Help: "Template set reloads by set and result (success, error).",
 		}, []string{"set", "result"}),
-		parents: newParentsCollector(),
-		rollout: rollouts.NewMetrics(),
-		missingPermissions: prometheus.NewGauge(prometheus.GaugeOpts{
+		Parents: newParentsCollector(),
+		Rollout: rollouts.NewMetrics(),
+		MissingPermissions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "loom_rbac_missing_permissions", Help: "RBAC permissions that the template sets need (loom rbac) and Loom lacks; /readyz names them.",
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reconciles, m.duration, m.changes, m.statusWrites, m.driftRepairs, m.sets, m.reloads, m.rollout.Step, m.rollout.Parents,
-			m.parents, m.rollout.Failures, m.missingPermissions)
+		reg.MustRegister(m.reconciles, m.duration, m.changes, m.StatusWrites, m.DriftRepairs, m.Sets, m.Reloads, m.Rollout.Step, m.Rollout.Parents,
+			m.Parents, m.Rollout.Failures, m.MissingPermissions)
 	}
 	return m
 }
 
-// initKind makes a parent kind's series exist, at 0, once its controller
+// InitKind makes a parent kind's series exist, at 0, once its controller
 // starts: reconciles by result, their duration, status writes, drift
 // reverted and failed child changes. Dashboards then show the kind, and an
 // alert on rate() or increase() sees the first error.
-func (m *metrics) initKind(kind string) {
+func (m *Metrics) InitKind(kind string) {
 	m.reconciles.WithLabelValues(kind, "success").Add(0)
 	m.reconciles.WithLabelValues(kind, "error").Add(0)
 	m.duration.WithLabelValues(kind)
-	m.statusWrites.WithLabelValues(kind).Add(0)
-	m.driftRepairs.WithLabelValues(kind).Add(0)
+	m.StatusWrites.WithLabelValues(kind).Add(0)
+	m.DriftRepairs.WithLabelValues(kind).Add(0)
 	m.changes.WithLabelValues(kind, string(object.Failed)).Add(0)
 }
 
-// initSet makes a template set's reload series exist, at 0, once it is
+// InitSet makes a template set's reload series exist, at 0, once it is
 // loaded (dir is the set's folder, the set label of its reloads).
-func (m *metrics) initSet(dir string) {
-	m.reloads.WithLabelValues(dir, "success").Add(0)
-	m.reloads.WithLabelValues(dir, "error").Add(0)
+func (m *Metrics) InitSet(dir string) {
+	m.Reloads.WithLabelValues(dir, "success").Add(0)
+	m.Reloads.WithLabelValues(dir, "error").Add(0)
 }
 
-// registerLookupGauges registers, on reg (nil for none), gauges of what
+// RegisterLookupGauges registers, on reg (nil for none), gauges of what
 // the lookup cache holds, read from stats when scraped.
-func registerLookupGauges(reg prometheus.Registerer, stats func() childcache.Stats) {
+func RegisterLookupGauges(reg prometheus.Registerer, stats func() childcache.Stats) {
 	if reg == nil {
 		return
 	}
@@ -103,7 +110,9 @@ func registerLookupGauges(reg prometheus.Registerer, stats func() childcache.Sta
 	)
 }
 
-func (m *metrics) observeReconcile(kind string, err error, d time.Duration) {
+// ObserveReconcile counts one reconcile of a parent of kind, which took d
+// and returned err.
+func (m *Metrics) ObserveReconcile(kind string, err error, d time.Duration) {
 	result := "success"
 	if err != nil {
 		result = "error"
@@ -112,7 +121,8 @@ func (m *metrics) observeReconcile(kind string, err error, d time.Duration) {
 	m.duration.WithLabelValues(kind).Observe(d.Seconds())
 }
 
-func (m *metrics) observeChanges(kind string, cs object.ChangeSet) {
+// ObserveChanges counts the apply results cs of a parent of kind.
+func (m *Metrics) ObserveChanges(kind string, cs object.ChangeSet) {
 	for _, r := range cs {
 		m.changes.WithLabelValues(kind, string(r.Action)).Inc()
 	}

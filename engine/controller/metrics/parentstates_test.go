@@ -1,4 +1,4 @@
-package controller
+package metrics
 
 import (
 	"fmt"
@@ -33,20 +33,20 @@ func packedParent(t *testing.T, name, state string) *pack.Packed {
 // its state until it changes state or goes, whichever way its delete is
 // told (the object, or DeletedFinalStateUnknown after a missed watch).
 func TestParentStates(t *testing.T) {
-	type event func(t *testing.T, s *parentStates)
+	type event func(t *testing.T, s *ParentStates)
 	add := func(name, state string) event {
-		return func(t *testing.T, s *parentStates) { s.OnAdd(packedParent(t, name, state), false) }
+		return func(t *testing.T, s *ParentStates) { s.OnAdd(packedParent(t, name, state), false) }
 	}
 	update := func(name, from, to string) event {
-		return func(t *testing.T, s *parentStates) {
+		return func(t *testing.T, s *ParentStates) {
 			s.OnUpdate(packedParent(t, name, from), packedParent(t, name, to))
 		}
 	}
 	del := func(name, state string) event {
-		return func(t *testing.T, s *parentStates) { s.OnDelete(packedParent(t, name, state)) }
+		return func(t *testing.T, s *ParentStates) { s.OnDelete(packedParent(t, name, state)) }
 	}
 	delUnknown := func(name, state string) event {
-		return func(t *testing.T, s *parentStates) {
+		return func(t *testing.T, s *ParentStates) {
 			s.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/" + name, Obj: packedParent(t, name, state)})
 		}
 	}
@@ -68,12 +68,12 @@ func TestParentStates(t *testing.T) {
 			want: map[string]int{"Ready": 1}},
 		{name: "deleted while the watch was down", events: []event{add("a", "Ready"), add("b", "Failed"), delUnknown("b", "Failed")},
 			want: map[string]int{"Ready": 1}},
-		{name: "a delete of something else is ignored", events: []event{add("a", "Ready"), func(t *testing.T, s *parentStates) { s.OnDelete("not a parent") }},
+		{name: "a delete of something else is ignored", events: []event{add("a", "Ready"), func(t *testing.T, s *ParentStates) { s.OnDelete("not a parent") }},
 			want: map[string]int{"Ready": 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &parentStates{}
+			s := &ParentStates{}
 			for _, e := range tt.events {
 				e(t, s)
 			}
@@ -90,16 +90,16 @@ func TestParentStates(t *testing.T) {
 // kind whose controller is gone has no series left.
 func TestParentsMetric(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := newMetrics(reg)
-	a, b, other := &parentStates{}, &parentStates{}, &parentStates{}
+	m := New(reg)
+	a, b, other := &ParentStates{}, &ParentStates{}, &ParentStates{}
 	a.OnAdd(packedParent(t, "x", "Ready"), false)
 	a.OnAdd(packedParent(t, "y", "Failed"), false)
 	b.OnAdd(packedParent(t, "z", "Ready"), false)
 	other.OnAdd(packedParent(t, "w", ""), false)
 	var ka, kb, ko int // distinct owners
-	m.parents.track(&ka, "MyResource", a)
-	m.parents.track(&kb, "MyResource", b)
-	m.parents.track(&ko, "Other", other)
+	m.Parents.Track(&ka, "MyResource", a)
+	m.Parents.Track(&kb, "MyResource", b)
+	m.Parents.Track(&ko, "Other", other)
 	want := `
 # HELP loom_parents Parents by kind and status.state (Building, Ready, Failed, Deleting; Unknown: no state written yet), as the parent cache holds them.
 # TYPE loom_parents gauge
@@ -117,8 +117,8 @@ loom_parents{kind="Other",state="Unknown"} 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "loom_parents"); err != nil {
 		t.Error(err)
 	}
-	m.parents.untrack(&ko)
-	if n := testutil.CollectAndCount(m.parents, "loom_parents"); n != 5 {
+	m.Parents.Untrack(&ko)
+	if n := testutil.CollectAndCount(m.Parents, "loom_parents"); n != 5 {
 		t.Errorf("%d series after the Other controller stopped, want 5", n)
 	}
 }

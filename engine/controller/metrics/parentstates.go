@@ -1,4 +1,4 @@
-package controller
+package metrics
 
 // Parents by state: the loom_parents gauge, counted from the parent
 // informers' events.
@@ -21,7 +21,7 @@ const stateUnknown = "Unknown"
 // not, so that an alert on one of them has a series to compare.
 var parentStateLabels = []string{status.StateBuilding, status.StateReady, status.StateFailed, status.StateDeleting, stateUnknown}
 
-// parentStates counts one parent kind's parents by status.state. It is a
+// ParentStates counts one parent kind's parents by status.state. It is a
 // handler of the parent informer's events: an add counts the parent under
 // its state, an update moves it from the old object's state to the new
 // one's, a delete uncounts the last state the cache held. The informer
@@ -29,19 +29,19 @@ var parentStateLabels = []string{status.StateBuilding, status.StateReady, status
 // delete's last state, even after a missed watch), so the counts follow
 // the cache exactly with no per-parent memory; each event costs a scan of
 // the parent's JSON for status.state (pack.Packed.StatusState), no decode.
-type parentStates struct {
+type ParentStates struct {
 	mu sync.Mutex
 	n  map[string]int
 }
 
 // OnAdd counts a parent the cache added.
-func (s *parentStates) OnAdd(obj any, _ bool) { s.move("", parentStateOf(obj)) }
+func (s *ParentStates) OnAdd(obj any, _ bool) { s.move("", parentStateOf(obj)) }
 
 // OnUpdate moves a parent from its old state to its new one.
-func (s *parentStates) OnUpdate(old, cur any) { s.move(parentStateOf(old), parentStateOf(cur)) }
+func (s *ParentStates) OnUpdate(old, cur any) { s.move(parentStateOf(old), parentStateOf(cur)) }
 
 // OnDelete uncounts a parent the cache dropped.
-func (s *parentStates) OnDelete(obj any) {
+func (s *ParentStates) OnDelete(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -50,7 +50,7 @@ func (s *parentStates) OnDelete(obj any) {
 
 // move uncounts one parent from state from and counts it under to; ""
 // means none (an add, a delete, or an object that is not a parent).
-func (s *parentStates) move(from, to string) {
+func (s *ParentStates) move(from, to string) {
 	if from == to {
 		return
 	}
@@ -70,7 +70,7 @@ func (s *parentStates) move(from, to string) {
 }
 
 // counts returns a copy of the counts, by state.
-func (s *parentStates) counts() map[string]int {
+func (s *ParentStates) counts() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[string]int, len(s.n))
@@ -93,9 +93,9 @@ func parentStateOf(obj any) string {
 	return stateUnknown
 }
 
-// parentsCollector is loom_parents: the counts of every running parent
+// ParentsCollector is loom_parents: the counts of every running parent
 // controller, read when scraped.
-type parentsCollector struct {
+type ParentsCollector struct {
 	desc *prometheus.Desc
 	mu   sync.Mutex
 	// sources are keyed by their controller, so that the controller that
@@ -105,11 +105,11 @@ type parentsCollector struct {
 
 type parentSource struct {
 	kind   string
-	states *parentStates
+	states *ParentStates
 }
 
-func newParentsCollector() *parentsCollector {
-	return &parentsCollector{
+func newParentsCollector() *ParentsCollector {
+	return &ParentsCollector{
 		desc: prometheus.NewDesc("loom_parents",
 			"Parents by kind and status.state (Building, Ready, Failed, Deleting; Unknown: no state written yet), as the parent cache holds them.",
 			[]string{"kind", "state"}, nil),
@@ -117,25 +117,25 @@ func newParentsCollector() *parentsCollector {
 	}
 }
 
-// track reports states, under kind, for owner until untrack(owner).
-func (p *parentsCollector) track(owner any, kind string, states *parentStates) {
+// Track reports states, under kind, for owner until Untrack(owner).
+func (p *ParentsCollector) Track(owner any, kind string, states *ParentStates) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sources[owner] = parentSource{kind: kind, states: states}
 }
 
-// untrack stops reporting owner's counts.
-func (p *parentsCollector) untrack(owner any) {
+// Untrack stops reporting owner's counts.
+func (p *ParentsCollector) Untrack(owner any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.sources, owner)
 }
 
 // Describe implements prometheus.Collector.
-func (p *parentsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- p.desc }
+func (p *ParentsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- p.desc }
 
 // Collect implements prometheus.Collector.
-func (p *parentsCollector) Collect(ch chan<- prometheus.Metric) {
+func (p *ParentsCollector) Collect(ch chan<- prometheus.Metric) {
 	p.mu.Lock()
 	byKind := map[string]map[string]int{}
 	for _, src := range p.sources {

@@ -1,9 +1,4 @@
-package controller
-
-// A chart's hooks, run once per release revision (engine/hook): the
-// decisions are hook.Decide's; this file reads what they need (the
-// parent's status.release, each hook's live object), acts on them, and
-// gives the Record the status write keeps.
+package hookrun
 
 import (
 	"context"
@@ -12,8 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/hook"
@@ -22,11 +17,26 @@ import (
 	"github.com/loom-operator/loom/engine/status"
 )
 
-// withRecord is parent with the status.release Loom last wrote to it,
-// when the cache has not caught up with that write: a render reads its
-// release from there, and a stale one would run a done hook again.
-func (c *Controller) withRecord(parent *unstructured.Unstructured) *unstructured.Unstructured {
-	prev := c.previous(parent)
+// Cluster is what a Run needs of the parent controller: its child cache,
+// the API server for a hook the cache does not hold, and the deletes of
+// the reconcile's identity. It is the seam between a chart's hooks and
+// the controller, which implements it.
+type Cluster interface {
+	// Cached returns ref's object as the child cache holds it, or nil.
+	Cached(ref object.Ref) *unstructured.Unstructured
+	// Resource resolves a kind to the resource the cluster serves it as.
+	Resource(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error)
+	// Get reads one object from the API server.
+	Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
+	// Prune deletes objs, as the reconcile that ctx belongs to acts.
+	Prune(ctx context.Context, objs []*unstructured.Unstructured) object.ChangeSet
+}
+
+// WithRecord is parent with the status.release Loom last wrote to it
+// (prev is parent with the newest status Loom knows of), when the cache
+// has not caught up with that write: a render reads its release from
+// there, and a stale one would run a done hook again.
+func WithRecord(parent, prev *unstructured.Unstructured) *unstructured.Unstructured {
 	rec, ok, _ := unstructured.NestedFieldNoCopy(prev.Object, "status", hook.StatusField)
 	cur, _, _ := unstructured.NestedFieldNoCopy(parent.Object, "status", hook.StatusField)
 	if !ok || equality.Semantic.DeepEqual(rec, cur) {
@@ -42,8 +52,8 @@ func (c *Controller) withRecord(parent *unstructured.Unstructured) *unstructured
 	return p
 }
 
-// hookRun is what one reconcile does with a chart's hooks.
-type hookRun struct {
+// Run is what one reconcile does with a chart's hooks.
+type Run struct {
 	// rec is the Record the status write keeps.
 	rec hook.Record
 	// stored is the Record the reconcile started from.
@@ -56,9 +66,9 @@ type hookRun struct {
 	done map[object.Ref]bool
 }
 
-// startHooks begins the hooks' run of a reconcile of parent rendered as
-// out (nil for a set that is not a chart).
-func startHooks(parent *unstructured.Unstructured, out *render.Output) (*hookRun, error) {
+// Start begins the hooks' run of a reconcile of parent rendered as out
+// (nil for a set that is not a chart).
+func Start(parent *unstructured.Unstructured, out *render.Output) (*Run, error) {
 	if out.Release == nil {
 		return nil, nil
 	}
@@ -68,10 +78,10 @@ func startHooks(parent *unstructured.Unstructured, out *render.Output) (*hookRun
 		return nil, err
 	}
 	stored = hook.Start(stored, *out.Release)
-	return &hookRun{rec: stored, stored: stored, created: map[object.Ref]hook.Key{}, done: map[object.Ref]bool{}}, nil
+	return &Run{rec: stored, stored: stored, created: map[object.Ref]hook.Key{}, done: map[object.Ref]bool{}}, nil
 }
 
-// gate decides each hook among apply (hook.Decide) and returns the
+// Gate decides each hook among apply (hook.Decide) and returns the
 // children to apply now: a hook only when it is to be created; a hook to
 // delete (an older run, before-hook-creation; this run, by its delete
 // policy) is deleted here. left holds the live objects of the hooks left
@@ -79,7 +89,7 @@ func startHooks(parent *unstructured.Unstructured, out *render.Output) (*hookRun
 // child (object.IsChildOf) is a run of its hook: another parent's object
 // of the same name is neither deleted nor taken for this parent's run,
 // and the hook is applied, which the API server refuses as another's.
-func (c *Controller) gate(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, run *hookRun, out *render.Output, apply []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured) (keep []*unstructured.Unstructured, deleted object.ChangeSet, left map[object.Ref]*unstructured.Unstructured) {
+func (run *Run) Gate(ctx context.Context, cl Cluster, set *render.Set, parent *unstructured.Unstructured, out *render.Output, apply []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured) (keep []*unstructured.Unstructured, deleted object.ChangeSet, left map[object.Ref]*unstructured.Unstructured) {
 	if run == nil || len(out.Hooks) == 0 {
 		return apply, nil, nil
 	}
@@ -97,14 +107,14 @@ func (c *Controller) gate(ctx context.Context, set *render.Set, parent *unstruct
 			continue
 		}
 		run.done[h.Ref] = true
-		live := c.sh.Cache.Get(c.groupResource(h.Ref), h.Ref.Namespace, h.Ref.Name)
+		live := cl.Cached(h.Ref)
 		if live != nil && !object.IsChildOf(live, parent) {
 			continue
 		}
 		stored := run.stored.Phase(h.Key)
 		if d := hook.Decide(rev, stored, h.Policies, hookState(live, set)); d.Action == hook.Delete {
 			logger.V(4).Info("Hook decided", "hook", h.Ref.String(), "revision", rev, "action", d.Action.String(), "phase", d.Phase)
-			deleted = append(deleted, c.applier(ctx).Prune(ctx, []*unstructured.Unstructured{live})...)
+			deleted = append(deleted, cl.Prune(ctx, []*unstructured.Unstructured{live})...)
 		}
 	}
 	keep = apply[:0:0]
@@ -117,7 +127,7 @@ func (c *Controller) gate(ctx context.Context, set *render.Set, parent *unstruct
 			continue
 		}
 		stored := run.stored.Phase(h.Key)
-		live := c.hookLive(ctx, child, fresh, stored)
+		live := hookLive(ctx, cl, child, fresh, stored)
 		if live != nil && !object.IsChildOf(live, parent) {
 			keep = append(keep, child) // refused by the API server, as another's
 			continue
@@ -130,7 +140,7 @@ func (c *Controller) gate(ctx context.Context, set *render.Set, parent *unstruct
 			keep = append(keep, child)
 		case hook.Delete:
 			run.rec = run.rec.With(h.Key, d.Phase)
-			deleted = append(deleted, c.applier(ctx).Prune(ctx, []*unstructured.Unstructured{live})...)
+			deleted = append(deleted, cl.Prune(ctx, []*unstructured.Unstructured{live})...)
 		default:
 			run.rec = run.rec.With(h.Key, d.Phase)
 			if live != nil {
@@ -141,8 +151,8 @@ func (c *Controller) gate(ctx context.Context, set *render.Set, parent *unstruct
 	return keep, deleted, left
 }
 
-// applied records the hooks whose create succeeded as Running.
-func (run *hookRun) applied(results object.ChangeSet) {
+// Applied records the hooks whose create succeeded as Running.
+func (run *Run) Applied(results object.ChangeSet) {
 	if run == nil {
 		return
 	}
@@ -155,32 +165,41 @@ func (run *hookRun) applied(results object.ChangeSet) {
 	}
 }
 
-// changed reports whether the Record moved since the reconcile began: the
+// Changed reports whether the Record moved since the reconcile began: the
 // next render may drop a hook that is done, and let what waited for it go.
-func (run *hookRun) changed() bool {
+func (run *Run) Changed() bool {
 	return run != nil && fmt.Sprint(run.rec) != fmt.Sprint(run.stored)
+}
+
+// Release is the Record the status write keeps, as status.release.
+func (run *Run) Release() map[string]any { return run.rec.Map() }
+
+// IsRun reports whether child is a hook's run: it is not pruned when it
+// no longer renders (it is done, or of another event).
+func IsRun(child *unstructured.Unstructured) bool {
+	return child.GetAnnotations()[hook.AnnotationRevision] != ""
 }
 
 // hookLive is the hook's live object: this reconcile's apply, or the
 // cache; for a hook recorded Running that the cache does not hold, the
 // API server's answer, since a hook gone after it ran is done and a
 // cache behind Loom's create must not say so.
-func (c *Controller) hookLive(ctx context.Context, child *unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured, stored hook.Phase) *unstructured.Unstructured {
+func hookLive(ctx context.Context, cl Cluster, child *unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured, stored hook.Phase) *unstructured.Unstructured {
 	ref := object.RefOf(child)
 	if l := fresh[ref]; l != nil {
 		return l
 	}
-	if l := c.sh.Cache.Get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
+	if l := cl.Cached(ref); l != nil {
 		return l
 	}
 	if stored != hook.Running {
 		return nil
 	}
-	gvr, _, err := c.sh.Applier.Resource(child.GroupVersionKind())
+	gvr, _, err := cl.Resource(child.GroupVersionKind())
 	if err != nil {
 		return child // unknown: taken as there, so that it is not called gone
 	}
-	l, err := c.sh.Client.Resource(gvr).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	l, err := cl.Get(ctx, gvr, ref.Namespace, ref.Name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil

@@ -1,4 +1,4 @@
-package controller
+package metrics
 
 import (
 	"strings"
@@ -12,8 +12,8 @@ import (
 // controller starts, so that an alert on rate() has a series to compare.
 func TestKindSeriesInitialized(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := newMetrics(reg)
-	m.initKind("MyResource")
+	m := New(reg)
+	m.InitKind("MyResource")
 	want := `
 # HELP loom_drift_reverted_total Children that another writer had changed and Loom changed back, by parent kind.
 # TYPE loom_drift_reverted_total counter
