@@ -32,7 +32,9 @@
 // childcache.Cache (engine/controller/childcache), which the controllers
 // reach through the childCache interface (cache.go); both it and the
 // parent informers list and watch through engine/controller/packwatch.
-// Charts' seeds are kept by engine/controller/seed.
+// Charts' seeds are kept by engine/controller/seed. Parents' statuses are
+// written by engine/controller/statuswriter, which a controller reaches
+// through the statusWriter interface (parent.go).
 //
 // A parent controller (Controller) reaches the Manager only through
 // Shared (shared.go), the clients, caches and settings the Manager hands

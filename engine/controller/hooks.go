@@ -26,7 +26,7 @@ import (
 // when the cache has not caught up with that write: a render reads its
 // release from there, and a stale one would run a done hook again.
 func (c *Controller) withRecord(parent *unstructured.Unstructured) *unstructured.Unstructured {
-	prev := c.previous(parent)
+	prev := c.status.Previous(parent)
 	rec, ok, _ := unstructured.NestedFieldNoCopy(prev.Object, "status", hook.StatusField)
 	cur, _, _ := unstructured.NestedFieldNoCopy(parent.Object, "status", hook.StatusField)
 	if !ok || equality.Semantic.DeepEqual(rec, cur) {

@@ -115,7 +115,7 @@ func (c *Controller) begin(ctx context.Context, key cache.ObjectName, parent *un
 		if err := c.rollouts.Why(); err != nil {
 			logger.V(2).Info("The set's rollout state is unavailable", "err", err)
 			rev, _, _ := unstructured.NestedString(parent.Object, "status", "templateRevision")
-			return ctx, nil, c.writeStatus(ctx, c.set.Load(), parent, status.Input{RolloutErr: err, Revision: rev})
+			return ctx, nil, c.status.Write(ctx, c.set.Load(), parent, status.Input{RolloutErr: err, Revision: rev})
 		}
 		logger.V(2).Info("Waiting for the set's rollout state")
 		c.queue.AddAfter(key, 2*time.Second)
@@ -126,7 +126,7 @@ func (c *Controller) begin(ctx context.Context, key cache.ObjectName, parent *un
 	if idErr != nil {
 		defer reader.Done()
 		logger.V(2).Info("Cannot act as the set's ServiceAccount", "err", idErr)
-		if err := c.writeStatus(ctx, set, parent, status.Input{IdentityErr: idErr, Revision: revision}); err != nil {
+		if err := c.status.Write(ctx, set, parent, status.Input{IdentityErr: idErr, Revision: revision}); err != nil {
 			return ctx, nil, err
 		}
 		return ctx, nil, reader.Err() // a read the cluster could not answer is retried
@@ -155,7 +155,7 @@ func (c *Controller) planChildren(ctx context.Context, a *attempt) (*pipeline.Re
 	}
 	if renderErr != nil {
 		logger.V(2).Info("Render failed", "err", renderErr)
-		if err := c.writeStatus(ctx, a.set, a.parent, status.Input{RenderErr: renderErr, Revision: a.revision}); err != nil {
+		if err := c.status.Write(ctx, a.set, a.parent, status.Input{RenderErr: renderErr, Revision: a.revision}); err != nil {
 			return nil, err
 		}
 		return nil, a.reader.Err() // a lookup the cluster could not answer is retried
@@ -266,7 +266,7 @@ func (c *Controller) report(ctx context.Context, a *attempt, ap *applied) error 
 	if a.hooks != nil {
 		in.Release = a.hooks.rec.Map()
 	}
-	if err := c.writeStatus(ctx, a.set, a.parent, in); err != nil {
+	if err := c.status.Write(ctx, a.set, a.parent, in); err != nil {
 		return err
 	}
 	if a.hooks.changed() {

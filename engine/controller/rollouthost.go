@@ -11,6 +11,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/rollouts"
+	"github.com/loom-operator/loom/engine/controller/statuswriter"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/rollout"
 )
@@ -77,7 +78,7 @@ func (h rolloutHost) parentsOf(list []any) ([]rollout.Parent, map[string]*unstru
 		if !ok || p.GetDeletionTimestamp() != nil {
 			continue
 		}
-		p = h.c.previous(p)
+		p = h.c.status.Previous(p)
 		objs[p.GetNamespace()+"/"+p.GetName()] = p
 		out = append(out, rolloutParent(p))
 	}
@@ -106,7 +107,7 @@ func (h rolloutHost) AllParents(ctx context.Context) ([]rollout.Parent, error) {
 		}
 		for _, p := range l.Items {
 			if u, ok := packwatch.Unpack(p); ok && u.GetDeletionTimestamp() == nil {
-				out = append(out, rolloutParent(c.previous(u)))
+				out = append(out, rolloutParent(c.status.Previous(u)))
 			}
 		}
 		if l.Continue == "" {
@@ -122,11 +123,11 @@ func rolloutParent(p *unstructured.Unstructured) rollout.Parent {
 	gen, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
 	current := gen == p.GetGeneration()
 	rev, _ := st["templateRevision"].(string)
-	ready, degraded := conditionOf(st, "Ready"), conditionOf(st, "Degraded")
-	msg := ready.message
-	if degraded.status == "True" {
-		msg = degraded.message
+	ready, degraded := statuswriter.ConditionOf(st, "Ready"), statuswriter.ConditionOf(st, "Degraded")
+	msg := ready.Message
+	if degraded.Status == "True" {
+		msg = degraded.Message
 	}
 	return rollout.Parent{Name: p.GetNamespace() + "/" + p.GetName(), UID: string(p.GetUID()), Canary: rollouts.IsCanary(p), Revision: rev,
-		Ready: current && ready.status == "True", Degraded: current && degraded.status == "True", Message: msg}
+		Ready: current && ready.Status == "True", Degraded: current && degraded.Status == "True", Message: msg}
 }
