@@ -17,7 +17,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/controller/childcache"
 	"github.com/loom-operator/loom/engine/controller/identity"
-	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/engine/controller/statuswriter"
 	"github.com/loom-operator/loom/engine/hook"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
@@ -257,12 +257,7 @@ func (c *Controller) report(ctx context.Context, a *attempt, ap *applied) error 
 	out, plan := ap.Output, ap.Plan
 	in := status.Input{Rendered: out.Children, Results: ap.results, Live: ap.live, Waits: plan.Waits, Cycles: plan.Cycles, Revision: a.revision}
 	in.Extra, in.ExtraErr = c.renderStatusExtra(ctx, a.set, a.parent, out.Children, ap.live, a.reader)
-	if out.Notes != "" {
-		if in.Extra == nil {
-			in.Extra = map[string]any{}
-		}
-		in.Extra[crd.StatusNotes] = out.Notes
-	}
+	in = statuswriter.WithNotes(in, out.Notes)
 	if a.hooks != nil {
 		in.Release = a.hooks.rec.Map()
 	}

@@ -5,7 +5,8 @@
 // Write fills in the parent's previous status, computes the new one
 // (status.Compute) and applies it to the status subresource only when it
 // differs (status.Equal), then records an Event on each transition of the
-// Ready and Degraded conditions (events.go).
+// Ready and Degraded conditions (events.go). A chart's rendered notes join
+// the input through WithNotes.
 //
 // A status write triggers no reconcile, and the parent cache delivers its
 // echo some time later: until then the Writer remembers what it wrote, so

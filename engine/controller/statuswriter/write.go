@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
 )
@@ -204,6 +205,19 @@ func (w *Writer) Write(ctx context.Context, set *render.Set, parent *unstructure
 	w.rememberWritten(parent, resp.GetResourceVersion(), want)
 	w.recordTransitions(parent, prev, want)
 	return nil
+}
+
+// WithNotes returns in with a chart's rendered NOTES.txt (notes), which
+// is written as status.notes (crd.StatusNotes) beside the status
+// template's fields; empty notes add nothing.
+func WithNotes(in status.Input, notes string) status.Input {
+	if notes != "" {
+		if in.Extra == nil {
+			in.Extra = map[string]any{}
+		}
+		in.Extra[crd.StatusNotes] = notes
+	}
+	return in
 }
 
 // rememberWritten keeps the status Loom wrote to parent (see

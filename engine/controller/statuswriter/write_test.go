@@ -7,11 +7,14 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/engine/status"
 )
 
 func u(t *testing.T, y string) *unstructured.Unstructured {
@@ -331,5 +334,29 @@ func TestPreviousStatusIsTheCachesWhenTheReadIsOlder(t *testing.T) {
 	}
 	if got.GetGeneration() != 3 {
 		t.Errorf("previous generation = %d, want the reconcile's read (3): its status describes that spec", got.GetGeneration())
+	}
+}
+
+// A chart's rendered notes join the status template's fields as
+// status.notes; no notes, no field.
+func TestWithNotes(t *testing.T) {
+	tests := []struct {
+		name  string
+		extra map[string]any
+		notes string
+		want  map[string]any
+	}{
+		{"notes", nil, "Installed a.\n", map[string]any{"notes": "Installed a.\n"}},
+		{"notes beside the status template's fields", map[string]any{"url": "x"}, "n", map[string]any{"url": "x", "notes": "n"}},
+		{"no notes", map[string]any{"url": "x"}, "", map[string]any{"url": "x"}},
+		{"no notes, no fields", nil, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := WithNotes(status.Input{Extra: tt.extra}, tt.notes)
+			if diff := cmp.Diff(tt.want, got.Extra); diff != "" {
+				t.Errorf("status fields (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
