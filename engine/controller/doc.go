@@ -35,6 +35,8 @@
 // Charts' seeds are kept by engine/controller/seed.
 // A parent's finalizers, and what Loom does when it is deleted, are
 // engine/controller/finalizer's (finalizer.Guards, built in finalize.go).
+// Parents' statuses are written by engine/controller/statuswriter, which
+// a controller reaches through the statusWriter interface (parent.go).
 //
 // A parent controller (Controller) reaches the Manager only through
 // Shared (shared.go), the clients, caches and settings the Manager hands

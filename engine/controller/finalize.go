@@ -53,7 +53,7 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 	if err != nil && !apierrors.IsConflict(err) {
 		// A conflict is only a cache behind the parent, retried at once.
 		rev, _, _ := unstructured.NestedString(parent.Object, "status", "templateRevision")
-		if serr := c.writeStatus(ctx, c.set.Load(), parent, status.Input{Deleting: err, Revision: rev}); serr != nil {
+		if serr := c.status.Write(ctx, c.set.Load(), parent, status.Input{Deleting: err, Revision: rev}); serr != nil {
 			return errors.Join(err, serr)
 		}
 	}

@@ -22,8 +22,10 @@ import (
 	"github.com/loom-operator/loom/engine/controller/finalizer"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/rollouts"
+	"github.com/loom-operator/loom/engine/controller/statuswriter"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
+	"github.com/loom-operator/loom/engine/status"
 )
 
 // Controller reconciles the objects of one parent kind, following
@@ -63,9 +65,9 @@ type Controller struct {
 	// start on.
 	guards *finalizer.Guards
 
-	// statuses is what the controller remembers of the statuses it
-	// wrote (statuswrite.go).
-	statuses statusMemory
+	// status writes the parents' status, and remembers what it wrote
+	// (engine/controller/statuswriter).
+	status statusWriter
 
 	// mu guards unserved.
 	mu sync.Mutex
@@ -83,9 +85,33 @@ func newParentController(sh *Shared, set *render.Set) *Controller {
 		unserved: map[cache.ObjectName]bool{}, kick: make(chan struct{}, 1), reshardKick: make(chan struct{}, 1), done: make(chan struct{})}
 	c.set.Store(set)
 	if sh != nil {
+		c.status = newStatusWriter(c)
 		c.rollouts = newRollout(c)
 	}
 	return c
+}
+
+// statusWriter is what a parent controller asks of the writer of its
+// parents' status (statuswriter.Writer): write a status, read the newest
+// status Loom knows of, and follow what the parent cache delivers and
+// which parents go. It is an interface so that the tests of what the
+// controller keeps per parent can see what it tells the writer.
+type statusWriter interface {
+	Write(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, in status.Input) error
+	Previous(parent *unstructured.Unstructured) *unstructured.Unstructured
+	CaughtUp(uid types.UID, rv string)
+	Forget(uid types.UID)
+	RetryNoStatus() map[types.UID]bool
+}
+
+// newStatusWriter returns the status writer of c, which reads c's parent
+// cache.
+func newStatusWriter(c *Controller) *statuswriter.Writer {
+	sh := c.sh
+	return statuswriter.New(statuswriter.Config{Client: sh.Client, GVK: c.gvk,
+		Resource:     func() schema.GroupVersionResource { return c.gvr },
+		FieldManager: sh.FieldManager, Clock: sh.Clock, Recorder: sh.Recorder, Writes: sh.Metrics.StatusWrites,
+		Cached: c.parentVersion, Parent: c.parentGet})
 }
 
 // errNotServed means the parent kind has no CRD (yet).
@@ -167,7 +193,7 @@ func (c *Controller) drain() {
 // relist reports it as an update. It is always enqueued.
 func (c *Controller) onUpdate(old, cur any) {
 	if id, ok := packwatch.ID(cur); ok {
-		c.statuses.caughtUp(id.GetUID(), id.GetResourceVersion())
+		c.status.CaughtUp(id.GetUID(), id.GetResourceVersion())
 	}
 	if c.rollouts != nil && c.rollouts.Active() {
 		c.rollouts.Wake() // a moved parent's status may end a step
@@ -241,7 +267,7 @@ func (c *Controller) forget(key cache.ObjectName, uid types.UID) {
 	if c.sh != nil && c.sh.Cache != nil { // nil: a Manager that never ran
 		c.sh.Cache.Forget(childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key})
 	}
-	c.statuses.forget(uid)
+	c.status.Forget(uid)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.unserved, key)
@@ -302,7 +328,7 @@ func (c *Controller) retryStatus() {
 	if !c.running.Load() {
 		return
 	}
-	uids := c.statuses.retry()
+	uids := c.status.RetryNoStatus()
 	if len(uids) == 0 {
 		return
 	}
@@ -431,6 +457,19 @@ func (c *Controller) parentID(key cache.ObjectName) (objectID, bool) {
 		return nil, false
 	}
 	return packwatch.ID(obj)
+}
+
+// parentVersion returns the UID and resourceVersion of the cached parent,
+// without decoding it; ok is false before the controller started.
+func (c *Controller) parentVersion(key cache.ObjectName) (uid types.UID, rv string, ok bool) {
+	if c.gen.Load() == nil {
+		return "", "", false // not started
+	}
+	id, ok := c.parentID(key)
+	if !ok {
+		return "", "", false
+	}
+	return id.GetUID(), id.GetResourceVersion(), true
 }
 
 // parentUID returns the UID of the cached parent, without decoding it.

@@ -103,8 +103,10 @@ func newWidgetServer(t *testing.T) *packwatch.Client {
 }
 
 func newWidgetController(m *Manager) *Controller {
-	return &Controller{sh: m.shared(), gvk: widgetGVK, done: make(chan struct{}),
+	c := &Controller{sh: m.shared(), gvk: widgetGVK, done: make(chan struct{}),
 		unserved: map[cache.ObjectName]bool{}}
+	c.status = newStatusWriter(c)
+	return c
 }
 
 // A set that fails to reload records a Warning Event on its kind's CRD

@@ -20,7 +20,7 @@ import (
 	"github.com/loom-operator/loom/engine/controller/hookrun"
 	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/controller/reader"
-	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/engine/controller/statuswriter"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"
@@ -116,7 +116,7 @@ func (c *Controller) begin(ctx context.Context, key cache.ObjectName, parent *un
 		if err := c.rollouts.Why(); err != nil {
 			logger.V(2).Info("The set's rollout state is unavailable", "err", err)
 			rev, _, _ := unstructured.NestedString(parent.Object, "status", "templateRevision")
-			return ctx, nil, c.writeStatus(ctx, c.set.Load(), parent, status.Input{RolloutErr: err, Revision: rev})
+			return ctx, nil, c.status.Write(ctx, c.set.Load(), parent, status.Input{RolloutErr: err, Revision: rev})
 		}
 		logger.V(2).Info("Waiting for the set's rollout state")
 		c.queue.AddAfter(key, 2*time.Second)
@@ -127,7 +127,7 @@ func (c *Controller) begin(ctx context.Context, key cache.ObjectName, parent *un
 	if idErr != nil {
 		defer lookups.Done()
 		logger.V(2).Info("Cannot act as the set's ServiceAccount", "err", idErr)
-		if err := c.writeStatus(ctx, set, parent, status.Input{IdentityErr: idErr, Revision: revision}); err != nil {
+		if err := c.status.Write(ctx, set, parent, status.Input{IdentityErr: idErr, Revision: revision}); err != nil {
 			return ctx, nil, err
 		}
 		return ctx, nil, lookups.Err() // a read the cluster could not answer is retried
@@ -135,7 +135,7 @@ func (c *Controller) begin(ctx context.Context, key cache.ObjectName, parent *un
 	ctx = identity.WithAccount(ctx, id)
 	lookups.ActAs(id, c.sh.Identities)
 	if set.Chart() != nil {
-		parent = hookrun.WithRecord(parent, c.previous(parent))
+		parent = hookrun.WithRecord(parent, c.status.Previous(parent))
 	}
 	return ctx, &attempt{key: key, parent: parent, set: set, revision: revision, reader: lookups}, nil
 }
@@ -156,7 +156,7 @@ func (c *Controller) planChildren(ctx context.Context, a *attempt) (*pipeline.Re
 	}
 	if renderErr != nil {
 		logger.V(2).Info("Render failed", "err", renderErr)
-		if err := c.writeStatus(ctx, a.set, a.parent, status.Input{RenderErr: renderErr, Revision: a.revision}); err != nil {
+		if err := c.status.Write(ctx, a.set, a.parent, status.Input{RenderErr: renderErr, Revision: a.revision}); err != nil {
 			return nil, err
 		}
 		return nil, a.reader.Err() // a lookup the cluster could not answer is retried
@@ -258,16 +258,11 @@ func (c *Controller) report(ctx context.Context, a *attempt, ap *applied) error 
 	out, plan := ap.Output, ap.Plan
 	in := status.Input{Rendered: out.Children, Results: ap.results, Live: ap.live, Waits: plan.Waits, Cycles: plan.Cycles, Revision: a.revision}
 	in.Extra, in.ExtraErr = c.renderStatusExtra(ctx, a.set, a.parent, out.Children, ap.live, a.reader)
-	if out.Notes != "" {
-		if in.Extra == nil {
-			in.Extra = map[string]any{}
-		}
-		in.Extra[crd.StatusNotes] = out.Notes
-	}
+	in = statuswriter.WithNotes(in, out.Notes)
 	if a.hooks != nil {
 		in.Release = a.hooks.Release()
 	}
-	if err := c.writeStatus(ctx, a.set, a.parent, in); err != nil {
+	if err := c.status.Write(ctx, a.set, a.parent, in); err != nil {
 		return err
 	}
 	if a.hooks.Changed() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/rollouts"
+	"github.com/loom-operator/loom/engine/controller/statuswriter"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -110,10 +111,10 @@ func (h rolloutHost) AllParents(ctx context.Context, each func(rollouts.Parent))
 // parent is p as the rollout sees it: with the newest status Loom knows
 // of, and what its Ready and Degraded conditions say.
 func (h rolloutHost) parent(p *unstructured.Unstructured) rollouts.Parent {
-	p = h.c.previous(p)
+	p = h.c.status.Previous(p)
 	st, _ := p.Object["status"].(map[string]any)
-	ready, degraded := conditionOf(st, "Ready"), conditionOf(st, "Degraded")
+	ready, degraded := statuswriter.ConditionOf(st, "Ready"), statuswriter.ConditionOf(st, "Degraded")
 	return rollouts.Parent{Object: p,
-		Ready:    rollouts.Condition{Status: ready.status, Message: ready.message},
-		Degraded: rollouts.Condition{Status: degraded.status, Message: degraded.message}}
+		Ready:    rollouts.Condition{Status: ready.Status, Message: ready.Message},
+		Degraded: rollouts.Condition{Status: degraded.Status, Message: degraded.Message}}
 }

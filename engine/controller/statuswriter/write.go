@@ -1,4 +1,4 @@
-package controller
+package statuswriter
 
 // Status writes, and the copy of the status Loom last wrote that a
 // reconcile compares against while the parent cache lags behind it.
@@ -9,17 +9,64 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
+	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
 )
+
+// Config is what a Writer is built from: what its parent controller
+// holds of the Manager's, and how to read the controller's parent cache.
+type Config struct {
+	// Client writes the parents' status, and reads a parent whose status
+	// write found nothing.
+	Client dynamic.Interface
+	// GVK is the parent kind.
+	GVK schema.GroupVersionKind
+	// Resource returns the parent kind's resource; it is known once the
+	// controller started, before any status write.
+	Resource func() schema.GroupVersionResource
+	// FieldManager is the server-side apply field manager.
+	FieldManager string
+	// Clock stamps condition transitions.
+	Clock clock.PassiveClock
+	// Recorder records Events on parents.
+	Recorder record.EventRecorder
+	// Writes counts the status writes, by parent kind.
+	Writes *prometheus.CounterVec
+	// Cached returns the UID and resourceVersion of the parent named key
+	// in the parent cache, without decoding it; ok is false when the cache
+	// holds none, or the controller has not started.
+	Cached func(key cache.ObjectName) (uid types.UID, rv string, ok bool)
+	// Parent returns the parent named key in the parent cache, as a copy
+	// the caller owns.
+	Parent func(key cache.ObjectName) (*unstructured.Unstructured, bool)
+}
+
+// Writer writes the status of the parents of one kind, for their parent
+// controller, and remembers what it wrote while the parent cache lags
+// behind: its statusMemory, whose CaughtUp, Forget and RetryNoStatus the
+// controller calls. It is safe for concurrent use by the controller's
+// workers and its informer's event handlers.
+type Writer struct {
+	cfg Config
+	statusMemory
+}
+
+// New returns the status writer of the parent controller cfg describes.
+func New(cfg Config) *Writer { return &Writer{cfg: cfg} }
 
 // writtenStatus is the status Loom last wrote to a parent, kept while the
 // cache is behind that write: the reconcile compares against it instead
@@ -89,12 +136,14 @@ func (s *statusMemory) beginWrite(uid types.UID) (end func()) {
 // behind reports whether a cache at rv is behind the write.
 func (w writtenStatus) behind(rv string) bool { return slices.Contains(w.stale, rv) }
 
-// caughtUp drops the status Loom wrote to the parent with uid once the
+// CaughtUp drops the status Loom wrote to the parent with uid once the
 // cache holds resourceVersion rv of it, if rv is not the version the write
-// was based on (see writtenStatus). A status write triggers no reconcile (onUpdate ignores it), so this, and
-// not the next reconcile (previous), is what keeps Loom from holding a
-// copy of every parent's status at steady state.
-func (s *statusMemory) caughtUp(uid types.UID, rv string) {
+// was based on (see writtenStatus). The controller calls it on every update
+// event of a parent. A status write triggers no reconcile (the controller
+// ignores status-only updates), so this, and not the next reconcile
+// (Previous), is what keeps Loom from holding a copy of every parent's
+// status at steady state.
+func (s *statusMemory) CaughtUp(uid types.UID, rv string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if seen, ok := s.inflight[uid]; ok {
@@ -110,11 +159,11 @@ func (s *statusMemory) caughtUp(uid types.UID, rv string) {
 	}
 }
 
-// writeStatus computes the parent's status and writes it when it differs
+// Write computes the parent's status and writes it when it differs
 // from what the parent has (or what Loom last wrote, while the cache lags
 // behind that write). It records Events on transitions.
-func (c *Controller) writeStatus(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, in status.Input) error {
-	prev := c.previous(parent)
+func (w *Writer) Write(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, in status.Input) error {
+	prev := w.Previous(parent)
 	in.Parent = prev
 	if in.Release == nil && set.Chart() != nil {
 		// A chart set's release record outlives a reconcile that did not
@@ -123,12 +172,12 @@ func (c *Controller) writeStatus(ctx context.Context, set *render.Set, parent *u
 		in.Release, _, _ = unstructured.NestedMap(prev.Object, "status", status.FieldRelease)
 	}
 	in.Rules = set.Config.Readiness
-	in.Now = c.sh.Clock.Now()
+	in.Now = w.cfg.Clock.Now()
 	want := status.Compute(in)
 	if status.Equal(want, prev) {
 		return nil
 	}
-	if c.statuses.skipped(parent.GetUID()) {
+	if w.skipped(parent.GetUID()) {
 		return nil // its CRD has no status subresource; retried when CRDs change
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
@@ -139,40 +188,53 @@ func (c *Controller) writeStatus(ctx context.Context, set *render.Set, parent *u
 		},
 		"status": want,
 	}}
-	defer c.statuses.beginWrite(parent.GetUID())()
-	resp, err := c.sh.Client.Resource(c.gvr).Namespace(parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), obj,
-		metav1.ApplyOptions{FieldManager: c.sh.FieldManager, Force: true})
+	defer w.beginWrite(parent.GetUID())()
+	resp, err := w.cfg.Client.Resource(w.cfg.Resource()).Namespace(parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), obj,
+		metav1.ApplyOptions{FieldManager: w.cfg.FieldManager, Force: true})
 	if apierrors.IsNotFound(err) {
-		c.noStatusSubresource(ctx, parent)
+		w.noStatusSubresource(ctx, parent)
 		return nil
 	}
 	if apierrors.IsConflict(err) && parent.GetDeletionTimestamp() != nil {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("write status of %s %s/%s: %w", c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
+		return fmt.Errorf("write status of %s %s/%s: %w", w.cfg.GVK.Kind, parent.GetNamespace(), parent.GetName(), err)
 	}
-	c.sh.Metrics.StatusWrites.WithLabelValues(c.gvk.Kind).Inc()
-	c.rememberWritten(parent, resp.GetResourceVersion(), want)
-	c.recordTransitions(parent, prev, want)
+	w.cfg.Writes.WithLabelValues(w.cfg.GVK.Kind).Inc()
+	w.rememberWritten(parent, resp.GetResourceVersion(), want)
+	w.recordTransitions(parent, prev, want)
 	return nil
+}
+
+// WithNotes returns in with a chart's rendered NOTES.txt (notes), which
+// is written as status.notes (crd.StatusNotes) beside the status
+// template's fields; empty notes add nothing.
+func WithNotes(in status.Input, notes string) status.Input {
+	if notes != "" {
+		if in.Extra == nil {
+			in.Extra = map[string]any{}
+		}
+		in.Extra[crd.StatusNotes] = notes
+	}
+	return in
 }
 
 // rememberWritten keeps the status Loom wrote to parent (see
 // statusMemory.remember), knowing the version of it the cache holds now.
-func (c *Controller) rememberWritten(parent *unstructured.Unstructured, rv string, st map[string]any) {
+func (w *Writer) rememberWritten(parent *unstructured.Unstructured, rv string, st map[string]any) {
 	cachedRV := ""
-	if id, ok := c.parentID(cache.MetaObjectToName(parent)); ok && id.GetUID() == parent.GetUID() {
-		cachedRV = id.GetResourceVersion()
+	if uid, cached, ok := w.cfg.Cached(cache.MetaObjectToName(parent)); ok && uid == parent.GetUID() {
+		cachedRV = cached
 	}
-	c.statuses.remember(parent, cachedRV, rv, st)
+	w.remember(parent, cachedRV, rv, st)
 }
 
 // remember keeps the status Loom wrote to parent (the object the
 // write was based on), which the write gave resourceVersion rv, until the
-// cache catches up with it (caughtUp, from the parent's update event);
+// cache catches up with it (CaughtUp, from the parent's update event);
 // cachedRV is the version of parent the cache holds now ("": none).
-// While the write was in flight, caughtUp only recorded the versions the
+// While the write was in flight, CaughtUp only recorded the versions the
 // cache delivered (beginWrite); here, knowing rv, they are sorted: the
 // cache holds this write already when it delivered rv (or holds it now),
 // and otherwise every version it delivered or holds is older than the
@@ -220,14 +282,14 @@ func (s *statusMemory) remember(parent *unstructured.Unstructured, cachedRV, rv 
 	}
 }
 
-// previous returns the parent with the newest status Loom knows of: the
+// Previous returns the parent with the newest status Loom knows of: the
 // cached one, or the one Loom wrote if the cache still holds the version
 // that write was based on (see writtenStatus).
 // Once the cache has caught up, Loom's copy of the status is dropped.
-func (c *Controller) previous(parent *unstructured.Unstructured) *unstructured.Unstructured {
-	st, ok := c.statuses.ahead(parent)
+func (w *Writer) Previous(parent *unstructured.Unstructured) *unstructured.Unstructured {
+	st, ok := w.ahead(parent)
 	if !ok {
-		return c.newerStatus(parent)
+		return w.newerStatus(parent)
 	}
 	p := parent.DeepCopy()
 	p.Object["status"] = st
@@ -259,16 +321,13 @@ func (s *statusMemory) ahead(parent *unstructured.Unstructured) (st map[string]a
 // lastTransitionTime on conditions that did not change. The rest (the
 // generation, which the status reports as observed) stays the read's: the
 // children were rendered from it.
-func (c *Controller) newerStatus(parent *unstructured.Unstructured) *unstructured.Unstructured {
-	if c.gen.Load() == nil {
-		return parent // not started
-	}
+func (w *Writer) newerStatus(parent *unstructured.Unstructured) *unstructured.Unstructured {
 	key := cache.MetaObjectToName(parent)
-	id, ok := c.parentID(key)
-	if !ok || id.GetUID() != parent.GetUID() || id.GetResourceVersion() == parent.GetResourceVersion() {
+	uid, rv, ok := w.cfg.Cached(key) // not ok before the controller started
+	if !ok || uid != parent.GetUID() || rv == parent.GetResourceVersion() {
 		return parent
 	}
-	cur, ok := c.parentGet(key)
+	cur, ok := w.cfg.Parent(key)
 	if !ok || cur.GetUID() != parent.GetUID() {
 		return parent
 	}
@@ -297,17 +356,18 @@ func (s *statusMemory) markNoStatus(uid types.UID) (first bool) {
 
 // skipped reports whether the status writes of the parent with uid are
 // skipped: its CRD has no status subresource (markNoStatus), and no CRD
-// changed since (retry).
+// changed since (RetryNoStatus).
 func (s *statusMemory) skipped(uid types.UID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.noStatus[uid]
 }
 
-// retry lets the next status write of every skipped parent try again (a
-// CRD changed, and may have given it a status subresource), and returns
-// their UIDs. They stay marked as told.
-func (s *statusMemory) retry() map[types.UID]bool {
+// RetryNoStatus lets the next status write of every parent whose CRD had
+// no status subresource try again (a CRD changed, and may have given it
+// one), and returns their UIDs, for the controller to reconcile them again.
+// They stay marked as told.
+func (s *statusMemory) RetryNoStatus() map[types.UID]bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	uids := map[types.UID]bool{}
@@ -320,8 +380,10 @@ func (s *statusMemory) retry() map[types.UID]bool {
 	return uids
 }
 
-// forget drops what is remembered of the parent with uid.
-func (s *statusMemory) forget(uid types.UID) {
+// Forget drops what is remembered of the parent with uid: the status last
+// written, and its missing status subresource. The controller calls it
+// when that parent is deleted or replaced by a new one of the same name.
+func (s *statusMemory) Forget(uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.written, uid)
@@ -333,15 +395,16 @@ func (s *statusMemory) forget(uid types.UID) {
 // subresource: that is said once per parent, in a Warning Event and the
 // log, and the children are still applied. It costs one read, on that
 // failure only.
-func (c *Controller) noStatusSubresource(ctx context.Context, parent *unstructured.Unstructured) {
-	if _, err := c.sh.Client.Resource(c.gvr).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{}); err != nil {
+func (w *Writer) noStatusSubresource(ctx context.Context, parent *unstructured.Unstructured) {
+	gvr := w.cfg.Resource()
+	if _, err := w.cfg.Client.Resource(gvr).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{}); err != nil {
 		return
 	}
-	if !c.statuses.markNoStatus(parent.GetUID()) {
+	if !w.markNoStatus(parent.GetUID()) {
 		return
 	}
 	msg := fmt.Sprintf("cannot write status: %s has no status subresource (for a CRD, add `subresources: {status: {}}` to version %s). Children are still applied.",
-		c.gvr.GroupResource(), c.gvk.Version)
-	klog.FromContext(ctx).Error(nil, "Cannot write status: no status subresource", "resource", c.gvr.String())
-	c.sh.Recorder.Event(parent, corev1.EventTypeWarning, "StatusNotWritten", msg)
+		gvr.GroupResource(), w.cfg.GVK.Version)
+	klog.FromContext(ctx).Error(nil, "Cannot write status: no status subresource", "resource", gvr.String())
+	w.cfg.Recorder.Event(parent, corev1.EventTypeWarning, "StatusNotWritten", msg)
 }
