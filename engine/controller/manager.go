@@ -32,6 +32,7 @@ import (
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/reader"
 	"github.com/loom-operator/loom/engine/controller/seed"
+	"github.com/loom-operator/loom/engine/controller/transport"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
 )
@@ -146,13 +147,15 @@ func New(opts Options) (*Manager, error) {
 	}
 	// Every request gets a deadline for its response to begin, twice
 	// ReconcileTimeout (60s by default, the API server's own default
-	// --request-timeout): see responseDeadline.
+	// --request-timeout): see transport.ResponseDeadline.
 	cfg := rest.CopyConfig(opts.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return &responseDeadline{next: rt, d: 2 * opts.ReconcileTimeout}
+		return &transport.ResponseDeadline{Next: rt, D: 2 * opts.ReconcileTimeout}
 	})
 	if opts.Shard != nil {
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &shardGuard{next: rt, owner: opts.Shard} })
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return &transport.ShardGuard{Next: rt, Owner: opts.Shard}
+		})
 	}
 	opts.Config = cfg
 	httpClient, err := rest.HTTPClientFor(opts.Config)
@@ -246,7 +249,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		Route: m.route, Synced: m.childSynced, Enqueue: m.enqueueParent,
 	}
 	if m.opts.Shard != nil {
-		cfg.ParentUID = parentUIDFrom
+		cfg.ParentUID = transport.ParentUIDFrom
 	}
 	m.cache = childcache.New(ctx, cfg)
 	m.seeds = seed.NewStore(m.client)

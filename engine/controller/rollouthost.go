@@ -12,6 +12,7 @@ import (
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/rollouts"
 	"github.com/loom-operator/loom/engine/controller/statuswriter"
+	"github.com/loom-operator/loom/engine/controller/transport"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -74,7 +75,7 @@ func (h rolloutHost) EnterShard(ctx context.Context, uid types.UID) (context.Con
 	if !ok {
 		return ctx, nil, false
 	}
-	return withParentUID(ctx, uid), leave, true
+	return transport.WithParentUID(ctx, uid), leave, true
 }
 
 // AllParents reads every parent of the kind from the API server, a page

@@ -2,14 +2,13 @@ package controller
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/controller/transport"
 	"github.com/loom-operator/loom/engine/shard"
 )
 
@@ -27,54 +26,6 @@ type Sharder interface {
 	Subscribe(fn func(shard.Set))
 	// ID names this replica in the group.
 	ID() string
-}
-
-// ErrNotOwner is a write refused because this replica no longer owns the
-// parent it was for.
-var ErrNotOwner = fmt.Errorf("this replica no longer owns the parent")
-
-type parentUIDKey struct{}
-
-// withParentUID marks ctx as work for the parent with uid: the shard
-// guard refuses its writes once this replica no longer owns the parent.
-func withParentUID(ctx context.Context, uid types.UID) context.Context {
-	return context.WithValue(ctx, parentUIDKey{}, uid)
-}
-
-// parentUIDFrom returns the parent uid ctx works for, or "".
-func parentUIDFrom(ctx context.Context) types.UID {
-	uid, _ := ctx.Value(parentUIDKey{}).(types.UID)
-	return uid
-}
-
-// shardGuard checks, just before each mutating request is sent, that this
-// replica still owns the parent the request is for (its context says
-// which). It is the last of Loom's round trippers, so every write of a
-// reconcile passes it: applies, prunes, status, finalizers, whatever
-// identity they are sent as.
-type shardGuard struct {
-	next  http.RoundTripper
-	owner Sharder
-}
-
-func (g *shardGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	switch req.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return g.next.RoundTrip(req)
-	}
-	uid := parentUIDFrom(req.Context())
-	if uid == "" {
-		return g.next.RoundTrip(req)
-	}
-	logger := klog.FromContext(req.Context())
-	if !g.owner.Owns(uid) {
-		logger.Info("Refused a write for a parent this replica does not own", "uid", uid, "method", req.Method, "path", req.URL.Path)
-		return nil, fmt.Errorf("%s %s for parent %s: %w", req.Method, req.URL.Path, uid, ErrNotOwner)
-	}
-	if v := logger.V(2); v.Enabled() { // every write passes here: format only what is logged
-		v.Info("Shard write", "uid", uid, "method", req.Method, "at", time.Now().UTC().Format(time.RFC3339Nano))
-	}
-	return g.next.RoundTrip(req)
 }
 
 // labelBucket puts the parent's bucket on each child, so that a replica's
@@ -113,7 +64,7 @@ func (c *Controller) enterShard(ctx context.Context, parent *unstructured.Unstru
 	}
 	// The ID it entered as: a lapse meanwhile rejoins under another.
 	id, start := sh.ID(), time.Now()
-	return withParentUID(ctx, uid), func() {
+	return transport.WithParentUID(ctx, uid), func() {
 		end := time.Now()
 		leave()
 		if v := klog.FromContext(ctx).V(2); v.Enabled() { // every reconcile passes here

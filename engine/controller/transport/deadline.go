@@ -1,4 +1,4 @@
-package controller
+package transport
 
 import (
 	"context"
@@ -8,25 +8,27 @@ import (
 	"time"
 )
 
-// responseDeadline gives up on a request whose response has not begun
-// within d: the API server is not going to answer it. It bounds every
+// ResponseDeadline gives up on a request whose response has not begun
+// within D: the API server is not going to answer it. It bounds every
 // request Loom sends, the informers' lists and watches included, which
 // have no deadline of their own (a reflector whose request hangs waits
 // forever, and its informer never syncs), without cutting a response once
 // it has begun, as a watch's goes on for minutes. rest.Config.Timeout
 // would cut them (client-go makes it the http.Client's timeout, which
 // covers reading the whole body).
-type responseDeadline struct {
-	next http.RoundTripper
-	d    time.Duration
+type ResponseDeadline struct {
+	// Next sends the request.
+	Next http.RoundTripper
+	// D is how long the response may take to begin.
+	D time.Duration
 }
 
 // RoundTrip sends r and returns its response once it begins, or an error
-// naming the request once d has passed without one.
-func (t *responseDeadline) RoundTrip(r *http.Request) (*http.Response, error) {
+// naming the request once D has passed without one.
+func (t *ResponseDeadline) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(r.Context())
-	timer := time.AfterFunc(t.d, func() { cancel(fmt.Errorf("no response within %s", t.d)) })
-	resp, err := t.next.RoundTrip(r.WithContext(ctx))
+	timer := time.AfterFunc(t.D, func() { cancel(fmt.Errorf("no response within %s", t.D)) })
+	resp, err := t.Next.RoundTrip(r.WithContext(ctx))
 	if !timer.Stop() {
 		// The deadline passed before the response began (or just as it
 		// did: its body can no longer be read).
