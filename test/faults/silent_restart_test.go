@@ -62,10 +62,12 @@ func TestRestartWritesNoChildThatIsRight(t *testing.T) {
 		})
 		r.quiesce()
 		w := r.meter.snapshot(t).sub(before)
-		t.Logf("after a %s and a fresh Loom: %.0f child applies (%s); Loom's writes: %s; its children: %.0f unchanged, %.0f configured",
+		rss, hwm, _ := r.loom.Memory()
+		t.Logf("after a %s and a fresh Loom: %.0f child applies (%s); Loom's writes: %s; its children: %.0f unchanged, %.0f configured; its RSS %.1f MiB (peak %.1f MiB)",
 			how, w.sum(childApply), w.top(5, childApply), w.top(8, loomWrite),
 			r.loom.counter(t, "loom_child_changes_total", map[string]string{"action": "unchanged"}),
-			r.loom.counter(t, "loom_child_changes_total", map[string]string{"action": "configured"}))
+			r.loom.counter(t, "loom_child_changes_total", map[string]string{"action": "configured"}),
+			float64(rss)/(1<<20), float64(hwm)/(1<<20))
 		return w
 	}
 
