@@ -206,7 +206,7 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 		return failed(res, fmt.Errorf("hash %s: %w", ref, err))
 	}
 	unchanged, known := a.check(ref, hash, live)
-	if !unchanged && !known {
+	if !unchanged && !a.recorded(ref, hash) {
 		unchanged = a.proven(ctx, ref, desired, hash, live)
 	}
 	if unchanged {
@@ -316,6 +316,18 @@ func (a *Applier) check(ref object.Ref, hash string, live *unstructured.Unstruct
 	}
 	return live != nil && digestOf(string(live.GetUID())) == rec.uid && live.GetDeletionTimestamp() == nil &&
 		live.GetAnnotations()[AnnotationApplied] == hash && digestOf(pack.Fingerprint(live, a.manager)) == rec.fields, true
+}
+
+// recorded reports whether Loom has a record of applying this very
+// desired object (hash) to ref. A record of another one (this process
+// applied the child from an earlier template, and another process applied
+// it since) says nothing of the child as it is.
+func (a *Applier) recorded(ref object.Ref, hash string) bool {
+	key := keyOf(ref)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rec, ok := a.applied[key]
+	return ok && rec.hash == digestOf(hash)
 }
 
 // resourceVersionOf returns obj's resourceVersion, "" for no object.

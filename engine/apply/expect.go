@@ -87,13 +87,12 @@ type expecter struct {
 }
 
 // gvManagers are the field managers of one group-version's kinds, or why
-// there are none.
+// there are none. mu guards every field.
 type gvManagers struct {
-	once  sync.Once
+	mu    sync.Mutex
 	tc    managedfields.TypeConverter
 	err   error
 	when  time.Time // when err happened
-	mu    sync.Mutex
 	kinds map[string]*managedfields.FieldManager
 }
 
@@ -157,20 +156,22 @@ func (x *expecter) fieldManager(gvk schema.GroupVersionKind) (*managedfields.Fie
 	gv := gvk.GroupVersion()
 	x.mu.Lock()
 	g := x.gvs[gv]
-	if g == nil || (g.err != nil && time.Since(g.when) > retryAfter) {
+	if g == nil {
 		g = &gvManagers{kinds: map[string]*managedfields.FieldManager{}}
 		x.gvs[gv] = g
 	}
 	x.mu.Unlock()
-	g.once.Do(func() {
-		g.tc, g.err = x.typeConverter(gv)
-		g.when = time.Now()
-	})
-	if g.err != nil {
-		return nil, g.err
-	}
+	// The children of one group-version wait for its one read of the
+	// schema; those of others do not.
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.tc == nil && (g.err == nil || time.Since(g.when) > retryAfter) {
+		g.tc, g.err = x.typeConverter(gv)
+		g.when = time.Now()
+	}
+	if g.tc == nil {
+		return nil, g.err
+	}
 	if fm := g.kinds[gvk.Kind]; fm != nil {
 		return fm, nil
 	}

@@ -1,9 +1,11 @@
 package apply
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"maps"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -300,4 +302,75 @@ func recordingServer(t *testing.T, gvk schema.GroupVersionKind) (*Applier, *[]st
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(gvk, meta.RESTScopeNamespace)
 	return New(client, mapper, "loom", WithOpenAPI(testSchemas())), got
+}
+
+// A replica that applied a child from an earlier desired object, and then
+// lost its parent to another replica that applied the current one, sends
+// nothing when it takes the parent back: its record is of another desired
+// object, and says nothing about this one, so the live entry decides.
+func TestARecordOfAnotherDesiredObjectDoesNotForceAnApply(t *testing.T) {
+	tt := serverEntries[1] // the ConfigMap
+	desired := fixture.Object(t, tt.obj)
+	desired.SetNamespace("ns")
+	desired.SetAnnotations(nil)
+	hash, err := Hash(desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := asServed(t, withHash(desired, hash), tt.apiVersion, tt.fieldsV1)
+	a, got := recordingServer(t, desired.GroupVersionKind())
+	ref := object.RefOf(desired)
+	a.remember(ref, newRecord("hash-of-the-earlier-template", "u1", "5", "4", "fields-of-the-earlier-template"))
+	a.Observe(ref, "5")
+	r := a.Apply(t.Context(), desired, pack.Slim(live, "loom"))
+	if r.Err != nil || r.Action != object.Unchanged {
+		t.Errorf("Apply = %s (err %v), want unchanged", r.Action, r.Err)
+	}
+	if diff := cmp.Diff([]string{}, *got); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+// Workers decide children of several group-versions at once with one
+// Applier (run with -race): each group-version's schema is read once, and
+// every child is proven unchanged.
+func TestProofsRunConcurrently(t *testing.T) {
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	client.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("unexpected request")
+	})
+	mapper := meta.NewDefaultRESTMapper(nil)
+	type child struct{ desired, live *unstructured.Unstructured }
+	var children []child
+	for _, tt := range serverEntries {
+		desired := fixture.Object(t, tt.obj)
+		desired.SetNamespace("ns")
+		desired.SetAnnotations(nil)
+		mapper.Add(desired.GroupVersionKind(), meta.RESTScopeNamespace)
+		hash, err := Hash(desired)
+		if err != nil {
+			t.Fatal(err)
+		}
+		children = append(children, child{desired, pack.Slim(asServed(t, withHash(desired, hash), tt.apiVersion, tt.fieldsV1), "loom")})
+	}
+	a := New(client, mapper, "loom", WithOpenAPI(testSchemas()))
+	var wg sync.WaitGroup
+	results := make(chan object.Result, 8*len(children))
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range children {
+				c := children[(i+w)%len(children)]
+				results <- a.Apply(context.Background(), c.desired.DeepCopy(), c.live)
+			}
+		}()
+	}
+	wg.Wait()
+	close(results)
+	for r := range results {
+		if r.Err != nil || r.Action != object.Unchanged {
+			t.Errorf("%s: %s (err %v), want unchanged", r.Ref, r.Action, r.Err)
+		}
+	}
 }
