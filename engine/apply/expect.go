@@ -27,7 +27,7 @@ type Option func(*shared)
 // from what the API server holds: it computes the managedFields entry
 // that its apply of the child would leave, with the type's schema from c
 // (the API server's OpenAPI v3, discovery's OpenAPIV3()), and compares it
-// with the one the child carries (see expected). Without it, such a child
+// with the one the child carries (see proven). Without it, such a child
 // is applied once.
 func WithOpenAPI(c openapi.Client) Option {
 	return func(s *shared) { s.expect = newExpecter(c) }
@@ -112,7 +112,8 @@ func newExpecter(c openapi.Client) *expecter {
 // the object leaves out filled with the schema's default (a container
 // port's protocol, TCP). It fails when it cannot be sure: no schema for
 // the group-version or the kind, an object the schema refuses, or an object
-// that sets status.
+// that sets status. sent must be the caller's own copy: the computation
+// may change it.
 func (x *expecter) fingerprint(sent *unstructured.Unstructured, manager string) (string, error) {
 	u, err := x.applied(sent, manager)
 	if err != nil {
