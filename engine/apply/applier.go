@@ -36,6 +36,10 @@ type shared struct {
 	mapper  meta.RESTMapper
 	manager string
 
+	// expect computes the managedFields entry an apply gives a child,
+	// to decide "unchanged" without a record (nil: not without one).
+	expect *expecter
+
 	mu      sync.Mutex
 	applied map[recordKey]record
 	// noCreateOnly holds the group-resources whose API server refused a
@@ -152,11 +156,15 @@ func ownKey(ref object.Ref) recordKey {
 }
 
 // New returns an Applier that writes as manager (FieldManager if empty).
-func New(client dynamic.Interface, mapper meta.RESTMapper, manager string) *Applier {
+func New(client dynamic.Interface, mapper meta.RESTMapper, manager string, opts ...Option) *Applier {
 	if manager == "" {
 		manager = FieldManager
 	}
-	return &Applier{client: client, shared: &shared{mapper: mapper, manager: manager, applied: map[recordKey]record{}}}
+	s := &shared{mapper: mapper, manager: manager, applied: map[recordKey]record{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return &Applier{client: client, shared: s}
 }
 
 // As returns a view of a that sends its requests through client (one
@@ -198,6 +206,9 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 		return failed(res, fmt.Errorf("hash %s: %w", ref, err))
 	}
 	unchanged, known := a.check(ref, hash, live)
+	if !unchanged && !a.recorded(ref, hash) {
+		unchanged = a.proven(ctx, ref, desired, hash, live)
+	}
 	if unchanged {
 		res.Action, res.Object = object.Unchanged, live
 		return res
@@ -305,6 +316,18 @@ func (a *Applier) check(ref object.Ref, hash string, live *unstructured.Unstruct
 	}
 	return live != nil && digestOf(string(live.GetUID())) == rec.uid && live.GetDeletionTimestamp() == nil &&
 		live.GetAnnotations()[AnnotationApplied] == hash && digestOf(pack.Fingerprint(live, a.manager)) == rec.fields, true
+}
+
+// recorded reports whether Loom has a record of applying this very
+// desired object (hash) to ref. A record of another one (this process
+// applied the child from an earlier template, and another process applied
+// it since) says nothing of the child as it is.
+func (a *Applier) recorded(ref object.Ref, hash string) bool {
+	key := keyOf(ref)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rec, ok := a.applied[key]
+	return ok && rec.hash == digestOf(hash)
 }
 
 // resourceVersionOf returns obj's resourceVersion, "" for no object.

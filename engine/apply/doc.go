@@ -24,7 +24,11 @@
 // annotation and the same fingerprint, every field Loom sets holds what Loom
 // applied; otherwise the child is applied again, and the fields Loom took
 // back are reported as drift. Values are never compared, so no server
-// normalisation can hide a change or fake one.
+// normalisation can hide a change or fake one. For a child it has no
+// record of (a new process), the Applier computes the entry its apply
+// would leave, with the API server's own field manager code and the
+// type's OpenAPI schema (WithOpenAPI, expect.go), and sends nothing when
+// the child carries that entry and the hash of the desired object.
 //
 // A child the cache does not hold, whatever Loom remembers of its name,
 // is created by an apply that only creates (a resourceVersion

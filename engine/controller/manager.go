@@ -198,7 +198,7 @@ func New(opts Options) (*Manager, error) {
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	m := &Manager{
 		opts: opts, client: client, mapper: mapper, meta: mc, slim: slim, strip: strip,
-		applier:     apply.New(client, mapper, opts.FieldManager),
+		applier:     apply.New(client, mapper, opts.FieldManager, apply.WithOpenAPI(disco.OpenAPIV3())),
 		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "loom"}),
 		broadcast:   b,
 		metrics:     metrics.New(opts.Registry),

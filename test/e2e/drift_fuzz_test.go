@@ -136,8 +136,25 @@ func mutate(v any) any {
 // does not (which Loom must leave alone, with no write). The seed is
 // logged; LOOM_DRIFT_SEED replays a run.
 func TestRandomEditsToLiveChildren(t *testing.T) {
-	e := env.From(t)
 	t.Parallel()
+	randomEdits(t, false)
+}
+
+// The same edits, each made while Loom is down: Loom is stopped before
+// each edit and a new one (with no record of the last one's applies) is
+// started after it. The new Loom must repair exactly the field edited,
+// with one write to that child, and write nothing for an edit of a field
+// that is not Loom's. On the old code the new Loom applied every child
+// once after each restart.
+func TestRandomEditsToChildrenWhileLoomIsDown(t *testing.T) {
+	t.Parallel()
+	randomEdits(t, true)
+}
+
+// randomEdits makes the random edits, while Loom runs or, with restart,
+// each while no Loom runs.
+func randomEdits(t *testing.T, restart bool) {
+	e := env.From(t)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("LOOM_DRIFT_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
@@ -162,9 +179,30 @@ func TestRandomEditsToLiveChildren(t *testing.T) {
 		t.Fatalf("only %d fields owned by Loom found; the managedFields reading is broken", len(leaves))
 	}
 	const rounds = 12
+	// down stops Loom before an edit, with restart; up starts a new one
+	// after it and waits until it has decided every child and gone quiet.
+	down := func() {
+		if restart {
+			l.stop(t)
+		}
+	}
+	up := func() {
+		if !restart {
+			return
+		}
+		l = startLoom(t, l.templates, ns, loomOptions{})
+		eventually(t, 30*time.Second, "the new Loom decides every child", func(context.Context) error {
+			if n := l.counter(t, "loom_child_changes_total", nil); n < float64(len(children)) {
+				return fmt.Errorf("%.0f of %d children decided", n, len(children))
+			}
+			return nil
+		})
+		quiesce(t, time.Second, func() float64 { return float64(l.writes.total.Load()) })
+	}
 	for i := range rounds {
 		quiesce(t, time.Second, func() float64 { return float64(l.writes.total.Load()) })
 		l.writes.reset()
+		down()
 		if rng.IntN(3) == 0 {
 			// A field Loom does not set: a label of another tool.
 			gvrs := []schema.GroupVersionResource{secretGVR, configMapGVR, deployGVR}
@@ -177,6 +215,7 @@ func TestRandomEditsToLiveChildren(t *testing.T) {
 			}); err != nil {
 				t.Fatalf("round %d: %v", i, err)
 			}
+			up()
 			time.Sleep(2 * time.Second)
 			// Only the children count: a Deployment the previous round
 			// repaired may still be rolling out, and its parent's status
@@ -215,15 +254,18 @@ func TestRandomEditsToLiveChildren(t *testing.T) {
 			}
 		})
 		if err != nil {
+			up()
 			t.Logf("round %d: the API server refused the edit of %s %s (%v); skipped", i, lf.gvr.Resource, lf.path, err)
 			continue
 		}
 		if after, err := e.Get(ctx, lf.gvr, ns, lf.name); err == nil && after.GetResourceVersion() == before.GetResourceVersion() {
 			// Removing a field whose value is the server's default (a
 			// Deployment's replicas: 1) is no change: nothing to repair.
+			up()
 			t.Logf("round %d: the edit of %s %s changed nothing (the server defaulted it back); skipped", i, lf.gvr.Resource, lf.path)
 			continue
 		}
+		up()
 		t.Logf("round %d: %s %s %s", i, map[bool]string{true: "removed", false: "changed"}[remove], lf.gvr.Resource, lf.path)
 		eventually(t, 20*time.Second, fmt.Sprintf("round %d: Loom restores %s %s", i, lf.gvr.Resource, lf.path), func(ctx context.Context) error {
 			u, err := e.Get(ctx, lf.gvr, ns, lf.name)
@@ -245,6 +287,15 @@ func TestRandomEditsToLiveChildren(t *testing.T) {
 		target := lf.gvr.Resource + "/" + lf.name
 		if n, all := writesTo(log, target, true), writesTo(log, target, false); n != 1 || all > 2 {
 			t.Errorf("round %d: %d writes to %s to repair one field (%d requests), want 1 (at most 2 requests): %v", i, n, lf.gvr.Resource, all, log)
+		}
+		others := 0
+		for cgvr, name := range children {
+			if cgvr != lf.gvr {
+				others += writesTo(log, cgvr.Resource+"/"+name, false)
+			}
+		}
+		if others != 0 {
+			t.Errorf("round %d: %d writes to the other children when only %s was edited, want 0: %v", i, others, lf.gvr.Resource, log)
 		}
 	}
 }

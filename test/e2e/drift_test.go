@@ -102,8 +102,23 @@ func patch(ctx context.Context, e *env.Env, gvr schema.GroupVersionResource, ns,
 // quantity cases were never reverted, and a volume source replaced by
 // hand was not even seen.
 func TestDriftIsDecidedExactly(t *testing.T) {
-	e := env.From(t)
 	t.Parallel()
+	driftDecidedExactly(t, false)
+}
+
+// The same edits, each made while Loom is down, are repaired by the next
+// Loom, which has no record of the last one's applies; the edits of fields
+// Loom does not set, made while it is down, get no write from it either.
+// On the old code the next Loom applied every child once.
+func TestDriftWhileLoomIsDownIsDecidedExactly(t *testing.T) {
+	t.Parallel()
+	driftDecidedExactly(t, true)
+}
+
+// driftDecidedExactly makes the edits while Loom runs or, with restart,
+// each while no Loom runs.
+func driftDecidedExactly(t *testing.T, restart bool) {
+	e := env.From(t)
 	ns := e.NewNamespace(t)
 	l := startDriftParent(t, ns, "d")
 	ctx := context.Background()
@@ -174,11 +189,28 @@ func TestDriftIsDecidedExactly(t *testing.T) {
 				return nil
 			}},
 	}
+	// down stops Loom before an edit, with restart; up starts a new one
+	// after it.
+	down := func() {
+		if restart {
+			l.stop(t)
+		}
+	}
+	up := func() {
+		if restart {
+			l = startLoom(t, l.templates, ns, loomOptions{})
+		}
+	}
 	for _, tt := range tests {
 		before := l.counter(t, "loom_drift_reverted_total", nil)
+		down()
 		if err := tt.edit(); err != nil {
 			t.Fatalf("%s: edit: %v", tt.name, err)
 		}
+		if restart {
+			before = 0 // a new Loom counts from 0
+		}
+		up()
 		var last error
 		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) {
@@ -236,11 +268,21 @@ func TestDriftIsDecidedExactly(t *testing.T) {
 	// Fields Loom does not set are not Loom's business: no write.
 	quiesce(t, 2*time.Second, func() float64 { return float64(l.writes.total.Load()) })
 	l.writes.reset()
+	down()
 	if err := patch(ctx, e, configMapGVR, ns, "d-cm", types.MergePatchType, `{"metadata":{"labels":{"theirs":"yes"}},"data":{"extra":"x"}}`); err != nil {
 		t.Fatal(err)
 	}
 	if err := patch(ctx, e, deployGVR, ns, "d", types.MergePatchType, `{"metadata":{"annotations":{"theirs":"x"}}}`); err != nil {
 		t.Fatal(err)
+	}
+	up()
+	if restart {
+		eventually(t, 30*time.Second, "the new Loom decides every child", func(context.Context) error {
+			if n := l.counter(t, "loom_child_changes_total", nil); n < 3 {
+				return fmt.Errorf("%.0f of 3 children decided", n)
+			}
+			return nil
+		})
 	}
 	time.Sleep(3 * time.Second)
 	_, log := l.writes.snapshot()
