@@ -10,9 +10,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	"github.com/loom-operator/loom/internal/kubeclient"
 )
 
 // defaultServiceAccountNamespaceFile is where a pod finds its namespace
@@ -46,7 +47,7 @@ func leaseNamespace(set, flag string) (string, error) {
 // for them forever. An answer other than NotFound (no permission to read
 // namespaces, say) lets it go on.
 func checkLeaseNamespace(ctx context.Context, cfg *rest.Config, ns, flag string) error {
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("create clientset: %w", err)
 	}

@@ -29,6 +29,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/controller"
 	"github.com/loom-operator/loom/engine/shard/member"
+	"github.com/loom-operator/loom/internal/kubeclient"
 	"github.com/loom-operator/loom/internal/version"
 )
 
@@ -299,6 +300,21 @@ func restConfig(k kubeTarget) (*rest.Config, error) {
 // all, outside a pod.
 var errNoKubeconfig = errors.New("no kubeconfig: pass --kubeconfig, set $KUBECONFIG, or write ~/.kube/config (in a pod, Loom uses the pod's service account)")
 
+// leaseLock is resourcelock.NewFromKubeconfig for a Lease lock: the same
+// request timeout (half renewDeadline, at least a second) and User-Agent,
+// with clients from kubeclient instead of a Clientset (whose constructor
+// would link every API group's typed client into the binary).
+func leaseLock(cfg *rest.Config, ns, name, id string, renewDeadline time.Duration) (resourcelock.Interface, error) {
+	c := *cfg
+	c.Timeout = max(renewDeadline/2, time.Second)
+	kube, err := kubeclient.NewForConfig(rest.AddUserAgent(&c, "leader-election"))
+	if err != nil {
+		return nil, err
+	}
+	return resourcelock.New(resourcelock.LeasesResourceLock, ns, name, kube.CoreV1(), kube.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: id})
+}
+
 // runAsLeader runs fn while this process holds the leader-election Lease.
 // On SIGTERM, fn drains first and the Lease is released after, so the next
 // leader never runs beside this one. Losing the Lease ends the process at
@@ -310,8 +326,7 @@ func runAsLeader(ctx context.Context, cfg *rest.Config, o runOptions, leading *a
 		return err
 	}
 	id += "_" + string(uuid.NewUUID())
-	lock, err := resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, o.leaseNS, o.leaseName,
-		resourcelock.ResourceLockConfig{Identity: id}, cfg, 10*time.Second)
+	lock, err := leaseLock(cfg, o.leaseNS, o.leaseName, id, 10*time.Second)
 	if err != nil {
 		return fmt.Errorf("leader-election lock: %w", err)
 	}

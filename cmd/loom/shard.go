@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/controller"
 	"github.com/loom-operator/loom/engine/shard/member"
+	"github.com/loom-operator/loom/internal/kubeclient"
 )
 
 // shardOptions are loom run's flags for sharding.
@@ -56,7 +56,7 @@ func (o shardOptions) check(leaderElect bool) error {
 // newMember builds this replica's membership of the shard group, which
 // reports on metrics (registered by newRegistry, sharded or not).
 func newMember(cfg *rest.Config, o shardOptions, metrics *member.Metrics) (*member.Member, error) {
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create clientset: %w", err)
 	}

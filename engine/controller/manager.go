@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
@@ -35,6 +34,7 @@ import (
 	"github.com/loom-operator/loom/engine/controller/transport"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
+	"github.com/loom-operator/loom/internal/kubeclient"
 )
 
 // Options configure a Manager.
@@ -185,7 +185,7 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create discovery client: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(opts.Config)
+	kube, err := kubeclient.NewForConfig(opts.Config)
 	if err != nil {
 		return nil, fmt.Errorf("create clientset: %w", err)
 	}

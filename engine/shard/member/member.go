@@ -13,9 +13,10 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/watch"
 	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -33,10 +34,17 @@ const (
 	AnnotationTable = "loom.dev/shard-table"
 )
 
+// Client is the part of kubernetes.Interface a Member uses.
+type Client interface {
+	CoordinationV1() coordclient.CoordinationV1Interface
+}
+
 // Options configure a Member.
 type Options struct {
-	// Client reaches the API server.
-	Client kubernetes.Interface
+	// Client reaches the API server: a kubernetes.Interface, or the
+	// smaller kubeclient.Clients (only its coordination.k8s.io/v1 client
+	// is used).
+	Client Client
 	// Namespace holds the Leases.
 	Namespace string
 	// Group names the set of replicas that share the parents; the table
@@ -166,9 +174,7 @@ func (m *Member) Subscribe(fn func(shard.Set)) {
 // deletes its Lease. It returns once that is done or failed.
 func (m *Member) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("shard")
-	factory := informers.NewSharedInformerFactoryWithOptions(m.opts.Client, 0, informers.WithNamespace(m.opts.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelGroup + "=" + m.opts.Group }))
-	inf := factory.Coordination().V1().Leases().Informer()
+	inf := m.leaseInformer()
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { m.wake() },
 		UpdateFunc: func(any, any) { m.wake() },
@@ -195,6 +201,39 @@ func (m *Member) Run(ctx context.Context) error {
 		}
 		m.step(ctx, logger)
 	}
+}
+
+// leaseInformer watches the group's Leases in the namespace: the informer
+// that client-go's shared informer factory makes for Leases (with the
+// namespace index, no resync, the group's label selector), built here from
+// the Member's client so that no factory, which reaches every API group's
+// informers, is linked.
+func (m *Member) leaseInformer() cache.SharedIndexInformer {
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = LabelGroup + "=" + m.opts.Group }
+	gvr := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	lw := &cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			tweak(&o)
+			return m.leases.List(context.Background(), o)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			tweak(&o)
+			return m.leases.Watch(context.Background(), o)
+		},
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			tweak(&o)
+			return m.leases.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			tweak(&o)
+			return m.leases.Watch(ctx, o)
+		},
+	}
+	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, m.opts.Client),
+		&coordinationv1.Lease{}, cache.SharedIndexInformerOptions{
+			Indexers:   cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+			Identifier: (*cache.InformerName)(nil).WithResource(gvr),
+		})
 }
 
 func (m *Member) wake() {
