@@ -296,9 +296,9 @@ func (a *Applier) target(gvk schema.GroupVersionKind, namespace string) (schema.
 //     writer changes that entry, so this decision is exact: it does not
 //     compare values, and no server normalisation can fool it.
 //
-// With no record (after a restart) the child is applied once; the API
-// server treats an apply that changes nothing as a no-op and stores
-// nothing.
+// With no record of this desired object (after a restart, or a takeover
+// of the parent), Apply asks proven (expect.go), which decides from the
+// live entry and the server's schema; what it cannot prove is applied.
 func (a *Applier) check(ref object.Ref, hash string, live *unstructured.Unstructured) (unchanged, known bool) {
 	key := keyOf(ref)
 	a.mu.Lock()
