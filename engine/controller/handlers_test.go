@@ -12,9 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/controller/crdinstall"
-	"github.com/loom-operator/loom/engine/controller/metrics"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
-	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,10 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/ktesting"
 	"sigs.k8s.io/yaml"
 )
 
@@ -188,26 +183,6 @@ status: {conditions: [{type: NamesAccepted, status: "True"}, {type: Established,
 				t.Errorf("crdServingChanged = %v, want %v", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestRecordDriftNamesChildAndField(t *testing.T) {
-	rec := record.NewFakeRecorder(10)
-	c := &Controller{sh: &Shared{Recorder: rec, Metrics: metrics.New(nil)}, gvk: schema.GroupVersionKind{Kind: "MyResource"}}
-	ref := object.Ref{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Namespace: "ns", Name: "web"}
-	c.recordDrift(klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig())), u(t, parentYAML), object.ChangeSet{
-		{Ref: ref, Action: object.Configured, Drift: []string{"spec.replicas"}},
-		{Ref: ref, Action: object.Configured}, // a spec or template change
-		{Ref: ref, Action: object.Unchanged},
-	})
-	close(rec.Events)
-	var got []string
-	for ev := range rec.Events {
-		got = append(got, ev)
-	}
-	want := []string{"Warning DriftReverted Deployment.apps ns/web was changed by another writer at spec.replicas; Loom changed it back to what the templates render"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/rollouts"
 	"github.com/loom-operator/loom/engine/controller/statuswriter"
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
 	"github.com/loom-operator/loom/engine/status"
@@ -99,6 +100,7 @@ type statusWriter interface {
 	CaughtUp(uid types.UID, rv string)
 	Forget(uid types.UID)
 	RetryNoStatus() map[types.UID]bool
+	RecordDrift(ctx context.Context, parent *unstructured.Unstructured, results object.ChangeSet)
 }
 
 // newStatusWriter returns the status writer of c, which reads c's parent
@@ -107,7 +109,7 @@ func newStatusWriter(c *Controller) *statuswriter.Writer {
 	sh := c.sh
 	return statuswriter.New(statuswriter.Config{Client: sh.Client, GVK: c.gvk,
 		Resource:     func() schema.GroupVersionResource { return c.gvr },
-		FieldManager: sh.FieldManager, Clock: sh.Clock, Recorder: sh.Recorder, Writes: sh.Metrics.StatusWrites,
+		FieldManager: sh.FieldManager, Clock: sh.Clock, Recorder: sh.Recorder, Writes: sh.Metrics.StatusWrites, DriftRepairs: sh.Metrics.DriftRepairs,
 		Cached: c.parentVersion, Parent: c.parentGet})
 }
 

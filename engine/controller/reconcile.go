@@ -216,7 +216,7 @@ func (c *Controller) applyPass(ctx context.Context, a *attempt, planned *pipelin
 	a.hooks.Applied(results)
 	maps.Copy(live, hookLive)
 	results = append(results, hookDeletes...)
-	c.recordDrift(ctx, a.parent, results)
+	c.status.RecordDrift(ctx, a.parent, results)
 	return owner, results, live, false
 }
 

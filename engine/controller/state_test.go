@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
 )
@@ -59,6 +60,8 @@ func (f *fakeStatus) RetryNoStatus() map[types.UID]bool {
 	defer f.mu.Unlock()
 	return f.noStatus
 }
+
+func (f *fakeStatus) RecordDrift(context.Context, *unstructured.Unstructured, object.ChangeSet) {}
 
 // parentState is what a controller keeps per parent, in a form cmp can
 // compare: Status are the parents its status writer keeps state of.

@@ -1,9 +1,15 @@
 package statuswriter
 
 import (
+	"context"
+	"fmt"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/status"
 )
 
@@ -50,4 +56,31 @@ func (w *Writer) recordTransitions(parent, prev *unstructured.Unstructured, want
 	if newDeg.Status != "True" && oldDeg.Status == "True" {
 		rec.Event(parent, corev1.EventTypeNormal, "Recovered", "no longer degraded: "+oldDeg.Reason+" resolved")
 	}
+}
+
+// RecordDrift records a Warning Event on the parent for each child that
+// another writer had changed and this reconcile changed back. A writer that
+// keeps changing a field (an autoscaler on replicas, say) shows as repeated
+// Events, which the recorder aggregates.
+func (w *Writer) RecordDrift(ctx context.Context, parent *unstructured.Unstructured, results object.ChangeSet) {
+	for _, r := range results {
+		if len(r.Drift) == 0 {
+			continue
+		}
+		klog.FromContext(ctx).Info("Reverted a change by another writer", "child", r.Ref.String(), "fields", r.Drift)
+		if w.cfg.DriftRepairs != nil {
+			w.cfg.DriftRepairs.WithLabelValues(w.cfg.GVK.Kind).Inc()
+		}
+		w.cfg.Recorder.Eventf(parent, corev1.EventTypeWarning, "DriftReverted",
+			"%s was changed by another writer at %s; Loom changed it back to what the templates render", r.Ref, fieldList(r.Drift))
+	}
+}
+
+// fieldList names up to three fields, and how many more there are.
+func fieldList(fields []string) string {
+	const most = 3
+	if len(fields) <= most {
+		return strings.Join(fields, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(fields[:most], ", "), len(fields)-most)
 }

@@ -5,7 +5,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/controller/metrics"
+	"github.com/loom-operator/loom/engine/object"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 )
 
 func TestRecordTransitions(t *testing.T) {
@@ -45,5 +50,25 @@ func TestRecordTransitions(t *testing.T) {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestRecordDriftNamesChildAndField(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	w := New(Config{Recorder: rec, GVK: schema.GroupVersionKind{Kind: "MyResource"}, DriftRepairs: metrics.New(nil).DriftRepairs})
+	ref := object.Ref{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Namespace: "ns", Name: "web"}
+	w.RecordDrift(klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig())), u(t, parentYAML), object.ChangeSet{
+		{Ref: ref, Action: object.Configured, Drift: []string{"spec.replicas"}},
+		{Ref: ref, Action: object.Configured}, // a spec or template change
+		{Ref: ref, Action: object.Unchanged},
+	})
+	close(rec.Events)
+	var got []string
+	for ev := range rec.Events {
+		got = append(got, ev)
+	}
+	want := []string{"Warning DriftReverted Deployment.apps ns/web was changed by another writer at spec.replicas; Loom changed it back to what the templates render"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }

@@ -46,6 +46,9 @@ type Config struct {
 	Recorder record.EventRecorder
 	// Writes counts the status writes, by parent kind.
 	Writes *prometheus.CounterVec
+	// DriftRepairs counts the children changed back after another writer
+	// changed them (RecordDrift), by parent kind; nil counts nothing.
+	DriftRepairs *prometheus.CounterVec
 	// Cached returns the UID and resourceVersion of the parent named key
 	// in the parent cache, without decoding it; ok is false when the cache
 	// holds none, or the controller has not started.
