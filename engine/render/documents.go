@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 
+	"github.com/loom-operator/loom/engine/render/validate"
 	"github.com/loom-operator/loom/engine/render/yamldoc"
 )
 
@@ -39,7 +40,7 @@ func (s *Set) decodeFile(file string, out []byte) ([]renderedDoc, error) {
 		if obj == nil { // only comments
 			continue
 		}
-		if err := validate(obj); err != nil {
+		if err := validate.Object(obj); err != nil {
 			return nil, s.validationError(file, idx, obj, err)
 		}
 		cache.put(d.Text, &decoded{obj: obj})

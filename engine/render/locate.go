@@ -10,6 +10,7 @@ import (
 	"text/template/parse"
 
 	"github.com/loom-operator/loom/engine/render/deadline"
+	"github.com/loom-operator/loom/engine/render/validate"
 	"github.com/loom-operator/loom/engine/render/yamldoc"
 )
 
@@ -110,7 +111,7 @@ func (s *Set) validationError(file string, doc int, obj map[string]any, err erro
 	line := s.docLine(file, doc)
 	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
 		line = s.findKeyLine(file, line, m[1])
-	} else if f := fieldOf(err); f != "" {
+	} else if f := validate.FieldOf(err); f != "" {
 		line = s.findKeyLine(file, line, f)
 	}
 	return &Error{File: file, Line: line, Doc: doc, Object: objectName(obj), Err: err}

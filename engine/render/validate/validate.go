@@ -1,4 +1,4 @@
-package render
+package validate
 
 import (
 	"encoding/json"
@@ -26,8 +26,8 @@ type FieldError struct {
 // Error formats the path, then the message.
 func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
 
-// fieldOf returns the last path element named by a *FieldError in err.
-func fieldOf(err error) string {
+// FieldOf returns the last path element named by a *FieldError in err.
+func FieldOf(err error) string {
 	var fe *FieldError
 	if !errors.As(err, &fe) {
 		return ""
@@ -42,11 +42,11 @@ func fieldOf(err error) string {
 	return field
 }
 
-// validate checks one decoded object before anything reaches a cluster:
+// Object checks one decoded object before anything reaches a cluster:
 // apiVersion, kind and a valid metadata.name must be present, and objects
 // of kinds built into Kubernetes must decode strictly into their k8s.io/api
 // type, so that a misspelt field or a string where an int belongs fails.
-func validate(obj map[string]any) error {
+func Object(obj map[string]any) error {
 	apiVersion, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
 	if apiVersion == "" {

@@ -1,4 +1,4 @@
-package render
+package validate
 
 import (
 	"encoding/json"
@@ -9,11 +9,13 @@ import (
 	"sort"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/loom-operator/loom/engine/render/yamldoc"
+	"github.com/loom-operator/loom/internal/fixture"
 )
 
 // Fixture prefixes for shapeCases.
@@ -155,9 +157,10 @@ var fuzzKinds = []schema.GroupVersionKind{
 }
 
 // FuzzShapeMatchesStrictDecode checks that a shape accepts only what strict
-// JSON decoding accepts, for documents around the shipped ones.
+// JSON decoding accepts, for documents around the shipped ones (seeded from
+// the shipped set's golden files: its rendered children).
 func FuzzShapeMatchesStrictDecode(f *testing.F) {
-	for _, doc := range shippedDocuments(f) {
+	for _, doc := range fixture.GoldenDocuments(f) {
 		f.Add([]byte(doc))
 	}
 	f.Add([]byte("spec:\n  ports:\n  - port: 80\n    targetPort: http\n  replicas: 2\n"))
@@ -199,7 +202,7 @@ func TestShapeOfEveryBuiltInKind(t *testing.T) {
 			}
 			checkShape(t, gvk, obj)
 			for range 5 {
-				broken := breakAt(r, deepCopyMap(obj))
+				broken := breakAt(r, runtime.DeepCopyJSON(obj))
 				checkShape(t, gvk, broken)
 			}
 		}
@@ -307,9 +310,11 @@ func breakAt(r *rand.Rand, obj map[string]any) map[string]any {
 }
 
 // TestShapesOfShippedDocuments checks that the shipped templates render
-// objects that their shapes accept, so that rendering them needs no JSON.
+// objects that their shapes accept, so that rendering them needs no JSON:
+// the documents of the shipped set's golden files, which a test of
+// engine/render keeps equal to what it renders.
 func TestShapesOfShippedDocuments(t *testing.T) {
-	for _, doc := range shippedDocuments(t) {
+	for _, doc := range fixture.GoldenDocuments(t) {
 		obj, err := yamldoc.Decode([]byte(doc))
 		if err != nil {
 			t.Fatal(err)
