@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -16,8 +15,6 @@ import (
 
 	"github.com/loom-operator/loom/engine/controller/crdinstall"
 )
-
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // discoveryBackoff spaces the refreshes of discovery while a kind is
 // awaited: from 100ms, doubling, to 30s (plus up to 10% jitter).
@@ -39,7 +36,7 @@ func (m *Manager) watchCRDs(ctx context.Context) {
 		default:
 		}
 	}
-	inf := dynamicinformer.NewFilteredDynamicInformer(m.client, crdGVR, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	inf := dynamicinformer.NewFilteredDynamicInformer(m.client, crdinstall.CRDs, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	_ = inf.SetTransform(slimCRD)
 	var synced atomic.Bool
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/controller/crdinstall"
 	"github.com/loom-operator/loom/engine/controller/metrics"
 )
 
@@ -73,8 +74,8 @@ func (d *gatedDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIR
 func newDiscoveryManager(t *testing.T, ctx context.Context, disco *gatedDiscovery) (*Manager, *dynamicfake.FakeDynamicClient) {
 	t.Helper()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		widgetGVR: "WidgetList",
-		crdGVR:    "CustomResourceDefinitionList",
+		widgetGVR:       "WidgetList",
+		crdinstall.CRDs: "CustomResourceDefinitionList",
 	})
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	return &Manager{
@@ -123,7 +124,7 @@ func widgetCRD(established bool) *unstructured.Unstructured {
 
 func createWidgetCRD(t *testing.T, ctx context.Context, client *dynamicfake.FakeDynamicClient, established bool) {
 	t.Helper()
-	if _, err := client.Resource(crdGVR).Create(ctx, widgetCRD(established), metav1.CreateOptions{}); err != nil {
+	if _, err := client.Resource(crdinstall.CRDs).Create(ctx, widgetCRD(established), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -292,7 +293,7 @@ func TestCRDEventsRefreshDiscovery(t *testing.T) {
 				createWidgetCRD(t, ctx, client, false)
 			},
 			after: func(t *testing.T, ctx context.Context, client *dynamicfake.FakeDynamicClient) {
-				if _, err := client.Resource(crdGVR).Update(ctx, widgetCRD(true), metav1.UpdateOptions{}); err != nil {
+				if _, err := client.Resource(crdinstall.CRDs).Update(ctx, widgetCRD(true), metav1.UpdateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -303,7 +304,7 @@ func TestCRDEventsRefreshDiscovery(t *testing.T) {
 				createWidgetCRD(t, ctx, client, true)
 			},
 			after: func(t *testing.T, ctx context.Context, client *dynamicfake.FakeDynamicClient) {
-				if err := client.Resource(crdGVR).Delete(ctx, widgetCRD(true).GetName(), metav1.DeleteOptions{}); err != nil {
+				if err := client.Resource(crdinstall.CRDs).Delete(ctx, widgetCRD(true).GetName(), metav1.DeleteOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			},

@@ -46,7 +46,7 @@ func (i *Installer) installChartCRDs(ctx context.Context, s *render.Set) error {
 				errs = append(errs, fmt.Errorf("%s: %s %s is not a CustomResourceDefinition", f.Name, obj.GetKind(), obj.GetName()))
 				continue
 			}
-			_, err := i.client.Resource(crdGVR).Create(ctx, obj, metav1.CreateOptions{FieldManager: i.fieldManager})
+			_, err := i.client.Resource(CRDs).Create(ctx, obj, metav1.CreateOptions{FieldManager: i.fieldManager})
 			switch {
 			case apierrors.IsAlreadyExists(err):
 			case err != nil:

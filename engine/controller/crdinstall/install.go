@@ -49,8 +49,9 @@ func breaksText(breaks []crd.Break) string {
 	return strings.Join(lines, "; ")
 }
 
-// crdGVR is the CustomResourceDefinitions' resource.
-var crdGVR = apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+// CRDs is the CustomResourceDefinitions' resource, which the installer
+// writes and the Manager watches.
+var CRDs = apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
 
 // Installer applies the CRDs of template sets (loom run --install-crds):
 // each set's generated CRD, and a chart set's own CRDs (crds/). It keeps,
@@ -214,7 +215,7 @@ type LiveCheck struct {
 // namespace and returns the changes that would break them (crd.Check,
 // with gen's own validation).
 func LiveBreaks(ctx context.Context, client dynamic.Interface, gen *apiextv1.CustomResourceDefinition) (LiveCheck, error) {
-	u, err := client.Resource(crdGVR).Get(ctx, gen.Name, metav1.GetOptions{})
+	u, err := client.Resource(CRDs).Get(ctx, gen.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return LiveCheck{}, nil
 	}
@@ -309,7 +310,7 @@ func (i *Installer) applyCRD(ctx context.Context, gen *apiextv1.CustomResourceDe
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetAPIVersion(apiextv1.SchemeGroupVersion.String())
 	u.SetKind("CustomResourceDefinition")
-	if _, err := i.client.Resource(crdGVR).Apply(ctx, gen.Name, u, metav1.ApplyOptions{FieldManager: i.fieldManager, Force: exists}); err != nil {
+	if _, err := i.client.Resource(CRDs).Apply(ctx, gen.Name, u, metav1.ApplyOptions{FieldManager: i.fieldManager, Force: exists}); err != nil {
 		return fmt.Errorf("apply CRD %s: %w", gen.Name, err)
 	}
 	return nil
@@ -320,7 +321,7 @@ func (i *Installer) applyCRD(ctx context.Context, gen *apiextv1.CustomResourceDe
 func waitEstablished(ctx context.Context, client dynamic.Interface, name string, timeout time.Duration) error {
 	why := "not read yet"
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		u, err := client.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+		u, err := client.Resource(CRDs).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			why = err.Error()
 			return false, nil
