@@ -26,19 +26,19 @@ SCALE_PARENTS ?= 10000
 SCALE_STATE := $(ROOT)/.cluster-scale
 SCALE_CLUSTER := CLUSTER_STATE=$(SCALE_STATE) CLUSTER_COMPONENTS="etcd kube-apiserver" \
 	CLUSTER_ETCD_PORT=43790 CLUSTER_ETCD_PEER_PORT=43800 CLUSTER_APISERVER_PORT=46443 $(CLUSTER)
-SCALE_FLAGS ?= -bare -parents $(SCALE_PARENTS) -phases base,loom -target-rss 150 \
+SCALE_FLAGS ?= -bare -parents $(SCALE_PARENTS) -phases base,loom -target-rss 120 \
 	-timeout 60m -delete-timeout 30m -touch-timeout 15m -cluster-dir $(SCALE_STATE)
 # bench-shard: on the same bare cluster, in one converge run, one bin/loom
 # run (default flags, as in bench-scale) on SHARD_BASE_PARENTS parents, then
 # SHARD_REPLICAS replicas with --sharded on SHARD_PARENTS; the report (and
 # the progress log beside it, .log) is kept in SHARD_REPORT, by default
 # bench/results/shard-DATE.txt.
-SHARD_BASE_PARENTS ?= 10000
-SHARD_PARENTS ?= 30000
+SHARD_BASE_PARENTS ?= 5000
+SHARD_PARENTS ?= 15000
 SHARD_REPLICAS ?= 3
 SHARD_REPORT ?=
 SHARD_FLAGS ?= -bare -phases loom@$(SHARD_BASE_PARENTS),loom/$(SHARD_REPLICAS)@$(SHARD_PARENTS) \
-	-target-rss 150 -target-shard-rss 1.15 -timeout 90m -delete-timeout 60m -touch-timeout 15m -cluster-dir $(SCALE_STATE)
+	-target-rss 120 -target-shard-rss 1.15 -timeout 90m -delete-timeout 60m -touch-timeout 15m -cluster-dir $(SCALE_STATE)
 
 .PHONY: help
 help: ## List the targets.
@@ -113,7 +113,7 @@ bench-scale: build ## Converge 10 000 parents (SCALE_PARENTS), baseline then bin
 	KUBECONFIG=$(SCALE_STATE)/kubeconfig go run ./test/converge $(SCALE_FLAGS) $(CONVERGE_EXTRA)
 
 .PHONY: bench-shard
-bench-shard: build ## On one bare cluster: bin/loom on 10 000 parents (SHARD_BASE_PARENTS), then 3 replicas with --sharded (SHARD_REPLICAS) on 30 000 (SHARD_PARENTS); each replica's peak RSS ÷ the one's. Report in bench/results/.
+bench-shard: build ## On one bare cluster: bin/loom on 5 000 parents (SHARD_BASE_PARENTS), then 3 replicas with --sharded (SHARD_REPLICAS) on 15 000 (SHARD_PARENTS); each replica's peak RSS ÷ the one's. Report in bench/results/.
 	report=$(or $(SHARD_REPORT),$(ROOT)/bench/results/shard-$$(date +%Y%m%d-%H%M%S).txt); \
 	mkdir -p "$$(dirname "$$report")"; \
 	echo "bench-shard: report to $$report, progress log to $$report.log"; \

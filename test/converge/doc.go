@@ -138,6 +138,18 @@
 // invocation, so that both peaks are in one report and the second phase
 // starts on the cluster the first one has emptied.
 //
+// # Idle (-idle)
+//
+// In process mode, before the first phase, the harness starts `bin/loom
+// run` with its default flags and -loom-args plus --namespace
+// converge-idle, a namespace no phase creates, so that it holds nothing;
+// reads its RSS (and its anonymous and file-backed parts) from /proc after
+// -idle (default 20 s; 0 skips the step); and stops it. It then builds
+// -floor (./test/converge/floor) with go build and does the same with it:
+// the smallest program on Loom's run-time stack, idle. The report prints
+// both and their difference, and the targets table holds Loom's idle RSS
+// against -target-idle-rss (35 MiB).
+//
 // # The report
 //
 // The report starts with the machine (nproc, CPU model, memory) and the
@@ -149,8 +161,8 @@
 // apiserver_request_total), Loom's reconciles, status writes and (in
 // inprocess mode) workqueue waits, and the full re-reconcile. It ends with one
 // table of the targets: peak RSS (≤ -target-rss MiB), steady RSS, heap in
-// use, Loom's CPU, t1 and t2 against the floor, and the writes of the
-// full re-reconcile (0). A phase in which processes outside the cluster,
+// use, Loom's CPU, t1 and t2 against the floor, the writes of the full
+// re-reconcile (0), and the idle RSS (≤ -target-idle-rss MiB). A phase in which processes outside the cluster,
 // Loom and this one took more than -noise-limit of the busy CPU is marked
 // noisy and left out of the ratios.
 //

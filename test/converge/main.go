@@ -30,9 +30,9 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	results, err := run(ctx, o)
-	if len(results) > 0 {
-		report(os.Stdout, o, results, time.Now())
+	results, idle, err := run(ctx, o)
+	if len(results) > 0 || idle != nil {
+		report(os.Stdout, o, results, idle, time.Now())
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "converge:", err)
@@ -40,8 +40,9 @@ func main() {
 	}
 }
 
-// run sets up the shared clients and runs every phase in turn.
-func run(ctx context.Context, o options) ([]phaseResult, error) {
+// run sets up the shared clients, measures Loom idle (see measureIdle),
+// and runs every phase in turn.
+func run(ctx context.Context, o options) ([]phaseResult, *idleResult, error) {
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	_ = klogFlags.Set("v", strconv.Itoa(o.loomV))
@@ -51,13 +52,19 @@ func run(ctx context.Context, o options) ([]phaseResult, error) {
 	if o.loomMode == modeProcess {
 		for i := range maxReplicas(o.phases) {
 			if err := waitPortFree(ctx, shiftPort(o.metricsAddr, i), o.portWait); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
 	b, err := newBench(ctx, o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	var idle *idleResult
+	if o.loomMode == modeProcess && o.idle > 0 {
+		if idle, err = measureIdle(ctx, o); err != nil {
+			return nil, idle, err
+		}
 	}
 	logf("API server %s; %s, %d workers; phases %s", b.cfg.Host, parentsPerPhase(o), o.workers, phaseList(o.phases))
 	var results []phaseResult
@@ -70,10 +77,10 @@ func run(ctx context.Context, o options) ([]phaseResult, error) {
 			results = append(results, res)
 		}
 		if err != nil {
-			return results, err
+			return results, idle, err
 		}
 	}
-	return results, nil
+	return results, idle, nil
 }
 
 func newBench(ctx context.Context, o options) (*bench, error) {

@@ -37,20 +37,27 @@ type options struct {
 	target           float64
 	targetReady      float64
 	targetRSS        float64
-	noiseLimit       float64
-	timeout          time.Duration
-	deleteTimeout    time.Duration
-	touchTimeout     time.Duration
-	portWait         time.Duration
-	settle           time.Duration
-	steady           time.Duration
-	quiet            time.Duration
-	cpuprofile       string
-	memprofile       string
-	loomV            int
-	loomMode         string
-	loomBin          string
-	loomArgs         []string
+	// targetIdleRSS is the idle step's target, in MiB.
+	targetIdleRSS float64
+	// idle is how long the idle step lets Loom and the floor run before
+	// reading their RSS; 0 skips it.
+	idle time.Duration
+	// floor is the package of the idle step's floor program ("": none).
+	floor         string
+	noiseLimit    float64
+	timeout       time.Duration
+	deleteTimeout time.Duration
+	touchTimeout  time.Duration
+	portWait      time.Duration
+	settle        time.Duration
+	steady        time.Duration
+	quiet         time.Duration
+	cpuprofile    string
+	memprofile    string
+	loomV         int
+	loomMode      string
+	loomBin       string
+	loomArgs      []string
 	// metricsAddr is Loom's --metrics-bind-address, from -loom-args or
 	// its default.
 	metricsAddr string
@@ -105,6 +112,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.IntVar(&o.loomV, "loom-v", 0, "klog verbosity of Loom (process mode: appended as --v=N when not 0)")
 	fs.StringVar(&o.loomMode, "loom-mode", modeProcess, "how a loom phase runs Loom: process (bin/loom run in its own process, RSS measured) or inprocess (its Manager in this process, for -cpuprofile and -memprofile)")
 	fs.StringVar(&o.loomBin, "loom-bin", filepath.Join("bin", "loom"), "the loom binary of process mode (make build builds it)")
+	fs.DurationVar(&o.idle, "idle", 20*time.Second, "process mode: before the phases, run loom run on an empty namespace for this long and report its RSS beside the floor's (0: skip the idle step)")
+	fs.Float64Var(&o.targetIdleRSS, "target-idle-rss", 35, "Loom's idle RSS to stay within, in MiB")
+	fs.StringVar(&o.floor, "floor", "./test/converge/floor", "the idle step's floor program, built with go build (\"\": none)")
 	fs.DurationVar(&o.portWait, "port-wait", 0, "if Loom's metrics port is taken when a loom phase starts, wait up to this long for it to be free before failing (0: fail at once)")
 	fs.StringVar(&loomArgs, "loom-args", "", "extra arguments appended to `loom run` in process mode, split on spaces")
 	fs.BoolVar(&o.bare, "bare", false, "the cluster is etcd and kube-apiserver only (no garbage collector, no Deployment ever available): t2 is not measured, and cleanup deletes the parents and children, not the namespace")

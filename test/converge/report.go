@@ -11,7 +11,7 @@ import (
 )
 
 // report prints what the phases measured.
-func report(w io.Writer, o options, results []phaseResult, now time.Time) {
+func report(w io.Writer, o options, results []phaseResult, idle *idleResult, now time.Time) {
 	fmt.Fprintf(w, "\n%s\n", machine(now))
 	fmt.Fprintf(w, "converge: %s, copies of %s with replicas %d (ConfigMap + Deployment + Service each)\n",
 		parentsPerPhase(o), o.example, o.replicas)
@@ -60,6 +60,7 @@ func report(w io.Writer, o options, results []phaseResult, now time.Time) {
 	reportRatios(w, o, results)
 	reportHeap(w, results)
 	reportMemory(w, o, results)
+	reportIdle(w, idle)
 	reportReplicas(w, results)
 	reportShardRatio(w, o, results)
 	reportLatency(w, results)
@@ -68,7 +69,11 @@ func report(w io.Writer, o options, results []phaseResult, now time.Time) {
 	reportLoom(w, results)
 	reportTouch(w, results)
 	fmt.Fprintln(w)
-	writeTargets(w, targetRows(o, results))
+	rows := targetRows(o, results)
+	if o.loomMode == modeProcess && o.idle > 0 {
+		rows = append(rows, idleTargetRow(o, idle))
+	}
+	writeTargets(w, rows)
 }
 
 // orDash is s, or "-" for a figure a bare cluster does not measure.
