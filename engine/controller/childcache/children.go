@@ -145,6 +145,9 @@ func (w *childWatcher) ensure(ctx context.Context, gvr schema.GroupVersionResour
 		bucket = shard.Bucket(uid)
 	}
 	kw := w.kind(ctx, gvr, namespaced)
+	if ci, serving := kw.cover(bucket); serving && ci.synced() {
+		return nil // the common case: no wait to set up
+	}
 	var ci *childInformer
 	var listErr error
 	wctx, cancel := context.WithTimeout(ctx, w.syncTimeout)
