@@ -33,8 +33,9 @@ type childCache interface {
 	// Owned returns the cached children whose controller has uid, as
 	// copies the caller owns.
 	Owned(uid types.UID) []*unstructured.Unstructured
-	// Keep stops watching the children of buckets outside held (a
-	// sharded replica let them go), and returns the children dropped.
+	// Keep makes a sharded replica watch the children of held's buckets
+	// only (it let the others go, or gained some), and returns the
+	// children of the buckets let go, which it no longer routes.
 	Keep(held shard.Set) []object.Ref
 	// Lookups gives the reader of one reconcile's lookups (package
 	// reader).

@@ -249,7 +249,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		Route: m.route, Synced: m.childSynced, Enqueue: m.enqueueParent,
 	}
 	if m.opts.Shard != nil {
-		cfg.ParentUID = transport.ParentUIDFrom
+		cfg.ParentUID, cfg.Held = transport.ParentUIDFrom, m.opts.Shard.Held
 	}
 	m.cache = childcache.New(ctx, cfg)
 	m.seeds = seed.NewStore(m.client)

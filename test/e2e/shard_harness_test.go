@@ -105,6 +105,9 @@ type shardEnv struct {
 	logs string
 	// next numbers the replicas, r0, r1, ...
 	next int
+	// counters, if not nil, count each replica's requests to the API
+	// server, by replica name: its replicas talk through an apiCounter.
+	counters map[string]*apiCounter
 }
 
 // newShardEnv makes a namespace with perKind parents of each kind, and a

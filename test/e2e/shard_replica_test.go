@@ -34,7 +34,12 @@ func (e *shardEnv) start(extra ...string) *shardReplica {
 	t.Helper()
 	r := &shardReplica{name: "r" + strconv.Itoa(e.next), addr: freeAddr(t)}
 	e.next++
-	args := append([]string{"run", "--templates", e.templates, "--namespace", e.ns, "--kubeconfig", e.Kubeconfig,
+	kubeconfig := e.Kubeconfig
+	if e.counters != nil {
+		c := newAPICounter(t, e.Env, e.logs, r.name)
+		e.counters[r.name], kubeconfig = c, c.kubeconfig
+	}
+	args := append([]string{"run", "--templates", e.templates, "--namespace", e.ns, "--kubeconfig", kubeconfig,
 		"--metrics-bind-address", r.addr, "--log-format", "json", "-v=2",
 		"--sharded", "--shard-namespace", e.ns, "--shard-group", e.group, "--shard-id-prefix", r.name}, extra...)
 	r.Process = testutil.StartProcess(t, filepath.Join(e.logs, r.name+".log"), e.Binary, args...)

@@ -157,6 +157,9 @@ type shardLog struct {
 	lapses []time.Time
 	// lefts are when it logged "Left the shard group".
 	lefts []time.Time
+	// childWatches counts the "Watching child kind" lines by resource: a
+	// child informer started for that kind (V(2)).
+	childWatches map[string]int
 }
 
 // lastID is the member ID the process last joined with, or "".
@@ -212,6 +215,11 @@ func (l *shardLog) add(m map[string]any) error {
 		l.lapses = append(l.lapses, f.time("time"))
 	case "Left the shard group":
 		l.lefts = append(l.lefts, f.time("time"))
+	case "Watching child kind":
+		if l.childWatches == nil {
+			l.childWatches = map[string]int{}
+		}
+		l.childWatches[f.str("resource")]++
 	}
 	return f.err
 }

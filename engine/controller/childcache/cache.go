@@ -33,9 +33,14 @@ type Config struct {
 	// Resync is the informers' resync period; 0 disables it.
 	Resync time.Duration
 	// ParentUID, when set, makes the cache sharded: it watches each child
-	// kind per bucket of parents, the bucket of the parent that
-	// ParentUID says a reconcile's context works for (Keep stops them).
+	// kind with one informer that lists the children of the buckets this
+	// replica holds (Held, then Keep), and a reconcile reads it once it
+	// lists the bucket of the parent that ParentUID says the reconcile's
+	// context works for.
 	ParentUID func(context.Context) types.UID
+	// Held says which buckets a sharded replica holds, until the first
+	// Keep says so; nil reads as none.
+	Held func() shard.Set
 	// Route receives each change to a child, for its controller owner.
 	Route func(OwnerEvent)
 	// Synced is called when a child kind's informer syncs after a
@@ -62,7 +67,7 @@ type Cache struct {
 func New(ctx context.Context, cfg Config) *Cache {
 	w := newChildWatcher(ctx, cfg.Children, cfg.Namespace, cfg.Resync, cfg.Route, cfg.Synced)
 	if cfg.ParentUID != nil {
-		w.sharded, w.parentUID = true, cfg.ParentUID
+		w.sharded, w.parentUID, w.held = true, cfg.ParentUID, cfg.Held
 	}
 	return &Cache{
 		children: w,
@@ -88,8 +93,12 @@ func (c *Cache) Owned(uid types.UID) []*unstructured.Unstructured {
 	return c.children.owned(uid)
 }
 
-// Keep stops the child informers of buckets outside held and returns the
-// children they cached (see childWatcher.keep).
+// Keep makes a sharded cache watch the children of held's buckets only:
+// each child kind's informer is replaced, once the new one has synced, by
+// one that lists held (none if held is empty), and the children of the
+// other buckets are no longer routed. It returns the children of the
+// buckets let go that the cache held, and does not wait (see
+// childWatcher.keep).
 func (c *Cache) Keep(held shard.Set) []object.Ref {
 	return c.children.keep(held)
 }

@@ -4,26 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/controller/packwatch"
-	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
 	"github.com/loom-operator/loom/engine/shard"
 )
-
-// childSelector selects only Loom's children, so that informers on child
-// kinds cache nothing else.
-var childSelector = object.LabelManagedBy + "=" + object.ManagedByValue + "," + object.LabelPartOf
 
 // OwnerEvent is a change to a child, routed to the child's controller owner.
 type OwnerEvent struct {
@@ -40,66 +36,54 @@ type OwnerEvent struct {
 // childWatcher runs one informer per child group-resource, whatever
 // version the templates name (one object served at two versions is one
 // object), started lazily the first time a template renders that kind, and
-// shared by every parent controller.
+// shared by every parent controller. On a sharded replica each informer
+// lists the children of the buckets the replica holds, and is replaced by
+// a new generation when they change (generations.go).
 type childWatcher struct {
-	// packed lists and watches children, each packed from the API
-	// server's JSON as pack.SlimJSON keeps it: identity, owners, labels,
-	// Loom's annotations, a fingerprint of Loom's managedFields entry, the
-	// spec fields kstatus reads, and status. The rest of a child is what
-	// Loom applied, which it knows from its templates.
-	packed    *packwatch.Client
+	// listWatch lists and watches one child kind in a namespace ("" for
+	// all) with a label selector: from the packed client, each child
+	// packed from the API server's JSON as pack.SlimJSON keeps it:
+	// identity, owners, labels, Loom's annotations, a fingerprint of
+	// Loom's managedFields entry, the spec fields kstatus reads, and
+	// status. The rest of a child is what Loom applied, which it knows
+	// from its templates.
+	listWatch func(gvr schema.GroupVersionResource, namespace, selector string) cache.ListerWatcher
 	namespace string
 	resync    time.Duration
 	route     func(OwnerEvent)
-	// synced is called when an informer syncs after a reconcile found it
-	// not synced, so that the parents that waited for it are retried.
+	// synced is called when an informer serves after a reconcile found it
+	// not serving, so that the parents that waited for it are retried.
 	synced func(schema.GroupResource)
-	// syncTimeout bounds how long a reconcile waits for a new informer's
-	// first list; after that, and at once while its list fails, the
-	// reconcile reports the kind as not watchable and goes on.
+	// syncTimeout bounds how long a reconcile waits for an informer that
+	// covers its parent's bucket to serve; after that, and at once while
+	// its list fails, the reconcile reports the kind as not watchable and
+	// goes on.
 	syncTimeout time.Duration
 
 	// owners finds a parent's children across every child kind.
 	owners *ownerIndex
 
-	// sharded watches each child kind per bucket of parents this replica
-	// holds: informers are keyed by bucket too, and stopped when the
-	// bucket goes.
+	// sharded watches only the children of the buckets this replica
+	// holds.
 	sharded bool
 	// parentUID says which parent a reconcile's context works for, to
 	// pick the bucket of its children (sharded only).
 	parentUID func(context.Context) types.UID
+	// held says which buckets this replica holds, until keep says so
+	// (sharded only; nil reads as none).
+	held func() shard.Set
+	// routed is the set of buckets whose children's events are routed:
+	// want, read without the lock (sharded only).
+	routed atomic.Uint64
 
-	mu        sync.Mutex
-	ctx       context.Context
-	informers map[childKey]*childInformer
-}
-
-// childKey names a child informer: its group-resource and, on a sharded
-// replica, the bucket of parents whose children it holds (noBucket
-// otherwise).
-type childKey struct {
-	gr     schema.GroupResource
-	bucket int
-}
-
-// noBucket is the bucket of an unsharded replica's child informers.
-const noBucket = -1
-
-// childInformer is one child kind's informer and what its list last said.
-type childInformer struct {
-	inf cache.SharedIndexInformer
-	// stop ends the informer.
-	stop context.CancelFunc
-	// reg is Loom's handler on inf, which feeds the owner index: its sync
-	// means the index holds the informer's first list.
-	reg cache.ResourceEventHandlerRegistration
-
-	mu sync.Mutex
-	// listErr is the last list or watch error seen before the first sync.
-	listErr error
-	// waited is set once a reconcile gave up waiting for the first sync.
-	waited bool
+	mu  sync.Mutex
+	ctx context.Context
+	// kinds are the child kinds watched, by group-resource.
+	kinds map[schema.GroupResource]*kindWatch
+	// want is the set of buckets the informers list, from keep or, until
+	// keep was called (wantKnown), from held (sharded only).
+	want      shard.Set
+	wantKnown bool
 }
 
 // NotWatchedError means Loom cannot read a child kind: its informer has
@@ -119,55 +103,76 @@ func (e *NotWatchedError) Error() string {
 // Unwrap returns the list error.
 func (e *NotWatchedError) Unwrap() error { return e.Err }
 
+// errNotHeld says a reconcile's parent is in a bucket this replica does
+// not hold, so that no informer lists its children.
+var errNotHeld = errors.New("the parent's bucket is not held by this replica")
+
 func newChildWatcher(ctx context.Context, packed *packwatch.Client, namespace string, resync time.Duration,
 	route func(OwnerEvent), synced func(schema.GroupResource)) *childWatcher {
-	return &childWatcher{
-		packed: packed, namespace: namespace, resync: resync, route: route, synced: synced, ctx: ctx,
-		syncTimeout: 5 * time.Second, informers: map[childKey]*childInformer{}, owners: newOwnerIndex(),
+	w := &childWatcher{
+		namespace: namespace, resync: resync, route: route, synced: synced, ctx: ctx,
+		syncTimeout: 5 * time.Second, kinds: map[schema.GroupResource]*kindWatch{}, owners: newOwnerIndex(),
 	}
+	if packed != nil {
+		w.listWatch = func(gvr schema.GroupVersionResource, namespace, selector string) cache.ListerWatcher {
+			return packed.ListWatch(gvr, namespace, func(o *metav1.ListOptions) { o.LabelSelector = selector })
+		}
+	}
+	return w
 }
+
+// ensurePoll is how often ensure looks again whether an informer that
+// covers its parent serves: as often as client-go's WaitForCacheSync.
+const ensurePoll = 100 * time.Millisecond
 
 // ensure starts the informer for gvr's group-resource if needed (in the
 // watched namespace, or cluster-wide for a kind that is not namespaced)
-// and waits,
-// for a short bound of its own, until its cache has synced, so that the
-// caller can trust what the cache says. It fails at once while the
-// informer's list fails (say, forbidden by RBAC), so that a kind Loom may
-// not list costs the parents that render it a NotWatchedError each, not a
-// blocked worker.
+// and waits, for a short bound of its own, until an informer that covers
+// the reconcile's parent (on a sharded replica, one that lists its
+// bucket) serves, with its first list in its store and in the owner
+// index, so that the caller can trust what the cache says. It fails at
+// once while that informer's list fails (say, forbidden by RBAC), so that
+// a kind Loom may not list costs the parents that render it a
+// NotWatchedError each, not a blocked worker.
 func (w *childWatcher) ensure(ctx context.Context, gvr schema.GroupVersionResource, namespaced bool) error {
 	gr := gvr.GroupResource()
-	key := childKey{gr: gr, bucket: noBucket}
+	bucket := noBucket
 	if w.sharded {
 		uid := w.parentUID(ctx)
 		if uid == "" {
 			return &NotWatchedError{Resource: gr, Err: errors.New("no parent to pick the bucket of children by")}
 		}
-		key.bucket = shard.Bucket(uid)
+		bucket = shard.Bucket(uid)
 	}
-	w.mu.Lock()
-	ci, ok := w.informers[key]
-	if !ok {
-		ns := w.namespace
-		if !namespaced {
-			ns = ""
-		}
-		ci = w.newInformer(gvr, ns, key.bucket)
-		w.informers[key] = ci
-		go w.notifySynced(gr, ci)
-		klog.FromContext(ctx).V(2).Info("Watching child kind", "resource", gvr.String(), "bucket", key.bucket)
+	kw := w.kind(ctx, gvr, namespaced)
+	if ci, serving := kw.cover(bucket); serving && ci.synced() {
+		return nil // the common case: no wait to set up
 	}
-	w.mu.Unlock()
-	if ci.synced() {
-		return nil
-	}
-	if err := ci.err(); err != nil {
-		return &NotWatchedError{Resource: gr, Err: err}
-	}
+	var ci *childInformer
+	var listErr error
 	wctx, cancel := context.WithTimeout(ctx, w.syncTimeout)
 	defer cancel()
-	if cache.WaitForCacheSync(wctx.Done(), ci.synced) {
+	err := wait.PollUntilContextCancel(wctx, ensurePoll, true, func(context.Context) (bool, error) {
+		var serving bool
+		ci, serving = kw.cover(bucket)
+		switch {
+		case ci == nil:
+			return false, errNotHeld
+		case serving && ci.synced():
+			return true, nil
+		}
+		listErr = ci.err()
+		return listErr != nil, nil
+	})
+	switch {
+	case err == nil && listErr != nil:
+		return &NotWatchedError{Resource: gr, Err: listErr}
+	case err == nil:
 		return nil
+	case errors.Is(err, errNotHeld):
+		return &NotWatchedError{Resource: gr, Err: fmt.Errorf("bucket %d: %w", bucket, err)}
+	case ci == nil:
+		return &NotWatchedError{Resource: gr, Err: err}
 	}
 	ci.mu.Lock()
 	ci.waited = true
@@ -176,6 +181,41 @@ func (w *childWatcher) ensure(ctx context.Context, gvr schema.GroupVersionResour
 		return &NotWatchedError{Resource: gr, Err: err}
 	}
 	return &NotWatchedError{Resource: gr, Err: fmt.Errorf("its first list did not finish within %s", w.syncTimeout)}
+}
+
+// kind returns the watch of gvr's group-resource, starting it, and its
+// first informer, if it is new.
+func (w *childWatcher) kind(ctx context.Context, gvr schema.GroupVersionResource, namespaced bool) *kindWatch {
+	gr := gvr.GroupResource()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if kw, ok := w.kinds[gr]; ok {
+		return kw
+	}
+	kw := &kindWatch{gvr: gvr, namespace: w.namespace}
+	if !namespaced {
+		kw.namespace = ""
+	}
+	w.kinds[gr] = kw
+	if w.sharded && !w.wantKnown {
+		w.setWantLocked(w.heldNow())
+	}
+	w.moveLocked(kw)
+	logger := klog.FromContext(ctx).V(2)
+	if w.sharded {
+		logger.Info("Watching child kind", "resource", gvr.String(), "holds", w.want.String())
+	} else {
+		logger.Info("Watching child kind", "resource", gvr.String())
+	}
+	return kw
+}
+
+// heldNow is what held says, or none.
+func (w *childWatcher) heldNow() shard.Set {
+	if w.held == nil {
+		return 0
+	}
+	return w.held()
 }
 
 // synced reports whether the informer's first list is in its store and
@@ -191,77 +231,72 @@ func (ci *childInformer) err() error {
 	return ci.listErr
 }
 
-// notifySynced waits for the informer's first sync and, if a reconcile
-// gave up on it before, reports it, so that the waiting parents are
-// reconciled without waiting for their backoff.
-func (w *childWatcher) notifySynced(gr schema.GroupResource, ci *childInformer) {
-	if !cache.WaitForCacheSync(w.ctx.Done(), ci.synced) {
-		return
-	}
-	ci.mu.Lock()
-	waited := ci.waited || ci.listErr != nil
-	ci.listErr = nil
-	ci.mu.Unlock()
-	if waited && w.synced != nil {
-		klog.FromContext(w.ctx).Info("Child kind is watched now", "resource", gr.String())
-		w.synced(gr)
-	}
-}
-
-func (w *childWatcher) newInformer(gvr schema.GroupVersionResource, namespace string, bucket int) *childInformer {
-	selector := childSelector
-	if bucket != noBucket {
-		selector += "," + shard.LabelBucket + "=" + strconv.Itoa(bucket)
-	}
-	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
-	inf := packwatch.NewInformer(w.packed, gvr, namespace, w.resync, tweak)
-	ctx, stop := context.WithCancel(w.ctx)
-	ci := &childInformer{inf: inf, stop: stop}
-	defer func() { go inf.Run(ctx.Done()) }()
-	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		if !inf.HasSynced() {
-			ci.mu.Lock()
-			ci.listErr = err
-			ci.mu.Unlock()
-		}
-		cache.DefaultWatchErrorHandler(ctx, r, err)
-	})
-	ci.reg, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+// handler is Loom's handler of one generation's events: it feeds the
+// owner index and routes each change to the child's owner (deliver), and
+// does nothing once the generation is retired.
+func (w *childWatcher) handler(ci *childInformer) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
+			if ci.retired.Load() {
+				return
+			}
 			w.owners.update(ci, nil, obj)
-			w.handle(obj, false)
+			w.deliver(ci, obj, eventAdd)
 		},
 		UpdateFunc: func(old, cur any) {
+			if ci.retired.Load() {
+				return
+			}
 			// Before the resync check: a relist brings new objects with
 			// the same resourceVersion, and the index must not keep the
 			// ones the store let go.
 			w.owners.update(ci, old, cur)
-			w.handleUpdate(old, cur)
+			if o, ok1 := packwatch.ID(old); ok1 {
+				if c, ok2 := packwatch.ID(cur); ok2 && o.GetResourceVersion() == c.GetResourceVersion() {
+					return // a resync that changed nothing
+				}
+			}
+			w.deliver(ci, cur, eventUpdate)
 		},
 		DeleteFunc: func(obj any) {
+			if ci.retired.Load() {
+				return
+			}
 			w.owners.delete(ci, obj)
-			w.handle(obj, true)
+			w.deliver(ci, obj, eventDelete)
 		},
-	})
-	return ci
+	}
 }
 
-// handleUpdate ignores resyncs that changed nothing.
-func (w *childWatcher) handleUpdate(old, cur any) {
-	o, ok1 := packwatch.ID(old)
-	c, ok2 := packwatch.ID(cur)
-	if ok1 && ok2 && o.GetResourceVersion() == c.GetResourceVersion() {
+// deliver routes a child event of generation ci to the child's owner:
+// not at all on a sharded replica that let the child's bucket go, and
+// before ci serves only as early decides.
+func (w *childWatcher) deliver(ci *childInformer, obj any, ev eventType) {
+	if w.sharded {
+		p, ok := packed(obj)
+		if !ok || !shard.Set(w.routed.Load()).Has(shard.Bucket(p.OwnerUID())) {
+			return
+		}
+	}
+	if ci.early(obj, ev) {
 		return
 	}
-	w.handle(cur, false)
+	w.handle(obj, ev == eventDelete)
 }
 
-// handle maps a child event to its controller owner (see pack.Owner).
-func (w *childWatcher) handle(obj any, deleted bool) {
+// packed returns the child an event carries, out of a tombstone if need
+// be.
+func packed(obj any) (*pack.Packed, bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
 	p, ok := obj.(*pack.Packed)
+	return p, ok
+}
+
+// handle maps a child event to its controller owner (see pack.Owner).
+func (w *childWatcher) handle(obj any, deleted bool) {
+	p, ok := packed(obj)
 	if !ok {
 		return
 	}
@@ -290,58 +325,19 @@ func (w *childWatcher) get(gr schema.GroupResource, namespace, name string) *uns
 	if namespace != "" {
 		key = namespace + "/" + name
 	}
-	for _, ci := range w.informersOf(gr) {
-		if obj, exists, _ := ci.inf.GetIndexer().GetByKey(key); exists {
-			u, _ := packwatch.Unpack(obj)
-			return u
-		}
-	}
-	return nil
-}
-
-// informersOf returns the informers of gr's children: one, or one per
-// bucket this replica watches.
-func (w *childWatcher) informersOf(gr schema.GroupResource) []*childInformer {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.sharded {
-		if ci, ok := w.informers[childKey{gr: gr, bucket: noBucket}]; ok {
-			return []*childInformer{ci}
-		}
+	kw := w.kinds[gr]
+	w.mu.Unlock()
+	if kw == nil {
 		return nil
 	}
-	var out []*childInformer
-	for b := range shard.Buckets {
-		if ci, ok := w.informers[childKey{gr: gr, bucket: b}]; ok {
-			out = append(out, ci)
-		}
+	ci := kw.live.Load()
+	if ci == nil {
+		return nil
 	}
-	return out
-}
-
-// keep stops the informers of buckets outside held, and forgets what they
-// cached: this replica no longer reconciles those parents. It returns the
-// children they cached, whose other records (what Loom applied to them)
-// the caller drops too.
-func (w *childWatcher) keep(held shard.Set) []object.Ref {
-	w.mu.Lock()
-	var gone []*childInformer
-	for k, ci := range w.informers {
-		if k.bucket != noBucket && !held.Has(k.bucket) {
-			delete(w.informers, k)
-			gone = append(gone, ci)
-		}
+	if obj, exists, _ := ci.inf.GetIndexer().GetByKey(key); exists {
+		u, _ := packwatch.Unpack(obj)
+		return u
 	}
-	w.mu.Unlock()
-	var refs []object.Ref
-	for _, ci := range gone {
-		ci.stop()
-		for _, obj := range ci.inf.GetStore().List() {
-			if p, ok := packwatch.ID(obj); ok {
-				refs = append(refs, p.Ref())
-			}
-		}
-		w.owners.drop(ci)
-	}
-	return refs
+	return nil
 }

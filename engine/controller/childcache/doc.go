@@ -6,8 +6,12 @@
 // only Loom's children and holding them packed (packwatch). Their events
 // feed an index by controller owner (owners.go), which answers Owned, and
 // are routed to the owner's controller (Config.Route). On a sharded
-// replica the informers run per bucket of parents, and Keep stops those
-// of buckets the replica let go.
+// replica each informer lists the children of the buckets the replica
+// holds (generations.go): when they change (Keep), a new generation of
+// each kind's informer lists the new set and, once synced, replaces the
+// old one. Until then reconciles read the old one, and the new one routes
+// only the children the old one does not hold as they are, so that a
+// move re-reconciles no parent the replica kept.
 //
 // Lookups (lookups.go, lookupreader.go) are answered by a Reader per
 // reconcile: metadata-only informers (lookuppool.go) say whether an object

@@ -37,11 +37,15 @@ func newOwnerIndex() *ownerIndex { return &ownerIndex{m: map[types.UID][]indexed
 
 // update records cur, the new state of a child of ci's kind whose previous
 // state was old (nil when it is new). A child whose controller changed
-// moves to its new owner.
+// moves to its new owner. Nothing is recorded for a generation the index
+// dropped (an event it delivered as it stopped).
 func (x *ownerIndex) update(ci *childInformer, old, cur any) {
 	from, to := controllerUID(old), controllerUID(cur)
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if ci.unindexed {
+		return
+	}
 	if old != nil && from != to {
 		x.removeLocked(from, ci, old)
 	}
@@ -90,10 +94,12 @@ func (x *ownerIndex) removeLocked(uid types.UID, ci *childInformer, obj any) {
 	x.m[uid] = list
 }
 
-// drop forgets every child that ci cached: its informer stopped.
+// drop forgets every child that ci cached, and any it would record
+// later: its informer stopped.
 func (x *ownerIndex) drop(ci *childInformer) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	ci.unindexed = true
 	for uid, list := range x.m {
 		kept := list[:0]
 		for _, e := range list {
@@ -110,14 +116,19 @@ func (x *ownerIndex) drop(ci *childInformer) {
 	}
 }
 
-// children returns the cached objects whose controller owner has uid.
+// children returns the cached objects whose controller owner has uid,
+// from the generation of each kind that serves: while a new generation
+// of a kind's informer syncs beside the one it replaces, the index holds
+// the children of both, and returns each child once.
 func (x *ownerIndex) children(uid types.UID) []any {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	list := x.m[uid]
-	out := make([]any, len(list))
-	for i, e := range list {
-		out[i] = e.obj
+	out := make([]any, 0, len(list))
+	for _, e := range list {
+		if e.ci.serving() {
+			out = append(out, e.obj)
+		}
 	}
 	return out
 }
