@@ -5,12 +5,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/controller/packwatch"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/shard"
 )
