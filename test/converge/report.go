@@ -62,6 +62,7 @@ func report(w io.Writer, o options, results []phaseResult, now time.Time) {
 	reportMemory(w, o, results)
 	reportReplicas(w, results)
 	reportShardRatio(w, o, results)
+	reportTakeovers(w, results)
 	reportLatency(w, results)
 	reportCPU(w, results)
 	reportAPI(w, results)
