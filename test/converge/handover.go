@@ -51,8 +51,12 @@ type takeover struct {
 	// (as the harness's informer saw it). complete is false if they did
 	// not all within handoverTimeLimit; landed says how many did.
 	sent, exited, took time.Duration
-	complete           bool
-	landed             int
+	// released and claimed are from the signal until the table named the
+	// replica for none of its buckets, and until other members held all
+	// of them (0 if not seen within the time limit).
+	released, claimed time.Duration
+	complete          bool
+	landed            int
 	// writes are the API server's writes to the children and the
 	// parents' status from the signal until -settle after took.
 	writes requests
@@ -218,6 +222,12 @@ func (p *phase) takeover(ctx context.Context, g *loomGroup, i int, sig syscall.S
 	}
 
 	// 1. The signal, and at once the edits of every parent it held.
+	tctx, stopTable := context.WithTimeout(ctx, handoverTimeLimit)
+	defer stopTable()
+	moves, err := p.watchTable(tctx, replicaPrefix(i), held)
+	if err != nil {
+		return t, err
+	}
 	l := g.procs[i]
 	l.exitExpected.Store(true)
 	t0 := time.Now()
@@ -273,6 +283,9 @@ func (p *phase) takeover(ctx context.Context, g *loomGroup, i int, sig syscall.S
 		<-exitSeen
 	}
 	t.exited = exited.Sub(t0)
+	stopTable()
+	m := <-moves
+	t.released, t.claimed = since(t0, m.released), since(t0, m.claimed)
 
 	// 3. The replica again, until the buckets are balanced, then -settle.
 	return t, p.rejoin(ctx, g, i, &t)
@@ -332,14 +345,7 @@ func wrote(s loomStats) float64 { return s.Changes["created"] + s.Changes["confi
 // heldBy reads the group's table and returns the buckets of the replica
 // whose IDs start with prefix.
 func (p *phase) heldBy(ctx context.Context, prefix string) (shard.Set, error) {
-	ns, given := flagValue(p.opts.loomArgs, shardNSFlag)
-	if !given {
-		ns = defaultShardNS
-	}
-	group, given := flagValue(p.opts.loomArgs, shardGroupFlag)
-	if !given {
-		group = defaultShardGroup
-	}
+	ns, group := p.shardLeases()
 	l, err := p.client.Resource(leaseGVR).Namespace(ns).Get(ctx, group+shardTableSuffix, metav1.GetOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("read the shard table: %w", err)
@@ -353,6 +359,19 @@ func (p *phase) heldBy(ctx context.Context, prefix string) (shard.Set, error) {
 		return 0, fmt.Errorf("the shard table names no member %s-* (-loom-args must not set --%s): %s", prefix, shardPrefixFlag, t.Encode())
 	}
 	return held, nil
+}
+
+// shardLeases are the namespace and the group of the replicas' Leases.
+func (p *phase) shardLeases() (namespace, group string) {
+	ns, given := flagValue(p.opts.loomArgs, shardNSFlag)
+	if !given {
+		ns = defaultShardNS
+	}
+	group, given = flagValue(p.opts.loomArgs, shardGroupFlag)
+	if !given {
+		group = defaultShardGroup
+	}
+	return ns, group
 }
 
 // editReplicas sets spec.replicas of the named parents, -workers at a
@@ -402,8 +421,8 @@ func sigName(sig syscall.Signal) string {
 
 // summary is one line of what a takeover measured.
 func (t takeover) summary() string {
-	s := fmt.Sprintf("%s of replica %d (%d buckets, %d parents, %d edited): edits sent in %s, exit after %s, all landed after %s (target %s)",
-		t.signal, t.replica, t.buckets, t.moved, t.edited, secs(t.sent), secs(t.exited), secs(t.took), secs(t.target))
+	s := fmt.Sprintf("%s of replica %d (%d buckets, %d parents, %d edited): edits sent in %s, exit after %s, buckets released after %s and claimed after %s, all landed after %s (target %s)",
+		t.signal, t.replica, t.buckets, t.moved, t.edited, secs(t.sent), secs(t.exited), secs(t.released), secs(t.claimed), secs(t.took), secs(t.target))
 	if !t.complete {
 		s += fmt.Sprintf(", only %d of %d landed", t.landed, t.edited)
 	}
@@ -420,4 +439,60 @@ func (g *goal) left(t *tracker) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(g.pending)
+}
+
+// since is t-t0, or 0 for a zero t.
+func since(t0, t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Sub(t0)
+}
+
+// tableMoves are when the table first named the stopped replica for none
+// of its buckets, and when other members first held every one of them.
+type tableMoves struct{ released, claimed time.Time }
+
+// watchTable watches the group's table until ctx is done, then sends when
+// the buckets held moved away from the members with prefix.
+func (p *phase) watchTable(ctx context.Context, prefix string, held shard.Set) (<-chan tableMoves, error) {
+	ns, group := p.shardLeases()
+	w, err := p.client.Resource(leaseGVR).Namespace(ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + group + shardTableSuffix,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch the shard table: %w", err)
+	}
+	out := make(chan tableMoves, 1)
+	go func() {
+		defer w.Stop()
+		var m tableMoves
+		defer func() { out <- m }()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return
+				}
+				u, ok := ev.Object.(*unstructured.Unstructured)
+				if !ok {
+					continue
+				}
+				t, err := shard.DecodeTable(u.GetAnnotations()[shardTableAnnot])
+				if err != nil {
+					continue
+				}
+				now := time.Now()
+				if m.released.IsZero() && heldBy(t, prefix)&held == 0 {
+					m.released = now
+				}
+				if m.claimed.IsZero() && heldBy(t, prefix)&held == 0 && t.Of("")&held == 0 {
+					m.claimed = now
+				}
+			}
+		}
+	}()
+	return out, nil
 }

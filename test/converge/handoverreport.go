@@ -15,7 +15,7 @@ func reportTakeovers(w io.Writer, results []phaseResult) {
 		}
 		fmt.Fprintf(w, "\n%s: takeovers (a replica stopped while every parent it held is edited, spec.replicas +1)\n", r.label)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "signal\treplica\tbuckets\tparents\tedited\tedits sent\texit\tedits landed\ttarget\t\tLoom wrote\tbeyond edited\tAPI: children+status\trejoin\tLoom wrote\tAPI: children+status\t")
+		fmt.Fprintln(tw, "signal\treplica\tbuckets\tparents\tedited\tedits sent\texit\treleased\tclaimed\tedits landed\ttarget\t\tLoom wrote\tbeyond edited\tAPI: children+status\trejoin\tLoom wrote\tAPI: children+status\t")
 		for _, t := range r.takeovers {
 			landed := secs(t.took)
 			if !t.complete {
@@ -27,12 +27,13 @@ func reportTakeovers(w io.Writer, results []phaseResult) {
 				rejoinApplied = fmt.Sprintf("%.0f", t.rejoinApplied)
 				rejoinWrites = fmt.Sprintf("%d+%d", t.rejoinWrites.Children, t.rejoinWrites.Status)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t≤ %s\t%s\t%.0f\t%+.0f\t%d+%d\t%s\t%s\t%s\t\n", t.signal, t.replica, t.buckets, t.moved, t.edited,
-				secs(t.sent), secs(t.exited), landed, secs(t.target), handoverVerdict(t), t.applied, t.extraApplied(),
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t≤ %s\t%s\t%.0f\t%+.0f\t%d+%d\t%s\t%s\t%s\t\n", t.signal, t.replica, t.buckets, t.moved, t.edited,
+				secs(t.sent), secs(t.exited), secs(t.released), secs(t.claimed), landed, secs(t.target), handoverVerdict(t), t.applied, t.extraApplied(),
 				t.writes.Children, t.writes.Status, rejoin, rejoinApplied, rejoinWrites)
 		}
 		tw.Flush()
-		fmt.Fprintln(w, "  (times from the signal: the last edit returned, the process ended, the last edited parent's Deployment carried the edit;")
+		fmt.Fprintln(w, "  (times from the signal: the last edit returned, the process ended, the table named it for none of its buckets,")
+		fmt.Fprintln(w, "   the other replicas held them all, the last edited parent's Deployment carried the edit;")
 		fmt.Fprintln(w, "   Loom wrote: the child applies that created or configured, from the replicas' loom_child_changes_total, from the signal to -settle after;")
 		fmt.Fprintln(w, "   beyond edited: those less one Deployment write per edited parent, the writes for children already right: want 0;")
 		fmt.Fprintln(w, "   API: the API server's writes to the children and the parents' status meanwhile, from every client;")
