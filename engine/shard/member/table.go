@@ -23,13 +23,24 @@ func (m *Member) tableName() string { return m.opts.Group + "-shards" }
 // included while its Lease is valid), the expired ones to fence, the
 // members the table names whose Lease the cache does not hold (to ask the
 // API server about), the gone members, whose buckets may be claimed, and
-// the table.
+// the table. wake is how long until the view changes by time alone (a
+// live member expires, or a gone one's deadline passes), 0 if nothing
+// will: Run plans again then, not at its next tick.
 type view struct {
 	live    []string
 	expired []*coordinationv1.Lease
 	missing []string
 	gone    []string
 	table   *coordinationv1.Lease
+	wake    time.Duration
+}
+
+// soon makes v wake at (on the member's clock) if that is in the future
+// and earlier than it would otherwise.
+func (v *view) soon(at, now time.Duration) {
+	if d := at - now; d > 0 && (v.wake == 0 || d < v.wake) {
+		v.wake = d
+	}
 }
 
 // observe reads the cache and notes when each member's Lease changed.
@@ -59,6 +70,7 @@ func (m *Member) observe() view {
 			}
 			if now-s.at < s.duration {
 				v.live = append(v.live, l.Name)
+				v.soon(s.deadline(), now)
 			} else {
 				v.expired = append(v.expired, l)
 			}
@@ -90,6 +102,8 @@ func (m *Member) observe() view {
 		case ok && s.gone:
 			if now >= s.deadline() {
 				v.gone = append(v.gone, name)
+			} else {
+				v.soon(s.deadline(), now)
 			}
 		case !present[name]:
 			v.missing = append(v.missing, name)
@@ -140,6 +154,7 @@ func (m *Member) rebalance(ctx context.Context, logger klog.Logger) {
 	if len(v.expired) > 0 || len(v.missing) > 0 {
 		v = m.observe() // a fence that met a renewal made that member live
 	}
+	m.wakeIn(v.wake)
 	m.opts.Metrics.members(len(v.live))
 	t, err := m.decode(v.table)
 	if err != nil {
