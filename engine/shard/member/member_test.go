@@ -405,3 +405,62 @@ func TestObserveWake(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaveHandsOverFirst checks the order of a leaving replica's requests:
+// its buckets are released in the table read from the Lease cache (no GET
+// first, a round trip the others would wait for), then its Lease goes, and
+// only then does it tell its subscribers (the Manager stops its caches),
+// which the others need not wait for either.
+func TestLeaveHandsOverFirst(t *testing.T) {
+	var table shard.Table
+	for b := range table {
+		table[b] = self
+		if b%2 == 1 {
+			table[b] = "other"
+		}
+	}
+	lease := tableLease("1", table)
+	own := memberLease(self, "1", 0)
+	m, client := newTestMember(t, lease.DeepCopy(), own.DeepCopy())
+	for _, l := range []*coordinationv1.Lease{lease, memberLease("other", "1", 0)} {
+		if err := m.store.Add(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.give(table.Of(self))
+	var order []string
+	client.PrependReactor("*", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		name := ""
+		switch a := a.(type) {
+		case k8stesting.UpdateAction:
+			name = a.GetObject().(*coordinationv1.Lease).Name
+		case interface{ GetName() string }:
+			name = a.GetName()
+		}
+		order = append(order, a.GetVerb()+" "+name)
+		return false, nil, nil
+	})
+	m.Subscribe(func(held shard.Set) { order = append(order, fmt.Sprintf("notify %s", held)) })
+	logger := ktesting.NewLogger(t, ktesting.NewConfig())
+	if err := m.leave(klog.NewContext(t.Context(), logger), logger); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"update " + testGroup + "-shards", "delete " + self, "notify "}
+	if diff := cmp.Diff(want, order); diff != "" {
+		t.Errorf("requests and notifications (-want +got):\n%s", diff)
+	}
+	got, err := client.CoordinationV1().Leases(testNamespace).Get(t.Context(), testGroup+"-shards", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := shard.DecodeTable(got.Annotations[AnnotationTable])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mine := after.Of(self); mine != 0 {
+		t.Errorf("the table still gives %s to the replica that left", mine)
+	}
+	if theirs, want := after.Of("other"), table.Of("other"); theirs != want {
+		t.Errorf("the other member holds %s after the leave, want %s", theirs, want)
+	}
+}

@@ -343,42 +343,16 @@ func update(a *atomic.Uint64, fn func(shard.Set) shard.Set) {
 }
 
 // leave hands everything over: nothing new starts, the work in flight
-// finishes, the table forgets this replica, and its Lease goes.
+// finishes, the table forgets this replica, and its Lease goes. The others
+// claim its buckets once they see both, so those two requests come first:
+// the table as the Lease cache holds it (a GET only after a conflict), and
+// the subscribers (the Manager stopping its caches) are told after.
 func (m *Member) leave(ctx context.Context, logger klog.Logger) error {
 	m.accept.Store(0)
 	m.drain(ctx, logger, shard.All()) // if the Lease lapsed meanwhile, the writes in flight are refused
 	held := shard.Set(m.held.Swap(0))
-	m.notify(0)
 	self := m.ID()
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		var cur *coordinationv1.Lease
-		rctx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
-		cur, err = m.leases.Get(rctx, m.tableName(), metav1.GetOptions{})
-		cancel()
-		if apierrors.IsNotFound(err) {
-			err = nil
-			break
-		}
-		if err != nil {
-			continue
-		}
-		var t shard.Table
-		if t, err = m.decode(cur); err != nil {
-			break
-		}
-		mine := t.Of(self)
-		if mine == 0 {
-			break
-		}
-		for _, b := range mine.Buckets() {
-			t[b] = ""
-		}
-		if err = m.writeTable(ctx, cur, t); err == nil {
-			break
-		}
-	}
-	if err != nil {
+	if err := m.releaseAll(ctx, self); err != nil {
 		logger.Error(err, "Cannot hand this replica's buckets over; others take them once its Lease expires", "id", self)
 	}
 	m.opts.Metrics.moved("release", held)
@@ -387,8 +361,45 @@ func (m *Member) leave(ctx context.Context, logger klog.Logger) error {
 	if derr := m.leases.Delete(rctx, self, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
 		logger.Error(derr, "Cannot delete this replica's shard Lease; it expires", "id", self)
 	}
+	m.notify(0)
 	logger.Info("Left the shard group", "id", self, "released", held.String())
 	return nil
+}
+
+// releaseAll frees every bucket the table gives self: first in the table
+// the Lease cache holds, then, after a conflict or another failure, in
+// the one the API server returns; up to five tries.
+func (m *Member) releaseAll(ctx context.Context, self string) error {
+	cur := m.observe().table
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 || cur == nil {
+			rctx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
+			cur, err = m.leases.Get(rctx, m.tableName(), metav1.GetOptions{})
+			cancel()
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				continue
+			}
+		}
+		var t shard.Table
+		if t, err = m.decode(cur); err != nil {
+			return err
+		}
+		mine := t.Of(self)
+		if mine == 0 {
+			return nil
+		}
+		for _, b := range mine.Buckets() {
+			t[b] = ""
+		}
+		if err = m.writeTable(ctx, cur, t); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 func isGone(err error) bool { return apierrors.IsNotFound(err) || apierrors.IsConflict(err) }
