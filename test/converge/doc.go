@@ -130,6 +130,32 @@
 // largest and their sum, and Loom's memory lines and targets are the
 // largest replica's.
 //
+// Replica i gets --shard-id-prefix converge-<i+1> and --shard-namespace
+// loom-system unless -loom-args set them; -loom-namespace gives every
+// Loom the phase's namespace as --namespace, for a cluster that others'
+// tests use too (by default Loom watches every namespace).
+//
+// # Takeovers of a sharded phase (-handover, handover.go)
+//
+// Once a sharded phase has converged (after the re-reconcile below), the
+// harness stops its first replica with SIGTERM and, at once, edits
+// spec.replicas (one more than -replicas) of the parents of the buckets
+// the replica held (the table Lease names them; at most -handover-edits,
+// spread over them). It times, from the signal: the last edit returned,
+// the process ended, the table named the replica for none of its buckets
+// (released), the others held them all (claimed), and every edited
+// parent's Deployment carried the edit (its informer saw it; the target
+// is 5 s). It counts the writes from the signal until -settle after:
+// Loom's own child applies that wrote (created or configured, from the
+// replicas' loom_child_changes_total), which should be one Deployment per
+// edited parent and no more (target 0 beyond), and the API server's to
+// the children and the parents' status from every client. Then it starts
+// the replica again (its log is loom-1-after-sigterm.log), waits until the
+// buckets are balanced, and counts the writes of that rebalance (target 0).
+// Then the same with SIGKILL, whose target is the Lease duration
+// (--shard-lease-duration of -loom-args, default 6 s) plus 5 s. The report
+// has a table of both takeovers and their rows in the targets table.
+//
 // When a run has both one unsharded Loom and sharded replicas, the report
 // divides each replica's peak RSS by the unsharded phase's (the mean of
 // them if several) against -target-shard-rss, and compares their t1.

@@ -95,7 +95,10 @@ func shiftPort(addr string, i int) string {
 // unsharded replica runs exactly as -loom-args say; for a later replica,
 // every --*-bind-address with a fixed port moved up by i, and
 // --metrics-bind-address added when args leave it at its default. A
-// sharded phase's replicas get --sharded unless args already turn it on.
+// sharded phase's replicas get --sharded unless args already turn it on,
+// --shard-id-prefix converge-<i+1> unless args set one (a takeover tells
+// the replicas' buckets apart by it), and --shard-namespace loom-system
+// unless args set one (loom run has no default out of a pod).
 func replicaArgs(args []string, i int, sharded bool) []string {
 	out := make([]string, 0, len(args)+2)
 	metricsGiven := false
@@ -122,6 +125,12 @@ func replicaArgs(args []string, i int, sharded bool) []string {
 	}
 	if sharded && !boolFlag(args, shardedFlag) {
 		out = append(out, "--"+shardedFlag)
+	}
+	if _, given := flagValue(args, shardPrefixFlag); sharded && !given {
+		out = append(out, "--"+shardPrefixFlag+"="+replicaPrefix(i))
+	}
+	if _, given := flagValue(args, shardNSFlag); sharded && !given {
+		out = append(out, "--"+shardNSFlag+"="+defaultShardNS)
 	}
 	return out
 }
@@ -159,4 +168,14 @@ func checkReplicaPorts(args []string, n int) error {
 		}
 	}
 	return nil
+}
+
+// loomOptions are the options the phase starts loom run with: -loom-args,
+// and with -loom-namespace the phase's namespace as --namespace.
+func (p *phase) loomOptions() options {
+	o := p.opts
+	if o.loomNamespace {
+		o.loomArgs = append(slices.Clone(o.loomArgs), "--namespace="+p.namespace)
+	}
+	return o
 }

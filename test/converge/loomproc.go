@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,6 +28,9 @@ type loomProc struct {
 	metricsAddr, metricsURL string
 	// log is its log file.
 	log string
+	// exitExpected is set before the harness stops it in the middle of a
+	// phase (a takeover), whose end then does not fail the phase.
+	exitExpected atomic.Bool
 }
 
 // stopGrace is how long Loom gets to drain after SIGTERM before SIGKILL.

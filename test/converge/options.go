@@ -73,6 +73,13 @@ type options struct {
 	// targetShardRSS is the largest ratio of a sharded replica's peak RSS
 	// to one unsharded replica's.
 	targetShardRSS float64
+	// handover: a sharded phase measures a SIGTERM and a SIGKILL takeover
+	// once converged (handover.go), editing at most handoverEdits of the
+	// parents that move (0: all).
+	handover      bool
+	handoverEdits int
+	// loomNamespace: loom run gets the phase's namespace as --namespace.
+	loomNamespace bool
 }
 
 // parseFlags parses args (without the program name) on fs.
@@ -94,6 +101,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&phases, "phases", "base,loom,base", "phases to run, in order, comma-separated: base or loom, each optionally followed by /R (loom: R replicas of loom run, with --sharded when R > 1; default -loom-replicas) and @N (N parents in its timed round; default -parents), e.g. loom@10000,loom/3@30000")
 	fs.IntVar(&o.loomReplicas, "loom-replicas", 1, "replicas of loom run in each loom phase that does not say /R (process mode): 1 runs one, as users do; more run each with --sharded and ports of their own (each --*-bind-address port plus the replica's index)")
 	fs.DurationVar(&o.balanceTimeout, "balance-timeout", 3*time.Minute, "time limit for a sharded phase's replicas to hold the 64 buckets between them evenly (sum of loom_shard_buckets 64, each within one of the others) before its warm-up")
+	fs.BoolVar(&o.loomNamespace, "loom-namespace", false, "process mode: pass the phase's namespace to loom run as --namespace, so that it reconciles no parent of someone else's tests on a shared cluster (by default it watches every namespace, as users run it)")
+	fs.BoolVar(&o.handover, "handover", true, "once a sharded phase has converged, SIGTERM its first replica while editing the parents it held, time until their Deployments carry the edit and count the writes; restart it, then the same with SIGKILL")
+	fs.IntVar(&o.handoverEdits, "handover-edits", 1000, "the most parents a takeover edits, spread over those the stopped replica held (0: all of them)")
 	fs.Float64Var(&o.qps, "qps", 1000, "client QPS of the baseline, the creator, the harness and the in-process Loom")
 	fs.IntVar(&o.burst, "burst", 2000, "client burst of the same clients")
 	fs.Float64Var(&o.target, "target", 1.15, "the Loom/baseline ratio of t1 to meet (default 1.2 with -bare, where t1 is the last status written)")

@@ -56,6 +56,8 @@ type phase struct {
 	loomDir string
 	// mems sample the RSS of Loom's processes, one per replica.
 	mems []*memSampler
+	// fail cancels the phase: a Loom process ended before it.
+	fail context.CancelCauseFunc
 }
 
 // phaseResult is what one phase measured.
@@ -84,6 +86,8 @@ type phaseResult struct {
 	bare bool
 	// after is what a loom phase measured once its fleet had converged.
 	after *loomAfter
+	// takeovers are a sharded phase's handovers (handover.go).
+	takeovers []takeover
 	// measured: every measurement of the phase was taken, so a failure
 	// after them (its cleanup) does not lose its report.
 	measured bool
@@ -174,6 +178,9 @@ func (b *bench) runPhase(ctx context.Context, spec phaseSpec, label string) (res
 		if res.after, err = p.afterConvergence(ctx); err != nil {
 			return res, fmt.Errorf("%s: %w", label, err)
 		}
+		if res.takeovers, err = p.takeovers(ctx); err != nil {
+			return res, fmt.Errorf("%s: %w", label, err)
+		}
 	}
 	res.measured = true
 	return res, nil
@@ -211,25 +218,19 @@ func (p *phase) startLoom(ctx context.Context, wcfg *rest.Config, fail context.C
 			return bal, err
 		}
 	}
-	g, err := startLoomGroup(ctx, p.opts, dir, p.spec)
+	g, err := startLoomGroup(ctx, p.loomOptions(), dir, p.spec)
 	if err != nil {
 		return bal, err
 	}
-	p.loom, p.loomDir = g, dir
+	p.loom, p.loomDir, p.fail = g, dir, fail
 	for i, l := range g.procs {
 		p.cpu.watch("loom", l.pid())
 		p.mems = append(p.mems, startMemSampler(l.pid(), 250*time.Millisecond))
-		go func() {
-			select {
-			case <-l.exited():
-				who := "loom"
-				if len(g.procs) > 1 {
-					who = fmt.Sprintf("loom replica %d", i+1)
-				}
-				fail(fmt.Errorf("%s (pid %d) exited during the phase", who, l.pid()))
-			case <-ctx.Done():
-			}
-		}()
+		who := "loom"
+		if len(g.procs) > 1 {
+			who = fmt.Sprintf("loom replica %d", i+1)
+		}
+		p.watchExit(ctx, l, who)
 	}
 	if !p.spec.sharded {
 		return bal, nil
@@ -239,6 +240,20 @@ func (p *phase) startLoom(ctx context.Context, wcfg *rest.Config, fail context.C
 	}
 	logf("%s: %d replicas balanced in %s: buckets %s", p.label, len(g.procs), secs(bal.took), bucketList(bal.buckets))
 	return bal, nil
+}
+
+// watchExit cancels the phase if l ends before it does, unless it was
+// made to (exitExpected).
+func (p *phase) watchExit(ctx context.Context, l *loomProc, who string) {
+	go func() {
+		select {
+		case <-l.exited():
+			if !l.exitExpected.Load() {
+				p.fail(fmt.Errorf("%s (pid %d) exited during the phase", who, l.pid()))
+			}
+		case <-ctx.Done():
+		}
+	}()
 }
 
 // finish stops Loom (printing its log's tail if the phase failed) and

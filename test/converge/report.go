@@ -63,6 +63,7 @@ func report(w io.Writer, o options, results []phaseResult, idle *idleResult, now
 	reportIdle(w, idle)
 	reportReplicas(w, results)
 	reportShardRatio(w, o, results)
+	reportTakeovers(w, results)
 	reportLatency(w, results)
 	reportCPU(w, results)
 	reportAPI(w, results)

@@ -101,7 +101,7 @@ func targetRows(o options, results []phaseResult) []targetRow {
 	if shard, ok := shardTargetRow(o, results); ok {
 		rows = append(rows, shard)
 	}
-	return rows
+	return append(rows, takeoverRows(results)...)
 }
 
 // phasesOf returns the phases of a kind.

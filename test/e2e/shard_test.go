@@ -58,6 +58,11 @@ func TestSharded(t *testing.T) {
 	})
 	t.Run("SIGKILLFailover", shardedSIGKILLFailover)
 	t.Run("SIGTERMHandsOver", shardedSIGTERMHandsOver)
+	// The handover bounds from the signal: an edit of every parent the
+	// stopped replica held is in their children within 5 s of a SIGTERM,
+	// and within the Lease duration plus 5 s of a SIGKILL.
+	t.Run("SIGTERMEditsLand", shardedSIGTERMEditsLand)
+	t.Run("SIGKILLEditsLand", shardedSIGKILLEditsLand)
 	t.Run("SIGSTOPPastTheLease", shardedSIGSTOPPastTheLease)
 	t.Run("ScalesThreeFiveTwo", shardedScalesThreeFiveTwo)
 }

@@ -95,6 +95,9 @@ type Member struct {
 	// versions the cache may hold until it has caught up with that write.
 	wrote  *coordinationv1.Lease
 	behind []string
+	// wakeAt is when (since base) the view of the others next changes by
+	// time alone, 0 for never: Run steps then (see view.wake).
+	wakeAt time.Duration
 }
 
 // seen is when this replica first saw a member's Lease at a version, and
@@ -192,15 +195,46 @@ func (m *Member) Run(ctx context.Context) error {
 	}
 	tick := time.NewTicker(m.opts.RenewInterval / 4)
 	defer tick.Stop()
+	// expiry fires when another member's Lease expires (or a gone one's
+	// deadline passes), so that its buckets are fenced and claimed then,
+	// not up to a tick later.
+	expiry := time.NewTimer(time.Hour)
+	expiry.Stop()
+	defer expiry.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return m.leave(context.WithoutCancel(ctx), logger)
 		case <-tick.C:
 		case <-m.kick:
+		case <-expiry.C:
 		}
 		m.step(ctx, logger)
+		// A time already past (a step that did not plan) is left to the
+		// tick, so that the loop never spins.
+		if d := m.nextWake() - m.now(); m.nextWake() > 0 && d > 0 {
+			expiry.Reset(d)
+		}
 	}
+}
+
+// wakeIn records that the view of the others changes by time alone in d
+// (0: never).
+func (m *Member) wakeIn(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.wakeAt = 0
+	if d > 0 {
+		m.wakeAt = m.now() + d
+	}
+}
+
+// nextWake is when (since base) Run should step again for the view's sake,
+// 0 for not before its next tick or event.
+func (m *Member) nextWake() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.wakeAt
 }
 
 // leaseInformer watches the group's Leases in the namespace: the informer

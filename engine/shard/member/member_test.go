@@ -343,3 +343,124 @@ func TestObserveTable(t *testing.T) {
 		})
 	}
 }
+
+// TestObserveWake checks when the view says it next changes by time alone:
+// when a live member's Lease expires, or a gone member's deadline passes.
+// Run wakes then, so that a replica claims a dead member's buckets at the
+// moment its Lease expires rather than at its next tick.
+func TestObserveWake(t *testing.T) {
+	var theirs shard.Table
+	theirs[0] = "gone"
+	type step struct {
+		advance time.Duration
+		leases  []*coordinationv1.Lease
+		gone    bool          // mark "gone" as fenced before observing
+		want    time.Duration // 0: nothing changes by time alone
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"alone", []step{{0, nil, false, 0}}},
+		{"a live member expires LeaseDuration after its renewal was seen", []step{
+			{0, []*coordinationv1.Lease{memberLease("other", "1", 0)}, false, 6 * time.Second},
+			{4 * time.Second, []*coordinationv1.Lease{memberLease("other", "1", 0)}, false, 2 * time.Second},
+			{time.Second, []*coordinationv1.Lease{memberLease("other", "2", 0)}, false, 6 * time.Second},
+		}},
+		{"the first of two to expire", []step{
+			{0, []*coordinationv1.Lease{memberLease("a", "1", 0)}, false, 6 * time.Second},
+			{3 * time.Second, []*coordinationv1.Lease{memberLease("a", "1", 0), memberLease("b", "1", 10)}, false, 3 * time.Second},
+			{4 * time.Second, []*coordinationv1.Lease{memberLease("a", "1", 0), memberLease("b", "1", 10)}, false, 6 * time.Second},
+		}},
+		{"a gone member's deadline", []step{
+			{0, []*coordinationv1.Lease{memberLease("gone", "1", 0), tableLease("1", theirs)}, false, 6 * time.Second},
+			{2 * time.Second, []*coordinationv1.Lease{tableLease("1", theirs)}, true, 4 * time.Second},
+			{4 * time.Second, []*coordinationv1.Lease{tableLease("1", theirs)}, true, 0},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, _ := newTestMember(t)
+			for i, s := range tt.steps {
+				advance(m, s.advance)
+				m.store.Replace(nil, "")
+				for _, l := range s.leases {
+					if err := m.store.Add(l); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if s.gone {
+					m.mu.Lock()
+					g := m.seen["gone"]
+					g.gone = true
+					m.seen["gone"] = g
+					m.mu.Unlock()
+				}
+				got := m.observe().wake
+				// The member's clock runs on between advance and observe.
+				if got > s.want || got < s.want-100*time.Millisecond || (s.want == 0) != (got == 0) {
+					t.Errorf("step %d: wake in %s, want %s", i, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+// TestLeaveHandsOverFirst checks the order of a leaving replica's requests:
+// its buckets are released in the table read from the Lease cache (no GET
+// first, a round trip the others would wait for), then its Lease goes, and
+// only then does it tell its subscribers (the Manager stops its caches),
+// which the others need not wait for either.
+func TestLeaveHandsOverFirst(t *testing.T) {
+	var table shard.Table
+	for b := range table {
+		table[b] = self
+		if b%2 == 1 {
+			table[b] = "other"
+		}
+	}
+	lease := tableLease("1", table)
+	own := memberLease(self, "1", 0)
+	m, client := newTestMember(t, lease.DeepCopy(), own.DeepCopy())
+	for _, l := range []*coordinationv1.Lease{lease, memberLease("other", "1", 0)} {
+		if err := m.store.Add(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.give(table.Of(self))
+	var order []string
+	client.PrependReactor("*", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		name := ""
+		switch a := a.(type) {
+		case k8stesting.UpdateAction:
+			name = a.GetObject().(*coordinationv1.Lease).Name
+		case interface{ GetName() string }:
+			name = a.GetName()
+		}
+		order = append(order, a.GetVerb()+" "+name)
+		return false, nil, nil
+	})
+	m.Subscribe(func(held shard.Set) { order = append(order, fmt.Sprintf("notify %s", held)) })
+	logger := ktesting.NewLogger(t, ktesting.NewConfig())
+	if err := m.leave(klog.NewContext(t.Context(), logger), logger); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"update " + testGroup + "-shards", "delete " + self, "notify "}
+	if diff := cmp.Diff(want, order); diff != "" {
+		t.Errorf("requests and notifications (-want +got):\n%s", diff)
+	}
+	got, err := client.CoordinationV1().Leases(testNamespace).Get(t.Context(), testGroup+"-shards", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := shard.DecodeTable(got.Annotations[AnnotationTable])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mine := after.Of(self); mine != 0 {
+		t.Errorf("the table still gives %s to the replica that left", mine)
+	}
+	if theirs, want := after.Of("other"), table.Of("other"); theirs != want {
+		t.Errorf("the other member holds %s after the leave, want %s", theirs, want)
+	}
+}

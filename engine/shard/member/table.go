@@ -23,13 +23,24 @@ func (m *Member) tableName() string { return m.opts.Group + "-shards" }
 // included while its Lease is valid), the expired ones to fence, the
 // members the table names whose Lease the cache does not hold (to ask the
 // API server about), the gone members, whose buckets may be claimed, and
-// the table.
+// the table. wake is how long until the view changes by time alone (a
+// live member expires, or a gone one's deadline passes), 0 if nothing
+// will: Run plans again then, not at its next tick.
 type view struct {
 	live    []string
 	expired []*coordinationv1.Lease
 	missing []string
 	gone    []string
 	table   *coordinationv1.Lease
+	wake    time.Duration
+}
+
+// soon makes v wake at (on the member's clock) if that is in the future
+// and earlier than it would otherwise.
+func (v *view) soon(at, now time.Duration) {
+	if d := at - now; d > 0 && (v.wake == 0 || d < v.wake) {
+		v.wake = d
+	}
 }
 
 // observe reads the cache and notes when each member's Lease changed.
@@ -59,6 +70,7 @@ func (m *Member) observe() view {
 			}
 			if now-s.at < s.duration {
 				v.live = append(v.live, l.Name)
+				v.soon(s.deadline(), now)
 			} else {
 				v.expired = append(v.expired, l)
 			}
@@ -90,6 +102,8 @@ func (m *Member) observe() view {
 		case ok && s.gone:
 			if now >= s.deadline() {
 				v.gone = append(v.gone, name)
+			} else {
+				v.soon(s.deadline(), now)
 			}
 		case !present[name]:
 			v.missing = append(v.missing, name)
@@ -140,6 +154,7 @@ func (m *Member) rebalance(ctx context.Context, logger klog.Logger) {
 	if len(v.expired) > 0 || len(v.missing) > 0 {
 		v = m.observe() // a fence that met a renewal made that member live
 	}
+	m.wakeIn(v.wake)
 	m.opts.Metrics.members(len(v.live))
 	t, err := m.decode(v.table)
 	if err != nil {
@@ -328,42 +343,16 @@ func update(a *atomic.Uint64, fn func(shard.Set) shard.Set) {
 }
 
 // leave hands everything over: nothing new starts, the work in flight
-// finishes, the table forgets this replica, and its Lease goes.
+// finishes, the table forgets this replica, and its Lease goes. The others
+// claim its buckets once they see both, so those two requests come first:
+// the table as the Lease cache holds it (a GET only after a conflict), and
+// the subscribers (the Manager stopping its caches) are told after.
 func (m *Member) leave(ctx context.Context, logger klog.Logger) error {
 	m.accept.Store(0)
 	m.drain(ctx, logger, shard.All()) // if the Lease lapsed meanwhile, the writes in flight are refused
 	held := shard.Set(m.held.Swap(0))
-	m.notify(0)
 	self := m.ID()
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		var cur *coordinationv1.Lease
-		rctx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
-		cur, err = m.leases.Get(rctx, m.tableName(), metav1.GetOptions{})
-		cancel()
-		if apierrors.IsNotFound(err) {
-			err = nil
-			break
-		}
-		if err != nil {
-			continue
-		}
-		var t shard.Table
-		if t, err = m.decode(cur); err != nil {
-			break
-		}
-		mine := t.Of(self)
-		if mine == 0 {
-			break
-		}
-		for _, b := range mine.Buckets() {
-			t[b] = ""
-		}
-		if err = m.writeTable(ctx, cur, t); err == nil {
-			break
-		}
-	}
-	if err != nil {
+	if err := m.releaseAll(ctx, self); err != nil {
 		logger.Error(err, "Cannot hand this replica's buckets over; others take them once its Lease expires", "id", self)
 	}
 	m.opts.Metrics.moved("release", held)
@@ -372,8 +361,45 @@ func (m *Member) leave(ctx context.Context, logger klog.Logger) error {
 	if derr := m.leases.Delete(rctx, self, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
 		logger.Error(derr, "Cannot delete this replica's shard Lease; it expires", "id", self)
 	}
+	m.notify(0)
 	logger.Info("Left the shard group", "id", self, "released", held.String())
 	return nil
+}
+
+// releaseAll frees every bucket the table gives self: first in the table
+// the Lease cache holds, then, after a conflict or another failure, in
+// the one the API server returns; up to five tries.
+func (m *Member) releaseAll(ctx context.Context, self string) error {
+	cur := m.observe().table
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 || cur == nil {
+			rctx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
+			cur, err = m.leases.Get(rctx, m.tableName(), metav1.GetOptions{})
+			cancel()
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				continue
+			}
+		}
+		var t shard.Table
+		if t, err = m.decode(cur); err != nil {
+			return err
+		}
+		mine := t.Of(self)
+		if mine == 0 {
+			return nil
+		}
+		for _, b := range mine.Buckets() {
+			t[b] = ""
+		}
+		if err = m.writeTable(ctx, cur, t); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 func isGone(err error) bool { return apierrors.IsNotFound(err) || apierrors.IsConflict(err) }
