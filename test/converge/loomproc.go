@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,6 +28,9 @@ type loomProc struct {
 	metricsAddr, metricsURL string
 	// log is its log file.
 	log string
+	// stopping is set before the harness ends it on purpose mid-phase
+	// (a restart): its exit then does not fail the phase.
+	stopping atomic.Bool
 }
 
 // stopGrace is how long Loom gets to drain after SIGTERM before SIGKILL.

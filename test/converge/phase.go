@@ -84,6 +84,8 @@ type phaseResult struct {
 	bare bool
 	// after is what a loom phase measured once its fleet had converged.
 	after *loomAfter
+	// restarts are its restarts after that (-restart; restart.go).
+	restarts []restartResult
 	// measured: every measurement of the phase was taken, so a failure
 	// after them (its cleanup) does not lose its report.
 	measured bool
@@ -174,6 +176,11 @@ func (b *bench) runPhase(ctx context.Context, spec phaseSpec, label string) (res
 		if res.after, err = p.afterConvergence(ctx); err != nil {
 			return res, fmt.Errorf("%s: %w", label, err)
 		}
+		if p.opts.restart {
+			if res.restarts, err = p.restarts(ctx); err != nil {
+				return res, fmt.Errorf("%s: %w", label, err)
+			}
+		}
 	}
 	res.measured = true
 	return res, nil
@@ -222,6 +229,9 @@ func (p *phase) startLoom(ctx context.Context, wcfg *rest.Config, fail context.C
 		go func() {
 			select {
 			case <-l.exited():
+				if l.stopping.Load() {
+					return // a restart's
+				}
 				who := "loom"
 				if len(g.procs) > 1 {
 					who = fmt.Sprintf("loom replica %d", i+1)

@@ -67,6 +67,7 @@ func report(w io.Writer, o options, results []phaseResult, now time.Time) {
 	reportAPI(w, results)
 	reportLoom(w, results)
 	reportTouch(w, results)
+	reportRestarts(w, o, results)
 	fmt.Fprintln(w)
 	writeTargets(w, targetRows(o, results))
 }
