@@ -229,7 +229,7 @@ func (p *phase) startLoom(ctx context.Context, wcfg *rest.Config, fail context.C
 		go func() {
 			select {
 			case <-l.exited():
-				if l.stopping.Load() {
+				if l.exitExpected.Load() {
 					return // a restart's
 				}
 				who := "loom"

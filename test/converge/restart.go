@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -124,7 +125,7 @@ func (p *phase) restart(ctx context.Context, g *loomGroup, sig syscall.Signal) (
 	logf("%s: Loom (pid %d) ended by %s in %s; starting it again", p.label, old.pid(), r.signal, secs(r.stopped))
 	markLog(old.log, fmt.Sprintf("converge: %s at %s, after %s; a fresh loom run follows", r.signal, signalled.Format("15:04:05.000"), secs(r.stopped)))
 	started := time.Now()
-	l, err := startLoomProcess(ctx, o, p.loomDir, replicaArgs(o.loomArgs, 0, false), o.metricsAddr, replicaLog(1, 0))
+	l, err := startLoomProcess(ctx, o, p.loomDir, old.args, old.metricsAddr, filepath.Base(old.log))
 	if err != nil {
 		return r, err
 	}
@@ -192,7 +193,7 @@ func (p *phase) restart(ctx context.Context, g *loomGroup, sig syscall.Signal) (
 // that its exit does not fail the phase. It says how l ended when that is
 // not how sig should end it.
 func stopOnPurpose(l *loomProc, sig syscall.Signal) error {
-	l.stopping.Store(true)
+	l.exitExpected.Store(true)
 	if sig == syscall.SIGKILL {
 		return l.proc.Kill()
 	}
@@ -220,14 +221,6 @@ func waitReady(ctx context.Context, url string, started time.Time) time.Duration
 // health probes on its metrics address.
 func readyURL(metricsURL string) string {
 	return strings.TrimSuffix(metricsURL, "/metrics") + "/readyz"
-}
-
-// replicaLog is the log file of replica i of n in the working folder.
-func replicaLog(n, i int) string {
-	if n > 1 {
-		return fmt.Sprintf("loom-%d.log", i+1)
-	}
-	return "loom.log"
 }
 
 // markLog appends a line to a log, to show where one process ended and

@@ -177,6 +177,7 @@ func TestReportRestarts(t *testing.T) {
 	o := options{restart: true, restartSettle: 5 * time.Second, targetRestartReady: 10 * time.Second}
 	slow := restarted("SIGKILL", 2, 1, 3*time.Second)
 	slow.complete, slow.loom.Reconciles, slow.stopErr = false, 60, "pid 42 had already exited: signal: killed"
+	slow.loom.Parents = 2002
 	results := []phaseResult{
 		{kind: kindBase, label: "base#1"},
 		{kind: kindLoom, label: "loom#1", after: &loomAfter{}, restarts: []restartResult{restarted("SIGTERM", 0, 0, 610*time.Millisecond), slow}},

@@ -40,6 +40,10 @@ func reportRestarts(w io.Writer, o options, results []phaseResult) {
 			if x.stopErr != "" {
 				fmt.Fprintf(w, "  %s: the old process: %s\n", x.signal, x.stopErr)
 			}
+			if x.loom.Parents > float64(x.parents) {
+				fmt.Fprintf(w, "  %s: the new Loom held %.0f parents, the phase %d: others' on this cluster, whose writes the API server's counts include\n",
+					x.signal, x.loom.Parents, x.parents)
+			}
 		}
 		fmt.Fprintln(w, "(exit: from the signal to the old process's exit. Ready (/readyz 200), all reconciled (loom_reconcile_total ≥ parents)")
 		fmt.Fprintln(w, " and idle: from the new process's start. Writes, Events and API requests (every verb, every client; peak: the largest")
