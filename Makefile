@@ -27,7 +27,7 @@ SCALE_STATE := $(ROOT)/.cluster-scale
 SCALE_CLUSTER := CLUSTER_STATE=$(SCALE_STATE) CLUSTER_COMPONENTS="etcd kube-apiserver" \
 	CLUSTER_ETCD_PORT=43790 CLUSTER_ETCD_PEER_PORT=43800 CLUSTER_APISERVER_PORT=46443 $(CLUSTER)
 SCALE_FLAGS ?= -bare -parents $(SCALE_PARENTS) -phases base,loom -target-rss 120 \
-	-timeout 60m -delete-timeout 30m -touch-timeout 15m -cluster-dir $(SCALE_STATE)
+	-timeout 60m -delete-timeout 30m -touch-timeout 15m -restart-timeout 15m -cluster-dir $(SCALE_STATE)
 # bench-shard: on the same bare cluster, in one converge run, one bin/loom
 # run (default flags, as in bench-scale) on SHARD_BASE_PARENTS parents, then
 # SHARD_REPLICAS replicas with --sharded on SHARD_PARENTS; the report (and

@@ -20,6 +20,8 @@ type apiWrites struct {
 	byResource map[string]float64
 	// conflicts are writes answered 409 Conflict.
 	conflicts float64
+	// all are the requests of every verb, reads and watches included.
+	all float64
 }
 
 // scrapeWrites reads the API server's /metrics.
@@ -34,6 +36,7 @@ func scrapeWrites(ctx context.Context, rc rest.Interface) (apiWrites, error) {
 	}
 	out := apiWrites{byResource: map[string]float64{}}
 	m.Each("apiserver_request_total", func(labels map[string]string, v float64) {
+		out.all += v
 		switch labels["verb"] {
 		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
 		default:
@@ -52,7 +55,7 @@ func scrapeWrites(ctx context.Context, rc rest.Interface) (apiWrites, error) {
 }
 
 func (a apiWrites) sub(b apiWrites) apiWrites {
-	out := apiWrites{byResource: map[string]float64{}, conflicts: a.conflicts - b.conflicts}
+	out := apiWrites{byResource: map[string]float64{}, conflicts: a.conflicts - b.conflicts, all: a.all - b.all}
 	for k, v := range a.byResource {
 		if d := v - b.byResource[k]; d > 0 {
 			out.byResource[k] = d

@@ -24,8 +24,8 @@
 //     and three entries in status.children: children applied, status written;
 //     - t2: loom: every parent Ready=True; base: every Deployment is
 //     Current by kstatus (available), the test Loom's readiness uses.
-//  4. Loom only, once converged: the steady state and a full re-reconcile
-//     (below).
+//  4. Loom only, once converged: the steady state, a full re-reconcile,
+//     and two restarts (below).
 //  5. Stop the writer (Loom drains its workers) and delete the namespace.
 //
 // In a base phase, each parent the creator has created is handed at once to
@@ -90,6 +90,35 @@
 // -touch-timeout), lets -settle pass, and reports the writes the API
 // server saw to the children and to the parents' status in that window.
 // There should be none; a write is reported, not an error.
+//
+// # Restart
+//
+// After the re-reconcile (-restart, on by default; process mode, one
+// unsharded Loom), the harness restarts Loom as an operator would: it
+// sends SIGTERM, waits for the process to exit, and starts a fresh `loom
+// run` with the same arguments, in the same working folder (its log goes
+// on in the same file, after a marker line) and on the same ports; then
+// once more with SIGKILL instead of SIGTERM. Before each signal it reads
+// the API server's request rate over -restart-settle, while the fleet is
+// idle. From the new process's start it polls /readyz (loom run serves
+// the health probes on its metrics address) until it answers 200, and
+// Loom's metrics until loom_reconcile_total reaches the parents, and it
+// reads the API server's apiserver_request_total every second until Loom
+// is idle: every parent reconciled, then neither a write to the children's
+// resources or the parents' status nor a reconcile for -restart-settle
+// (up to -restart-timeout). The Restart section of the report gives, per
+// signal, the time from the signal to the old process's exit, from the new
+// process's start to Ready, to every parent reconciled and to idle; the
+// child, status and Event writes the API server saw from the signal to
+// idle; its requests per second of every verb and client over that window
+// (and its largest one-second rate, and its rate before the signal); and
+// the new process's own apply counts, CPU and RSS at idle. A restart needs
+// no write: Loom proves a child unchanged from the managedFields entry the
+// API server holds (engine/apply/expect.go), so the targets are 0 child
+// and 0 status writes, and Ready within -target-restart-ready (10 s, the
+// goal at 1 000 parents). An in-process Loom, and a sharded phase's
+// replicas, whose takeovers are measured on their own, are not restarted:
+// the section says n/a.
 //
 // # A bare cluster (-bare)
 //
@@ -185,10 +214,13 @@
 // Loom's memory, per-parent latency, the CPU time of each cluster process
 // and of Loom, the writes the API server served from every client (its
 // apiserver_request_total), Loom's reconciles, status writes and (in
-// inprocess mode) workqueue waits, and the full re-reconcile. It ends with one
-// table of the targets: peak RSS (≤ -target-rss MiB), steady RSS, heap in
-// use, Loom's CPU, t1 and t2 against the floor, the writes of the full
-// re-reconcile (0), and the idle RSS (≤ -target-idle-rss MiB). A phase in which processes outside the cluster,
+// inprocess mode) workqueue waits, the full re-reconcile, and the restarts.
+// It ends with one table of the targets: peak RSS (≤ -target-rss MiB),
+// steady RSS, heap in use, Loom's CPU, t1 and t2 against the floor, the
+// writes of the full re-reconcile (0), and after a restart the child
+// writes (0), the status writes (0) and the time to Ready (≤
+// -target-restart-ready), the worst of both restarts, and the idle RSS
+// (≤ -target-idle-rss MiB). A phase in which processes outside the cluster,
 // Loom and this one took more than -noise-limit of the busy CPU is marked
 // noisy and left out of the ratios.
 //

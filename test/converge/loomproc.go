@@ -23,6 +23,9 @@ import (
 // -templates, with KUBECONFIG in its environment.
 type loomProc struct {
 	proc *testutil.Process
+	// args are its arguments after run, as given: a restart starts it
+	// again with them.
+	args []string
 	// metricsAddr is its --metrics-bind-address; metricsURL where this
 	// process reads it.
 	metricsAddr, metricsURL string
@@ -54,6 +57,7 @@ func startLoomProcess(ctx context.Context, o options, dir string, args []string,
 	if err != nil {
 		return nil, fmt.Errorf("-kubeconfig %s: %w", o.kubeconfig, err)
 	}
+	given := append([]string(nil), args...)
 	args = append([]string{"run"}, args...)
 	if o.loomV != 0 {
 		args = append(args, "--v="+strconv.Itoa(o.loomV))
@@ -68,7 +72,7 @@ func startLoomProcess(ctx context.Context, o options, dir string, args []string,
 	if err != nil {
 		return nil, err
 	}
-	l := &loomProc{proc: proc, metricsAddr: metricsAddr, metricsURL: metricsURL(metricsAddr), log: log}
+	l := &loomProc{proc: proc, args: given, metricsAddr: metricsAddr, metricsURL: metricsURL(metricsAddr), log: log}
 	if err := l.waitServing(ctx, time.Minute); err != nil {
 		_ = proc.Kill()
 		return nil, fmt.Errorf("start %s: %w\nlast 40 lines of its log:\n%s", bin, err, proc.Tail(40))

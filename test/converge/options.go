@@ -80,6 +80,12 @@ type options struct {
 	handoverEdits int
 	// loomNamespace: loom run gets the phase's namespace as --namespace.
 	loomNamespace bool
+	// restart: restart a converged Loom (SIGTERM, then SIGKILL) and
+	// measure until it is idle again (restart.go); restartSettle is how
+	// long nothing must move for it to be idle, restartTimeout the time
+	// limit of each restart, targetRestartReady the goal for its /readyz.
+	restart                                           bool
+	restartSettle, restartTimeout, targetRestartReady time.Duration
 }
 
 // parseFlags parses args (without the program name) on fs.
@@ -128,6 +134,10 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.DurationVar(&o.portWait, "port-wait", 0, "if Loom's metrics port is taken when a loom phase starts, wait up to this long for it to be free before failing (0: fail at once)")
 	fs.StringVar(&loomArgs, "loom-args", "", "extra arguments appended to `loom run` in process mode, split on spaces")
 	fs.BoolVar(&o.bare, "bare", false, "the cluster is etcd and kube-apiserver only (no garbage collector, no Deployment ever available): t2 is not measured, and cleanup deletes the parents and children, not the namespace")
+	fs.BoolVar(&o.restart, "restart", true, "once a loom phase's fleet has converged (after the re-reconcile), restart its loom run as an operator would (SIGTERM, wait for the exit, the same command again), then once more with SIGKILL, and count the API server's writes and requests until Loom is idle again (process mode, one unsharded Loom)")
+	fs.DurationVar(&o.restartSettle, "restart-settle", 5*time.Second, "a restarted Loom is idle once it has reconciled every parent and then neither written nor reconciled for this long; also the span of the API server's idle rate before the signal")
+	fs.DurationVar(&o.restartTimeout, "restart-timeout", 5*time.Minute, "time limit for a restarted Loom to be Ready and idle")
+	fs.DurationVar(&o.targetRestartReady, "target-restart-ready", 10*time.Second, "the goal for a restarted Loom's /readyz: from its start to 200 (the issue states it at 1 000 parents)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

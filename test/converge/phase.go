@@ -88,6 +88,8 @@ type phaseResult struct {
 	after *loomAfter
 	// takeovers are a sharded phase's handovers (handover.go).
 	takeovers []takeover
+	// restarts are its restarts after that (-restart; restart.go).
+	restarts []restartResult
 	// measured: every measurement of the phase was taken, so a failure
 	// after them (its cleanup) does not lose its report.
 	measured bool
@@ -180,6 +182,11 @@ func (b *bench) runPhase(ctx context.Context, spec phaseSpec, label string) (res
 		}
 		if res.takeovers, err = p.takeovers(ctx); err != nil {
 			return res, fmt.Errorf("%s: %w", label, err)
+		}
+		if p.opts.restart {
+			if res.restarts, err = p.restarts(ctx); err != nil {
+				return res, fmt.Errorf("%s: %w", label, err)
+			}
 		}
 	}
 	res.measured = true

@@ -69,6 +69,7 @@ func report(w io.Writer, o options, results []phaseResult, idle *idleResult, now
 	reportAPI(w, results)
 	reportLoom(w, results)
 	reportTouch(w, results)
+	reportRestarts(w, o, results)
 	fmt.Fprintln(w)
 	rows := targetRows(o, results)
 	if o.loomMode == modeProcess && o.idle > 0 {

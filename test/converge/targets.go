@@ -98,6 +98,7 @@ func targetRows(o options, results []phaseResult) []targetRow {
 		}
 	}
 	rows = append(rows, writes)
+	rows = append(rows, restartTargetRows(o, results)...)
 	if shard, ok := shardTargetRow(o, results); ok {
 		rows = append(rows, shard)
 	}
