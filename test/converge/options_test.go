@@ -19,7 +19,7 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{name: "defaults", args: "", check: func(t *testing.T, o options) {
 			got := []any{o.loomMode, o.loomBin, len(o.loomArgs), o.metricsAddr, o.targetRSS, o.target, o.targetReady, o.steady, o.bare, o.loomReplicas, o.targetShardRSS, o.idle, o.targetIdleRSS, o.floor}
-			want := []any{"process", "bin/loom", 0, ":8080", 60.0, 1.15, 1.2, 15 * time.Second, false, 1, 1.15, 20 * time.Second, 35.0, "./test/converge/floor"}
+			want := []any{"process", "bin/loom", 0, ":8080", 60.0, 1.1, 1.15, 15 * time.Second, false, 1, 1.15, 20 * time.Second, 35.0, "./test/converge/floor"}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
