@@ -9,7 +9,8 @@
 // registry informer hands Secrets in Loom's namespace to FromSecret, the
 // set's allowed clusters come from Select, and each cluster a parent
 // targets gets the clients RESTConfig's answer builds (its own child cache
-// and applier).
+// and applier). Index puts the registrations by name and leaves out a name
+// two Secrets claim.
 //
 // A cluster is registered in one of two ways, both Secrets in Loom's
 // namespace (a Secret elsewhere registers nothing, so a tenant cannot

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -124,4 +125,28 @@ func clusterAPIName(s *corev1.Secret) (string, bool) {
 		return "", false
 	}
 	return name, true
+}
+
+// Index returns the registrations by name. Two Secrets that register the
+// same name make it ambiguous which cluster the name means, so neither is
+// in the index, and an error wrapping ErrInvalidRegistration names the
+// cluster and both Secrets (one error per such name, in name order):
+// children are never sent to whichever Secret happens to be read last.
+func Index(regs []Registration) (map[string]Registration, []error) {
+	byName := make(map[string]Registration, len(regs))
+	secrets := map[string][]string{}
+	for _, reg := range regs {
+		byName[reg.Name] = reg
+		secrets[reg.Name] = append(secrets[reg.Name], reg.Secret.String())
+	}
+	var errs []error
+	for _, name := range sortedKeys(secrets) {
+		if refs := secrets[name]; len(refs) > 1 {
+			delete(byName, name)
+			slices.Sort(refs)
+			errs = append(errs, fmt.Errorf("%w: cluster %s is registered by more than one Secret: %s",
+				ErrInvalidRegistration, name, strings.Join(refs, ", ")))
+		}
+	}
+	return byName, errs
 }

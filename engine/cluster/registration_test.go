@@ -188,3 +188,49 @@ func TestFromSecretNil(t *testing.T) {
 		t.Errorf("FromSecret(nil) = %v, %v, want false, nil", ok, err)
 	}
 }
+
+func TestIndex(t *testing.T) {
+	reg := func(name, secret string) Registration {
+		return Registration{Name: name, Secret: types.NamespacedName{Namespace: "loom-system", Name: secret}}
+	}
+	tests := []struct {
+		name     string
+		regs     []Registration
+		want     []string // the names in the index
+		wantErrs []string
+	}{
+		{name: "none"},
+		{name: "distinct names", regs: []Registration{reg("w1", "w1"), reg("w2", "w2-kubeconfig")}, want: []string{"w1", "w2"}},
+		{name: "one name, two secrets",
+			regs: []Registration{reg("w2", "w2"), reg("w1", "w1-kubeconfig"), reg("w3", "w3"), reg("w1", "w1"), reg("w3", "w3-kubeconfig")},
+			want: []string{"w2"},
+			wantErrs: []string{
+				"invalid cluster registration: cluster w1 is registered by more than one Secret: loom-system/w1, loom-system/w1-kubeconfig",
+				"invalid cluster registration: cluster w3 is registered by more than one Secret: loom-system/w3, loom-system/w3-kubeconfig",
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, errs := Index(tt.regs)
+			var names, msgs []string
+			for _, name := range sortedKeys(got) {
+				if got[name].Name != name {
+					t.Errorf("Index()[%s] is cluster %s", name, got[name].Name)
+				}
+				names = append(names, name)
+			}
+			for _, err := range errs {
+				if !errors.Is(err, ErrInvalidRegistration) {
+					t.Errorf("Index() error %v does not wrap ErrInvalidRegistration", err)
+				}
+				msgs = append(msgs, err.Error())
+			}
+			if diff := cmp.Diff(tt.want, names); diff != "" {
+				t.Errorf("Index() names (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantErrs, msgs); diff != "" {
+				t.Errorf("Index() errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

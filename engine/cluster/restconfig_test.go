@@ -71,9 +71,12 @@ func TestRESTConfig(t *testing.T) {
 		wantMsg    []string // substrings of the error
 		wantHost   string
 		wantToken  string
+		wantCert   string
 		wantPlugin string // the exec plugin's command or the auth-provider's name in the config
 	}{
 		{name: "token", kubeconfig: kubeconfig, wantHost: "https://127.0.0.1:36443", wantToken: "secret-token"},
+		{name: "client certificate data, as Cluster API writes it", kubeconfig: with(t, "token: secret-token", "{client-certificate-data: Y2VydA==, client-key-data: a2V5}"),
+			wantHost: "https://127.0.0.1:36443", wantCert: "cert"},
 		{name: "empty", kubeconfig: "", wantErr: ErrInvalidKubeconfig,
 			wantMsg: []string{"cluster w1 (Secret loom-system/w1)", "empty"}},
 		{name: "not YAML", kubeconfig: "clusters: [", wantErr: ErrInvalidKubeconfig,
@@ -137,9 +140,9 @@ func TestRESTConfig(t *testing.T) {
 			case got.AuthProvider != nil:
 				plugin = got.AuthProvider.Name
 			}
-			want := []string{tt.wantHost, tt.wantToken, tt.wantPlugin}
-			if diff := cmp.Diff(want, []string{got.Host, got.BearerToken, plugin}); diff != "" {
-				t.Errorf("RESTConfig() host, token, plugin (-want +got):\n%s", diff)
+			want := []string{tt.wantHost, tt.wantToken, tt.wantCert, tt.wantPlugin}
+			if diff := cmp.Diff(want, []string{got.Host, got.BearerToken, string(got.CertData), plugin}); diff != "" {
+				t.Errorf("RESTConfig() host, token, client certificate, plugin (-want +got):\n%s", diff)
 			}
 		})
 	}
