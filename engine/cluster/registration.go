@@ -59,7 +59,9 @@ type Registration struct {
 	// Labels are the Secret's labels (a copy), what a set's label selector
 	// on clusters matches.
 	Labels map[string]string
-	// Kubeconfig is the kubeconfig file, as the Secret holds it.
+	// Kubeconfig is the kubeconfig file, as the Secret holds it: the
+	// Secret's own bytes, not a copy, so never change them (the Secret may
+	// be an informer cache's).
 	Kubeconfig []byte
 	// Source says how the cluster was registered.
 	Source Source
