@@ -23,6 +23,7 @@ import (
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/rbac/roles"
 	"github.com/loom-operator/loom/engine/render/deadline"
+	"github.com/loom-operator/loom/engine/render/hermetic"
 	"github.com/loom-operator/loom/engine/render/kinds"
 	"github.com/loom-operator/loom/engine/render/schemacheck"
 )
@@ -354,6 +355,17 @@ func (s *Set) checkKinds() error {
 	var le *kinds.LineError
 	if errors.As(err, &le) {
 		return &Error{File: le.File, Line: le.Line, Err: le.Err}
+	}
+	return err
+}
+
+// checkRefused refuses a set whose templates call a function whose value
+// differs on every render (hermetic.Check), as a render Error at the call.
+func checkRefused(t *template.Template, sources map[string][]byte) error {
+	err := hermetic.Check(t, sources)
+	var ce *hermetic.CallError
+	if errors.As(err, &ce) {
+		return &Error{File: ce.File, Line: ce.Line, Err: ce.Err}
 	}
 	return err
 }
