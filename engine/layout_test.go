@@ -17,9 +17,14 @@ const module = "github.com/loom-operator/loom/"
 // top-level package (engine/controller): a stage's rooms are that stage.
 const maxEngineImports = 6
 
-// maxParentControllerLines bounds the parent controller's package, in
-// lines of non-test Go.
-const maxParentControllerLines = 3000
+// maxPackageLines bounds the packages that grow most, in lines of
+// non-test Go: a part that grows gets a room (a sub-package) of its own.
+var maxPackageLines = map[string]int{
+	// the parent controller, with the Manager that runs one per set
+	"controller": 3000,
+	// the render stage: a set's load and one parent's render
+	"render": 3500,
+}
 
 // leaves are the engine packages of shared vocabulary, which import no
 // other engine package: a set's configuration, a child's identity, and the
@@ -92,26 +97,28 @@ func TestEngineImports(t *testing.T) {
 	}
 }
 
-// TestParentControllerSize bounds the parent controller's package
-// (engine/controller, with the Manager that runs one controller per set):
-// a part that grows gets a room of its own under engine/controller/.
-func TestParentControllerSize(t *testing.T) {
-	files, err := filepath.Glob("controller/*.go")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no engine/controller: %v", err)
-	}
-	lines := 0
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
+// TestPackageSize bounds the packages of maxPackageLines: a part that
+// grows gets a room of its own under the package (engine/controller/
+// childcache, engine/render/kinds).
+func TestPackageSize(t *testing.T) {
+	for pkg, most := range maxPackageLines {
+		files, err := filepath.Glob(pkg + "/*.go")
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no engine/%s: %v", pkg, err)
 		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+		lines := 0
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines += strings.Count(string(b), "\n")
 		}
-		lines += strings.Count(string(b), "\n")
-	}
-	if lines > maxParentControllerLines {
-		t.Errorf("engine/controller has %d lines of non-test Go, more than %d: give a part a room of its own", lines, maxParentControllerLines)
+		if lines > most {
+			t.Errorf("engine/%s has %d lines of non-test Go, more than %d: give a part a room of its own", pkg, lines, most)
+		}
 	}
 }

@@ -2,7 +2,7 @@
 // its template sets declare and render.
 //
 // Data flows one way: a loaded render.Set is reduced to a Set (the kinds
-// its templates name at the top level of a document, found by ScanKinds,
+// its templates name at the top level of a document, found by kinds.ScanKinds (engine/render/kinds),
 // and what its loom.yaml declares), and Generate turns the sets and the
 // flags Loom runs with (Options) into a Policy: the rules of a ClusterRole
 // and, for a Loom that watches one namespace, of Roles per namespace.

@@ -15,6 +15,7 @@ import (
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/rbac/roles"
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/render/kinds"
 )
 
 // Set is what one template set makes Loom do to the cluster.
@@ -41,11 +42,11 @@ type Set struct {
 // FromSet reduces a loaded set to what its permissions depend on.
 func FromSet(s *render.Set) (Set, error) {
 	texts := s.ChildTexts()
-	kinds, err := ScanKinds(texts)
+	children, err := kinds.ScanKinds(texts)
 	if err != nil {
 		return Set{}, fmt.Errorf("set %s: %w", s.Name, err)
 	}
-	out := Set{Name: s.Name, Config: s.Config, Children: kinds, Seeded: s.Seeded(), Roles: s.Roles()}
+	out := Set{Name: s.Name, Config: s.Config, Children: children, Seeded: s.Seeded(), Roles: s.Roles()}
 	if err := out.checkRoleRefs(); err != nil {
 		return Set{}, fmt.Errorf("set %s: %w", s.Name, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/hook"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/render/hermetic"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -61,7 +62,7 @@ func (s *Set) loadChart(fsys fs.FS) error {
 	// branches that the values never take.
 	for _, tmpl := range root.Templates() {
 		if tmpl.Tree != nil && tmpl.Tree.Root != nil && !s.omitted[tmpl.Name()] {
-			walkIdentifiers(tmpl.Tree.Root, func(id *parse.IdentifierNode) {
+			hermetic.WalkIdentifiers(tmpl.Tree.Root, func(id *parse.IdentifierNode) {
 				s.seeded = s.seeded || slices.Contains(chart.SeededFuncs, id.Ident) || slices.Contains(chart.GeneratedFuncs, id.Ident)
 			})
 		}
@@ -89,14 +90,14 @@ func (s *Set) Chart() *chart.Chart { return s.chart }
 // that renders under Helm the same way every time renders the same here.
 var chartOverrides = func() template.FuncMap {
 	m := sprig.TxtFuncMap()
-	hermetic(m)
+	hermetic.Apply(m)
 	out := template.FuncMap{
 		"until": until, "untilStep": untilStep, "seq": seq, "repeat": repeat,
 	}
 	for _, name := range []string{"printf", "date", "dateInZone", "date_in_zone", "htmlDate", "htmlDateInZone", "durationRound", "keys", "values"} {
 		out[name] = m[name]
 	}
-	for name := range refusedFuncs {
+	for name := range hermetic.Refused {
 		out[name] = m[name]
 	}
 	return out

@@ -28,7 +28,7 @@
 // Rendering is hermetic: the same set and parent give the same objects.
 // Sprig's functions that read the environment or the network are removed,
 // and those whose value differs on every render (the clock, random values,
-// salts, keys and certificates; refusedFuncs in hermetic.go) make Load
+// salts, keys and certificates; hermetic.Refused, engine/render/hermetic) make Load
 // refuse the set, naming the file and line of the first call. The
 // controller re-renders a parent on every child event, so a child that
 // changed with each render would be rewritten in a loop. A chart set is

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/render/deadline"
+	"github.com/loom-operator/loom/engine/render/hermetic"
 )
 
 // MaxIncludeDepth caps how deeply include and tpl may nest, so that a
@@ -77,7 +78,7 @@ func (l *limitedBuilder) Write(p []byte) (int, error) {
 // network. Rendering must depend on nothing but the parent and the set.
 var removedFuncs = []string{"env", "expandenv", "getHostByName"}
 
-// baseFuncs is sprig's map, less removedFuncs, made hermetic (refusedFuncs
+// baseFuncs is sprig's map, less removedFuncs, made hermetic (hermetic.Refused
 // fail; see hermetic), plus the stateless functions Loom adds. It is built
 // once and never mutated.
 var baseFuncs = func() template.FuncMap {
@@ -85,7 +86,7 @@ var baseFuncs = func() template.FuncMap {
 	for _, name := range removedFuncs {
 		delete(m, name)
 	}
-	hermetic(m)
+	hermetic.Apply(m)
 	m["toYaml"] = toYAML
 	m["fromYaml"] = fromYAML
 	m["fromYamlArray"] = fromYAMLArray

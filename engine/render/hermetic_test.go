@@ -7,6 +7,7 @@ import (
 
 	"github.com/Masterminds/sprig/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/render/hermetic"
 )
 
 // clockOrRandom lists, by hand, every function of sprig v3.3.0 whose value
@@ -59,7 +60,7 @@ var deterministicFuncs = []string{
 // TestSprigFuncsClassified fails when sprig's function map has a function
 // nobody has classified (a sprig upgrade added one): decide whether it is
 // deterministic, and add it to deterministicFuncs or to clockOrRandom
-// (and to refusedFuncs).
+// (and to hermetic.Refused).
 func TestSprigFuncsClassified(t *testing.T) {
 	class := map[string]string{}
 	add := func(kind string, names []string) {
@@ -84,14 +85,14 @@ func TestSprigFuncsClassified(t *testing.T) {
 		}
 	}
 	var refused []string
-	for name := range refusedFuncs {
+	for name := range hermetic.Refused {
 		refused = append(refused, name)
 	}
 	want := append([]string(nil), clockOrRandom...)
 	sort.Strings(want)
 	sort.Strings(refused)
 	if diff := cmp.Diff(want, refused); diff != "" {
-		t.Errorf("refusedFuncs mismatch (-want +got):\n%s", diff)
+		t.Errorf("hermetic.Refused mismatch (-want +got):\n%s", diff)
 	}
 }
 

@@ -23,6 +23,8 @@ import (
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/rbac/roles"
 	"github.com/loom-operator/loom/engine/render/deadline"
+	"github.com/loom-operator/loom/engine/render/hermetic"
+	"github.com/loom-operator/loom/engine/render/kinds"
 	"github.com/loom-operator/loom/engine/render/schemacheck"
 )
 
@@ -63,7 +65,7 @@ type Set struct {
 
 	// crd is the parent's CRD, generated and validated at load.
 	crd *apiextv1.CustomResourceDefinition
-	// kinds are the kinds the templates name (namedKinds) and those
+	// kinds are the kinds the templates name (kinds.Named) and those
 	// loom.yaml declares: a child of any other kind is refused.
 	kinds map[schema.GroupKind]bool
 }
@@ -190,7 +192,7 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	// Every command refuses a set whose CRD the API server would refuse,
 	// not only loom crd (and the controller before it installs it). A
 	// parent of a built-in kind (a ConfigMap) has no CRD to check.
-	if !builtinKind(s.gvk) {
+	if !kinds.Builtin(s.gvk) {
 		if s.crd, err = s.generateCRD(); err != nil {
 			return nil, &Error{File: config.File, Err: err}
 		}
@@ -198,7 +200,7 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	if err := s.checkKinds(); err != nil {
 		return nil, err
 	}
-	s.kinds = namedKinds(s.ChildTexts())
+	s.kinds = kinds.Named(s.ChildTexts())
 	for gk := range s.Config.ClusterScopedKinds() {
 		s.kinds[gk] = true
 	}
@@ -340,4 +342,30 @@ func LoadSources(dir string, files map[string][]byte) (*Set, error) {
 		fsys[name] = &fstest.MapFile{Data: b}
 	}
 	return LoadFS(fsys, dir)
+}
+
+// checkKinds refuses a set whose templates name a kind that cannot be
+// known without rendering (see kinds.ScanKinds).
+func (s *Set) checkKinds() error {
+	_, err := kinds.ScanKinds(s.ChildTexts())
+	var ce *kinds.ComputedError
+	if errors.As(err, &ce) {
+		return &Error{File: ce.File, Line: ce.Line, Err: &causedError{text: ce.Reason(), cause: ce}}
+	}
+	var le *kinds.LineError
+	if errors.As(err, &le) {
+		return &Error{File: le.File, Line: le.Line, Err: le.Err}
+	}
+	return err
+}
+
+// checkRefused refuses a set whose templates call a function whose value
+// differs on every render (hermetic.Check), as a render Error at the call.
+func checkRefused(t *template.Template, sources map[string][]byte) error {
+	err := hermetic.Check(t, sources)
+	var ce *hermetic.CallError
+	if errors.As(err, &ce) {
+		return &Error{File: ce.File, Line: ce.Line, Err: ce.Err}
+	}
+	return err
 }

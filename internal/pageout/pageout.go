@@ -86,23 +86,3 @@ func executableMappings(maps io.Reader, dev string, ino uint64) ([]Mapping, erro
 	}
 	return out, nil
 }
-
-// rssFile returns RssFile from the text of /proc/self/status, in bytes.
-func rssFile(status io.Reader) (int64, error) {
-	sc := bufio.NewScanner(status)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), ":")
-		if !ok || name != "RssFile" {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("parse RssFile %q: %w", value, err)
-		}
-		return kb << 10, nil
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("no RssFile in the process's status")
-}

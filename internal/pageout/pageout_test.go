@@ -57,21 +57,3 @@ func TestExecutableMappingsRefusesGarbage(t *testing.T) {
 		t.Fatal("a mapping with a bad address parsed")
 	}
 }
-
-func TestRSSFile(t *testing.T) {
-	tests := []struct {
-		status  string
-		want    int64
-		wantErr bool
-	}{
-		{status: "VmRSS:\t   53020 kB\nRssAnon:\t   10584 kB\nRssFile:\t   42436 kB\n", want: 42436 << 10},
-		{status: "VmRSS:\t   53020 kB\n", wantErr: true},
-		{status: "RssFile:\t   lots kB\n", wantErr: true},
-	}
-	for _, tt := range tests {
-		got, err := rssFile(strings.NewReader(tt.status))
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("rssFile(%q) = %d, %v; want %d, error %v", tt.status, got, err, tt.want, tt.wantErr)
-		}
-	}
-}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/loom-operator/loom/internal/procmem"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,7 +35,9 @@ func Release() (Result, error) {
 		return Result{}, fmt.Errorf("no read-only mapping of the running binary (device %s, inode %d)", dev, st.Ino)
 	}
 	var res Result
-	res.FileBefore, _ = readRSSFile()
+	if m, err := procmem.Read(0); err == nil {
+		res.FileBefore = m.File
+	}
 	for _, m := range ms {
 		if err := madvise(m, unix.MADV_PAGEOUT); err != nil {
 			if errors.Is(err, unix.EINVAL) {
@@ -44,18 +47,10 @@ func Release() (Result, error) {
 		}
 		res.Advised += int64(m.Len())
 	}
-	res.FileAfter, _ = readRSSFile()
-	return res, nil
-}
-
-// readRSSFile returns this process's RssFile.
-func readRSSFile() (int64, error) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, err
+	if m, err := procmem.Read(0); err == nil {
+		res.FileAfter = m.File
 	}
-	defer f.Close()
-	return rssFile(f)
+	return res, nil
 }
 
 // madvise advises the kernel about m's pages. The addresses come from

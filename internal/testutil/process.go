@@ -1,17 +1,15 @@
 package testutil
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/loom-operator/loom/internal/procmem"
 )
 
 // Process is a program a test runs in a process of its own, such as
@@ -149,58 +147,6 @@ func (p *Process) Terminate(grace time.Duration) error {
 // Memory returns the process's resident set size now (VmRSS) and at its
 // peak (VmHWM), in bytes, from /proc/PID/status.
 func (p *Process) Memory() (rss, hwm int64, err error) {
-	m, err := ReadMemory(p.Pid())
+	m, err := procmem.Read(p.Pid())
 	return m.RSS, m.HWM, err
-}
-
-// MemoryStatus is a process's memory from /proc/PID/status, in bytes.
-type MemoryStatus struct {
-	// RSS is resident now (VmRSS), HWM at its peak (VmHWM).
-	RSS, HWM int64
-	// Anon and File are the parts of RSS that are anonymous memory (the
-	// heap, stacks) and mapped files (the binary's pages), when the kernel
-	// reports them (RssAnon, RssFile).
-	Anon, File int64
-}
-
-// ReadMemory reads the memory of process pid.
-func ReadMemory(pid int) (MemoryStatus, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return MemoryStatus{}, fmt.Errorf("read memory of pid %d: %w", pid, err)
-	}
-	defer f.Close()
-	m, err := ParseMemory(f)
-	if err != nil {
-		return MemoryStatus{}, fmt.Errorf("read memory of pid %d: %w", pid, err)
-	}
-	return m, nil
-}
-
-// ParseMemory reads the text of a /proc/PID/status file. VmRSS and VmHWM
-// must be in it.
-func ParseMemory(r io.Reader) (MemoryStatus, error) {
-	var m MemoryStatus
-	fields := map[string]*int64{"VmRSS": &m.RSS, "VmHWM": &m.HWM, "RssAnon": &m.Anon, "RssFile": &m.File}
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), ":")
-		field := fields[name]
-		if !ok || field == nil {
-			continue
-		}
-		// "   123456 kB"
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		if err != nil {
-			return MemoryStatus{}, fmt.Errorf("parse %s: %w", name, err)
-		}
-		*field = kb * 1024
-	}
-	if err := sc.Err(); err != nil {
-		return MemoryStatus{}, err
-	}
-	if m.RSS == 0 || m.HWM == 0 {
-		return MemoryStatus{}, errors.New("no VmRSS or VmHWM (a kernel thread, or a zombie)")
-	}
-	return m, nil
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/internal/procmem"
 )
 
 // touchLine is what the re-reconcile appends to a template: a comment,
@@ -30,7 +30,7 @@ type loomAfter struct {
 	// steady is Loom's memory once it had reconciled nothing for -steady
 	// (idle), or when waiting for that gave up; heap is its heap in use
 	// then, if Loom exposes it (heapKnown).
-	steady    testutil.MemoryStatus
+	steady    procmem.Status
 	heap      float64
 	heapKnown bool
 	// replicas are each process's figures, in replica order.
@@ -49,7 +49,7 @@ type replicaMemory struct {
 	pid                          int
 	hwmTimed, hwmEnd, maxSampled int64
 	samples                      int
-	steady                       testutil.MemoryStatus
+	steady                       procmem.Status
 	heap                         float64
 	heapKnown                    bool
 	parents, buckets             float64
@@ -103,7 +103,7 @@ func (p *phase) afterConvergence(ctx context.Context) (*loomAfter, error) {
 	pids := p.loom.pids()
 	a.mem = len(pids) > 0
 	for _, pid := range pids {
-		m, err := testutil.ReadMemory(pid)
+		m, err := procmem.Read(pid)
 		if err != nil {
 			return a, fmt.Errorf("loom's memory: %w", err)
 		}
@@ -133,7 +133,7 @@ func (p *phase) afterConvergence(ctx context.Context) (*loomAfter, error) {
 	// 3. The peak over the whole phase.
 	for i := range a.replicas {
 		r := &a.replicas[i]
-		m, err := testutil.ReadMemory(r.pid)
+		m, err := procmem.Read(r.pid)
 		if err != nil {
 			return a, fmt.Errorf("loom's memory: %w", err)
 		}
@@ -153,7 +153,7 @@ func (p *phase) readSteady(ctx context.Context, replicas []replicaMemory) error 
 	}
 	for i := range replicas {
 		r := &replicas[i]
-		if r.steady, err = testutil.ReadMemory(r.pid); err != nil {
+		if r.steady, err = procmem.Read(r.pid); err != nil {
 			return fmt.Errorf("loom's memory: %w", err)
 		}
 		r.cpu, _ = processCPU(r.pid)

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/loom-operator/loom/internal/procmem"
 	"github.com/loom-operator/loom/internal/testutil"
 )
 
@@ -22,7 +23,7 @@ const idleNamespace = "converge-idle"
 // parent, and the floor program (test/converge/floor) beside it, each
 // read from /proc once it has been up for -idle.
 type idleResult struct {
-	loom, floor         testutil.MemoryStatus
+	loom, floor         procmem.Status
 	loomBin, floorBin   int64 // the binaries' sizes in bytes
 	floorErr            error // the floor could not be built or run
 	loomArgs, floorArgs []string
@@ -47,7 +48,7 @@ func measureIdle(ctx context.Context, o options) (*idleResult, error) {
 	if err := sleep(ctx, o.idle); err != nil {
 		return nil, errors.Join(err, l.stop())
 	}
-	res.loom, err = testutil.ReadMemory(l.pid())
+	res.loom, err = procmem.Read(l.pid())
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("idle step: %w\nlast 40 lines of its log:\n%s", err, l.tail()), l.stop())
 	}
@@ -70,31 +71,31 @@ func measureIdle(ctx context.Context, o options) (*idleResult, error) {
 
 // runFloor builds -floor into dir, runs it for -idle, and reads its
 // memory.
-func runFloor(ctx context.Context, o options, dir string) (testutil.MemoryStatus, int64, error) {
+func runFloor(ctx context.Context, o options, dir string) (procmem.Status, int64, error) {
 	bin := filepath.Join(dir, "floor")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, o.floor)
 	if out, err := build.CombinedOutput(); err != nil {
-		return testutil.MemoryStatus{}, 0, fmt.Errorf("go build %s: %w\n%s", o.floor, err, out)
+		return procmem.Status{}, 0, fmt.Errorf("go build %s: %w\n%s", o.floor, err, out)
 	}
 	kubeconfig, err := filepath.Abs(o.kubeconfig)
 	if err != nil {
-		return testutil.MemoryStatus{}, 0, err
+		return procmem.Status{}, 0, err
 	}
 	cmd := exec.Command(bin, "-namespace", idleNamespace)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	proc, err := testutil.StartCommand(cmd, filepath.Join(dir, "floor.log"))
 	if err != nil {
-		return testutil.MemoryStatus{}, 0, err
+		return procmem.Status{}, 0, err
 	}
 	defer func() { _ = proc.Terminate(10 * time.Second) }()
 	if err := sleep(ctx, o.idle); err != nil {
-		return testutil.MemoryStatus{}, 0, err
+		return procmem.Status{}, 0, err
 	}
 	if done, exitErr := proc.Exited(); done {
-		return testutil.MemoryStatus{}, 0, fmt.Errorf("it exited: %v\n%s", exitErr, proc.Tail(20))
+		return procmem.Status{}, 0, fmt.Errorf("it exited: %v\n%s", exitErr, proc.Tail(20))
 	}
-	m, err := testutil.ReadMemory(proc.Pid())
+	m, err := procmem.Read(proc.Pid())
 	return m, fileSize(bin), err
 }
 
@@ -115,7 +116,7 @@ func reportIdle(w io.Writer, r *idleResult) {
 		return
 	}
 	fmt.Fprintf(w, "\nidle (no parent; namespace %s; RSS after -idle):\n", idleNamespace)
-	line := func(name string, m testutil.MemoryStatus, bin int64) {
+	line := func(name string, m procmem.Status, bin int64) {
 		fmt.Fprintf(w, "  %-6s %s = %s anonymous + %s file-backed (binary %.1f MB)\n", name, mib(m.RSS), mib(m.Anon), mib(m.File), float64(bin)/1e6)
 	}
 	line("loom", r.loom, r.loomBin)

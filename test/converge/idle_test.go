@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/internal/procmem"
 )
 
 func TestIdleReportAndTarget(t *testing.T) {
 	const mi = 1 << 20
-	loom := testutil.MemoryStatus{RSS: 52 * mi, Anon: 10 * mi, File: 42 * mi}
-	floor := testutil.MemoryStatus{RSS: 34 * mi, Anon: 8 * mi, File: 26 * mi}
+	loom := procmem.Status{RSS: 52 * mi, Anon: 10 * mi, File: 42 * mi}
+	floor := procmem.Status{RSS: 34 * mi, Anon: 8 * mi, File: 26 * mi}
 	tests := []struct {
 		name        string
 		res         *idleResult

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/internal/procmem"
 )
 
 // memSampler reads a process's resident set size from /proc every
@@ -39,7 +39,7 @@ func startMemSampler(pid int, every time.Duration) *memSampler {
 }
 
 func (s *memSampler) sample() {
-	m, err := testutil.ReadMemory(s.pid)
+	m, err := procmem.Read(s.pid)
 	if err != nil {
 		return // the process has ended
 	}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/loom-operator/loom/internal/procmem"
 	"github.com/loom-operator/loom/internal/testutil"
 )
 
@@ -175,7 +176,7 @@ func (p *phase) restart(ctx context.Context, g *loomGroup, sig syscall.Signal) (
 		return r, err
 	}
 	r.cpu, _ = processCPU(l.pid())
-	if m, err := testutil.ReadMemory(l.pid()); err == nil {
+	if m, err := procmem.Read(l.pid()); err == nil {
 		r.rss, r.hwm = m.RSS, m.HWM
 	}
 	if r.ready = <-readyc; r.ready >= 0 {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/internal/procmem"
 )
 
 // reportPhases lists each phase's parents and Loom processes, when a
@@ -101,7 +101,7 @@ func buckets(m replicaMemory) string {
 	return fmt.Sprintf("%.0f", m.buckets)
 }
 
-func maxRSS(a, b testutil.MemoryStatus) testutil.MemoryStatus {
+func maxRSS(a, b procmem.Status) procmem.Status {
 	if b.RSS > a.RSS {
 		return b
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/loom-operator/loom/internal/procmem"
 	"github.com/loom-operator/loom/internal/testflags"
-	"github.com/loom-operator/loom/internal/testutil"
 )
 
 // shardRun is what bench-shard measures, small: one unsharded Loom on 200
@@ -31,7 +31,7 @@ func shardRun(t *testing.T) (options, []phaseResult) {
 	replica := func(pid int, peak, steady int64, parents, buckets float64, sharded bool) replicaMemory {
 		return replicaMemory{
 			pid: pid, hwmTimed: peak - mi, hwmEnd: peak, maxSampled: peak - 2*mi, samples: 400,
-			steady: testutil.MemoryStatus{RSS: steady, Anon: steady - 30*mi, File: 30 * mi},
+			steady: procmem.Status{RSS: steady, Anon: steady - 30*mi, File: 30 * mi},
 			heap:   float64(steady - 40*mi), heapKnown: true,
 			parents: parents, buckets: buckets, shardKnown: sharded, cpu: 12.5,
 		}

@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/loom-operator/loom/internal/testutil"
+	"github.com/loom-operator/loom/internal/procmem"
 )
 
 // phaseAt is a quiet phase with the given times; after, if not nil, is a
@@ -24,11 +23,11 @@ func TestTargetRows(t *testing.T) {
 	const mi = 1 << 20
 	converged := &loomAfter{
 		mem: true, hwmTimed: 50 * mi, hwmEnd: 55 * mi, idle: true, heap: 20 * mi, heapKnown: true,
-		steady: testutil.MemoryStatus{RSS: 40 * mi},
+		steady: procmem.Status{RSS: 40 * mi},
 		touch:  touchResult{parents: 101, reconciles: 101, complete: true},
 	}
 	fat := &loomAfter{
-		mem: true, hwmTimed: 70 * mi, hwmEnd: 61 * mi, steady: testutil.MemoryStatus{RSS: 45 * mi},
+		mem: true, hwmTimed: 70 * mi, hwmEnd: 61 * mi, steady: procmem.Status{RSS: 45 * mi},
 		touch: touchResult{parents: 101, reconciles: 40, writes: requests{Children: 3, Status: 1}},
 	}
 	defaults := options{target: 1.15, targetReady: 1.2, targetRSS: 60, noiseLimit: 0.1}

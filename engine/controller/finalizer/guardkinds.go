@@ -5,8 +5,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/loom-operator/loom/engine/object"
-	"github.com/loom-operator/loom/engine/rbac"
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/render/kinds"
 )
 
 // Whoever may write a parent may write its annotations too, the guards'
@@ -25,12 +25,12 @@ func declaredKinds(set *render.Set, g *guard) map[schema.GroupKind]bool {
 	if g == clusterGuard {
 		return set.Config.ClusterScopedKinds()
 	}
-	kinds, err := rbac.ScanKinds(set.ChildTexts())
+	found, err := kinds.ScanKinds(set.ChildTexts())
 	if err != nil {
 		return nil
 	}
-	out := make(map[schema.GroupKind]bool, len(kinds))
-	for _, k := range kinds {
+	out := make(map[schema.GroupKind]bool, len(found))
+	for _, k := range found {
 		out[k.GroupKind] = true
 	}
 	return out

@@ -1,9 +1,12 @@
-package render
+// Package kinds finds the kinds a template set renders by reading its
+// templates' text, without rendering them: each document's top-level
+// apiVersion and kind lines. A set whose kinds cannot be known so (a kind
+// that comes out of a template action) is refused at load.
+package kinds
 
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -15,9 +18,9 @@ import (
 )
 
 // The kinds a set renders are scanned from its templates' text when the
-// set loads (Load), so that every command refuses a set whose kinds cannot
-// be known, at load: `loom rbac` needs them for its rules, and a set that
-// `loom rbac` refuses must not render, test or run either.
+// set loads (render.Load), so that every command refuses a set whose kinds
+// cannot be known, at load: `loom rbac` needs them for its rules, and a
+// set that `loom rbac` refuses must not render, test or run either.
 
 // Kind is a kind that a set's templates render, and the place where a
 // template names it.
@@ -40,18 +43,32 @@ type ComputedError struct {
 	Hint string
 }
 
+// Error is the message with the template's file and line.
 func (e *ComputedError) Error() string {
-	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.reason())
+	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason())
 }
 
-// reason is the message without its location.
-func (e *ComputedError) reason() string {
+// Reason is the message without its location.
+func (e *ComputedError) Reason() string {
 	hint := e.Hint
 	if hint == "" {
 		hint = "make it literal, so that the kinds the set renders are known"
 	}
 	return fmt.Sprintf("%s is computed (%s): %s", e.Field, e.Value, hint)
 }
+
+// LineError is a template line whose apiVersion does not parse.
+type LineError struct {
+	File string
+	Line int
+	Err  error
+}
+
+// Error is the message with the template's file and line.
+func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err) }
+
+// Unwrap returns the parse error.
+func (e *LineError) Unwrap() error { return e.Err }
 
 var (
 	apiVersionLine = regexp.MustCompile(`^apiVersion:[ \t]*(.*)$`)
@@ -94,9 +111,9 @@ func ScanKinds(texts map[string][]byte) ([]Kind, error) {
 	return out, nil
 }
 
-// namedKinds is every kind that texts name literally (ScanKinds), the
+// Named is every kind that texts name literally (ScanKinds), the
 // documents whose kind is computed left out.
-func namedKinds(texts map[string][]byte) map[schema.GroupKind]bool {
+func Named(texts map[string][]byte) map[schema.GroupKind]bool {
 	out := map[schema.GroupKind]bool{}
 	for name, text := range texts {
 		kinds, _ := scanFile(name, text)
@@ -181,7 +198,7 @@ func resolve(file string, av, k field) (schema.GroupKind, error) {
 	if av.value != "" && !strings.Contains(av.value, "{{") {
 		gv, err := schema.ParseGroupVersion(av.value)
 		if err != nil {
-			return schema.GroupKind{}, &Error{File: file, Line: av.line, Err: fmt.Errorf("apiVersion %q: %w", av.value, err)}
+			return schema.GroupKind{}, &LineError{File: file, Line: av.line, Err: fmt.Errorf("apiVersion %q: %w", av.value, err)}
 		}
 		return gv.WithKind(k.value).GroupKind(), nil
 	}
@@ -215,19 +232,8 @@ func builtinGroups(kind string) []string {
 	return out
 }
 
-// checkKinds refuses a set whose templates name a kind that cannot be
-// known without rendering (see ScanKinds).
-func (s *Set) checkKinds() error {
-	_, err := ScanKinds(s.ChildTexts())
-	var ce *ComputedError
-	if errors.As(err, &ce) {
-		return &Error{File: ce.File, Line: ce.Line, Err: &causedError{text: ce.reason(), cause: ce}}
-	}
-	return err
-}
-
-// builtinKind reports whether gvk is a kind built into Kubernetes
+// Builtin reports whether gvk is a kind built into Kubernetes
 // (client-go's scheme), which no CRD of Loom's serves.
-func builtinKind(gvk schema.GroupVersionKind) bool {
+func Builtin(gvk schema.GroupVersionKind) bool {
 	return scheme.Scheme.Recognizes(gvk)
 }

@@ -1,4 +1,11 @@
-package render
+// Package hermetic makes a template's functions give the same output for
+// the same input: sprig's functions whose value differs on every render
+// fail (Refused, Apply), a set that calls one is refused where the call
+// is (Check), the date functions refuse to read the clock, and keys and
+// values list a map in key order. Loom re-renders a parent whenever one of
+// its children changes, so anything else would rewrite the child on every
+// reconcile, in a loop.
+package hermetic
 
 import (
 	"errors"
@@ -12,17 +19,17 @@ import (
 	"github.com/loom-operator/loom/engine/render/deadline"
 )
 
-// refusedFuncs are the sprig functions whose value differs on every
+// Refused are the sprig functions whose value differs on every
 // render, each with why. Loom re-renders a parent whenever one of its
 // children changes, so a child rendered with one of them would be
 // rewritten on every reconcile, and that write is itself a change that
 // brings the next reconcile: a loop. A set of Loom templates that calls
-// one does not load (see checkRefused); in a chart set, a call fails when
+// one does not load (see Check); in a chart set, a call fails when
 // it runs, and the random and generating functions are the parent's
 // (chart.SeededFuncs, chart.GeneratedFuncs). The list was made by reading sprig v3.3.0's function
 // map; TestSprigFuncsClassified fails when sprig gains a function that
 // nobody has classified.
-var refusedFuncs = map[string]string{
+var Refused = map[string]string{
 	"now":                      "it reads the clock",
 	"ago":                      "it reads the clock",
 	"randAlpha":                "it is random",
@@ -53,16 +60,16 @@ const refusalAdvice = "take the value from the parent (its spec, or metadata.cre
 // refusedError is the error of a template that calls fn, a refused function.
 func refusedError(fn string) error {
 	return fmt.Errorf("template uses %s, whose value differs on every render (%s): "+
-		"Loom would rewrite the child on every reconcile, in a loop; %s", fn, refusedFuncs[fn], refusalAdvice)
+		"Loom would rewrite the child on every reconcile, in a loop; %s", fn, Refused[fn], refusalAdvice)
 }
 
-// hermetic makes sprig's map m give the same output for the same input:
+// Apply makes sprig's map m give the same output for the same input:
 // each refused function becomes one that fails (the parser still knows
 // its name, so that Load can say why it refuses the set, and text that
 // tpl parses while rendering fails when it calls one), the date functions
 // refuse to read the clock, and keys and values list a map in key order.
-func hermetic(m template.FuncMap) {
-	for name := range refusedFuncs {
+func Apply(m template.FuncMap) {
+	for name := range Refused {
 		err := refusedError(name)
 		m[name] = func(...any) (any, error) { return nil, err }
 	}
@@ -139,23 +146,23 @@ func sortedValues(dict map[string]any) []any {
 	return out
 }
 
-// checkRefused fails when a template of t calls a refused function,
+// Check fails when a template of t calls a refused function,
 // naming the first call by file and line, wherever it is: in a file, in a
 // define (used or not), in the status template.
-func checkRefused(t *template.Template, sources map[string][]byte) error {
-	var found *Error
+func Check(t *template.Template, sources map[string][]byte) error {
+	var found *CallError
 	pos := 0
 	for _, tmpl := range t.Templates() {
 		if tmpl.Tree == nil || tmpl.Tree.Root == nil {
 			continue
 		}
 		file := tmpl.Tree.ParseName
-		walkIdentifiers(tmpl.Tree.Root, func(id *parse.IdentifierNode) {
-			if _, ok := refusedFuncs[id.Ident]; !ok {
+		WalkIdentifiers(tmpl.Tree.Root, func(id *parse.IdentifierNode) {
+			if _, ok := Refused[id.Ident]; !ok {
 				return
 			}
 			if found == nil || file < found.File || (file == found.File && int(id.Pos) < pos) {
-				found, pos = &Error{File: file, Line: deadline.LineAt(sources[file], int(id.Pos)), Err: refusedError(id.Ident)}, int(id.Pos)
+				found, pos = &CallError{File: file, Line: deadline.LineAt(sources[file], int(id.Pos)), Err: refusedError(id.Ident)}, int(id.Pos)
 			}
 		})
 	}
@@ -165,9 +172,9 @@ func checkRefused(t *template.Template, sources map[string][]byte) error {
 	return found
 }
 
-// walkIdentifiers calls visit for each function name in the parse tree
+// WalkIdentifiers calls visit for each function name in the parse tree
 // under node.
-func walkIdentifiers(node parse.Node, visit func(*parse.IdentifierNode)) {
+func WalkIdentifiers(node parse.Node, visit func(*parse.IdentifierNode)) {
 	deadline.Walk(node, func(n parse.Node) {
 		if id, ok := n.(*parse.IdentifierNode); ok {
 			visit(id)
@@ -202,3 +209,16 @@ func pointerVerb(format string) bool {
 	}
 	return false
 }
+
+// CallError is a call of a refused function, where a template makes it.
+type CallError struct {
+	File string
+	Line int
+	Err  error
+}
+
+// Error is the message with the template's file and line.
+func (e *CallError) Error() string { return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err) }
+
+// Unwrap returns why the function is refused.
+func (e *CallError) Unwrap() error { return e.Err }
