@@ -76,7 +76,7 @@ func New(regs []cluster.Registration, rule *config.Clusters) (Clusters, error) {
 	}
 	allowed, err := cluster.Select(unique, rule.Names, rule.Selector)
 	if err != nil {
-		return Clusters{}, fmt.Errorf("%s: clusters: %w", config.File, err)
+		return Clusters{}, err
 	}
 	c.allowed = allowed
 	return c, nil
