@@ -48,6 +48,9 @@ type Clusters struct {
 // register is left out (cluster.Index) and refused with Index's error. It
 // fails only on a selector that loom.yaml's validation would refuse.
 func New(regs []cluster.Registration, rule *config.Clusters) (Clusters, error) {
+	if len(regs) == 0 {
+		return Clusters{rule: rule}, nil // most renders: nothing to index
+	}
 	byName, errs := cluster.Index(regs)
 	c := Clusters{registered: make(map[string]bool, len(byName)), rule: rule}
 	unique := make([]cluster.Registration, 0, len(byName))
