@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -236,7 +238,11 @@ func (o *clusterListOptions) probe(ctx context.Context, reg cluster.Registration
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	body, err := d.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
-	if err != nil {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout():
+		return "", fmt.Errorf("no answer within %s: %w", o.timeout, err)
+	case err != nil:
 		return "", err
 	}
 	var info version.Info
