@@ -4,25 +4,22 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/cluster"
 	"github.com/loom-operator/loom/engine/offline"
+	"github.com/loom-operator/loom/internal/clusteradmin"
 	"github.com/loom-operator/loom/internal/kubeclient"
 )
-
-// clusterFieldManager is the field manager of the registration Secrets
-// loom cluster add applies.
-const clusterFieldManager = "loom-cluster"
 
 // clusterRequestTimeout bounds loom cluster's requests to the management
 // cluster.
@@ -136,33 +133,16 @@ so that the output can be shared.`,
 	return cmd
 }
 
-// registrationSecret is the Secret loom cluster add writes, checked as
-// Loom checks a registration's kubeconfig.
-func (o *clusterAddOptions) registrationSecret(name string) (*corev1.Secret, error) {
-	labels, err := parseLabels(o.labels)
-	if err != nil {
-		return nil, err
-	}
-	kc, err := registrationKubeconfig(o.fromPath, o.fromContext)
-	if err != nil {
-		return nil, err
-	}
-	s, err := cluster.NewSecret(name, o.namespace, labels, kc)
-	if err != nil {
-		return nil, err
-	}
-	reg, _, err := cluster.FromSecret(s, o.namespace)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := cluster.RESTConfig(reg, cluster.Options{AllowExec: o.allowExec}); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 func runClusterAdd(ctx context.Context, out io.Writer, o *clusterAddOptions, name string) error {
-	s, err := o.registrationSecret(name)
+	labels, err := clusteradmin.ParseLabels(o.labels)
+	if err != nil {
+		return err
+	}
+	kc, err := clusteradmin.Kubeconfig(o.fromPath, o.fromContext)
+	if err != nil {
+		return err
+	}
+	s, err := clusteradmin.NewRegistration(name, o.namespace, labels, kc, cluster.Options{AllowExec: o.allowExec})
 	if err != nil {
 		return err
 	}
@@ -175,72 +155,18 @@ func runClusterAdd(ctx context.Context, out io.Writer, o *clusterAddOptions, nam
 	}
 	ctx, cancel := context.WithTimeout(ctx, clusterRequestTimeout)
 	defer cancel()
-	before, err := checkAddTarget(ctx, secrets, name, o.namespace)
+	result, err := clusteradmin.Apply(ctx, secrets, s)
 	if err != nil {
 		return err
 	}
-	ac := applycorev1.Secret(s.Name, s.Namespace).WithLabels(s.Labels).WithType(s.Type).WithData(s.Data)
-	after, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: clusterFieldManager, Force: true})
-	if err != nil {
-		return fmt.Errorf("apply Secret %s/%s: %w", s.Namespace, s.Name, err)
-	}
-	verb := "registered"
-	switch {
-	case before != "" && before == after.ResourceVersion:
-		verb = "unchanged"
-	case before != "":
-		verb = "updated"
-	}
-	_, err = fmt.Fprintf(out, "cluster %s %s (Secret %s/%s)\n", name, verb, s.Namespace, s.Name)
+	_, err = fmt.Fprintf(out, "cluster %s %s (Secret %s/%s)\n", name, result, s.Namespace, s.Name)
 	return err
-}
-
-// checkAddTarget refuses what loom cluster add must not write: a Secret
-// NAME that is not NAME's Loom registration (a Secret of something else, a
-// registration of another cluster, Cluster API's), and a second
-// registration of NAME. It returns the resourceVersion of the Secret NAME
-// if it is there ("" if not), to tell an update from no change.
-func checkAddTarget(ctx context.Context, secrets corev1client.SecretInterface, name, ns string) (string, error) {
-	list, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: cluster.LabelCluster + "=" + name})
-	if err != nil {
-		return "", fmt.Errorf("list the registrations of cluster %s in namespace %s: %w", name, ns, err)
-	}
-	for _, s := range list.Items {
-		if s.Name != name {
-			return "", fmt.Errorf("cluster %s is already registered by Secret %s/%s: a second registration would make the name ambiguous (Loom would use neither); remove it first (loom cluster remove %s) or update it with kubectl",
-				name, ns, s.Name, name)
-		}
-	}
-	capi, err := secrets.Get(ctx, name+"-kubeconfig", metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return "", fmt.Errorf("get Secret %s/%s-kubeconfig: %w", ns, name, err)
-	default:
-		if reg, ok, _ := cluster.FromSecret(capi, ns); ok && reg.Name == name {
-			return "", fmt.Errorf("cluster %s is already registered by Cluster API's Secret %s/%s: a second registration would make the name ambiguous (Loom would use neither); Cluster API's needs no loom cluster add",
-				name, ns, capi.Name)
-		}
-	}
-	s, err := secrets.Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return "", nil
-	case err != nil:
-		return "", fmt.Errorf("get Secret %s/%s: %w", ns, name, err)
-	case s.Labels[cluster.LabelCluster] != name:
-		return "", fmt.Errorf("the Secret %s/%s exists and is not the registration of cluster %s (its label %s is %q): Loom does not take over a Secret by its name; register the cluster under another name, or delete that Secret",
-			ns, name, name, cluster.LabelCluster, s.Labels[cluster.LabelCluster])
-	case s.Type == cluster.SecretTypeClusterAPI:
-		return "", fmt.Errorf("the Secret %s/%s is Cluster API's (type %s), which Cluster API owns: loom cluster add does not write it", ns, name, s.Type)
-	}
-	return s.ResourceVersion, nil
 }
 
 // printRedactedSecret prints s as YAML with its kubeconfig's credentials
 // redacted, in stringData so that it reads as text.
 func printRedactedSecret(out io.Writer, s *corev1.Secret) error {
-	kc, err := redactedKubeconfig(s.Data[cluster.KeyKubeconfig])
+	kc, err := clusteradmin.Redact(s.Data[cluster.KeyKubeconfig])
 	if err != nil {
 		return err
 	}
@@ -253,6 +179,103 @@ func printRedactedSecret(out io.Writer, s *corev1.Secret) error {
 	}
 	_, err = fmt.Fprintf(out, "# dry run: the Secret loom cluster add would apply; its kubeconfig's credentials are redacted here.\n%s", b)
 	return err
+}
+
+// clusterListOptions are loom cluster list's flags.
+type clusterListOptions struct {
+	*clusterOptions
+	timeout   time.Duration
+	allowExec bool
+	output    string
+}
+
+func newClusterListCommand(parent *clusterOptions) *cobra.Command {
+	o := &clusterListOptions{clusterOptions: parent}
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the registered workload clusters, whether each answers, and its version",
+		Long: `List prints one row per registration in Loom's namespace (-n) of the
+management cluster (--kubeconfig): Loom's (labelled loom.dev/cluster) and
+Cluster API's (<cluster>-kubeconfig). For each it asks the cluster's API
+server for its version, with the registration's kubeconfig as Loom would
+use it, all clusters at once, each within --timeout: REACHABLE is yes when
+it answered, and ERROR says why not otherwise (a refused kubeconfig, a
+connection refused, no answer within the timeout, a rejected credential). A
+Secret that Loom would not use (no kubeconfig, an invalid name, a name two
+Secrets register) is listed with the reason, and not asked.
+
+A kubeconfig that runs an exec credential plugin or an auth-provider is
+shown as refused, as a Loom without --allow-kubeconfig-exec refuses it; with
+--allow-kubeconfig-exec, list runs the plugin on this machine to ask.
+
+The probe is sent from this machine, not from Loom's pod: a cluster can
+answer here and not there (a network between them, a name only this machine
+resolves), and the other way round.`,
+		Example: `  loom cluster list
+  loom cluster list --timeout 2s -o json | jq -r '.clusters[] | select(.reachable | not) | .name'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runClusterList(cmd.Context(), cmd.OutOrStdout(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&o.timeout, "timeout", 5*time.Second, "give up on a cluster that has not answered after this long (clusters are asked at once)")
+	f.BoolVar(&o.allowExec, cluster.FlagAllowExec, false, "run the exec credential plugins and auth-providers of registrations to ask their clusters")
+	addOutputFlag(cmd, &o.output, "a table")
+	return cmd
+}
+
+// clusterList is loom cluster list's -o json|yaml document.
+type clusterList struct {
+	Clusters []clusteradmin.Row `json:"clusters"`
+}
+
+func runClusterList(ctx context.Context, out io.Writer, o *clusterListOptions) error {
+	secrets, err := o.secrets()
+	if err != nil {
+		return err
+	}
+	listCtx, cancel := context.WithTimeout(ctx, clusterRequestTimeout)
+	found, err := clusteradmin.Secrets(listCtx, secrets, o.namespace)
+	cancel()
+	if err != nil {
+		return err
+	}
+	p := clusteradmin.Prober{Timeout: o.timeout, Options: cluster.Options{AllowExec: o.allowExec}}
+	rows := clusteradmin.ProbeAll(ctx, clusteradmin.List(found, o.namespace), p.Probe)
+	if o.output != "" {
+		return printDocument(out, o.output, clusterList{Clusters: rows})
+	}
+	return printClusterTable(out, rows, o.namespace)
+}
+
+// printClusterTable prints rows as loom cluster list's table.
+func printClusterTable(out io.Writer, rows []clusteradmin.Row, ns string) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintf(out, "No cluster is registered in namespace %s.\n", ns)
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSOURCE\tSECRET\tREACHABLE\tVERSION\tLABELS\tERROR")
+	for _, r := range rows {
+		reachable := "no"
+		if r.Reachable {
+			reachable = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", orNone(r.Name), r.Source, r.Secret, reachable, orNone(r.Version), tableLabels(r.Labels), r.Error)
+	}
+	return tw.Flush()
+}
+
+// tableLabels shows a registration's labels but the ones that name it.
+func tableLabels(labels map[string]string) string {
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if k != cluster.LabelCluster && k != cluster.LabelClusterAPIName {
+			kv = append(kv, k+"="+labels[k])
+		}
+	}
+	return orNone(strings.Join(kv, ","))
 }
 
 func newClusterRemoveCommand(o *clusterOptions) *cobra.Command {
@@ -273,55 +296,17 @@ saying which cluster's credentials are missing.`,
   loom cluster remove w1 -n loom --kubeconfig .cluster/kubeconfig`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runClusterRemove(cmd.Context(), cmd.OutOrStdout(), o, args[0])
+			secrets, err := o.secrets()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), clusterRequestTimeout)
+			defer cancel()
+			deleted, err := clusteradmin.Remove(ctx, secrets, args[0], o.namespace)
+			for _, name := range deleted {
+				fmt.Fprintf(cmd.OutOrStdout(), "cluster %s removed (Secret %s/%s deleted)\n", args[0], o.namespace, name)
+			}
+			return err
 		},
 	}
-}
-
-func runClusterRemove(ctx context.Context, out io.Writer, o *clusterOptions, name string) error {
-	secrets, err := o.secrets()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, clusterRequestTimeout)
-	defer cancel()
-	list, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: cluster.LabelCluster + "=" + name})
-	if err != nil {
-		return fmt.Errorf("list the registrations of cluster %s in namespace %s: %w", name, o.namespace, err)
-	}
-	if len(list.Items) == 0 {
-		return noLoomRegistration(ctx, secrets, name, o.namespace)
-	}
-	for _, s := range list.Items {
-		if s.Type == cluster.SecretTypeClusterAPI {
-			return fmt.Errorf("the Secret %s/%s, which registers cluster %s, is Cluster API's (type %s): remove its label %s instead of the Secret",
-				s.Namespace, s.Name, name, s.Type, cluster.LabelCluster)
-		}
-	}
-	for _, s := range list.Items {
-		uid := s.UID
-		err := secrets.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete Secret %s/%s: %w", s.Namespace, s.Name, err)
-		}
-		if _, err := fmt.Fprintf(out, "cluster %s removed (Secret %s/%s deleted)\n", name, s.Namespace, s.Name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// noLoomRegistration is loom cluster remove's error when no Secret is
-// labelled with the cluster: Cluster API's registration, or none.
-func noLoomRegistration(ctx context.Context, secrets corev1client.SecretInterface, name, ns string) error {
-	capi, err := secrets.Get(ctx, name+"-kubeconfig", metav1.GetOptions{})
-	if err == nil {
-		if reg, ok, _ := cluster.FromSecret(capi, ns); ok && reg.Name == name {
-			return fmt.Errorf("cluster %s is registered by Cluster API's Secret %s, which Cluster API owns: delete the Cluster, not its Secret",
-				name, types.NamespacedName{Namespace: ns, Name: capi.Name})
-		}
-	} else if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("get Secret %s/%s-kubeconfig: %w", ns, name, err)
-	}
-	return fmt.Errorf("no registration of cluster %s in namespace %s (no Secret labelled %s=%s)", name, ns, cluster.LabelCluster, name)
 }

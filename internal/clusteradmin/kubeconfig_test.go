@@ -1,4 +1,4 @@
-package main
+package clusteradmin
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/loom-operator/loom/engine/cluster"
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 // twoContexts is a kubeconfig of two clusters: w1 (current, a token) and
@@ -50,12 +51,12 @@ func kubeconfigFiles(t *testing.T, repl ...string) string {
 		}
 		kc = strings.Replace(kc, repl[i], repl[i+1], 1)
 	}
-	writeFiles(t, dir, map[string]string{"config": kc, "ca.crt": "CA", "certs/tls.crt": "CERT", "tls.key": "KEY"})
+	testutil.WriteFiles(t, dir, map[string]string{"config": kc, "ca.crt": "CA", "certs/tls.crt": "CERT", "tls.key": "KEY"})
 	return filepath.Join(dir, "config")
 }
 
-// Add registers one context of the file, the current one unless
-// --from-context says another, minified to it and with the files it names
+// Kubeconfig registers one context of the file, the current one unless
+// another is named, minified to it and with the files it names
 // read in as data.
 func TestRegistrationKubeconfig(t *testing.T) {
 	type view struct {
@@ -82,10 +83,10 @@ func TestRegistrationKubeconfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := registrationKubeconfig(kubeconfigFiles(t, tt.repl...), tt.context)
+			b, err := Kubeconfig(kubeconfigFiles(t, tt.repl...), tt.context)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("registrationKubeconfig() error = %v, want one that says %q", err, tt.wantErr)
+					t.Fatalf("Kubeconfig() error = %v, want one that says %q", err, tt.wantErr)
 				}
 				return
 			}
@@ -115,7 +116,7 @@ func TestRegistrationKubeconfig(t *testing.T) {
 
 const execW1 = "user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: aws, interactiveMode: Never}}"
 
-// Add refuses what Loom would refuse, with Loom's own message (that of
+// NewRegistration refuses what Loom would refuse, with Loom's own message (that of
 // cluster.RESTConfig for the Secret it would write), and takes an exec
 // plugin with --allow-kubeconfig-exec. A user of a context not registered
 // is not looked at: minifying leaves it out.
@@ -139,12 +140,14 @@ func TestClusterAddRefusesWhatLoomRefuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := kubeconfigFiles(t, tt.repl...)
-			o := &clusterAddOptions{clusterOptions: &clusterOptions{namespace: "loom-system"}, fromPath: path, fromContext: tt.context,
-				allowExec: tt.allowExec, labels: []string{"env=prod"}}
-			s, err := o.registrationSecret("w1")
+			kc, err := Kubeconfig(path, tt.context)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewRegistration("w1", "loom-system", map[string]string{"env": "prod"}, kc, cluster.Options{AllowExec: tt.allowExec})
 			if tt.wantErr == nil {
 				if err != nil {
-					t.Fatalf("registrationSecret() error = %v", err)
+					t.Fatalf("NewRegistration() error = %v", err)
 				}
 				if got := s.Labels; !maps.Equal(got, map[string]string{"env": "prod", cluster.LabelCluster: "w1"}) {
 					t.Errorf("labels = %v", got)
@@ -152,50 +155,60 @@ func TestClusterAddRefusesWhatLoomRefuses(t *testing.T) {
 				return
 			}
 			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("registrationSecret() error = %v, want one wrapping %v", err, tt.wantErr)
-			}
-			kc, kerr := registrationKubeconfig(path, tt.context)
-			if kerr != nil {
-				t.Fatal(kerr)
+				t.Fatalf("NewRegistration() error = %v, want one wrapping %v", err, tt.wantErr)
 			}
 			reg := cluster.Registration{Name: "w1", Kubeconfig: kc, Source: cluster.SourceLoom,
 				Secret: types.NamespacedName{Namespace: "loom-system", Name: "w1"}}
 			_, loomErr := cluster.RESTConfig(reg, cluster.Options{AllowExec: tt.allowExec})
 			if loomErr == nil || err.Error() != loomErr.Error() {
-				t.Errorf("registrationSecret() error = %q, want Loom's: %v", err, loomErr)
+				t.Errorf("NewRegistration() error = %q, want Loom's: %v", err, loomErr)
 			}
 		})
 	}
 }
 
-// A dry run prints the Secret with its credentials redacted, and sends no
-// request: the management cluster's kubeconfig is not even read.
-func TestClusterAddDryRun(t *testing.T) {
-	repl := []string{"user: {token: w1-token}",
-		"user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: aws, env: [{name: AWS_SECRET, value: hunter2}], interactiveMode: Never}}"}
-	for _, tc := range []struct{ name, context, redacted string }{
-		{"exec env", "", "value: REDACTED"},
-		{"client key", "w2", "client-key-data: DATA+OMITTED"},
+// Redact leaves no credential of the kubeconfig, and keeps where it
+// points.
+func TestRedact(t *testing.T) {
+	kc, err := Kubeconfig(kubeconfigFiles(t, "user: {token: w1-token}",
+		"user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: aws, env: [{name: AWS_SECRET, value: hunter2}], interactiveMode: Never}}"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, context string
+		secrets       []string
+		want          []string
+	}{
+		{name: "exec env", secrets: []string{"hunter2"}, want: []string{"value: REDACTED", "command: aws", "server: https://w1.example:6443"}},
+		{name: "client key", context: "w2", secrets: []string{"KEY", "S0VZ", "CA", "Q0E="},
+			want: []string{"client-key-data: DATA+OMITTED", "certificate-authority-data: DATA+OMITTED", "server: https://w2.example:6443"}},
+		{name: "auth-provider", secrets: []string{"id-T0K3N"}, want: []string{"id-token: REDACTED"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := kubeconfigFiles(t, repl...)
-			args := []string{"cluster", "add", "w1", "--from-kubeconfig", path, "--allow-kubeconfig-exec", "--dry-run",
-				"--kubeconfig", filepath.Join(t.TempDir(), "absent"), "-n", "loom", "--label", "env=prod"}
-			if tc.context != "" {
-				args = append(args, "--from-context", tc.context)
-			}
-			out, stderr, err := executeSplit(t, "", args...)
-			if err != nil {
-				t.Fatalf("dry run: %v\n%s", err, stderr)
-			}
-			for _, secret := range []string{"hunter2", "w1-token", "KEY", "S0VZ" /* base64 KEY */} {
-				if strings.Contains(out, secret) {
-					t.Errorf("the dry run shows the credential %q:\n%s", secret, out)
+			in := kc
+			switch tc.name {
+			case "client key":
+				if in, err = Kubeconfig(kubeconfigFiles(t), "w2"); err != nil {
+					t.Fatal(err)
+				}
+			case "auth-provider":
+				if in, err = Kubeconfig(kubeconfigFiles(t, "user: {token: w1-token}", "user: {auth-provider: {name: oidc, config: {id-token: id-T0K3N}}}"), ""); err != nil {
+					t.Fatal(err)
 				}
 			}
-			for _, want := range []string{"name: w1\n", "namespace: loom\n", "loom.dev/cluster: w1", "env: prod", tc.redacted, "server: https://w"} {
-				if !strings.Contains(out, want) {
-					t.Errorf("the dry run does not show %q:\n%s", want, out)
+			out, err := Redact(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tc.secrets {
+				if strings.Contains(string(out), s) {
+					t.Errorf("Redact() leaves %q:\n%s", s, out)
+				}
+			}
+			for _, s := range tc.want {
+				if !strings.Contains(string(out), s) {
+					t.Errorf("Redact() does not say %q:\n%s", s, out)
 				}
 			}
 		})
@@ -218,10 +231,10 @@ func TestParseLabels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.flags, " "), func(t *testing.T) {
-			got, err := parseLabels(tt.flags)
+			got, err := ParseLabels(tt.flags)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("parseLabels() error = %v, want %q", err, tt.wantErr)
+					t.Fatalf("ParseLabels() error = %v, want %q", err, tt.wantErr)
 				}
 				return
 			}
@@ -229,17 +242,8 @@ func TestParseLabels(t *testing.T) {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("parseLabels() (-want +got):\n%s", diff)
+				t.Errorf("ParseLabels() (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// Add needs the file to register: --kubeconfig names the management
-// cluster, as in every other command, so it is not taken for it.
-func TestClusterAddNeedsFromKubeconfig(t *testing.T) {
-	_, _, err := executeSplit(t, "", "cluster", "add", "w1", "--kubeconfig", "w1.kubeconfig")
-	if err == nil || !strings.Contains(err.Error(), `required flag(s) "from-kubeconfig" not set`) {
-		t.Errorf("error = %v, want the missing --from-kubeconfig", err)
 	}
 }

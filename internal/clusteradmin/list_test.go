@@ -1,4 +1,4 @@
-package main
+package clusteradmin
 
 import (
 	"context"
@@ -65,14 +65,14 @@ items:
 		{Name: "w2", Source: "loom", Secret: "loom-system/w2", Probed: true},
 	}
 	var got []row
-	for _, it := range listRegistrations(secrets, "loom-system") {
-		got = append(got, row{Name: it.row.Name, Source: string(it.row.Source), Secret: it.row.Secret, Error: it.row.Error, Probed: it.used})
-		if it.used && it.reg.Name != it.row.Name {
-			t.Errorf("row %s probes registration %s", it.row.Name, it.reg.Name)
+	for _, it := range List(secrets, "loom-system") {
+		got = append(got, row{Name: it.Row.Name, Source: string(it.Row.Source), Secret: it.Row.Secret, Error: it.Row.Error, Probed: it.Used})
+		if it.Used && it.Reg.Name != it.Row.Name {
+			t.Errorf("row %s probes registration %s", it.Row.Name, it.Reg.Name)
 		}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("listRegistrations() (-want +got):\n%s", diff)
+		t.Errorf("List() (-want +got):\n%s", diff)
 	}
 }
 
@@ -81,12 +81,12 @@ items:
 // test's context ends the wait, and the test fails).
 func TestProbeAllAtOnce(t *testing.T) {
 	const n = 4
-	var items []listedCluster
+	var items []Listed
 	for i := range n {
 		name := fmt.Sprintf("w%d", i)
-		items = append(items, listedCluster{row: clusterRow{Name: name}, reg: cluster.Registration{Name: name}, used: true})
+		items = append(items, Listed{Row: Row{Name: name}, Reg: cluster.Registration{Name: name}, Used: true})
 	}
-	items = append(items, listedCluster{row: clusterRow{Name: "bad", Error: "invalid"}})
+	items = append(items, Listed{Row: Row{Name: "bad", Error: "invalid"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var mu sync.Mutex
@@ -107,8 +107,8 @@ func TestProbeAllAtOnce(t *testing.T) {
 		}
 		return "v1.36." + reg.Name[1:], nil
 	}
-	rows := probeAll(ctx, items, probe)
-	want := []clusterRow{
+	rows := ProbeAll(ctx, items, probe)
+	want := []Row{
 		{Name: "w0", Reachable: true, Version: "v1.36.0"},
 		{Name: "w1", Reachable: true, Version: "v1.36.1"},
 		{Name: "w2", Error: "refused"},
@@ -116,7 +116,7 @@ func TestProbeAllAtOnce(t *testing.T) {
 		{Name: "bad", Error: "invalid"},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
-		t.Errorf("probeAll() (-want +got):\n%s", diff)
+		t.Errorf("ProbeAll() (-want +got):\n%s", diff)
 	}
 }
 
@@ -158,7 +158,7 @@ func TestProbe(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	o := &clusterListOptions{timeout: 200 * time.Millisecond}
+	p := Prober{Timeout: 200 * time.Millisecond}
 	tests := []struct {
 		name        string
 		reg         cluster.Registration
@@ -180,47 +180,23 @@ func TestProbe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v, err := o.probe(context.Background(), tt.reg)
+			v, err := p.Probe(context.Background(), tt.reg)
 			if tt.wantErr == nil {
 				if err != nil || v != tt.wantVersion {
-					t.Fatalf("probe() = %q, %v, want %q", v, err, tt.wantVersion)
+					t.Fatalf("Probe() = %q, %v, want %q", v, err, tt.wantVersion)
 				}
 				return
 			}
 			if err == nil {
-				t.Fatalf("probe() = %q, want an error", v)
+				t.Fatalf("Probe() = %q, want an error", v)
 			}
 			found := false
 			for _, s := range tt.wantErr {
 				found = found || strings.Contains(err.Error(), s)
 			}
 			if !found {
-				t.Errorf("probe() error = %q, want one that says one of %q", err, tt.wantErr)
+				t.Errorf("Probe() error = %q, want one that says one of %q", err, tt.wantErr)
 			}
 		})
-	}
-}
-
-func TestClusterTable(t *testing.T) {
-	var b strings.Builder
-	rows := []clusterRow{
-		{Name: "w1", Source: cluster.SourceLoom, Secret: "loom-system/w1", Labels: map[string]string{cluster.LabelCluster: "w1", "region": "eu", "env": "prod"},
-			Reachable: true, Version: "v1.36.3"},
-		{Name: "c1", Source: cluster.SourceClusterAPI, Secret: "loom-system/c1-kubeconfig", Labels: map[string]string{cluster.LabelClusterAPIName: "c1"},
-			Error: "dial tcp 127.0.0.1:1: connect: connection refused"},
-	}
-	if err := printClusterTable(&b, rows, "loom-system"); err != nil {
-		t.Fatal(err)
-	}
-	want := `NAME   SOURCE        SECRET                      REACHABLE   VERSION   LABELS               ERROR
-w1     loom          loom-system/w1              yes         v1.36.3   env=prod,region=eu   
-c1     cluster-api   loom-system/c1-kubeconfig   no          none      none                 dial tcp 127.0.0.1:1: connect: connection refused
-`
-	if diff := cmp.Diff(want, b.String()); diff != "" {
-		t.Errorf("table (-want +got):\n%s", diff)
-	}
-	b.Reset()
-	if err := printClusterTable(&b, nil, "loom"); err != nil || b.String() != "No cluster is registered in namespace loom.\n" {
-		t.Errorf("empty table = %q, %v", b.String(), err)
 	}
 }

@@ -1,7 +1,6 @@
-package main
+package clusteradmin
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,22 +11,16 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// errNoFromKubeconfig is registrationKubeconfig's error without a file.
-var errNoFromKubeconfig = errors.New("no kubeconfig to register: pass --from-kubeconfig FILE")
-
-// registrationKubeconfig reads the kubeconfig file path and returns the
-// kubeconfig a registration holds: only the context context (default: the
-// file's current-context, which it becomes) with its cluster and user
+// Kubeconfig reads the kubeconfig file path and returns the kubeconfig a
+// registration holds: only the context context (default: the file's
+// current-context, which it becomes) with its cluster and user
 // (minified), the certificate and key files they name read into the
 // kubeconfig as data, relative paths from the file's folder (flattened),
 // as `kubectl config view --minify --flatten` writes it. A token file is
 // left as it is, for cluster.RESTConfig to refuse: the token a file holds
 // is often one that rotates (a projected service-account token), which a
 // copy would outlive.
-func registrationKubeconfig(path, context string) ([]byte, error) {
-	if path == "" {
-		return nil, errNoFromKubeconfig
-	}
+func Kubeconfig(path, context string) ([]byte, error) {
 	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read kubeconfig %s: %w", path, err)
@@ -63,13 +56,13 @@ func contextNames(cfg *clientcmdapi.Config) string {
 	return strings.Join(slices.Sorted(maps.Keys(cfg.Contexts)), ", ")
 }
 
-// redactedKubeconfig returns kubeconfig with its credentials replaced, as
-// `kubectl config view` shows one: tokens, passwords and private keys are
-// REDACTED, certificate data DATA+OMITTED, and so are the values of an
+// Redact returns kubeconfig with its credentials replaced, as `kubectl
+// config view` shows one: tokens, passwords and private keys are REDACTED,
+// certificate data DATA+OMITTED, and so are the values of an
 // auth-provider's config and an exec plugin's environment, which may hold
 // tokens too. The server, the context and the user's name stay, which is
 // what a dry run is read for.
-func redactedKubeconfig(kubeconfig []byte) ([]byte, error) {
+func Redact(kubeconfig []byte) ([]byte, error) {
 	cfg, err := clientcmd.Load(kubeconfig)
 	if err != nil {
 		return nil, err
@@ -95,9 +88,9 @@ func redactedKubeconfig(kubeconfig []byte) ([]byte, error) {
 	return clientcmd.Write(*cfg)
 }
 
-// parseLabels reads --label k=v flags, each checked as the API server
-// checks a label.
-func parseLabels(flags []string) (map[string]string, error) {
+// ParseLabels reads loom cluster add's --label KEY=VALUE flags, each
+// checked as the API server checks a label.
+func ParseLabels(flags []string) (map[string]string, error) {
 	labels := map[string]string{}
 	for _, f := range flags {
 		k, v, ok := strings.Cut(f, "=")
