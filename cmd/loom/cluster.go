@@ -255,7 +255,8 @@ func printClusterTable(out io.Writer, rows []clusteradmin.Row, ns string) error 
 		_, err := fmt.Fprintf(out, "No cluster is registered in namespace %s.\n", ns)
 		return err
 	}
-	tw := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 8, 3, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSOURCE\tSECRET\tREACHABLE\tVERSION\tLABELS\tERROR")
 	for _, r := range rows {
 		reachable := "no"
@@ -264,7 +265,16 @@ func printClusterTable(out io.Writer, rows []clusteradmin.Row, ns string) error 
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", orNone(r.Name), r.Source, r.Secret, reachable, orNone(r.Version), tableLabels(r.Labels), r.Error)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// A row without an error would end in the LABELS column's padding.
+	for line := range strings.Lines(b.String()) {
+		if _, err := io.WriteString(out, strings.TrimRight(line, " \n")+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // tableLabels shows a registration's labels but the ones that name it.

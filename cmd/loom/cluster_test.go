@@ -79,7 +79,7 @@ func TestClusterTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `NAME   SOURCE        SECRET                      REACHABLE   VERSION   LABELS               ERROR
-w1     loom          loom-system/w1              yes         v1.36.3   env=prod,region=eu   
+w1     loom          loom-system/w1              yes         v1.36.3   env=prod,region=eu
 c1     cluster-api   loom-system/c1-kubeconfig   no          none      none                 dial tcp 127.0.0.1:1: connect: connection refused
 `
 	if diff := cmp.Diff(want, b.String()); diff != "" {
