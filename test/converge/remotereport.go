@@ -125,7 +125,7 @@ func reportRemote(w io.Writer, o options, results []phaseResult) {
 		}
 	}
 	fmt.Fprintln(w, "  (requests: apiserver_request_total of each API server, every client and verb, watches and the harness's reads")
-	fmt.Fprintln(w, "   included; the workload cluster's other client is the harness, which only reads its /metrics)")
+	fmt.Fprintln(w, "   included; on a workload cluster no one else uses, the others there are the harness's reads of /metrics and the API server's own leases)")
 	c, ok := remoteCompareOf(o, results)
 	if !ok {
 		fmt.Fprintln(w, "  no ratio: it needs a remote phase and a loom phase of one unsharded Loom")
