@@ -248,8 +248,7 @@ func (p *phase) touch(ctx context.Context) (touchResult, error) {
 	}
 	api := p.scrape(ctx).sub(api0)
 	t.loom = after.sub(before)
-	t.writes = api.writerRequests(false)
-	t.writes.Children += p.scrapeWorkload(ctx).sub(remote0).writerRequests(true).Children
+	t.writes = writerRequestsIn(api, p.scrapeWorkload(ctx).sub(remote0), false)
 	t.events = api.byResource["events"]
 	t.cpu = p.cpu.sample().sub(cpu0).proc["loom"]
 	logf("%s: re-reconcile of %d parents after touching %s: %.0f reconciles in %s; writes: children %d, status %d (events, all clients: %.0f)",

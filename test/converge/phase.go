@@ -116,12 +116,7 @@ func (r phaseResult) writes(at string) requests {
 	if r.counted {
 		return r.timed.at[at].writes
 	}
-	w := r.timed.api[at].writerRequests(r.bare)
-	if r.spec.remote {
-		// Loom alone writes children in the workload cluster.
-		w.Children += r.timed.remoteAPI[at].writerRequests(true).Children
-	}
-	return w
+	return writerRequestsIn(r.timed.api[at], r.timed.remoteAPI[at], r.bare)
 }
 
 // runPhase runs one phase from namespace creation to namespace deletion

@@ -320,3 +320,37 @@ func TestRatiosLeaveRemoteOut(t *testing.T) {
 		t.Error("a remote phase compared as a sharded one")
 	}
 }
+
+// A remote phase's writes are its children's in both clusters; the
+// workload cluster's other writes (the API server's own leases) and
+// Events are not Loom's children.
+func TestWriterRequestsIn(t *testing.T) {
+	local := apiWrites{byResource: map[string]float64{
+		"deployments": 200, "services": 200, "myresources/status": 400, "myresources": 200, "events": 30,
+	}}
+	workload := apiWrites{byResource: map[string]float64{"configmaps": 200, "leases": 3, "events": 7}}
+	tests := []struct {
+		name            string
+		local, workload apiWrites
+		bare            bool
+		want            requests
+	}{
+		{name: "remote phase", local: local, workload: workload, want: requests{Children: 600, Status: 400}},
+		{name: "remote phase, bare", local: local, workload: workload, bare: true, want: requests{Children: 600, Status: 400, Events: 30}},
+		{name: "one cluster", local: local, want: requests{Children: 400, Status: 400}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := writerRequestsIn(tt.local, tt.workload, tt.bare)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+	p := phaseResult{spec: phaseSpec{kind: kindLoom, remote: true}, timed: roundResult{
+		api: map[string]apiWrites{"end": local}, remoteAPI: map[string]apiWrites{"end": workload},
+	}}
+	if got := p.writes("end"); got.Children != 600 {
+		t.Errorf("a remote phase's writes: children %d, want 600 (both clusters')", got.Children)
+	}
+}

@@ -157,8 +157,7 @@ func (p *phase) restart(ctx context.Context, g *loomGroup, sig syscall.Signal) (
 			}
 			samples = append(samples, rateSample{at: time.Now(), total: last.all})
 			wlast = p.scrapeWorkload(ctx)
-			w := last.sub(base).writerRequests(false)
-			w.Children += wlast.sub(wbase).writerRequests(true).Children
+			w := writerRequestsIn(last.sub(base), wlast.sub(wbase), false)
 			if idle.observe(now, w.Children+w.Status, s.Reconciles) {
 				r.idleOK, r.idle = true, now.Sub(started)
 				break
@@ -175,8 +174,7 @@ func (p *phase) restart(ctx context.Context, g *loomGroup, sig syscall.Signal) (
 	}
 	r.window = samples[len(samples)-1].at.Sub(signalled)
 	api := last.sub(base)
-	r.writes, r.events = api.writerRequests(false), api.byResource["events"]
-	r.writes.Children += wlast.sub(wbase).writerRequests(true).Children
+	r.writes, r.events = writerRequestsIn(api, wlast.sub(wbase), false), api.byResource["events"]
 	r.requests, r.peak = api.all, peakRate(samples)
 	if r.loom, err = l.stats(ctx); err != nil {
 		return r, err
