@@ -294,7 +294,7 @@ func (p *phase) watchExit(ctx context.Context, l *loomProc, who string) {
 // cluster, and at the end its registration and its namespace there.
 func (p *phase) finish(failed error) error {
 	var errs []error
-	if p.spec.remote && p.loom != nil {
+	if g, ok := p.loom.(*loomGroup); ok && p.spec.remote && g.running() {
 		errs = append(errs, p.deleteParents())
 	}
 	if p.loom != nil {
