@@ -58,7 +58,7 @@ func (c *Controller) applyAll(ctx context.Context, rendered []*unstructured.Unst
 		}
 		r := c.applier(ctx).Apply(ctx, child, cached)
 		results = append(results, r)
-		if namespaceTerminating(r.Err) {
+		if object.NamespaceTerminating(r.Err) {
 			// Every other create in the namespace is refused alike.
 			klog.FromContext(ctx).V(2).Info("The parent's namespace is being deleted; creating no children", "child", ref.String())
 			break
@@ -127,7 +127,7 @@ func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructure
 	}
 	cs := c.applier(ctx).Prune(ctx, stale)
 	cs = append(cs, c.applier(ctx).Release(ctx, orphans, parent.GetUID())...)
-	return cs, retryableOf(cs)
+	return cs, cs.Retryable()
 }
 
 // hasUnwatched reports whether a child's kind is not served by the

@@ -54,7 +54,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName, parent
 	if err := c.report(ctx, a, ap); err != nil {
 		return err
 	}
-	return errors.Join(retryableOf(ap.results), pruneErr, a.reader.Err())
+	return errors.Join(ap.results.Retryable(), pruneErr, a.reader.Err())
 }
 
 // attempt is what one reconcile of a parent works with, from begin on.
@@ -141,7 +141,7 @@ func (c *Controller) begin(ctx context.Context, key cache.ObjectName, parent *un
 func (c *Controller) planChildren(ctx context.Context, a *attempt) (*pipeline.Result, error) {
 	logger := klog.FromContext(ctx)
 	planned, renderErr := c.render(ctx, a.set, a.parent, a.reader)
-	if namespaceTerminating(renderErr) || namespaceTerminating(a.reader.Err()) {
+	if object.NamespaceTerminating(renderErr) || object.NamespaceTerminating(a.reader.Err()) {
 		logger.V(2).Info("The parent's namespace is being deleted; creating nothing", "err", errors.Join(renderErr, a.reader.Err()))
 		return nil, nil
 	}
@@ -210,7 +210,7 @@ func (c *Controller) applyPass(ctx context.Context, a *attempt, planned *pipelin
 	owner, held := c.guards.Protect(ctx, owner, out.Children)
 	toApply, hookDeletes, hookLive := a.hooks.Gate(ctx, hookCluster{c}, a.set, a.parent, out, planned.Plan.Apply, a.reader.Fresh)
 	results, live = c.applyAll(ctx, toApply, a.reader.Fresh, held)
-	if terminatingIn(results) {
+	if results.Terminating() {
 		return owner, results, live, true
 	}
 	a.hooks.Applied(results)
