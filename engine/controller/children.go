@@ -47,6 +47,9 @@ func (c *Controller) applyAll(ctx context.Context, rendered []*unstructured.Unst
 			continue
 		}
 		gr, err := c.watchChildKind(ctx, child.GroupVersionKind())
+		if cl := object.TargetCluster(child); cl != "" && err == nil {
+			err = fmt.Errorf("cluster %s: placing children in workload clusters is not wired yet", cl) // until the clusters' appliers are
+		}
 		if err != nil {
 			results = append(results, object.Result{Ref: ref, APIVersion: child.GetAPIVersion(), Action: object.Failed,
 				Err: fmt.Errorf("apply %s: %w", ref, err)})

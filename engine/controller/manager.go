@@ -25,6 +25,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/controller/childcache"
+	"github.com/loom-operator/loom/engine/controller/clusters"
 	"github.com/loom-operator/loom/engine/controller/crdinstall"
 	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/controller/metrics"
@@ -80,6 +81,12 @@ type Options struct {
 	// KEP-5866 shardSelector on parent lists and watches; a server without
 	// the ShardedListAndWatch gate ignores it. Loom filters in any case.
 	ShardServerFilter bool
+	// LoomNamespace is Loom's namespace: its Secrets register the
+	// workload clusters sets may place children in (engine/cluster).
+	LoomNamespace string
+	// AllowKubeconfigExec lets a registration's kubeconfig run a
+	// credential plugin (cluster.Options.AllowExec).
+	AllowKubeconfigExec bool
 }
 
 // Manager runs one parent controller per template set, the shared child
@@ -125,6 +132,10 @@ type Manager struct {
 	perms *identity.Permissions
 	// idents are the sets' ServiceAccounts Loom acts as.
 	idents identity.Source
+	// kube is the typed clients; registry the registered workload
+	// clusters, from Run on.
+	kube     *kubeclient.Clients
+	registry *clusters.Registry
 }
 
 // New builds a Manager. It loads no templates and contacts no server until
@@ -197,7 +208,7 @@ func New(opts Options) (*Manager, error) {
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	m := &Manager{
-		opts: opts, client: client, mapper: mapper, meta: mc, slim: slim, strip: strip,
+		opts: opts, client: client, mapper: mapper, meta: mc, slim: slim, strip: strip, kube: kube,
 		applier:     apply.New(client, mapper, opts.FieldManager, apply.WithOpenAPI(disco.OpenAPIV3())),
 		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "loom"}),
 		broadcast:   b,
@@ -253,6 +264,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.cache = childcache.New(ctx, cfg)
 	m.seeds = seed.NewStore(m.client)
+	m.registry = clusters.NewRegistry(ctx, m.kube.CoreV1(), m.opts.LoomNamespace, m.opts.ResyncPeriod, m.clustersChanged)
 	if sh := m.opts.Shard; sh != nil {
 		sh.Subscribe(m.resharded)
 	}
@@ -325,7 +337,7 @@ func (m *Manager) shared() *Shared {
 	return &Shared{
 		Client: m.client, Parents: m.strip, Mapper: m.mapper, Applier: m.applier, Cache: m.cache,
 		Recorder: m.recorder, Metrics: m.metrics, Identities: m.idents, Seeds: m.seeds,
-		Capabilities: m.caps.Get, KindAwaited: m.kindAwaited,
+		Capabilities: m.caps.Get, KindAwaited: m.kindAwaited, Clusters: m.registry,
 		FieldManager: m.opts.FieldManager, Namespace: m.opts.Namespace, ReconcileTimeout: m.opts.ReconcileTimeout,
 		Resync: m.opts.ResyncPeriod, Clock: m.opts.Clock, Shard: m.opts.Shard, ShardServerFilter: m.opts.ShardServerFilter,
 	}
@@ -391,6 +403,18 @@ func (m *Manager) enqueueParent(p childcache.ParentKey) {
 	m.mu.Unlock()
 	if c != nil {
 		c.Enqueue(p.Name)
+	}
+}
+
+// clustersChanged re-reconciles the parents of each set that may use one
+// of the cluster registrations that changed.
+func (m *Manager) clustersChanged(changed clusters.Change) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.controllers {
+		if changed.Affects(c.Set().Config.Clusters) {
+			c.EnqueueAll()
+		}
 	}
 }
 

@@ -71,7 +71,15 @@ type Options struct {
 	// ShardNamespace, when set, is --shard-namespace of a Loom run with
 	// --sharded: its members' Leases and the group's table.
 	ShardNamespace string
+	// LoomNamespace is --loom-namespace: its Secrets register workload
+	// clusters. "" is loom-system, the flag's default out of a pod.
+	LoomNamespace string
 }
+
+// defaultLoomNamespace is Options.LoomNamespace's default, loom run's
+// --loom-namespace out of a pod (offline.DefaultLoomNamespace, which rbac
+// must not import).
+const defaultLoomNamespace = "loom-system"
 
 // Verbs Loom uses, in the order RBAC documents them.
 var (
@@ -146,6 +154,15 @@ func Generate(sets []Set, o Options) Policy {
 	}
 	for _, s := range sets {
 		s.add(n, ns, o.InstallCRDs)
+		if s.Config.Clusters != nil {
+			// The registry of workload clusters watches the Secrets that
+			// register them, in Loom's namespace only.
+			loomNS := o.LoomNamespace
+			if loomNS == "" {
+				loomNS = defaultLoomNamespace
+			}
+			n.add(loomNS, schema.GroupResource{Resource: "secrets"}, readVerbs...)
+		}
 	}
 	return n.policy()
 }
