@@ -133,9 +133,11 @@ type Manager struct {
 	// idents are the sets' ServiceAccounts Loom acts as.
 	idents identity.Source
 	// kube is the typed clients; registry the registered workload
-	// clusters, from Run on.
+	// clusters, and fleet the clients of those children are placed in,
+	// from Run on.
 	kube     *kubeclient.Clients
 	registry *clusters.Registry
+	fleet    *clusters.Fleet
 }
 
 // New builds a Manager. It loads no templates and contacts no server until
@@ -265,6 +267,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.cache = childcache.New(ctx, cfg)
 	m.seeds = seed.NewStore(m.client)
 	m.registry = clusters.NewRegistry(ctx, m.kube.CoreV1(), m.opts.LoomNamespace, m.opts.ResyncPeriod, m.clustersChanged)
+	m.fleet = clusters.NewFleet(ctx, m.registry, clusters.Options{AllowExec: m.opts.AllowKubeconfigExec, Deadline: 2 * m.opts.ReconcileTimeout,
+		FieldManager: m.opts.FieldManager, Namespace: m.opts.Namespace, Resync: m.opts.ResyncPeriod,
+		Route: m.dispatch, Synced: m.childSynced, Enqueue: m.enqueueParent})
 	if sh := m.opts.Shard; sh != nil {
 		sh.Subscribe(m.resharded)
 	}
@@ -337,7 +342,7 @@ func (m *Manager) shared() *Shared {
 	return &Shared{
 		Client: m.client, Parents: m.strip, Mapper: m.mapper, Applier: m.applier, Cache: m.cache,
 		Recorder: m.recorder, Metrics: m.metrics, Identities: m.idents, Seeds: m.seeds,
-		Capabilities: m.caps.Get, KindAwaited: m.kindAwaited, Clusters: m.registry,
+		Capabilities: m.caps.Get, KindAwaited: m.kindAwaited, Clusters: m.registry, Fleet: m.fleet,
 		FieldManager: m.opts.FieldManager, Namespace: m.opts.Namespace, ReconcileTimeout: m.opts.ReconcileTimeout,
 		Resync: m.opts.ResyncPeriod, Clock: m.opts.Clock, Shard: m.opts.Shard, ShardServerFilter: m.opts.ShardServerFilter,
 	}
@@ -384,6 +389,12 @@ func (m *Manager) route(ev childcache.OwnerEvent) {
 	} else if m.applier.Observe(ref, ev.Child.GetResourceVersion()) {
 		return
 	}
+	m.dispatch(ev)
+}
+
+// dispatch sends a child event, of any cluster, to the controller of the
+// child's owner.
+func (m *Manager) dispatch(ev childcache.OwnerEvent) {
 	gv, err := schema.ParseGroupVersion(ev.Ref.APIVersion)
 	if err != nil {
 		return

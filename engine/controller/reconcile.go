@@ -189,8 +189,10 @@ func (c *Controller) applyChildren(ctx context.Context, a *attempt, planned *pip
 	}
 	c.setUnserved(a.key, hasUnwatched(ap.results))
 	for ref := range ap.Plan.Held {
-		if l := c.sh.Cache.Get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
-			ap.live[ref] = l
+		if pl, err := c.place(ctx, ref.Cluster); err == nil {
+			if l := pl.Cache.Get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
+				ap.live[ref] = l
+			}
 		}
 	}
 	return ap

@@ -52,6 +52,8 @@ type Shared struct {
 	// Clusters are the registered workload clusters, which the renders
 	// of sets with loom.yaml's clusters are given.
 	Clusters *clusters.Registry
+	// Fleet places children in the workload clusters.
+	Fleet *clusters.Fleet
 
 	// FieldManager is the server-side apply field manager.
 	FieldManager string

@@ -499,3 +499,35 @@ func findCond(t *testing.T, st map[string]any, typ string) map[string]any {
 	t.Fatalf("no %s condition in %v", typ, st["conditions"])
 	return nil
 }
+
+// A child placed in a workload cluster is listed with its cluster, beside
+// the local child of the same kind and name, which has none; a render
+// that fails keeps both entries apart, and ChildClusters names the
+// cluster.
+func TestComputeChildrenInClusters(t *testing.T) {
+	in := baseInput(t)
+	remote := obj(t, renderedConfigMap)
+	remote.SetAnnotations(map[string]string{object.AnnotationCluster: "eu-1"})
+	remoteLive := remote.DeepCopy()
+	in.Rendered = append(in.Rendered[:1], remote)
+	in.Results = append(in.Results[:1], object.Result{Ref: object.RefOf(remote), Action: object.Created})
+	in.Live = liveOf(obj(t, renderedConfigMap), remoteLive)
+	want := []any{
+		map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "app-config",
+			"ready": true, "status": "Current", "message": "Resource is always ready"},
+		map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "app-config", "cluster": "eu-1",
+			"ready": true, "status": "Current", "message": "Resource is always ready"},
+	}
+	got := Compute(in)
+	if diff := cmp.Diff(want, got["children"]); diff != "" {
+		t.Errorf("children (-want +got):\n%s", diff)
+	}
+	in.Parent = withStatus(t, in.Parent, got)
+	if diff := cmp.Diff([]string{"eu-1"}, ChildClusters(in.Parent)); diff != "" {
+		t.Errorf("ChildClusters (-want +got):\n%s", diff)
+	}
+	in.Rendered, in.Results, in.RenderErr = nil, nil, renderErr
+	if diff := cmp.Diff(want, Compute(in)["children"]); diff != "" {
+		t.Errorf("children after a failed render (-want +got):\n%s", diff)
+	}
+}

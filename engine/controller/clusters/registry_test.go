@@ -5,10 +5,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loom-operator/loom/engine/cluster"
 	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/object"
 )
 
 func reg(name, secret, kubeconfig string, labels map[string]string) cluster.Registration {
@@ -74,5 +76,25 @@ func TestAffects(t *testing.T) {
 				t.Errorf("Affects() = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// Targeted lists the cluster Loom runs in first, then each workload
+// cluster once, whether a child renders there or the status lists one
+// there from before (it may have to be pruned).
+func TestTargeted(t *testing.T) {
+	child := func(cl string) *unstructured.Unstructured {
+		c := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "web"}}}
+		if cl != "" {
+			c.SetAnnotations(map[string]string{object.AnnotationCluster: cl})
+		}
+		return c
+	}
+	got := Targeted([]*unstructured.Unstructured{child("w2"), child(""), child("w1"), child("w2")}, []string{"w3", "w1"})
+	if diff := cmp.Diff([]string{"", "w1", "w2", "w3"}, got); diff != "" {
+		t.Errorf("Targeted (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{""}, Targeted(nil, nil)); diff != "" {
+		t.Errorf("Targeted(none) (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,254 @@
+//go:build e2e
+
+package e2e
+
+// Children placed in a registered workload cluster (issue 34): applied
+// there without an ownerReference, updated, repaired and pruned there, and
+// deleted there before their parent goes.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/loom-operator/loom/test/env"
+)
+
+// workloadKubeconfigEnv names the kubeconfig of the e2e workload cluster,
+// a bare second control plane (etcd and kube-apiserver only: no garbage
+// collector, no Deployment ever Available).
+const workloadKubeconfigEnv = "LOOM_E2E_WORKLOAD_KUBECONFIG"
+
+var namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// workloadCluster is the e2e workload cluster: its kubeconfig, as a
+// registration Secret holds it, and a client of it.
+type workloadCluster struct {
+	kubeconfig []byte
+	dyn        dynamic.Interface
+	kube       kubernetes.Interface
+}
+
+// workload returns the e2e workload cluster, or skips the test when
+// $LOOM_E2E_WORKLOAD_KUBECONFIG is not set. (test/env is to expose it;
+// until then this is the one place that reads the variable.)
+func workload(t *testing.T) *workloadCluster {
+	t.Helper()
+	path := os.Getenv(workloadKubeconfigEnv)
+	if path == "" {
+		t.Skipf("$%s is not set: no workload cluster", workloadKubeconfigEnv)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read the workload cluster's kubeconfig: %v", err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(b)
+	if err != nil {
+		t.Fatalf("workload cluster's kubeconfig: %v", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &workloadCluster{kubeconfig: b, dyn: dyn, kube: kube}
+}
+
+// namespace creates the namespace ns in the workload cluster, and deletes
+// it and its ConfigMaps when the test ends. The workload cluster runs no
+// namespace controller, so the namespace's finalizer is cleared by hand.
+func (w *workloadCluster) namespace(t *testing.T, ns string) {
+	t.Helper()
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
+	if _, err := w.dyn.Resource(namespaceGVR).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s in the workload cluster: %v", ns, err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = w.dyn.Resource(configMapGVR).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		if err := w.dyn.Resource(namespaceGVR).Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete namespace %s in the workload cluster: %v", ns, err)
+			return
+		}
+		cur, err := w.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		cur.Spec.Finalizers = nil
+		if _, err := w.kube.CoreV1().Namespaces().Finalize(ctx, cur, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("finalize namespace %s in the workload cluster: %v", ns, err)
+		}
+	})
+}
+
+// register writes the Secret that registers a cluster named name with
+// kubeconfig, in Loom's namespace loomNS.
+func register(t *testing.T, loomNS, name string, kubeconfig []byte) {
+	t.Helper()
+	e := env.From(t)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: loomNS, Labels: map[string]string{"loom.dev/cluster": name}},
+		Data: map[string][]byte{"kubeconfig": kubeconfig}}
+	if _, err := e.Kube.CoreV1().Secrets(loomNS).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("register cluster %s: %v", name, err)
+	}
+}
+
+// fanoutSet is a set for the kind Fanout (installed by Loom) that may use
+// the cluster w1: a ConfigMap NAME-local in the cluster Loom runs in, and,
+// unless spec.remote is "off", a ConfigMap NAME-remote in each cluster it
+// may use, both holding spec.message.
+func fanoutSet(t *testing.T) *installSet {
+	t.Helper()
+	s := newInstallSet(t, "Fanout", `
+schema:
+  spec:
+    message: string
+    remote: string
+clusters:
+  names: [w1]
+`, "fanout")
+	s.write(t, "configmap.yaml", `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Name }}-local
+data:
+  message: {{ .Spec.message | default "none" | quote }}
+{{- if ne (.Spec.remote | default "on") "off" }}
+{{- range .Clusters }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ $.Name }}-remote
+  annotations:
+    loom.dev/cluster: {{ .Name }}
+data:
+  message: {{ $.Spec.message | default "none" | quote }}
+{{- end }}
+{{- end }}
+`)
+	return s
+}
+
+// waitData waits until the ConfigMap ns/name, read with dyn, has
+// data.message want.
+func waitData(t *testing.T, dyn dynamic.Interface, ns, name, want string) *unstructured.Unstructured {
+	t.Helper()
+	var got *unstructured.Unstructured
+	eventually(t, 60*time.Second, "ConfigMap "+name+" says "+want, func(ctx context.Context) error {
+		cm, err := dyn.Resource(configMapGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if msg, _, _ := unstructured.NestedString(cm.Object, "data", "message"); msg != want {
+			return fmt.Errorf("data.message = %q", msg)
+		}
+		got = cm
+		return nil
+	})
+	return got
+}
+
+// A parent fans out to the workload cluster and the local one: both
+// ConfigMaps exist, the remote one with no ownerReference but its
+// parent's UID label and loom.dev/owner; an edit reaches both; drift on
+// the remote one is repaired; a remote child that stops rendering is
+// pruned there, and the local one stays.
+func TestWorkloadClusterChildren(t *testing.T) {
+	w := workload(t)
+	e := env.From(t)
+	t.Parallel()
+	ns, loomNS := e.NewNamespace(t), e.NewNamespace(t)
+	w.namespace(t, ns)
+	register(t, loomNS, "w1", w.kubeconfig)
+	s := fanoutSet(t)
+	l := startLoom(t, s.root, ns, loomOptions{installCRDs: true, loomNamespace: loomNS})
+	s.waitEstablished(t)
+	s.create(t, ns, "web", "message: hello\n")
+	waitConditionGVR(t, s.gvr, ns, "web", "Ready", "True")
+
+	parent, err := e.Get(context.Background(), s.gvr, ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := waitData(t, e.Dyn, ns, "web-local", "hello")
+	if refs := local.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != parent.GetUID() {
+		t.Errorf("the local child's ownerReferences = %v, want its parent", refs)
+	}
+	remote := waitData(t, w.dyn, ns, "web-remote", "hello")
+	if refs := remote.GetOwnerReferences(); len(refs) != 0 {
+		t.Errorf("the remote child's ownerReferences = %v, want none", refs)
+	}
+	if got := remote.GetLabels()["loom.dev/parent-uid"]; got != string(parent.GetUID()) {
+		t.Errorf("the remote child's loom.dev/parent-uid = %q, want %q", got, parent.GetUID())
+	}
+	if want := fmt.Sprintf("%s/v1/Fanout/%s/web/%s", installGroup, ns, parent.GetUID()); remote.GetAnnotations()["loom.dev/owner"] != want {
+		t.Errorf("the remote child's loom.dev/owner = %q, want %q", remote.GetAnnotations()["loom.dev/owner"], want)
+	}
+	if _, err := e.Get(context.Background(), configMapGVR, ns, "web-remote"); !isNotFound(err) {
+		t.Errorf("web-remote in the local cluster: %v, want NotFound", err)
+	}
+	kids, _, _ := unstructured.NestedSlice(parent.Object, "status", "children")
+	var clusters []string
+	for _, k := range kids {
+		m, _ := k.(map[string]any)
+		clusters = append(clusters, fmt.Sprintf("%v:%v", m["cluster"], m["name"]))
+	}
+	if !slices.Equal(clusters, []string{"<nil>:web-local", "w1:web-remote"}) {
+		t.Errorf("status.children (cluster:name) = %v, want [<nil>:web-local w1:web-remote]", clusters)
+	}
+
+	// An edit reaches both clusters.
+	patchObject(t, s.gvr, ns, "web", `{"spec":{"message":"edited"}}`)
+	waitData(t, e.Dyn, ns, "web-local", "edited")
+	waitData(t, w.dyn, ns, "web-remote", "edited")
+
+	// Steady state: nothing is written, in either cluster (the counter
+	// sees the local cluster's requests; the remote child's
+	// resourceVersion says whether it was written).
+	waitConditionGVR(t, s.gvr, ns, "web", "Ready", "True")
+	time.Sleep(2 * time.Second)
+	l.writes.reset()
+	before := waitData(t, w.dyn, ns, "web-remote", "edited").GetResourceVersion()
+	time.Sleep(5 * time.Second)
+	if n, reqs := l.writes.snapshot(); n != 0 {
+		t.Errorf("%d writes at steady state: %v", n, reqs)
+	}
+	if after := waitData(t, w.dyn, ns, "web-remote", "edited").GetResourceVersion(); after != before {
+		t.Errorf("the remote child was written at steady state: resourceVersion %s, then %s", before, after)
+	}
+
+	// Drift in the workload cluster is repaired.
+	if _, err := w.dyn.Resource(configMapGVR).Namespace(ns).Patch(context.Background(), "web-remote", types.MergePatchType,
+		[]byte(`{"data":{"message":"drifted"}}`), metav1.PatchOptions{FieldManager: "someone-else"}); err != nil {
+		t.Fatal(err)
+	}
+	waitData(t, w.dyn, ns, "web-remote", "edited")
+
+	// The remote child stops rendering: pruned there; the local one stays.
+	patchObject(t, s.gvr, ns, "web", `{"spec":{"remote":"off"}}`)
+	eventually(t, 60*time.Second, "web-remote is pruned in the workload cluster", func(ctx context.Context) error {
+		if _, err := w.dyn.Resource(configMapGVR).Namespace(ns).Get(ctx, "web-remote", metav1.GetOptions{}); !isNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+	waitData(t, e.Dyn, ns, "web-local", "edited")
+}
