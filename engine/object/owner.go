@@ -32,6 +32,18 @@ const FinalizerClusterChildren = "loom.dev/cluster-children"
 // which kinds to list when the parent is deleted, even after a restart.
 const AnnotationClusterKinds = "loom.dev/cluster-kinds"
 
+// FinalizerRemoteChildren is set on a parent while it has children in
+// workload clusters (AnnotationCluster), and only then: no garbage
+// collector deletes them with the parent, so Loom deletes them, waits
+// until they are gone, and only then removes the finalizer.
+const FinalizerRemoteChildren = "loom.dev/remote-children"
+
+// AnnotationRemoteClusters, set on a parent with FinalizerRemoteChildren,
+// lists the workload clusters it has children in (comma-separated names,
+// sorted), so that Loom knows where to delete them when the parent is
+// deleted, even after a restart.
+const AnnotationRemoteClusters = "loom.dev/remote-clusters"
+
 // FormatOwner returns the AnnotationOwner value naming ref, an owner in
 // namespace.
 func FormatOwner(ref metav1.OwnerReference, namespace string) string {

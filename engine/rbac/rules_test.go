@@ -91,7 +91,7 @@ func TestGenerate(t *testing.T) {
 				"loom '' secrets get,list,watch",
 				"shop '' configmaps get,list,watch,create,patch,delete",
 				"shop '' events create,patch",
-				"shop shop.example shops get,list,watch",
+				"shop shop.example shops get,list,watch,patch",
 				"shop shop.example shops/finalizers update",
 				"shop shop.example shops/status patch",
 			},
@@ -102,7 +102,7 @@ func TestGenerate(t *testing.T) {
 			want: []string{
 				"* '' events create,patch",
 				"* apiextensions.k8s.io customresourcedefinitions get,list,watch",
-				"* shop.example shops get,list,watch",
+				"* shop.example shops get,list,watch,patch",
 				"* shop.example shops/finalizers update",
 				"* shop.example shops/status patch",
 				"loom-system '' secrets get,list,watch",

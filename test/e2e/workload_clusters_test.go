@@ -170,7 +170,8 @@ func waitData(t *testing.T, dyn dynamic.Interface, ns, name, want string) *unstr
 // ConfigMaps exist, the remote one with no ownerReference but its
 // parent's UID label and loom.dev/owner; an edit reaches both; drift on
 // the remote one is repaired; a remote child that stops rendering is
-// pruned there, and the local one stays.
+// pruned there, and the local one stays; deleting the parent deletes its
+// remote child first (finalizer loom.dev/remote-children).
 func TestWorkloadClusterChildren(t *testing.T) {
 	w := workload(t)
 	e := env.From(t)
@@ -251,4 +252,39 @@ func TestWorkloadClusterChildren(t *testing.T) {
 		return nil
 	})
 	waitData(t, e.Dyn, ns, "web-local", "edited")
+	eventually(t, 60*time.Second, "the parent has no remote-children finalizer once no child is left there", func(ctx context.Context) error {
+		p, err := e.Get(ctx, s.gvr, ns, "web")
+		if err != nil {
+			return err
+		}
+		if slices.Contains(p.GetFinalizers(), "loom.dev/remote-children") {
+			return fmt.Errorf("finalizers %v", p.GetFinalizers())
+		}
+		return nil
+	})
+
+	// Deleting the parent deletes its remote child (the workload cluster
+	// has no garbage collector, and no ownerReference could reach it),
+	// then the parent goes.
+	patchObject(t, s.gvr, ns, "web", `{"spec":{"remote":"on"}}`)
+	waitData(t, w.dyn, ns, "web-remote", "edited")
+	p, err := e.Get(context.Background(), s.gvr, ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(p.GetFinalizers(), "loom.dev/remote-children") || p.GetAnnotations()["loom.dev/remote-clusters"] != "w1" {
+		t.Errorf("finalizers %v, loom.dev/remote-clusters %q; want loom.dev/remote-children listing w1", p.GetFinalizers(), p.GetAnnotations()["loom.dev/remote-clusters"])
+	}
+	if err := e.Dyn.Resource(s.gvr).Namespace(ns).Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "web-remote is deleted in the workload cluster, then the parent is gone", func(ctx context.Context) error {
+		if _, err := w.dyn.Resource(configMapGVR).Namespace(ns).Get(ctx, "web-remote", metav1.GetOptions{}); !isNotFound(err) {
+			return fmt.Errorf("web-remote still there (%v)", err)
+		}
+		if _, err := e.Get(ctx, s.gvr, ns, "web"); !isNotFound(err) {
+			return fmt.Errorf("the parent still there (%v)", err)
+		}
+		return nil
+	})
 }

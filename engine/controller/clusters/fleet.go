@@ -79,6 +79,7 @@ func NewFleet(ctx context.Context, registry *Registry, opts Options) *Fleet {
 // remote is one workload cluster's clients, cache and applier.
 type remote struct {
 	kubeconfig string // the registration's, to tell when it changes
+	client     dynamic.Interface
 	cache      *childcache.Cache
 	applier    *apply.Applier
 	mapper     *restmapper.DeferredDiscoveryRESTMapper
@@ -94,7 +95,7 @@ func (f *Fleet) Place(name string, id *identity.Account) (Place, error) {
 	if err != nil {
 		return Place{}, err
 	}
-	p := Place{Cluster: name, Cache: r.cache, Applier: r.applier, Mapper: r.mapper}
+	p := Place{Cluster: name, Cache: r.cache, Applier: r.applier, Mapper: r.mapper, Client: r.client}
 	if id != nil {
 		acct, err := r.accounts.Of(id.ServiceAccount())
 		if err != nil {
@@ -107,6 +108,9 @@ func (f *Fleet) Place(name string, id *identity.Account) (Place, error) {
 
 // remote returns the clients of the cluster name, made when needed.
 func (f *Fleet) remote(name string) (*remote, error) {
+	if f == nil {
+		return nil, fmt.Errorf("%w: %s (no registry)", ErrNotRegistered, name)
+	}
 	reg, ok := f.registry.Get(name)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrNotRegistered, name)
@@ -172,7 +176,7 @@ func (f *Fleet) connect(reg cluster.Registration) (*remote, error) {
 		return fail("clientset", err)
 	}
 	ctx, stop := context.WithCancel(f.ctx)
-	r := &remote{kubeconfig: string(reg.Kubeconfig), stop: stop,
+	r := &remote{kubeconfig: string(reg.Kubeconfig), stop: stop, client: client,
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))}
 	r.applier = apply.New(client, r.mapper, f.opts.FieldManager, apply.WithOpenAPI(disco.OpenAPIV3()))
 	r.accounts = identity.NewAccounts(cfg, hc.Transport, hc.Timeout, r.applier, kube.AuthorizationV1().SubjectAccessReviews())

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/object"
@@ -41,6 +42,8 @@ type Place struct {
 	Applier *apply.Applier
 	// Mapper maps kinds to that cluster's resources.
 	Mapper meta.RESTMapper
+	// Client reads that cluster as Loom (lists afresh, at teardown).
+	Client dynamic.Interface
 }
 
 // WatchKind checks that the version a template names is served there (the
