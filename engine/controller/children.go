@@ -91,18 +91,22 @@ func (c *Controller) place(ctx context.Context, cluster string) (clusters.Place,
 // prune deletes the cached children of parent that did not render, and
 // releases those to keep (object.AnnotationDeletePolicy orphan), in the
 // cluster Loom runs in and in each workload cluster the parent places
-// children in or did (its status.children say which). It only
+// children in or did (its status.children say which), but those that did
+// not answer. It only
 // runs when every child kind resolved and its cache synced, so that a kind
 // that is temporarily not served, or not readable, never causes its
 // children to be deleted. Children are matched by group, kind, namespace
 // and name: a child rendered at a new version is the same child.
-func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (object.ChangeSet, error) {
+func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, unreachable map[string]error) (object.ChangeSet, error) {
 	keep := make(map[object.Ref]bool, len(rendered))
 	for _, r := range rendered {
 		keep[object.RefOf(r)] = true
 	}
 	var cs object.ChangeSet
 	for _, cl := range clusters.Targeted(rendered, status.ChildClusters(parent)) {
+		if unreachable[cl] != nil {
+			continue // its children there are not known
+		}
 		pl, err := c.place(ctx, cl)
 		if err != nil {
 			return cs, err
@@ -144,13 +148,14 @@ func (c *Controller) prunePlace(ctx context.Context, pl clusters.Place, parent *
 	return append(cs, pl.Applier.Release(ctx, orphans, parent.GetUID())...), nil
 }
 
-// hasUnwatched reports whether a child's kind is not served by the
+// hasUnwatched reports whether a local child's kind is not served by the
 // cluster, or its cache could not be filled: the parent waits for a CRD
-// change or for that informer to sync.
+// change or for that informer to sync. (A workload cluster's are
+// clusters.Unanswered.)
 func hasUnwatched(results object.ChangeSet) bool {
 	for _, r := range results {
 		var nw *childcache.NotWatchedError
-		if r.Err != nil && (meta.IsNoMatchError(r.Err) || errors.As(r.Err, &nw)) {
+		if r.Err != nil && r.Ref.Cluster == "" && (meta.IsNoMatchError(r.Err) || errors.As(r.Err, &nw)) {
 			return true
 		}
 	}

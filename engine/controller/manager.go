@@ -269,7 +269,10 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.registry = clusters.NewRegistry(ctx, m.kube.CoreV1(), m.opts.LoomNamespace, m.opts.ResyncPeriod, m.clustersChanged)
 	m.fleet = clusters.NewFleet(ctx, m.registry, clusters.Options{AllowExec: m.opts.AllowKubeconfigExec, Deadline: 2 * m.opts.ReconcileTimeout,
 		FieldManager: m.opts.FieldManager, Namespace: m.opts.Namespace, Resync: m.opts.ResyncPeriod,
-		Route: m.dispatch, Synced: m.childSynced, Enqueue: m.enqueueParent})
+		Route: m.dispatch, Synced: m.childSynced, Enqueue: m.enqueueParent,
+		Reachable: func(cl string, ok bool) {
+			m.metrics.ClusterReachable.WithLabelValues(cl).Set(map[bool]float64{true: 1}[ok])
+		}})
 	if sh := m.opts.Shard; sh != nil {
 		sh.Subscribe(m.resharded)
 	}

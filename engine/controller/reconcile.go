@@ -82,6 +82,9 @@ type applied struct {
 	all         object.ChangeSet
 	live        map[object.Ref]*unstructured.Unstructured
 	terminating bool // an apply met the namespace being deleted
+	// unreachable are the workload clusters that did not answer: no
+	// prune there, and the parent says so.
+	unreachable map[string]error
 }
 
 // gone handles a parent that is gone (nothing to do) or going: its
@@ -188,6 +191,7 @@ func (c *Controller) applyChildren(ctx context.Context, a *attempt, planned *pip
 		ap.all = append(ap.all, ap.results...)
 	}
 	c.setUnserved(a.key, hasUnwatched(ap.results))
+	ap.unreachable = c.sh.Fleet.Observe(ap.results)
 	for ref := range ap.Plan.Held {
 		if pl, err := c.place(ctx, ref.Cluster); err == nil {
 			if l := pl.Cache.Get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
@@ -225,12 +229,13 @@ func (c *Controller) applyPass(ctx context.Context, a *attempt, planned *pipelin
 // pruneChildren is step 4: prune this parent's children that no longer
 // render (releasing those to keep), and settle its finalizers. A child
 // that waits is rendered, so kept; while a failed file waits, or a child
-// kind is not watched, its children are unknown, and nothing is pruned.
+// kind is not watched here, its children are unknown, and nothing is
+// pruned; nor in a workload cluster that did not answer.
 // The prune's results join ap's.
 func (c *Controller) pruneChildren(ctx context.Context, a *attempt, ap *applied) error {
 	var errs error
 	if ap.Plan.Complete && !hasUnwatched(ap.results) {
-		pruned, pruneErr := c.prune(ctx, a.parent, ap.Output.Children)
+		pruned, pruneErr := c.prune(ctx, a.parent, ap.Output.Children, ap.unreachable)
 		c.guards.RecordOrphans(ctx, a.parent, pruned, "as it no longer renders")
 		var finErr error
 		if pruneErr == nil {
@@ -252,7 +257,7 @@ func (c *Controller) pruneChildren(ctx context.Context, a *attempt, ap *applied)
 // and its release record.
 func (c *Controller) report(ctx context.Context, a *attempt, ap *applied) error {
 	out, plan := ap.Output, ap.Plan
-	in := status.Input{Rendered: out.Children, Results: ap.results, Live: ap.live, Waits: plan.Waits, Cycles: plan.Cycles, Revision: a.revision}
+	in := status.Input{Rendered: out.Children, Results: ap.results, Live: ap.live, Waits: plan.Waits, Cycles: plan.Cycles, Revision: a.revision, Unreachable: ap.unreachable}
 	in.Extra, in.ExtraErr = c.renderStatusExtra(ctx, a.set, a.parent, out.Children, ap.live, a.reader)
 	in = statuswriter.WithNotes(in, out.Notes)
 	if a.hooks != nil {

@@ -531,3 +531,29 @@ func TestComputeChildrenInClusters(t *testing.T) {
 		t.Errorf("children after a failed render (-want +got):\n%s", diff)
 	}
 }
+
+// A workload cluster that does not answer makes Ready False with reason
+// ClusterUnreachable, naming the cluster and its last error, above the
+// failed applies it causes; Degraded says so too, and so does state.
+func TestComputeClusterUnreachable(t *testing.T) {
+	in := baseInput(t)
+	refused := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	in.Unreachable = map[string]error{"w1": refused}
+	st := Compute(in)
+	for _, typ := range []string{TypeReady, TypeDegraded} {
+		c := findCond(t, st, typ)
+		want := map[string]bool{TypeReady: false, TypeDegraded: true}[typ]
+		if c["reason"] != ReasonClusterUnreachable || (c["status"] == "True") != want {
+			t.Errorf("%s = %v %v, want %v ClusterUnreachable", typ, c["status"], c["reason"], want)
+		}
+		if msg, _ := c["message"].(string); !strings.Contains(msg, "cluster w1 does not answer: "+refused.Error()) {
+			t.Errorf("%s message %q does not name the cluster and its error", typ, msg)
+		}
+	}
+	if c := findCond(t, st, TypeProgressing); c["status"] != "False" || c["reason"] != ReasonClusterUnreachable {
+		t.Errorf("Progressing = %v %v, want False ClusterUnreachable", c["status"], c["reason"])
+	}
+	if st["state"] != StateFailed {
+		t.Errorf("state = %v, want %s", st["state"], StateFailed)
+	}
+}

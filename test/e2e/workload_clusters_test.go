@@ -147,6 +147,23 @@ data:
 	return s
 }
 
+// stripParentFinalizers removes the finalizers of the set's parents in ns
+// when the test ends, after Loom stopped: the namespace and the CRD can
+// then go.
+func stripParentFinalizers(t *testing.T, s *installSet, ns string) {
+	e := env.From(t)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		list, err := e.Dyn.Resource(s.gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return
+		}
+		for _, p := range list.Items {
+			_, _ = e.Dyn.Resource(s.gvr).Namespace(ns).Patch(ctx, p.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		}
+	})
+}
+
 // waitData waits until the ConfigMap ns/name, read with dyn, has
 // data.message want.
 func waitData(t *testing.T, dyn dynamic.Interface, ns, name, want string) *unstructured.Unstructured {
@@ -180,6 +197,7 @@ func TestWorkloadClusterChildren(t *testing.T) {
 	w.namespace(t, ns)
 	register(t, loomNS, "w1", w.kubeconfig)
 	s := fanoutSet(t)
+	stripParentFinalizers(t, s, ns)
 	l := startLoom(t, s.root, ns, loomOptions{installCRDs: true, loomNamespace: loomNS})
 	s.waitEstablished(t)
 	s.create(t, ns, "web", "message: hello\n")
@@ -287,4 +305,98 @@ func TestWorkloadClusterChildren(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// closedPortKubeconfig is a kubeconfig whose server answers nothing: a
+// closed port on loopback.
+const closedPortKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: down
+  cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}
+users:
+- name: down
+  user: {token: unused}
+contexts:
+- name: down
+  context: {cluster: down, user: down}
+current-context: down
+`
+
+// A registered cluster that does not answer: the parent is Ready=False
+// ClusterUnreachable naming it and its error, with a Warning Event and
+// loom_cluster_reachable 0; its children in the local cluster and in the
+// cluster that answers are applied all the same. Registered again with a
+// kubeconfig that reaches a server, its child is created there, and the
+// others are neither written again nor deleted.
+func TestWorkloadClusterUnreachable(t *testing.T) {
+	w := workload(t)
+	e := env.From(t)
+	t.Parallel()
+	ns, loomNS := e.NewNamespace(t), e.NewNamespace(t)
+	w.namespace(t, ns)
+	register(t, loomNS, "w1", w.kubeconfig)
+	register(t, loomNS, "down", []byte(closedPortKubeconfig))
+	s := newInstallSet(t, "Outage", `
+schema:
+  spec:
+    message: string
+clusters:
+  names: [w1, down]
+`, "outage")
+	s.write(t, "configmap.yaml", `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Name }}-local
+data:
+  message: {{ .Spec.message | default "none" | quote }}
+{{- range .Clusters }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ $.Name }}-{{ .Name }}
+  annotations:
+    loom.dev/cluster: {{ .Name }}
+data:
+  message: {{ $.Spec.message | default "none" | quote }}
+{{- end }}
+`)
+	stripParentFinalizers(t, s, ns)
+	l := startLoom(t, s.root, ns, loomOptions{installCRDs: true, loomNamespace: loomNS})
+	s.waitEstablished(t)
+	s.create(t, ns, "web", "message: hello\n")
+
+	waitDegraded(t, s.gvr, ns, "web", "ClusterUnreachable", "cluster down does not answer", "127.0.0.1:1")
+	waitConditionGVR(t, s.gvr, ns, "web", "Ready", "False")
+	waitEvent(t, ns, "web", "Warning", "ClusterUnreachable", "cluster down")
+	waitData(t, e.Dyn, ns, "web-local", "hello")
+	w1 := waitData(t, w.dyn, ns, "web-w1", "hello")
+	if got := l.counter(t, "loom_cluster_reachable", map[string]string{"cluster": "down"}); got != 0 {
+		t.Errorf("loom_cluster_reachable{cluster=down} = %v, want 0", got)
+	}
+	if got := l.counter(t, "loom_cluster_reachable", map[string]string{"cluster": "w1"}); got != 1 {
+		t.Errorf("loom_cluster_reachable{cluster=w1} = %v, want 1", got)
+	}
+
+	// The cluster answers again (its Secret now reaches a server): its
+	// child is created, and nothing else is written or deleted.
+	sec, err := e.Kube.CoreV1().Secrets(loomNS).Get(context.Background(), "down", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec.Data["kubeconfig"] = w.kubeconfig
+	if _, err := e.Kube.CoreV1().Secrets(loomNS).Update(context.Background(), sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitConditionGVR(t, s.gvr, ns, "web", "Ready", "True")
+	waitData(t, w.dyn, ns, "web-down", "hello")
+	if again := waitData(t, w.dyn, ns, "web-w1", "hello"); again.GetResourceVersion() != w1.GetResourceVersion() || again.GetUID() != w1.GetUID() {
+		t.Errorf("web-w1 was written or replaced while the other cluster came back: uid %s rv %s, then uid %s rv %s",
+			w1.GetUID(), w1.GetResourceVersion(), again.GetUID(), again.GetResourceVersion())
+	}
+	if got := l.counter(t, "loom_cluster_reachable", map[string]string{"cluster": "down"}); got != 1 {
+		t.Errorf("loom_cluster_reachable{cluster=down} = %v, want 1", got)
+	}
 }

@@ -55,6 +55,9 @@ type Options struct {
 	// Enqueue re-reconciles a parent (the lookup cache's; lookups stay in
 	// the cluster Loom runs in).
 	Enqueue func(childcache.ParentKey)
+	// Reachable, if set, is told after each reconcile whether each
+	// workload cluster it placed children in answered (Observe).
+	Reachable func(cluster string, ok bool)
 }
 
 // Fleet is the workload clusters children are placed in: for each, its
