@@ -58,6 +58,13 @@ type Options struct {
 	// Reachable, if set, is told after each reconcile whether each
 	// workload cluster it placed children in answered (Observe).
 	Reachable func(cluster string, ok bool)
+	// Backoff is how long a cluster that did not answer is taken as down
+	// (Place fails at once, with its last error) before a reconcile tries
+	// it again, so that a hung cluster holds no worker for a request's
+	// deadline on every reconcile; 0 means 10s.
+	Backoff time.Duration
+	// Now is the clock of Backoff; nil means time.Now.
+	Now func() time.Time
 }
 
 // Fleet is the workload clusters children are placed in: for each, its
@@ -88,6 +95,53 @@ type remote struct {
 	mapper     *restmapper.DeferredDiscoveryRESTMapper
 	accounts   *identity.Accounts
 	stop       context.CancelFunc
+	// down, while Now is before until, is why the cluster is taken as
+	// not answering (Fleet.mu).
+	down  error
+	until time.Time
+}
+
+// DownError is Place's error for a cluster taken as down: it did not
+// answer a reconcile a moment ago (Err), and is tried again after
+// Options.Backoff.
+type DownError struct {
+	Cluster string
+	Err     error
+}
+
+// Error names the cluster and its last error.
+func (e *DownError) Error() string {
+	return fmt.Sprintf("cluster %s did not answer a moment ago (tried again shortly): %v", e.Cluster, e.Err)
+}
+
+// Unwrap returns the cluster's last error.
+func (e *DownError) Unwrap() error { return e.Err }
+
+// now is the Fleet's clock.
+func (f *Fleet) now() time.Time {
+	if f.opts.Now != nil {
+		return f.opts.Now()
+	}
+	return time.Now()
+}
+
+// markDown takes the cluster name as down for Options.Backoff, with err;
+// a nil err takes it as up.
+func (f *Fleet) markDown(name string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.remotes[name]
+	if r == nil {
+		return
+	}
+	r.down, r.until = err, time.Time{}
+	if err != nil {
+		backoff := f.opts.Backoff
+		if backoff <= 0 {
+			backoff = 10 * time.Second
+		}
+		r.until = f.now().Add(backoff)
+	}
 }
 
 // Place returns the workload cluster name as a reconcile writes children
@@ -122,6 +176,9 @@ func (f *Fleet) remote(name string) (*remote, error) {
 	defer f.mu.Unlock()
 	if r := f.remotes[name]; r != nil {
 		if r.kubeconfig == string(reg.Kubeconfig) {
+			if r.down != nil && f.now().Before(r.until) {
+				return nil, &DownError{Cluster: name, Err: r.down}
+			}
 			return r, nil
 		}
 		r.stop() // registered again with another kubeconfig

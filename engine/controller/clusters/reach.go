@@ -49,16 +49,27 @@ func unanswered(err error) bool {
 
 // Observe records, for each workload cluster results placed children in,
 // whether it answered (Options.Reachable), and returns those that did not
-// (Unanswered).
+// (Unanswered). A cluster that did not answer is taken as down for
+// Options.Backoff (Place fails at once); one that answered, as up. A
+// failure Place gave at once (a *DownError) changes neither.
 func (f *Fleet) Observe(results object.ChangeSet) map[string]error {
 	out := Unanswered(results)
-	if f == nil || f.opts.Reachable == nil {
+	if f == nil {
 		return out
 	}
+	seen := map[string]bool{}
 	for _, r := range results {
-		if r.Ref.Cluster != "" {
-			_, down := out[r.Ref.Cluster]
+		if r.Ref.Cluster == "" || seen[r.Ref.Cluster] {
+			continue
+		}
+		seen[r.Ref.Cluster] = true
+		err, down := out[r.Ref.Cluster]
+		if f.opts.Reachable != nil {
 			f.opts.Reachable(r.Ref.Cluster, !down)
+		}
+		var de *DownError
+		if !errors.As(err, &de) {
+			f.markDown(r.Ref.Cluster, err)
 		}
 	}
 	return out

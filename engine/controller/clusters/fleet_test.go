@@ -1,0 +1,60 @@
+package clusters
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/loom-operator/loom/engine/cluster"
+	"github.com/loom-operator/loom/engine/object"
+)
+
+// kubeconfig reaches nothing; Place builds clients from it without
+// contacting a server.
+const kubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+
+// A cluster that did not answer is taken as down for the backoff: Place
+// fails at once, with its last error, so that a hung cluster holds no
+// worker; a failure of that kind does not extend the backoff, and once it
+// is over the cluster is tried again. A cluster that answered is up.
+func TestFleetBacksOffAClusterThatDidNotAnswer(t *testing.T) {
+	now := time.Unix(1000, 0)
+	reg := cluster.Registration{Name: "w1", Kubeconfig: []byte(kubeconfig), Secret: types.NamespacedName{Namespace: "loom-system", Name: "w1"}}
+	f := NewFleet(context.Background(), &Registry{regs: map[string][]cluster.Registration{"w1": {reg}}},
+		Options{Deadline: time.Minute, Backoff: 10 * time.Second, Now: func() time.Time { return now }})
+	if _, err := f.Place("w1", nil); err != nil {
+		t.Fatalf("Place() = %v", err)
+	}
+	refused := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	failed := func(err error) object.ChangeSet {
+		return object.ChangeSet{{Ref: object.Ref{Name: "web", Cluster: "w1"}, Action: object.Failed, Err: err}}
+	}
+	if got := f.Observe(failed(refused)); got["w1"] != refused {
+		t.Fatalf("Observe() = %v, want w1 down", got)
+	}
+	_, err := f.Place("w1", nil)
+	var down *DownError
+	if !errors.As(err, &down) || !errors.Is(err, refused) {
+		t.Fatalf("Place() while down = %v, want a *DownError wrapping the last error", err)
+	}
+	now = now.Add(9 * time.Second)
+	f.Observe(failed(err)) // Place's own failure: the backoff is not extended
+	now = now.Add(2 * time.Second)
+	if _, err := f.Place("w1", nil); err != nil {
+		t.Fatalf("Place() after the backoff = %v, want the cluster tried again", err)
+	}
+	f.Observe(failed(refused))
+	f.Observe(object.ChangeSet{{Ref: object.Ref{Name: "web", Cluster: "w1"}, Action: object.Unchanged}})
+	if _, err := f.Place("w1", nil); err != nil {
+		t.Fatalf("Place() once the cluster answered = %v", err)
+	}
+}
