@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/controller/childcache"
+	"github.com/loom-operator/loom/engine/controller/clusters"
 	"github.com/loom-operator/loom/engine/controller/hookrun"
 	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/controller/reader"
@@ -245,6 +246,7 @@ func (c *Controller) pruneChildren(ctx context.Context, a *attempt, ap *applied)
 		ap.all = append(ap.all, pruned...)
 		errs = errors.Join(pruneErr, finErr)
 	}
+	c.sh.Fleet.Use(a.parent.GetUID(), clusters.Targeted(ap.Output.Children, status.ChildClusters(a.parent)))
 	c.sh.Metrics.ObserveChanges(c.gvk.Kind, ap.all)
 	if n := ap.all.Writes(); n > 0 {
 		klog.FromContext(ctx).V(2).Info("Applied children", "writes", n)

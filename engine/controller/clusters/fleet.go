@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -69,8 +70,9 @@ type Options struct {
 
 // Fleet is the workload clusters children are placed in: for each, its
 // clients, child cache and applier, made from its registration the first
-// time a reconcile places a child there, and made again when the
-// registration's kubeconfig changes.
+// time a reconcile places a child there, made again when the
+// registration's kubeconfig changes, and stopped when no parent uses the
+// cluster any more (Use).
 type Fleet struct {
 	ctx      context.Context
 	registry *Registry
@@ -78,12 +80,15 @@ type Fleet struct {
 
 	mu      sync.Mutex
 	remotes map[string]*remote
+	// users are, per parent UID, the workload clusters it places children
+	// in (Use).
+	users map[types.UID][]string
 }
 
 // NewFleet returns the fleet of the clusters registry registers; their
 // informers stop when ctx is done.
 func NewFleet(ctx context.Context, registry *Registry, opts Options) *Fleet {
-	return &Fleet{ctx: ctx, registry: registry, opts: opts, remotes: map[string]*remote{}}
+	return &Fleet{ctx: ctx, registry: registry, opts: opts, remotes: map[string]*remote{}, users: map[types.UID][]string{}}
 }
 
 // remote is one workload cluster's clients, cache and applier.
@@ -99,6 +104,10 @@ type remote struct {
 	// not answering (Fleet.mu).
 	down  error
 	until time.Time
+	// placed is when a reconcile last placed children there (Fleet.mu):
+	// a cluster no parent uses is stopped only a while after, so that a
+	// reconcile that has not said yet that it uses it keeps it.
+	placed time.Time
 }
 
 // DownError is Place's error for a cluster taken as down: it did not
@@ -179,6 +188,7 @@ func (f *Fleet) remote(name string) (*remote, error) {
 			if r.down != nil && f.now().Before(r.until) {
 				return nil, &DownError{Cluster: name, Err: r.down}
 			}
+			r.placed = f.now()
 			return r, nil
 		}
 		r.stop() // registered again with another kubeconfig
@@ -188,9 +198,46 @@ func (f *Fleet) remote(name string) (*remote, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.placed = f.now()
 	f.remotes[name] = r
 	klog.FromContext(f.ctx).Info("Connected to a workload cluster", "cluster", name, "secret", reg.Secret.String())
 	return r, nil
+}
+
+// Use records the workload clusters the parent uid places children in
+// now (none: it is gone), and stops the clients, informers and cache of
+// each cluster no parent uses any more, once no reconcile has placed a
+// child there for twice the response deadline.
+func (f *Fleet) Use(uid types.UID, clusters []string) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var remote []string
+	for _, cl := range clusters {
+		if cl != "" {
+			remote = append(remote, cl)
+		}
+	}
+	if len(remote) == 0 {
+		delete(f.users, uid)
+	} else {
+		f.users[uid] = remote
+	}
+	used := map[string]bool{}
+	for _, cls := range f.users {
+		for _, cl := range cls {
+			used[cl] = true
+		}
+	}
+	for name, r := range f.remotes {
+		if !used[name] && f.now().Sub(r.placed) > 2*f.opts.Deadline {
+			r.stop()
+			delete(f.remotes, name)
+			klog.FromContext(f.ctx).Info("Disconnected from a workload cluster no parent uses", "cluster", name)
+		}
+	}
 }
 
 // connect makes a cluster's clients from its registration: a response

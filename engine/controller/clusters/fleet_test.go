@@ -58,3 +58,38 @@ func TestFleetBacksOffAClusterThatDidNotAnswer(t *testing.T) {
 		t.Fatalf("Place() once the cluster answered = %v", err)
 	}
 }
+
+// A cluster's clients and informers are stopped once no parent uses it,
+// and not before a reconcile that placed children there has had time to
+// say it uses it.
+func TestFleetStopsAClusterNoParentUses(t *testing.T) {
+	now := time.Unix(1000, 0)
+	reg := cluster.Registration{Name: "w1", Kubeconfig: []byte(kubeconfig), Secret: types.NamespacedName{Namespace: "loom-system", Name: "w1"}}
+	f := NewFleet(context.Background(), &Registry{regs: map[string][]cluster.Registration{"w1": {reg}}},
+		Options{Deadline: time.Minute, Now: func() time.Time { return now }})
+	connected := func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.remotes["w1"] != nil
+	}
+	if _, err := f.Place("w1", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Use("other", nil) // the reconcile that placed the child has not said so yet
+	if !connected() {
+		t.Fatal("stopped a cluster a reconcile placed children in just now")
+	}
+	f.Use("p1", []string{"", "w1"})
+	now = now.Add(3 * time.Minute)
+	f.Use("other", nil)
+	if !connected() {
+		t.Fatal("stopped a cluster a parent uses")
+	}
+	f.Use("p1", nil) // gone, or places nothing there any more
+	if connected() {
+		t.Fatal("a cluster no parent uses is still connected")
+	}
+	if _, err := f.Place("w1", nil); err != nil || !connected() {
+		t.Fatalf("Place() after the stop = %v, want the cluster connected again", err)
+	}
+}
