@@ -44,6 +44,12 @@ const FinalizerRemoteChildren = "loom.dev/remote-children"
 // deleted, even after a restart.
 const AnnotationRemoteClusters = "loom.dev/remote-clusters"
 
+// AnnotationAbandonClusterChildren, set on a deleted parent by an admin,
+// names the workload clusters (comma-separated) whose registration is gone
+// and whose children Loom is to leave there, so that the parent can go: it
+// is the way out when a cluster's credentials were deleted for good.
+const AnnotationAbandonClusterChildren = "loom.dev/abandon-cluster-children"
+
 // FormatOwner returns the AnnotationOwner value naming ref, an owner in
 // namespace.
 func FormatOwner(ref metav1.OwnerReference, namespace string) string {

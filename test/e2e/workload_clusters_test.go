@@ -109,13 +109,14 @@ func register(t *testing.T, loomNS, name string, kubeconfig []byte) {
 	}
 }
 
-// fanoutSet is a set for the kind Fanout (installed by Loom) that may use
+// fanoutSet is a set for kind (installed by Loom; one per test, as the
+// tests run in parallel and each deletes its CRD) that may use
 // the cluster w1: a ConfigMap NAME-local in the cluster Loom runs in, and,
 // unless spec.remote is "off", a ConfigMap NAME-remote in each cluster it
 // may use, both holding spec.message.
-func fanoutSet(t *testing.T) *installSet {
+func fanoutSet(t *testing.T, kind string) *installSet {
 	t.Helper()
-	s := newInstallSet(t, "Fanout", `
+	s := newInstallSet(t, kind, `
 schema:
   spec:
     message: string
@@ -196,7 +197,7 @@ func TestWorkloadClusterChildren(t *testing.T) {
 	ns, loomNS := e.NewNamespace(t), e.NewNamespace(t)
 	w.namespace(t, ns)
 	register(t, loomNS, "w1", w.kubeconfig)
-	s := fanoutSet(t)
+	s := fanoutSet(t, "Fanout")
 	stripParentFinalizers(t, s, ns)
 	l := startLoom(t, s.root, ns, loomOptions{installCRDs: true, loomNamespace: loomNS})
 	s.waitEstablished(t)
@@ -399,4 +400,59 @@ data:
 	if got := l.counter(t, "loom_cluster_reachable", map[string]string{"cluster": "down"}); got != 1 {
 		t.Errorf("loom_cluster_reachable{cluster=down} = %v, want 1", got)
 	}
+}
+
+// The registration of a cluster is deleted before the parents with
+// children there: a deleted parent waits, Degraded DeletionBlocked, with a
+// message that names the cluster and what to do. One annotated
+// loom.dev/abandon-cluster-children goes, its child left there; the other
+// goes once the cluster is registered again, its child deleted there.
+func TestWorkloadClusterRegistrationDeletedFirst(t *testing.T) {
+	w := workload(t)
+	e := env.From(t)
+	t.Parallel()
+	ns, loomNS := e.NewNamespace(t), e.NewNamespace(t)
+	w.namespace(t, ns)
+	register(t, loomNS, "w1", w.kubeconfig)
+	s := fanoutSet(t, "Teardown")
+	stripParentFinalizers(t, s, ns)
+	startLoom(t, s.root, ns, loomOptions{installCRDs: true, loomNamespace: loomNS})
+	s.waitEstablished(t)
+	for _, name := range []string{"kept", "left"} {
+		s.create(t, ns, name, "message: hello\n")
+		waitConditionGVR(t, s.gvr, ns, name, "Ready", "True")
+		waitData(t, w.dyn, ns, name+"-remote", "hello")
+	}
+
+	if err := e.Kube.CoreV1().Secrets(loomNS).Delete(context.Background(), "w1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"kept", "left"} {
+		if err := e.Dyn.Resource(s.gvr).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitDegraded(t, s.gvr, ns, name, "DeletionBlocked", "cluster w1", "register the cluster again", "loom.dev/abandon-cluster-children=w1")
+	}
+
+	// An admin abandons the children of "left" in w1: it goes, its child stays.
+	patchObject(t, s.gvr, ns, "left", `{"metadata":{"annotations":{"loom.dev/abandon-cluster-children":"w1"}}}`)
+	eventually(t, 60*time.Second, "left is gone", func(ctx context.Context) error {
+		if _, err := e.Get(ctx, s.gvr, ns, "left"); !isNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+	waitData(t, w.dyn, ns, "left-remote", "hello")
+
+	// w1 is registered again: "kept" deletes its child there, then goes.
+	register(t, loomNS, "w1", w.kubeconfig)
+	eventually(t, 60*time.Second, "kept-remote is deleted in the workload cluster, then kept is gone", func(ctx context.Context) error {
+		if _, err := w.dyn.Resource(configMapGVR).Namespace(ns).Get(ctx, "kept-remote", metav1.GetOptions{}); !isNotFound(err) {
+			return fmt.Errorf("kept-remote still there (%v)", err)
+		}
+		if _, err := e.Get(ctx, s.gvr, ns, "kept"); !isNotFound(err) {
+			return fmt.Errorf("kept still there (%v)", err)
+		}
+		return nil
+	})
 }

@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,11 +22,24 @@ import (
 // Delete deletes parent's children in each of the workload clusters
 // named, listed afresh there, as the identity ctx carries (finalizer.Remote).
 // A cluster whose registration is gone, or that does not answer, fails
-// the whole: the parent keeps its finalizer, and says why.
+// the whole: the parent keeps its finalizer, and says why and what to do.
+// A cluster whose registration is gone and that the parent's
+// object.AnnotationAbandonClusterChildren names is skipped: its children
+// there are left.
 func (f *Fleet) Delete(ctx context.Context, parent *unstructured.Unstructured, clusters []string) (pending bool, err error) {
 	var blocked []string
+	abandon := strings.Split(parent.GetAnnotations()[object.AnnotationAbandonClusterChildren], ",")
 	for _, name := range clusters {
 		pl, err := f.Place(name, identity.FromContext(ctx))
+		if errors.Is(err, ErrNotRegistered) && slices.Contains(abandon, name) {
+			klog.FromContext(ctx).Info("Left the children of a deleted parent in a cluster no longer registered, as its annotation says",
+				"cluster", name, "annotation", object.AnnotationAbandonClusterChildren)
+			continue
+		}
+		if errors.Is(err, ErrNotRegistered) {
+			return false, fmt.Errorf("delete the children in cluster %s: %w: register the cluster again (a Secret in Loom's namespace), "+
+				"or, to leave its children there, annotate the parent %s=%s", name, err, object.AnnotationAbandonClusterChildren, name)
+		}
 		if err != nil {
 			return false, fmt.Errorf("delete the children in cluster %s: %w", name, err)
 		}
