@@ -235,6 +235,11 @@ func TestWorkloadClusterChildren(t *testing.T) {
 		t.Errorf("status.children (cluster:name) = %v, want [<nil>:web-local w1:web-remote]", clusters)
 	}
 
+	// Loom, run with what loom rbac generates for --loom-namespace, finds
+	// no permission missing: its self-check asks for the Secrets of that
+	// namespace.
+	eventually(t, 30*time.Second, "Loom is ready, with no missing permission", func(context.Context) error { return l.mgr.Ready() })
+
 	// An edit reaches both clusters.
 	patchObject(t, s.gvr, ns, "web", `{"spec":{"message":"edited"}}`)
 	waitData(t, e.Dyn, ns, "web-local", "edited")

@@ -22,6 +22,10 @@ import (
 	"github.com/loom-operator/loom/engine/config"
 )
 
+// DefaultNamespace is Loom's namespace when none is given: loom run's
+// --loom-namespace out of a pod, and loom rbac's default.
+const DefaultNamespace = "loom-system"
+
 // Registry is the registered workload clusters: the Secrets of Loom's
 // namespace that register one, as two informers hold them (those labelled
 // cluster.LabelCluster, and those of Cluster API's type).
@@ -41,12 +45,16 @@ type Registry struct {
 }
 
 // NewRegistry returns the registry of the clusters the Secrets of
-// namespace register, read with secrets while ctx lasts. changed is called, from an
+// namespace ("": DefaultNamespace) register, read with secrets while ctx
+// lasts. changed is called, from an
 // informer's goroutine, with the registrations (before and after) of
 // each name whose registration changed: added, removed, or its Secret's
 // labels or kubeconfig changed. Nothing is read until Registrations is
 // first called.
 func NewRegistry(ctx context.Context, secrets typedcorev1.SecretsGetter, namespace string, resync time.Duration, changed func(Change)) *Registry {
+	if namespace == "" {
+		namespace = DefaultNamespace // never the Secrets of every namespace
+	}
 	return &Registry{ctx: ctx, secrets: secrets, namespace: namespace, resync: resync, changed: changed,
 		regs: map[string][]cluster.Registration{}, started: make(chan struct{})}
 }
