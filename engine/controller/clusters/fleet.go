@@ -66,6 +66,10 @@ type Options struct {
 	Backoff time.Duration
 	// Now is the clock of Backoff; nil means time.Now.
 	Now func() time.Time
+	// Owner, on a sharded replica, refuses a write for a parent the
+	// replica no longer owns (transport.ShardGuard), as in the local
+	// cluster; nil: not sharded.
+	Owner transport.Owner
 }
 
 // Fleet is the workload clusters children are placed in: for each, its
@@ -253,6 +257,11 @@ func (f *Fleet) connect(reg cluster.Registration) (*remote, error) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return &transport.ResponseDeadline{Next: rt, D: f.opts.Deadline}
 	})
+	if f.opts.Owner != nil {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return &transport.ShardGuard{Next: rt, Owner: f.opts.Owner}
+		})
+	}
 	fail := func(what string, err error) (*remote, error) {
 		return nil, fmt.Errorf("cluster %s: create %s: %w", reg.Name, what, err)
 	}

@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loom-operator/loom/engine/cluster"
+	"github.com/loom-operator/loom/engine/controller/transport"
 	"github.com/loom-operator/loom/engine/object"
 )
 
@@ -91,5 +94,27 @@ func TestFleetStopsAClusterNoParentUses(t *testing.T) {
 	}
 	if _, err := f.Place("w1", nil); err != nil || !connected() {
 		t.Fatalf("Place() after the stop = %v, want the cluster connected again", err)
+	}
+}
+
+// refuseAll owns no parent.
+type refuseAll struct{}
+
+func (refuseAll) Owns(types.UID) bool { return false }
+
+// On a sharded replica, a write to a workload cluster for a parent the
+// replica no longer owns is refused before it leaves, as a local one is.
+func TestFleetGuardsWritesOfParentsNotOwned(t *testing.T) {
+	reg := cluster.Registration{Name: "w1", Kubeconfig: []byte(kubeconfig), Secret: types.NamespacedName{Namespace: "loom-system", Name: "w1"}}
+	f := NewFleet(context.Background(), &Registry{regs: map[string][]cluster.Registration{"w1": {reg}}},
+		Options{Deadline: time.Minute, Owner: refuseAll{}})
+	pl, err := f.Place("w1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := transport.WithParentUID(context.Background(), "p1")
+	err = pl.Client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("team-a").Delete(ctx, "web", metav1.DeleteOptions{})
+	if !errors.Is(err, transport.ErrNotOwner) {
+		t.Errorf("Delete() = %v, want transport.ErrNotOwner", err)
 	}
 }
