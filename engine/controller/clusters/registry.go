@@ -36,12 +36,16 @@ type Registry struct {
 	resync    time.Duration
 	changed   func(Change)
 
-	once    sync.Once
-	stores  []cache.Store
-	synced  []cache.InformerSynced
-	mu      sync.Mutex
-	regs    map[string][]cluster.Registration // by name; two for a name claimed twice
-	started chan struct{}                     // closed once the informers have synced
+	once sync.Once
+	// refreshing serializes refresh, which both informers' handlers call:
+	// a refresh that read the stores first must not set the
+	// registrations last.
+	refreshing sync.Mutex
+	stores     []cache.Store
+	synced     []cache.InformerSynced
+	mu         sync.Mutex
+	regs       map[string][]cluster.Registration // by name; two for a name claimed twice
+	started    chan struct{}                     // closed once the informers have synced
 }
 
 // NewRegistry returns the registry of the clusters the Secrets of
@@ -135,6 +139,8 @@ func (r *Registry) start(ctx context.Context) {
 // refresh reads the registrations again from both informers' stores and
 // calls changed with those that changed.
 func (r *Registry) refresh(ctx context.Context) {
+	r.refreshing.Lock()
+	defer r.refreshing.Unlock()
 	logger := klog.FromContext(ctx)
 	next := map[string][]cluster.Registration{}
 	seen := map[string]bool{}
