@@ -261,18 +261,20 @@ func (m *Manager) Run(ctx context.Context) error {
 		Namespace: m.opts.Namespace, Resync: m.opts.ResyncPeriod,
 		Route: m.route, Synced: m.childSynced, Enqueue: m.enqueueParent,
 	}
-	if m.opts.Shard != nil {
-		cfg.ParentUID, cfg.Held = transport.ParentUIDFrom, m.opts.Shard.Held
-	}
-	m.cache = childcache.New(ctx, cfg)
-	m.seeds = seed.NewStore(m.client)
 	m.registry = clusters.NewRegistry(ctx, m.kube.CoreV1(), m.opts.LoomNamespace, m.opts.ResyncPeriod, m.clustersChanged)
-	m.fleet = clusters.NewFleet(ctx, m.registry, clusters.Options{AllowExec: m.opts.AllowKubeconfigExec, Deadline: 2 * m.opts.ReconcileTimeout,
+	fo := clusters.Options{AllowExec: m.opts.AllowKubeconfigExec, Deadline: 2 * m.opts.ReconcileTimeout,
 		FieldManager: m.opts.FieldManager, Namespace: m.opts.Namespace, Resync: m.opts.ResyncPeriod, Owner: m.opts.Shard,
 		Route: m.dispatch, Synced: m.childSynced, Enqueue: m.enqueueParent,
 		Reachable: func(cl string, ok bool) {
 			m.metrics.ClusterReachable.WithLabelValues(cl).Set(map[bool]float64{true: 1}[ok])
-		}})
+		}}
+	if m.opts.Shard != nil {
+		cfg.ParentUID, cfg.Held = transport.ParentUIDFrom, m.opts.Shard.Held
+		fo.ParentUID, fo.Held = cfg.ParentUID, cfg.Held
+	}
+	m.cache = childcache.New(ctx, cfg)
+	m.fleet = clusters.NewFleet(ctx, m.registry, fo)
+	m.seeds = seed.NewStore(m.client)
 	if sh := m.opts.Shard; sh != nil {
 		sh.Subscribe(m.resharded)
 	}
@@ -314,6 +316,7 @@ func (m *Manager) resharded(held shard.Set) {
 	for _, ref := range m.cache.Keep(held) {
 		m.applier.Forget(ref)
 	}
+	m.fleet.Keep(held)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range m.controllers {

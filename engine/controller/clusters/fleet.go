@@ -24,6 +24,7 @@ import (
 	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/transport"
+	"github.com/loom-operator/loom/engine/shard"
 	"github.com/loom-operator/loom/internal/kubeclient"
 )
 
@@ -70,6 +71,11 @@ type Options struct {
 	// replica no longer owns (transport.ShardGuard), as in the local
 	// cluster; nil: not sharded.
 	Owner transport.Owner
+	// ParentUID and Held, on a sharded replica, make each cluster's cache
+	// list only the children of the buckets the replica holds
+	// (childcache.Config's); Keep follows a change. nil: not sharded.
+	ParentUID func(context.Context) types.UID
+	Held      func() shard.Set
 }
 
 // Fleet is the workload clusters children are placed in: for each, its
@@ -299,9 +305,29 @@ func (f *Fleet) connect(reg cluster.Registration) (*remote, error) {
 	r.cache = childcache.New(ctx, childcache.Config{
 		Children: children, Dynamic: client, Metadata: mc, Mapper: r.mapper,
 		Namespace: f.opts.Namespace, Resync: f.opts.Resync, Synced: f.opts.Synced, Enqueue: f.opts.Enqueue,
-		Route: r.route(f.opts.Route),
+		Route: r.route(f.opts.Route), ParentUID: f.opts.ParentUID, Held: f.opts.Held,
 	})
 	return r, nil
+}
+
+// Keep makes each workload cluster's cache list the children of held's
+// buckets only (childcache.Cache.Keep), and forgets what its applier
+// recorded of the children of the buckets let go.
+func (f *Fleet) Keep(held shard.Set) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	remotes := make([]*remote, 0, len(f.remotes))
+	for _, r := range f.remotes {
+		remotes = append(remotes, r)
+	}
+	f.mu.Unlock()
+	for _, r := range remotes {
+		for _, ref := range r.cache.Keep(held) {
+			r.applier.Forget(ref)
+		}
+	}
 }
 
 // route filters out the echo of this cluster's own applies, which the

@@ -3,6 +3,7 @@ package clusters
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/loom-operator/loom/engine/cluster"
 	"github.com/loom-operator/loom/engine/controller/transport"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/shard"
 )
 
 // kubeconfig reaches nothing; Place builds clients from it without
@@ -117,4 +119,23 @@ func TestFleetGuardsWritesOfParentsNotOwned(t *testing.T) {
 	if !errors.Is(err, transport.ErrNotOwner) {
 		t.Errorf("Delete() = %v, want transport.ErrNotOwner", err)
 	}
+}
+
+// On a sharded replica, a workload cluster's cache lists only the
+// children of the buckets the replica holds, as the local one does: a
+// reconcile of a parent of another bucket finds its kind not watched.
+func TestFleetShardsTheCachesOfWorkloadClusters(t *testing.T) {
+	reg := cluster.Registration{Name: "w1", Kubeconfig: []byte(kubeconfig), Secret: types.NamespacedName{Namespace: "loom-system", Name: "w1"}}
+	f := NewFleet(context.Background(), &Registry{regs: map[string][]cluster.Registration{"w1": {reg}}},
+		Options{Deadline: time.Minute, ParentUID: transport.ParentUIDFrom, Held: func() shard.Set { return shard.Set(0) }})
+	pl, err := f.Place("w1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := transport.WithParentUID(context.Background(), "p1")
+	err = pl.Cache.Ensure(ctx, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, true)
+	if err == nil || !strings.Contains(err.Error(), "not held by this replica") {
+		t.Errorf("Ensure() for a parent of a bucket not held = %v, want its bucket not held", err)
+	}
+	f.Keep(shard.Set(0)) // no panic, nothing held still
 }
