@@ -40,7 +40,14 @@ type Clusters struct {
 	allowed    []cluster.Registration // sorted by name
 	registered map[string]bool
 	ambiguous  map[string]error // names two Secrets register, with Index's error
-	rule       *config.Clusters
+	// meant are the names the rule allows by name, or whose registrations
+	// (any of them, for a name two Secrets register) its selector
+	// matches: for those alone Check says why the name is not usable
+	// (not registered, registered twice). For any other name it says only
+	// that the set may not use it, so that a parent, whose spec may choose
+	// the cluster, cannot learn which clusters other sets' teams have.
+	meant map[string]bool
+	rule  *config.Clusters
 }
 
 // New is what a render of set with loom.yaml's clusters rule (nil: none
@@ -82,6 +89,14 @@ func New(regs []cluster.Registration, rule *config.Clusters) (Clusters, error) {
 		return Clusters{}, err
 	}
 	c.allowed = allowed
+	meant, err := cluster.Select(regs, rule.Names, rule.Selector) // the ambiguous names too
+	if err != nil {
+		return Clusters{}, err
+	}
+	c.meant = make(map[string]bool, len(meant))
+	for _, reg := range meant {
+		c.meant[reg.Name] = true
+	}
 	return c, nil
 }
 
@@ -127,6 +142,8 @@ func (c Clusters) Check(child *unstructured.Unstructured) error {
 		return fmt.Errorf("annotation %s: must be a cluster's name, not %T", object.AnnotationCluster, v)
 	case name == "":
 		return fmt.Errorf("annotation %s is empty: name a registered cluster, or leave the annotation out for the cluster Loom runs in", object.AnnotationCluster)
+	case !c.meant[name] && (c.rule == nil || !slices.Contains(c.rule.Names, name)):
+		return fmt.Errorf("%w: %s %q: %s", ErrNotAllowed, object.AnnotationCluster, name, c.allows())
 	case c.ambiguous[name] != nil:
 		return fmt.Errorf("%w: %s %q: %w", ErrNotRegistered, object.AnnotationCluster, name, c.ambiguous[name])
 	case !c.registered[name]:

@@ -54,6 +54,14 @@ func TestCheck(t *testing.T) {
 			wantIs: ErrNotRegistered, wantErr: `loom.dev/cluster "w9": no Secret in Loom's namespace registers a cluster of that name`},
 		{name: "registered twice", rule: prod, child: "metadata: {name: a, annotations: {loom.dev/cluster: twice}}",
 			wantIs: ErrNotRegistered, wantErr: "cluster twice is registered by more than one Secret: loom-system/a, loom-system/b"},
+		// A parent's spec can choose the cluster: whether a cluster the
+		// set may not use is registered is not the tenant's to learn.
+		{name: "not registered, not selected", rule: prod, child: "metadata: {name: a, annotations: {loom.dev/cluster: other-team}}",
+			wantIs: ErrNotAllowed, wantErr: `loom.dev/cluster "other-team": this set's loom.yaml clusters: allows only w1, w2`},
+		{name: "not registered, no rule", child: "metadata: {name: a, annotations: {loom.dev/cluster: other-team}}",
+			wantIs: ErrNotAllowed, wantErr: "has no clusters:"},
+		{name: "registered twice, not named", rule: &config.Clusters{Names: []string{"w1"}}, child: "metadata: {name: a, annotations: {loom.dev/cluster: twice}}",
+			wantIs: ErrNotAllowed, wantErr: `loom.dev/cluster "twice": this set's loom.yaml clusters: allows only w1`},
 		{name: "empty", rule: prod, child: "metadata: {name: a, annotations: {loom.dev/cluster: ''}}", wantErr: "annotation loom.dev/cluster is empty"},
 		{name: "not a string", rule: prod, child: "metadata: {name: a, annotations: {loom.dev/cluster: 7}}", wantErr: "must be a cluster's name"},
 	}
