@@ -29,12 +29,12 @@ SCALE_CLUSTER := CLUSTER_STATE=$(SCALE_STATE) CLUSTER_COMPONENTS="etcd kube-apis
 # cluster-workload: a second bare cluster (etcd + kube-apiserver) beside the
 # local one, as a workload cluster for children in other clusters (issue 34),
 # with a state folder and ports that clash with neither .cluster nor
-# .cluster-scale. Its kubeconfig is $(WORKLOAD_STATE)/kubeconfig. make
-# cluster starts it too (about 5 s more); status and restart need the same
-# variables: $(WORKLOAD_CLUSTER) status.
+# .cluster-scale, said once in hack/cluster/workload.sh (which hack/e2e.sh
+# uses too). Its kubeconfig is $(WORKLOAD_STATE)/kubeconfig. make cluster
+# starts it too (about 5 s more); hack/cluster/workload.sh status says
+# whether it is up.
 WORKLOAD_STATE := $(ROOT)/.cluster-workload
-WORKLOAD_CLUSTER := CLUSTER_STATE=$(WORKLOAD_STATE) CLUSTER_COMPONENTS="etcd kube-apiserver" \
-	CLUSTER_ETCD_PORT=33790 CLUSTER_ETCD_PEER_PORT=33800 CLUSTER_APISERVER_PORT=36443 $(CLUSTER)
+WORKLOAD_CLUSTER := $(ROOT)/hack/cluster/workload.sh
 SCALE_FLAGS ?= -bare -parents $(SCALE_PARENTS) -phases base,loom -target-rss 120 \
 	-timeout 60m -delete-timeout 30m -touch-timeout 15m -restart-timeout 15m -cluster-dir $(SCALE_STATE)
 # bench-shard: on the same bare cluster, in one converge run, one bin/loom

@@ -10,7 +10,8 @@
 // set's allowed clusters come from Select, and each cluster a parent
 // targets gets the clients RESTConfig's answer builds (its own child cache
 // and applier). Index puts the registrations by name and leaves out a name
-// two Secrets claim.
+// two Secrets claim. NewSecret is FromSecret the other way round: the
+// Secret of a Loom registration, as `loom cluster add` writes it.
 //
 // A cluster is registered in one of two ways, both Secrets in Loom's
 // namespace (a Secret elsewhere registers nothing, so a tenant cannot
