@@ -22,15 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/loom-operator/loom/test/env"
 )
-
-// workloadKubeconfigEnv names the kubeconfig of the e2e workload cluster,
-// a bare second control plane (etcd and kube-apiserver only: no garbage
-// collector, no Deployment ever Available).
-const workloadKubeconfigEnv = "LOOM_E2E_WORKLOAD_KUBECONFIG"
 
 var namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
@@ -42,32 +36,16 @@ type workloadCluster struct {
 	kube       kubernetes.Interface
 }
 
-// workload returns the e2e workload cluster, or skips the test when
-// $LOOM_E2E_WORKLOAD_KUBECONFIG is not set. (test/env is to expose it;
-// until then this is the one place that reads the variable.)
+// workload returns the e2e workload cluster (env.Env.Workload), failing
+// the test when the suite has none: make test starts it.
 func workload(t *testing.T) *workloadCluster {
 	t.Helper()
-	path := os.Getenv(workloadKubeconfigEnv)
-	if path == "" {
-		t.Skipf("$%s is not set: no workload cluster", workloadKubeconfigEnv)
-	}
-	b, err := os.ReadFile(path)
+	c := env.From(t).NeedWorkload(t)
+	b, err := os.ReadFile(c.Kubeconfig)
 	if err != nil {
 		t.Fatalf("read the workload cluster's kubeconfig: %v", err)
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(b)
-	if err != nil {
-		t.Fatalf("workload cluster's kubeconfig: %v", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &workloadCluster{kubeconfig: b, dyn: dyn, kube: kube}
+	return &workloadCluster{kubeconfig: b, dyn: c.Dyn, kube: c.Kube}
 }
 
 // namespace creates the namespace ns in the workload cluster, and deletes
