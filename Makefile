@@ -26,6 +26,15 @@ SCALE_PARENTS ?= 10000
 SCALE_STATE := $(ROOT)/.cluster-scale
 SCALE_CLUSTER := CLUSTER_STATE=$(SCALE_STATE) CLUSTER_COMPONENTS="etcd kube-apiserver" \
 	CLUSTER_ETCD_PORT=43790 CLUSTER_ETCD_PEER_PORT=43800 CLUSTER_APISERVER_PORT=46443 $(CLUSTER)
+# cluster-workload: a second bare cluster (etcd + kube-apiserver) beside the
+# local one, as a workload cluster for children in other clusters (issue 34),
+# with a state folder and ports that clash with neither .cluster nor
+# .cluster-scale, said once in hack/cluster/workload.sh (which hack/e2e.sh
+# uses too). Its kubeconfig is $(WORKLOAD_STATE)/kubeconfig. make cluster
+# starts it too (about 5 s more); hack/cluster/workload.sh status says
+# whether it is up.
+WORKLOAD_STATE := $(ROOT)/.cluster-workload
+WORKLOAD_CLUSTER := $(ROOT)/hack/cluster/workload.sh
 SCALE_FLAGS ?= -bare -parents $(SCALE_PARENTS) -phases base,loom -target-rss 120 \
 	-timeout 60m -delete-timeout 30m -touch-timeout 15m -restart-timeout 15m -cluster-dir $(SCALE_STATE)
 # bench-shard: on the same bare cluster, in one converge run, one bin/loom
@@ -123,12 +132,22 @@ bench-shard: build ## On one bare cluster: bin/loom on 5 000 parents (SHARD_BASE
 		2> >(tee "$$report.log" >&2) | tee "$$report"
 
 .PHONY: cluster
-cluster: ## Start the local cluster (builds it from source the first time).
+cluster: ## Start the local cluster (builds it from source the first time) and the workload cluster beside it.
 	$(CLUSTER) up
+	$(WORKLOAD_CLUSTER) up
 
 .PHONY: cluster-down
-cluster-down: stop ## Stop the local cluster (and Loom) and delete its state.
+cluster-down: stop ## Stop the local cluster (and Loom) and the workload cluster, and delete their state.
+	$(WORKLOAD_CLUSTER) down
 	$(CLUSTER) down
+
+.PHONY: cluster-workload
+cluster-workload: ## Start a second, bare cluster (etcd + kube-apiserver) as a workload cluster; kubeconfig in .cluster-workload/.
+	$(WORKLOAD_CLUSTER) up
+
+.PHONY: cluster-workload-down
+cluster-workload-down: ## Stop the workload cluster and delete its state.
+	$(WORKLOAD_CLUSTER) down
 
 .PHONY: run
 run: build ## Bring up the local cluster and run the operator on the shipped example.

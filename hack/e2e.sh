@@ -1,25 +1,32 @@
 #!/usr/bin/env bash
-# Runs the e2e tests against the local cluster: the parallel suite
-# (test/e2e), then the fault suite (test/faults), which restarts cluster
-# components and so runs alone, one test at a time. E2E_SUITES picks
-# suites ("e2e faults" by default). Reuses a cluster that is already up;
-# otherwise starts one and stops it at the end, pass or fail. Arguments go
-# to go test.
+# Runs the e2e tests against the local cluster and the workload cluster
+# beside it (hack/cluster/workload.sh, a second bare control plane that
+# children in other clusters go to): the parallel suite (test/e2e), then
+# the fault suite (test/faults), which restarts cluster components and so
+# runs alone, one test at a time. E2E_SUITES picks suites ("e2e faults" by
+# default). Reuses a cluster that is already up; otherwise starts it and
+# stops it at the end, pass or fail, each of the two on its own. The tests
+# find the workload cluster's kubeconfig in LOOM_E2E_WORKLOAD_KUBECONFIG.
+# Arguments go to go test.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CLUSTER="$ROOT/hack/cluster/cluster.sh"
-started=0
-if ! "$CLUSTER" status >/dev/null 2>&1; then
-  "$CLUSTER" up
-  started=1
-fi
+WORKLOAD="$ROOT/hack/cluster/workload.sh"
+started=() # the scripts of the clusters this run started
 cleanup() {
-  if [[ $started == 1 ]]; then
-    "$CLUSTER" down
-  fi
+  local c
+  for c in "${started[@]}"; do "$c" down || true; done
 }
 trap cleanup EXIT
+# The local cluster first: its up builds the binaries both use.
+for c in "$CLUSTER" "$WORKLOAD"; do
+  if ! "$c" status >/dev/null 2>&1; then
+    started=("$c" "${started[@]}") # stopped in reverse order
+    "$c" up
+  fi
+done
 export KUBECONFIG="$ROOT/.cluster/kubeconfig"
+export LOOM_E2E_WORKLOAD_KUBECONFIG="$ROOT/.cluster-workload/kubeconfig"
 # A Loom left running by `make run` watches every namespace and would fight
 # the tests' own controllers.
 if [[ -f $ROOT/.cluster/loom.pid ]]; then

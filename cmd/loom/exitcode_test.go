@@ -101,6 +101,15 @@ func TestExitCodes(t *testing.T) {
 		{name: "version: no cluster", args: []string{"version", "--kubeconfig", noKubeconfig}, want: 1},
 		{name: "version: unknown -o", args: []string{"version", "--client", "-o", "table"}, want: 1},
 
+		{name: "cluster: no subcommand", args: []string{"cluster"}, want: 0},
+		{name: "cluster add: no NAME", args: []string{"cluster", "add", "--from-kubeconfig", noKubeconfig}, want: 1},
+		{name: "cluster add: no --from-kubeconfig", args: []string{"cluster", "add", "w1"}, want: 1},
+		{name: "cluster add: no such file", args: []string{"cluster", "add", "w1", "--from-kubeconfig", noKubeconfig, "--dry-run"}, want: 1},
+		{name: "cluster list: no cluster", args: []string{"cluster", "list", "--kubeconfig", noKubeconfig}, want: 1},
+		{name: "cluster list: unknown -o", args: []string{"cluster", "list", "-o", "wide"}, want: 1},
+		{name: "cluster remove: no NAME", args: []string{"cluster", "remove"}, want: 1},
+		{name: "cluster remove: no cluster", args: []string{"cluster", "remove", "w1", "--kubeconfig", noKubeconfig}, want: 1},
+
 		{name: "completion bash", args: []string{"completion", "bash"}, want: 0},
 		{name: "completion: unknown shell", args: []string{"completion", "tcsh"}, want: 1},
 		{name: "completion: no shell", args: []string{"completion"}, want: 1},

@@ -32,6 +32,7 @@ func newRenderCommand() *cobra.Command {
 		values      valuesFlags // --values, --set (rendervalues.go)
 		showOnly    []string
 		timeout     time.Duration
+		loomNS      string
 	)
 	cmd := &cobra.Command{
 		Use:   "render -t SET (-f PARENT.yaml [-f ...] | --values VALUES.yaml [--set K=V]) [--lookups OBJECTS.yaml]",
@@ -75,6 +76,13 @@ of one parent named --name (helm template's NAME) in the -n namespace.
 naming its template (web/templates/deployment.yaml for a chart), as helm
 template prints them, and --show-only keeps those of the templates it
 names (templates/deployment.yaml, as helm template takes it).
+
+The Secrets of the --lookups file in --loom-namespace that register workload
+clusters (labelled loom.dev/cluster, or Cluster API's <cluster>-kubeconfig)
+are the registered clusters: templates see those loom.yaml's clusters allows
+as .Clusters, and a child whose loom.dev/cluster annotation names another is
+an error. Each child's cluster is in that annotation in the output; a child
+without it goes to the cluster Loom runs in. No kubeconfig is read.
 
 Each parent's render stops after --timeout, as a render in the cluster
 stops at half the reconcile timeout: a template that loops for ever fails
@@ -130,6 +138,10 @@ with the line of the loop.
 				}
 				objs.Caps = caps
 			}
+			clusters, err := offline.Clusters(reader, loomNS)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", lookups, err)
+			}
 			ad, err := offline.NewAdmission(set)
 			if err != nil {
 				return err
@@ -175,7 +187,7 @@ with the line of the loop.
 				if err != nil {
 					return err
 				}
-				out, err := offline.RenderParents(set, parents, reader, namespace, timeout)
+				out, err := offline.RenderParents(set, parents, reader, clusters, namespace, timeout)
 				if err != nil {
 					return err
 				}
@@ -204,6 +216,7 @@ with the line of the loop.
 	values.register(cmd.Flags())
 	cmd.Flags().StringArrayVarP(&showOnly, "show-only", "s", nil, "print only the objects rendered from this template (templates/x.yaml in a chart, x.yaml in a set), as helm template's; repeatable")
 	cmd.Flags().DurationVar(&timeout, "timeout", offline.DefaultTimeout, "stop a parent's render after this long (a template that loops for ever); 0 means no limit")
+	cmd.Flags().StringVar(&loomNS, "loom-namespace", offline.DefaultLoomNamespace, "Loom's namespace: the --lookups file's Secrets in it register workload clusters")
 	addOutputFlag(cmd, &output, "a YAML stream, each document after a # Source: comment")
 	_ = cmd.MarkFlagRequired("templates")
 	_ = cmd.MarkFlagDirname("templates")

@@ -44,7 +44,7 @@ that failed or is not done yet. Each command's help says which it uses.`,
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 	root.AddCommand(newRenderCommand(), newTestCommand(), newDiffCommand(), newRunCommand(), newRolloutCommand(), newCRDCommand(), newInitCommand(),
-		newRBACCommand(), newVersionCommand())
+		newRBACCommand(), newClusterCommand(), newVersionCommand())
 	root.AddCommand(newCompletionCommand())
 	return root
 }

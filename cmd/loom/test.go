@@ -16,6 +16,7 @@ func newTestCommand() *cobra.Command {
 		update    bool
 		timeout   time.Duration
 		templates []string // -t, as render and crd take the set
+		loomNS    string
 	)
 	cmd := &cobra.Command{
 		Use:   "test [-t] PATH...",
@@ -33,6 +34,10 @@ stand for the parent's own children as they are);
 otherwise they find nothing. The golden file holds the children Loom would
 apply now: a child that waits for another it looked up (not there, or not
 ready, in NAME.lookups.yaml) is left out, as 'loom render' leaves it out.
+
+The Secrets of NAME.lookups.yaml in --loom-namespace that register workload
+clusters are the case's registered clusters (see 'loom render'): the golden
+file shows each child's cluster in its loom.dev/cluster annotation.
 
 When loom.yaml has a schema, each case's parent is first admitted as the
 API server admits it on create (see 'loom render'): the golden file holds
@@ -68,7 +73,7 @@ wrongly.`,
 					return err
 				}
 				for _, set := range sets {
-					results, err := offline.RunOptions(set, offline.Options{Update: update, Timeout: timeout})
+					results, err := offline.RunOptions(set, offline.Options{Update: update, Timeout: timeout, LoomNamespace: loomNS})
 					if err != nil {
 						return err
 					}
@@ -108,5 +113,6 @@ wrongly.`,
 	cmd.Flags().StringArrayVarP(&templates, "templates", "t", nil, "a template set's folder, or a folder of sets, as the PATH arguments; repeatable")
 	_ = cmd.MarkFlagDirname("templates")
 	cmd.Flags().DurationVar(&timeout, "timeout", offline.DefaultTimeout, "stop a parent's render after this long (a template that loops for ever); 0 means no limit")
+	cmd.Flags().StringVar(&loomNS, "loom-namespace", offline.DefaultLoomNamespace, "Loom's namespace: a case's lookups Secrets in it register workload clusters")
 	return cmd
 }

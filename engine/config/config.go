@@ -95,6 +95,10 @@ type Config struct {
 	// CRD from it, defaults and validates specs offline and checks what
 	// the templates read against it. Without it the spec is free-form.
 	Schema *Schema `json:"schema,omitempty"`
+	// Clusters, when set, names the registered workload clusters the
+	// set's children may be placed in (see Clusters). Without it every
+	// child goes to the cluster Loom runs in.
+	Clusters *Clusters `json:"clusters,omitempty"`
 }
 
 // ParentRef names the parent kind.
@@ -224,6 +228,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := validateBindRoles(c.BindRoles); err != nil {
+		return err
+	}
+	if err := validateClusters(c.Clusters); err != nil {
 		return err
 	}
 	if c.Rollout != nil {

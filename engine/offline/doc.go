@@ -5,7 +5,10 @@
 // file of objects (ReadLookups); and each parent goes through the
 // controller's own pipeline (engine/pipeline: render, then the dependency
 // decision), so that only the children the controller would apply now are
-// printed, and what waits is said (RenderParents).
+// printed, and what waits is said (RenderParents). The registered
+// workload clusters are the Secrets of the lookups file in Loom's
+// namespace (Clusters, --loom-namespace), read as the controller reads
+// them from the cluster; no kubeconfig is read.
 //
 // It also runs the golden-file tests of template sets (Run): each case in
 // a set's tests folder is an input parent, NAME.yaml, the exact objects it

@@ -2,6 +2,7 @@ package offline
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -59,6 +60,10 @@ type Options struct {
 	Update bool
 	// Timeout stops each parent's render after this long (0: no limit).
 	Timeout time.Duration
+	// LoomNamespace is Loom's namespace: a Secret of a case's
+	// NAME.lookups.yaml in it registers a workload cluster (see
+	// Clusters). "" is DefaultLoomNamespace.
+	LoomNamespace string
 }
 
 // RunOptions is Run with options.
@@ -95,7 +100,7 @@ func RunOptions(set *render.Set, o Options) ([]Result, error) {
 }
 
 func runCase(set *render.Set, ad *Admission, input, goldenPath string, o Options) Result {
-	got, err := renderFile(set, ad, input, DefaultNamespace, o.Timeout)
+	got, err := renderFile(set, ad, input, DefaultNamespace, o)
 	if err != nil {
 		return Result{Err: err}
 	}
@@ -133,7 +138,9 @@ func runCase(set *render.Set, ad *Admission, input, goldenPath string, o Options
 // returns the children the controller would apply now, as one stable YAML
 // stream. Parents that name no namespace get namespace. Lookups find the
 // objects in the case's NAME.lookups.yaml beside path, when there is one
-// (see ReadLookups); children that wait for another are left out. When
+// (see ReadLookups), and its Secrets in DefaultLoomNamespace register the
+// workload clusters (see Clusters); children that wait for another are
+// left out. When
 // the set has a schema, the parents are first admitted as the API server
 // would admit them (see Admission).
 func RenderFile(set *render.Set, path, namespace string) ([]byte, error) {
@@ -141,10 +148,10 @@ func RenderFile(set *render.Set, path, namespace string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return renderFile(set, ad, path, namespace, DefaultTimeout)
+	return renderFile(set, ad, path, namespace, Options{Timeout: DefaultTimeout})
 }
 
-func renderFile(set *render.Set, ad *Admission, path, namespace string, timeout time.Duration) ([]byte, error) {
+func renderFile(set *render.Set, ad *Admission, path, namespace string, o Options) ([]byte, error) {
 	objs, err := readObjects(path)
 	if err != nil {
 		return nil, err
@@ -168,7 +175,11 @@ func renderFile(set *render.Set, ad *Admission, path, namespace string, timeout 
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	out, err := RenderParents(set, parents, reader, namespace, timeout)
+	clusters, err := Clusters(reader, cmp.Or(o.LoomNamespace, DefaultLoomNamespace))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", lookups, err)
+	}
+	out, err := RenderParents(set, parents, reader, clusters, namespace, o.Timeout)
 	if err != nil {
 		return nil, err
 	}

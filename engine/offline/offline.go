@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/loom-operator/loom/engine/cluster"
 	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"
 )
@@ -70,23 +71,26 @@ type Rendered struct {
 }
 
 // RenderParents renders each parent with set, answering lookups from
-// reader (nil: they find nothing), and decides which children are applied
-// now, by the controller's own pipeline (engine/pipeline). Parents that
-// name no namespace get namespace. A render error, or a file that failed
+// reader (nil: they find nothing), with the registered workload clusters
+// clusters (see Clusters), and decides which children are applied now, by
+// the controller's own pipeline (engine/pipeline). Parents that name no
+// namespace get namespace. A render error, or a file that failed
 // although everything it looked up is ready, is an error naming the
 // parent.
 //
 // Each parent's render stops after timeout (0: no limit), as the
 // controller's stops at its reconcile timeout: a template that loops for
 // ever fails at the loop's line (render.ErrDeadline).
-func RenderParents(set *render.Set, parents []*unstructured.Unstructured, reader render.Reader, namespace string, timeout time.Duration) (Rendered, error) {
+func RenderParents(set *render.Set, parents []*unstructured.Unstructured, reader render.Reader, clusters []cluster.Registration, namespace string, timeout time.Duration) (Rendered, error) {
+	o := renderOptions(timeout)
+	o.Clusters = clusters
 	var out Rendered
 	for _, p := range parents {
 		if p.GetNamespace() == "" {
 			p.SetNamespace(namespace)
 		}
 		name := fmt.Sprintf("%s %s/%s", p.GetKind(), p.GetNamespace(), p.GetName())
-		planned, err := pipeline.Plan(context.Background(), set, p, reader, renderOptions(timeout))
+		planned, err := pipeline.Plan(context.Background(), set, p, reader, o)
 		if err != nil {
 			return Rendered{}, fmt.Errorf("render %s: %w", name, err)
 		}

@@ -126,7 +126,7 @@ func TestRenderParentsWaits(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := RenderParents(set, parents, reader, "default", DefaultTimeout)
+			got, err := RenderParents(set, parents, reader, nil, "default", DefaultTimeout)
 			if err != nil {
 				t.Fatalf("RenderParents: %v", err)
 			}
@@ -168,7 +168,7 @@ data:
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = RenderParents(set, parents, reader, "default", DefaultTimeout)
+	_, err = RenderParents(set, parents, reader, nil, "default", DefaultTimeout)
 	if err == nil || !strings.HasPrefix(err.Error(), "render App default/web: config.yaml:7: ") {
 		t.Fatalf("err = %v, want the file's error at config.yaml:7", err)
 	}

@@ -12,7 +12,11 @@
 // (keeping generated keys, labelling children with their shard bucket) are
 // Hooks it passes in, run in the order given.
 //
-// Data flows one way: parent + set + reader → render.Output → Hooks →
-// depend.Plan → Result. The package holds no state and reads nothing but
+// The registered workload clusters are an input too (Options.Clusters):
+// the render places children only in those the set's loom.yaml allows
+// (engine/render/placement), and the caller says which are registered.
+//
+// Data flows one way: parent + set + reader + clusters → render.Output →
+// Hooks → depend.Plan → Result. The package holds no state and reads nothing but
 // through the reader.
 package pipeline

@@ -7,8 +7,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/loom-operator/loom/engine/cluster"
+	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/depend"
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/render/placement"
 )
 
 // Hook is a step a caller takes on a render's output before the plan is
@@ -31,6 +34,12 @@ type Options struct {
 	// before the dependency decision; the first that fails stops the
 	// plan.
 	Hooks []Hook
+	// Clusters are the registered workload clusters (the controller's
+	// registry; offline, the registration Secrets of the lookups file).
+	// The render sees those the set's loom.yaml allows as .Clusters, and
+	// refuses a child aimed at any other (see render.Set.RenderPlaced).
+	// None: every child must go to the cluster Loom runs in.
+	Clusters []cluster.Registration
 }
 
 // Result is the plan for one parent.
@@ -45,7 +54,8 @@ type Result struct {
 }
 
 // Plan renders parent with set, answering its lookups from reader (nil:
-// they find nothing), runs o.Hooks on the output, and decides with
+// they find nothing), with the workload clusters o.Clusters that the set
+// may use, runs o.Hooks on the output, and decides with
 // loom.yaml's readiness rules which children wait for others they looked
 // up (depend.Decide).
 //
@@ -77,7 +87,11 @@ func renderParent(ctx context.Context, set *render.Set, parent *unstructured.Uns
 		ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, o.TimeoutCause)
 		defer cancel()
 	}
-	return set.RenderContext(ctx, parent, reader)
+	clusters, err := placement.New(o.Clusters, set.Config.Clusters)
+	if err != nil {
+		return nil, &render.Error{File: config.File, Err: err}
+	}
+	return set.RenderPlaced(ctx, parent, reader, clusters)
 }
 
 // Describe says, one line each, what plan holds back and why: each

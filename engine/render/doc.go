@@ -8,13 +8,16 @@
 //
 // Data flows one way:
 //
-//	parent ──► template data (.Parent, .Spec, .Name, …)
+//	parent ──► template data (.Parent, .Spec, .Name, …, and .Clusters: the
+//	           workload clusters the set may use, placement.Clusters)
 //	       ──► text/template + sprig, one file at a time
 //	       ──► YAML documents split on "---" (yamldoc.Split)
 //	       ──► decoded objects (yamldoc.Decode; cached by content)
 //	       ──► validation (required fields, names, strict decode of built-in kinds,
 //	           a kind the templates name: ScanKinds, kinds.go)
 //	       ──► injection (namespace, controller ownerReference, ApplySet labels)
+//	       ──► placement (a child's loom.dev/cluster names a registered cluster
+//	           the set may use: engine/render/placement)
 //	       ──► a stably ordered []*unstructured.Unstructured
 //
 // Decoding and validation have fast paths for what templates usually

@@ -12,6 +12,8 @@ import (
 
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/hook"
+	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/render/placement"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,13 +63,24 @@ func (s *Set) RenderWith(parent *unstructured.Unstructured, reader Reader) (*Out
 // context's error. A chart set's errors name its files by their path in
 // the set (onDisk).
 func (s *Set) RenderContext(ctx context.Context, parent *unstructured.Unstructured, reader Reader) (*Output, error) {
-	out, err := s.renderContext(ctx, parent, reader)
+	return s.RenderPlaced(ctx, parent, reader, placement.Clusters{})
+}
+
+// RenderPlaced is RenderContext with the workload clusters the set may
+// place children in (engine/pipeline makes them from the registrations
+// its caller gives): the child templates see them as .Clusters, and a
+// child whose loom.dev/cluster annotation names a cluster that is not
+// registered, or that the set may not use, is an *Error at its file and
+// line (placement.ErrNotRegistered, placement.ErrNotAllowed). With the
+// zero Clusters every child must go to the cluster Loom runs in.
+func (s *Set) RenderPlaced(ctx context.Context, parent *unstructured.Unstructured, reader Reader, clusters placement.Clusters) (*Output, error) {
+	out, err := s.renderContext(ctx, parent, reader, clusters)
 	return out, s.onDisk(err)
 }
 
-// renderContext is RenderContext, with a chart's files named as Helm
+// renderContext is RenderPlaced, with a chart's files named as Helm
 // names them.
-func (s *Set) renderContext(ctx context.Context, parent *unstructured.Unstructured, reader Reader) (*Output, error) {
+func (s *Set) renderContext(ctx context.Context, parent *unstructured.Unstructured, reader Reader, clusters placement.Clusters) (*Output, error) {
 	if err := stopped(ctx); err != nil {
 		return nil, &Error{File: s.Name, Err: err}
 	}
@@ -76,6 +89,7 @@ func (s *Set) renderContext(ctx context.Context, parent *unstructured.Unstructur
 	}
 	owner := newOwner(parent, s.Config.ClusterScopedKinds())
 	data := templateData(parent.DeepCopy().Object)
+	data["Clusters"] = clusters.Template()
 	r, err := s.pool.get()
 	if err != nil {
 		return nil, &Error{File: s.Name, Err: err}
@@ -100,6 +114,10 @@ func (s *Set) renderContext(ctx context.Context, parent *unstructured.Unstructur
 				return &Error{File: file, Line: o.line, Doc: o.doc, Object: objectName(o.obj), Err: err}
 			}
 			child := &unstructured.Unstructured{Object: o.obj}
+			if err := clusters.Check(child); err != nil {
+				line := s.findLine(file, o.line, object.AnnotationCluster)
+				return &Error{File: file, Line: line, Doc: o.doc, Object: objectName(o.obj), Err: err}
+			}
 			if err := checkDuplicate(seen, child, file, o); err != nil {
 				return err
 			}
@@ -158,9 +176,13 @@ func (s *Set) renderContext(ctx context.Context, parent *unstructured.Unstructur
 	if s.chart != nil {
 		out.Release = &rel
 	}
+	// The children a lookup may find: lookups read the cluster Loom runs
+	// in, where a child placed in another cluster never is.
 	names := make(map[string]bool, len(kids))
 	for _, k := range kids {
-		names[keyOf(k.obj)] = true
+		if object.TargetCluster(k.obj) == "" {
+			names[keyOf(k.obj)] = true
+		}
 	}
 	for _, f := range failed {
 		if !readsAny(f.Reads, names) {
@@ -391,13 +413,19 @@ type origin struct {
 }
 
 // checkDuplicate rejects a child with the same group, kind and name as one
-// rendered before, naming where both were rendered.
+// rendered before for the same cluster (object.TargetCluster), naming
+// where both were rendered: children in two clusters are two objects.
 func checkDuplicate(seen map[string]origin, c *unstructured.Unstructured, file string, o renderedDoc) error {
 	gk := c.GroupVersionKind().GroupKind()
-	key := gk.String() + "/" + c.GetName()
+	target := object.TargetCluster(c)
+	key := target + "\x00" + gk.String() + "/" + c.GetName()
 	if first, ok := seen[key]; ok {
+		in := ""
+		if target != "" {
+			in = " in cluster " + target
+		}
 		return &Error{File: file, Line: o.line, Doc: o.doc, Object: objectName(c.Object),
-			Err: fmt.Errorf("%s %q is also rendered by %s:%d (document %d); child names must be unique per kind", gk, c.GetName(), first.file, first.line, first.doc)}
+			Err: fmt.Errorf("%s %q%s is also rendered by %s:%d (document %d); child names must be unique per kind", gk, c.GetName(), in, first.file, first.line, first.doc)}
 	}
 	seen[key] = origin{file: file, line: o.line, doc: o.doc}
 	return nil

@@ -2,7 +2,8 @@
 // working cluster never takes: a port already in use, and a process that
 // exits right after it starts. Each test runs a copy of the script in a
 // folder of its own, with fake binaries and ports of its own, so it needs
-// no cluster and never touches the real one.
+// no cluster and never touches the real one. It also runs hack/e2e.sh
+// with fake cluster scripts, to check which clusters it starts and stops.
 package cluster
 
 import (

@@ -1,7 +1,10 @@
 // Package env is the harness that the cluster test suites (test/e2e and
 // test/faults) share: one Env per test binary, holding the clients of the
 // local cluster, the kubeconfig and the repository's paths (bin/loom, the
-// CRDs, the shipped templates).
+// CRDs, the shipped templates), and the workload cluster's clients
+// (Env.Workload: a second, bare control plane, found through
+// LOOM_E2E_WORKLOAD_KUBECONFIG or .cluster-workload/kubeconfig; a test
+// that needs it calls NeedWorkload, which fails without it).
 //
 // A suite's TestMain is one call, env.Main, which connects to the cluster,
 // installs the CRDs and runs the tests; each test reaches the cluster

@@ -34,6 +34,11 @@ type Env struct {
 	Kubeconfig string
 	// Binary is bin/loom, as make build leaves it.
 	Binary string
+	// Workload is the workload cluster (hack/cluster/workload.sh), nil
+	// when the suite has none: LOOM_E2E_WORKLOAD_KUBECONFIG unset and no
+	// .cluster-workload/kubeconfig. A test that needs it calls
+	// NeedWorkload, which fails without it.
+	Workload *Cluster
 
 	opts Options
 }
@@ -108,6 +113,9 @@ func setup(o Options) (*Env, error) {
 		return nil, err
 	}
 	e.Config, e.Dyn, e.Kube = c.Config, c.Dyn, c.Kube
+	if e.Workload, err = connectWorkload(ctx, root); err != nil {
+		return nil, err
+	}
 	if o.Settle {
 		// Namespaces still being deleted (by the e2e suite that ran before)
 		// would add their deletes to the API server's write counts.

@@ -213,6 +213,9 @@ func TestCheckSchema(t *testing.T) {
 			"a.yaml:3: .Parent.spec.imgae is not in the schema of App (did you mean image?)",
 			"a.yaml:4: .Children is not in the template data (it is only in the status template)",
 		}},
+		{name: "the clusters a set may use", files: map[string]string{
+			"a.yaml": "{{ range .Clusters }}{{ .Name }}{{ .Labels.env }}{{ end }}{{ len .Clusters }}\n{{ .Clustres }}",
+		}, want: []string{"a.yaml:2: .Clustres is not in the template data (did you mean Clusters?)"}},
 		{name: "every file, sorted by file and line", files: map[string]string{
 			"b.yaml": "{{ .Spec.b2 }}",
 			"a.yaml": "\n\n{{ .Spec.a3 }}\n{{ .Spec.a4 }}",
@@ -240,9 +243,12 @@ func TestCheckSchema(t *testing.T) {
 func TestCheckSchemaStatusTemplate(t *testing.T) {
 	set := templatesOf(t, map[string]string{
 		"a.yaml":      "{{ .Spec.image }}",
-		"status.yaml": "{{ $svc := dig \"Service\" .Name dict .Children }}url: {{ $svc.spec.x }}\n{{ .Spec.imgae }}",
+		"status.yaml": "{{ $svc := dig \"Service\" .Name dict .Children }}url: {{ $svc.spec.x }}\n{{ .Spec.imgae }}\n{{ .Clusters }}",
 	}, "status.yaml")
-	want := []string{"status.yaml:2: .Spec.imgae is not in the schema of App (did you mean image?)"}
+	want := []string{
+		"status.yaml:2: .Spec.imgae is not in the schema of App (did you mean image?)",
+		"status.yaml:3: .Clusters is not in the status template's data (only the child templates see it)",
+	}
 	if diff := cmp.Diff(want, messages(Check(set, schemaOf(t, appSpec)))); diff != "" {
 		t.Errorf("Check() (-want +got):\n%s", diff)
 	}

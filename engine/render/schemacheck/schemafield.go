@@ -2,6 +2,7 @@ package schemacheck
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"text/template/parse"
@@ -64,9 +65,10 @@ func freeForm(s *apiextv1.JSONSchemaProps) bool {
 	return false
 }
 
-// dataFields are the template data's fields (templateData); the status
-// template's data also has Children.
-var dataFields = []string{"Annotations", "Labels", "Name", "Namespace", "Parent", "Spec"}
+// dataFields are the template data's fields (templateData, with the
+// child templates' Clusters); the status template's data has Children
+// instead of Clusters.
+var dataFields = []string{"Annotations", "Clusters", "Labels", "Name", "Namespace", "Parent", "Spec"}
 
 // dataField is the type of a field of the template data. The data is a
 // fixed map, so a field it does not have is reported: it reads nothing.
@@ -83,10 +85,15 @@ func (c *schemaChecker) dataField(sc *scope, v *value, name string, pos parse.Po
 			c.report(sc, pos, ".Children is not in the template data (it is only in the status template)")
 		}
 		return nil
+	case "Clusters":
+		if v.status {
+			c.report(sc, pos, ".Clusters is not in the status template's data (only the child templates see it)")
+		}
+		return nil
 	}
 	names := dataFields
 	if v.status {
-		names = append([]string{"Children"}, names...)
+		names = append([]string{"Children"}, slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "Clusters" })...)
 	}
 	c.report(sc, pos, fmt.Sprintf(".%s is not in the template data%s", name, suggest(name, names)))
 	return nil
