@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/offline"
 	"github.com/loom-operator/loom/internal/kubeclient"
 )
 
@@ -40,6 +41,17 @@ func leaseNamespace(set, flag string) (string, error) {
 	}
 	return "", fmt.Errorf("%s is not set and Loom is not running in a pod (no $POD_NAMESPACE, no %s) to default it to the pod's namespace: set %s",
 		flag, serviceAccountNamespaceFile, flag)
+}
+
+// loomNamespace returns loom run's --loom-namespace: set, the value of
+// the flag; else the pod's own namespace (as leaseNamespace finds it);
+// else offline.DefaultLoomNamespace, the default of loom render's and
+// loom test's flag of the same name.
+func loomNamespace(set string) string {
+	if ns, err := leaseNamespace(set, "--loom-namespace"); err == nil {
+		return ns
+	}
+	return offline.DefaultLoomNamespace
 }
 
 // checkLeaseNamespace fails if the namespace of loom run's Leases does

@@ -69,3 +69,31 @@ func TestLeaseNamespace(t *testing.T) {
 		})
 	}
 }
+
+// loom run's --loom-namespace defaults to the pod's namespace, and out of
+// a pod to loom-system, the default of loom render's flag of that name.
+func TestLoomNamespace(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "namespace")
+	if err := os.WriteFile(file, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, flag, env, file, want string
+	}{
+		{"the flag wins", "set", "from-env", file, "set"},
+		{"$POD_NAMESPACE", "", "from-env", file, "from-env"},
+		{"the service account's namespace file", "", "", file, "from-file"},
+		{"out of a cluster", "", "", filepath.Join(dir, "absent"), "loom-system"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("POD_NAMESPACE", tt.env)
+			serviceAccountNamespaceFile = tt.file
+			t.Cleanup(func() { serviceAccountNamespaceFile = defaultServiceAccountNamespaceFile })
+			if got := loomNamespace(tt.flag); got != tt.want {
+				t.Errorf("loomNamespace(%q) = %q, want %q", tt.flag, got, tt.want)
+			}
+		})
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/offline"
 	"github.com/loom-operator/loom/engine/rbac"
 	"github.com/loom-operator/loom/engine/render"
 )
@@ -28,6 +29,7 @@ type rbacOptions struct {
 	leaseNS        string
 	sharded        bool
 	shardNS        string
+	loomNS         string
 	name           string
 	serviceAccount string
 	output         string // -o: "" (a YAML stream), json or yaml (a v1 List)
@@ -94,6 +96,7 @@ computed kind.`,
 	f.StringVar(&o.leaseNS, "leader-election-namespace", "loom-system", "loom run's --leader-election-namespace")
 	f.BoolVar(&o.sharded, "sharded", false, "loom run's --sharded: add the shard group's Leases")
 	f.StringVar(&o.shardNS, "shard-namespace", "loom-system", "loom run's --shard-namespace")
+	f.StringVar(&o.loomNS, "loom-namespace", offline.DefaultLoomNamespace, "loom run's --loom-namespace: where a set with loom.yaml's clusters reads the Secrets that register them")
 	f.StringVar(&o.name, "name", "loom", "name of the ClusterRole, Roles and bindings")
 	f.StringVar(&o.serviceAccount, "service-account", "loom-system/loom", "Loom's ServiceAccount, NAMESPACE/NAME")
 	f.BoolVar(&o.rules, "rules", false, "print the ClusterRole's rules alone, as a YAML list (the chart's files/rbac/rules.yaml)")
@@ -118,7 +121,7 @@ func (o rbacOptions) policy() (rbac.Policy, error) {
 			sets = append(sets, rs)
 		}
 	}
-	opts := rbac.Options{Namespace: o.namespace, InstallCRDs: o.installCRDs}
+	opts := rbac.Options{Namespace: o.namespace, InstallCRDs: o.installCRDs, LoomNamespace: o.loomNS}
 	if o.leaderElect {
 		opts.LeaseNamespace = o.leaseNS
 	}

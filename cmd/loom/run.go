@@ -27,7 +27,9 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/cluster"
 	"github.com/loom-operator/loom/engine/controller"
+	"github.com/loom-operator/loom/engine/offline"
 	"github.com/loom-operator/loom/engine/shard/member"
 	"github.com/loom-operator/loom/internal/kubeclient"
 	"github.com/loom-operator/loom/internal/version"
@@ -54,6 +56,10 @@ type runOptions struct {
 	// verbosity is -v, for --log-format json.
 	verbosity int
 	shard     shardOptions
+	// loomNS is --loom-namespace, whose Secrets register workload
+	// clusters; allowExec is --allow-kubeconfig-exec.
+	loomNS    string
+	allowExec bool
 }
 
 func newRunCommand() *cobra.Command {
@@ -111,6 +117,7 @@ failed, or when it lost the leader-election Lease (--leader-elect).`,
 					return err
 				}
 			}
+			o.loomNS = loomNamespace(o.loomNS)
 			if v := cmd.Flag("v"); v != nil {
 				o.verbosity, _ = strconv.Atoi(v.Value.String())
 			}
@@ -134,6 +141,8 @@ failed, or when it lost the leader-election Lease (--leader-elect).`,
 	f.StringVar(&o.logFormat, "log-format", logFormatText, "log format: text (klog's) or json (one JSON object per line: time, level, msg, then the line's keys)")
 	addShardFlags(f, &o.shard)
 	f.BoolVar(&o.releasePages, "release-startup-pages", true, "once at start and once ready, page out the binary's code and read-only data (madvise MADV_PAGEOUT on Linux 5.4+): the pages only start-up read leave the RSS and the page cache, and the ones still used are read back on their next fault")
+	f.StringVar(&o.loomNS, "loom-namespace", "", "Loom's namespace: its Secrets labelled loom.dev/cluster, and Cluster API's <cluster>-kubeconfig Secrets, register the workload clusters sets may place children in (default: the pod's namespace, else "+offline.DefaultLoomNamespace+")")
+	f.BoolVar(&o.allowExec, cluster.FlagAllowExec, false, "let a registered cluster's kubeconfig run an exec credential plugin or an auth-provider (code run in Loom's container on the say of whoever wrote the Secret)")
 	f.BoolVar(&o.installCRDs, "install-crds", false, "server-side apply each set's generated CRD (loom crd) at start and on every template reload, refusing a change that would break stored parents unless loom.yaml sets schema.allowBreakingChanges (needs get, list, watch, create and patch on customresourcedefinitions)")
 	return cmd
 }
@@ -174,6 +183,7 @@ func run(ctx context.Context, o runOptions) error {
 	mopts := controller.Options{
 		Config: cfg, TemplatesDir: o.templates, Workers: o.workers, Namespace: o.namespace,
 		ResyncPeriod: o.resync, Registry: reg, ReconcileTimeout: o.timeout, InstallCRDs: o.installCRDs,
+		LoomNamespace: o.loomNS, AllowKubeconfigExec: o.allowExec,
 	}
 	var mem *member.Member
 	if o.shard.enabled {

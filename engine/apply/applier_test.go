@@ -359,3 +359,33 @@ func checkAdoption(t *testing.T, err error, want any) {
 		}
 	}
 }
+
+// TestAdoptionRemote: a child placed in a workload cluster names its
+// parent in loom.dev/owner, and adoption there takes the same consent as
+// in the local cluster: an object of another owner (its own
+// ownerReference there, or another parent's annotation) is refused, and
+// a hand-made one needs the adopt annotation naming the parent.
+func TestAdoptionRemote(t *testing.T) {
+	const owner = "example.loom.dev/v1alpha1/MyResource/team-a/web/p1"
+	desired := fixture.Object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: team-a,
+  labels: {applyset.kubernetes.io/part-of: applyset-abc-v1}, annotations: {loom.dev/cluster: eu-1, loom.dev/owner: `+owner+`}}}`)
+	tests := []struct {
+		name    string
+		cur     string
+		wantErr any
+	}{
+		{"this parent's: adopted", `{metadata: {name: web, namespace: team-a, labels: {applyset.kubernetes.io/part-of: applyset-abc-v1},
+  annotations: {loom.dev/cluster: eu-1, loom.dev/owner: ` + owner + `}}}`, nil},
+		{"another parent's: refused", `{metadata: {name: web, namespace: team-a, labels: {applyset.kubernetes.io/part-of: applyset-xyz-v1},
+  annotations: {loom.dev/cluster: eu-1, loom.dev/owner: example.loom.dev/v1alpha1/MyResource/team-a/other/p2}}}`, &object.OwnedByAnotherError{}},
+		{"owned there by a controller of its own: refused", `{metadata: {name: web, namespace: team-a,
+  ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: d, uid: d1, controller: true}]}}`, &object.OwnedByAnotherError{}},
+		{"hand-made: refused", `{metadata: {name: web, namespace: team-a}}`, &object.NotAdoptedError{}},
+		{"annotated for this parent: adopted", `{metadata: {name: web, namespace: team-a, annotations: {loom.dev/adopt: MyResource.example.loom.dev/web}}}`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkAdoption(t, adoption(fixture.Object(t, tt.cur), desired), tt.wantErr)
+		})
+	}
+}

@@ -14,8 +14,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/controller/childcache"
+	"github.com/loom-operator/loom/engine/controller/clusters"
 	"github.com/loom-operator/loom/engine/controller/finalizer"
 	"github.com/loom-operator/loom/engine/controller/hookrun"
+	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/status"
 )
@@ -46,7 +48,11 @@ func (c *Controller) applyAll(ctx context.Context, rendered []*unstructured.Unst
 			results = append(results, object.Result{Ref: ref, APIVersion: child.GetAPIVersion(), Action: object.Failed, Err: err})
 			continue
 		}
-		gr, err := c.watchChildKind(ctx, child.GroupVersionKind())
+		pl, err := c.place(ctx, ref.Cluster)
+		gr := schema.GroupResource{}
+		if err == nil {
+			gr, err = pl.WatchKind(ctx, child.GroupVersionKind())
+		}
 		if err != nil {
 			results = append(results, object.Result{Ref: ref, APIVersion: child.GetAPIVersion(), Action: object.Failed,
 				Err: fmt.Errorf("apply %s: %w", ref, err)})
@@ -54,11 +60,11 @@ func (c *Controller) applyAll(ctx context.Context, rendered []*unstructured.Unst
 		}
 		cached := fresh[ref]
 		if cached == nil {
-			cached = c.sh.Cache.Get(gr, ref.Namespace, ref.Name)
+			cached = pl.Cache.Get(gr, ref.Namespace, ref.Name)
 		}
-		r := c.applier(ctx).Apply(ctx, child, cached)
+		r := pl.Applier.Apply(ctx, child, cached)
 		results = append(results, r)
-		if namespaceTerminating(r.Err) {
+		if object.NamespaceTerminating(r.Err) {
 			// Every other create in the namespace is refused alike.
 			klog.FromContext(ctx).V(2).Info("The parent's namespace is being deleted; creating no children", "child", ref.String())
 			break
@@ -72,46 +78,59 @@ func (c *Controller) applyAll(ctx context.Context, rendered []*unstructured.Unst
 	return results, live
 }
 
-// watchChildKind checks that the version a template names is served (the
-// apply uses it), and makes sure the informer of the kind's group-resource
-// runs and has synced. The informer watches the kind at the cluster's
-// preferred version, whatever version the templates name.
-func (c *Controller) watchChildKind(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupResource, error) {
-	if _, _, err := c.sh.Applier.Resource(gvk); err != nil {
-		return schema.GroupResource{}, err
+// place is the cluster a reconcile writes children to: the one Loom runs
+// in (""), or the workload cluster of that name, acting as the identity
+// ctx carries.
+func (c *Controller) place(ctx context.Context, cluster string) (clusters.Place, error) {
+	if cluster == "" {
+		return clusters.Place{Cache: c.sh.Cache, Applier: c.applier(ctx), Mapper: c.sh.Mapper}, nil
 	}
-	return c.watchGroupKind(ctx, gvk.GroupKind())
-}
-
-// watchGroupKind makes sure the informer of a kind runs and has synced.
-func (c *Controller) watchGroupKind(ctx context.Context, gk schema.GroupKind) (schema.GroupResource, error) {
-	m, err := c.sh.Mapper.RESTMapping(gk)
-	if err != nil {
-		return schema.GroupResource{}, err
-	}
-	return m.Resource.GroupResource(), c.sh.Cache.Ensure(ctx, m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace)
+	return c.sh.Fleet.Place(cluster, identity.FromContext(ctx))
 }
 
 // prune deletes the cached children of parent that did not render, and
-// releases those to keep (object.AnnotationDeletePolicy orphan). It only
+// releases those to keep (object.AnnotationDeletePolicy orphan), in the
+// cluster Loom runs in and in each workload cluster the parent places
+// children in or did (its status.children say which), but those that did
+// not answer. It only
 // runs when every child kind resolved and its cache synced, so that a kind
 // that is temporarily not served, or not readable, never causes its
 // children to be deleted. Children are matched by group, kind, namespace
 // and name: a child rendered at a new version is the same child.
-func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured) (object.ChangeSet, error) {
-	// Kinds listed in the parent's status were rendered before; watch them
-	// so that children of a kind no template renders any more are found.
-	for _, gvk := range status.ChildKinds(parent) {
-		if _, err := c.watchGroupKind(ctx, gvk.GroupKind()); err != nil && !meta.IsNoMatchError(err) {
-			return nil, err
-		}
-	}
+func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, unreachable map[string]error) (object.ChangeSet, error) {
 	keep := make(map[object.Ref]bool, len(rendered))
 	for _, r := range rendered {
 		keep[object.RefOf(r)] = true
 	}
+	var cs object.ChangeSet
+	for _, cl := range clusters.Targeted(rendered, status.ChildClusters(parent)) {
+		if unreachable[cl] != nil {
+			continue // its children there are not known
+		}
+		pl, err := c.place(ctx, cl)
+		if err != nil {
+			return cs, err
+		}
+		part, err := c.prunePlace(ctx, pl, parent, keep)
+		if cs = append(cs, part...); err != nil {
+			return cs, err
+		}
+	}
+	return cs, cs.Retryable()
+}
+
+// prunePlace is prune in one cluster: keep are the children rendered, in
+// every cluster.
+func (c *Controller) prunePlace(ctx context.Context, pl clusters.Place, parent *unstructured.Unstructured, keep map[object.Ref]bool) (object.ChangeSet, error) {
+	// Kinds listed in the parent's status were rendered before; watch them
+	// so that children of a kind no template renders any more are found.
+	for _, gvk := range status.ChildKinds(parent) {
+		if _, err := pl.WatchGroupKind(ctx, gvk.GroupKind()); err != nil && !meta.IsNoMatchError(err) {
+			return nil, err
+		}
+	}
 	var stale, orphans []*unstructured.Unstructured
-	for _, child := range c.sh.Cache.Owned(parent.GetUID()) {
+	for _, child := range pl.Cache.Owned(parent.GetUID()) {
 		switch {
 		case keep[object.RefOf(child)] || !object.IsChildOf(child, parent) || child.GetDeletionTimestamp() != nil:
 		case hookrun.IsRun(child):
@@ -125,18 +144,18 @@ func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructure
 			stale = append(stale, child)
 		}
 	}
-	cs := c.applier(ctx).Prune(ctx, stale)
-	cs = append(cs, c.applier(ctx).Release(ctx, orphans, parent.GetUID())...)
-	return cs, retryableOf(cs)
+	cs := pl.Applier.Prune(ctx, stale)
+	return append(cs, pl.Applier.Release(ctx, orphans, parent.GetUID())...), nil
 }
 
-// hasUnwatched reports whether a child's kind is not served by the
+// hasUnwatched reports whether a local child's kind is not served by the
 // cluster, or its cache could not be filled: the parent waits for a CRD
-// change or for that informer to sync.
+// change or for that informer to sync. (A workload cluster's are
+// clusters.Unanswered.)
 func hasUnwatched(results object.ChangeSet) bool {
 	for _, r := range results {
 		var nw *childcache.NotWatchedError
-		if r.Err != nil && (meta.IsNoMatchError(r.Err) || errors.As(r.Err, &nw)) {
+		if r.Err != nil && r.Ref.Cluster == "" && (meta.IsNoMatchError(r.Err) || errors.As(r.Err, &nw)) {
 			return true
 		}
 	}

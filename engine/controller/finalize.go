@@ -26,7 +26,7 @@ func (c *Controller) newGuards() *finalizer.Guards {
 		Set:      c.set.Load,
 		Applier:  func(ctx context.Context) finalizer.Applier { return c.applier(ctx) },
 		Observe:  func(cs object.ChangeSet) { c.sh.Metrics.ObserveChanges(c.gvk.Kind, cs) },
-		Recorder: c.sh.Recorder,
+		Recorder: c.sh.Recorder, Remote: c.sh.Fleet,
 	}
 }
 

@@ -98,6 +98,7 @@ func (c *Controller) onDelete(obj any) {
 func (c *Controller) forget(key cache.ObjectName, uid types.UID) {
 	if c.sh != nil && c.sh.Cache != nil { // nil: a Manager that never ran
 		c.sh.Cache.Forget(childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key})
+		c.sh.Fleet.Use(uid, nil)
 	}
 	c.status.Forget(uid)
 	c.mu.Lock()

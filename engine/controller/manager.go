@@ -25,6 +25,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/controller/childcache"
+	"github.com/loom-operator/loom/engine/controller/clusters"
 	"github.com/loom-operator/loom/engine/controller/crdinstall"
 	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/controller/metrics"
@@ -80,6 +81,12 @@ type Options struct {
 	// KEP-5866 shardSelector on parent lists and watches; a server without
 	// the ShardedListAndWatch gate ignores it. Loom filters in any case.
 	ShardServerFilter bool
+	// LoomNamespace is Loom's namespace: its Secrets register the
+	// workload clusters sets may place children in (engine/cluster).
+	LoomNamespace string
+	// AllowKubeconfigExec lets a registration's kubeconfig run a
+	// credential plugin (cluster.Options.AllowExec).
+	AllowKubeconfigExec bool
 }
 
 // Manager runs one parent controller per template set, the shared child
@@ -125,6 +132,12 @@ type Manager struct {
 	perms *identity.Permissions
 	// idents are the sets' ServiceAccounts Loom acts as.
 	idents identity.Source
+	// kube is the typed clients; registry the registered workload
+	// clusters, and fleet the clients of those children are placed in,
+	// from Run on.
+	kube     *kubeclient.Clients
+	registry *clusters.Registry
+	fleet    *clusters.Fleet
 }
 
 // New builds a Manager. It loads no templates and contacts no server until
@@ -197,7 +210,7 @@ func New(opts Options) (*Manager, error) {
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	m := &Manager{
-		opts: opts, client: client, mapper: mapper, meta: mc, slim: slim, strip: strip,
+		opts: opts, client: client, mapper: mapper, meta: mc, slim: slim, strip: strip, kube: kube,
 		applier:     apply.New(client, mapper, opts.FieldManager, apply.WithOpenAPI(disco.OpenAPIV3())),
 		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "loom"}),
 		broadcast:   b,
@@ -207,7 +220,7 @@ func New(opts Options) (*Manager, error) {
 		dirs:        map[string]schema.GroupKind{},
 		awaited:     make(chan struct{}, 1),
 		caps:        reader.NewCapabilities(disco),
-		perms:       identity.NewPermissions(kube.AuthorizationV1().SelfSubjectAccessReviews(), opts.ReconcileTimeout, opts.Namespace, opts.InstallCRDs),
+		perms:       identity.NewPermissions(kube.AuthorizationV1().SelfSubjectAccessReviews(), opts.ReconcileTimeout, opts.Namespace, opts.InstallCRDs, opts.LoomNamespace),
 	}
 	if opts.InstallCRDs {
 		m.installer = crdinstall.New(client, opts.FieldManager, m.recorder, opts.ReconcileTimeout)
@@ -248,10 +261,19 @@ func (m *Manager) Run(ctx context.Context) error {
 		Namespace: m.opts.Namespace, Resync: m.opts.ResyncPeriod,
 		Route: m.route, Synced: m.childSynced, Enqueue: m.enqueueParent,
 	}
+	m.registry = clusters.NewRegistry(ctx, m.kube.CoreV1(), m.opts.LoomNamespace, m.opts.ResyncPeriod, m.clustersChanged)
+	fo := clusters.Options{AllowExec: m.opts.AllowKubeconfigExec, Deadline: 2 * m.opts.ReconcileTimeout,
+		FieldManager: m.opts.FieldManager, Namespace: m.opts.Namespace, Resync: m.opts.ResyncPeriod, Owner: m.opts.Shard,
+		Route: m.dispatch, Synced: m.childSynced, Enqueue: m.enqueueParent,
+		Reachable: func(cl string, ok bool) {
+			m.metrics.ClusterReachable.WithLabelValues(cl).Set(map[bool]float64{true: 1}[ok])
+		}}
 	if m.opts.Shard != nil {
 		cfg.ParentUID, cfg.Held = transport.ParentUIDFrom, m.opts.Shard.Held
+		fo.ParentUID, fo.Held = cfg.ParentUID, cfg.Held
 	}
 	m.cache = childcache.New(ctx, cfg)
+	m.fleet = clusters.NewFleet(ctx, m.registry, fo)
 	m.seeds = seed.NewStore(m.client)
 	if sh := m.opts.Shard; sh != nil {
 		sh.Subscribe(m.resharded)
@@ -294,6 +316,7 @@ func (m *Manager) resharded(held shard.Set) {
 	for _, ref := range m.cache.Keep(held) {
 		m.applier.Forget(ref)
 	}
+	m.fleet.Keep(held)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range m.controllers {
@@ -325,7 +348,7 @@ func (m *Manager) shared() *Shared {
 	return &Shared{
 		Client: m.client, Parents: m.strip, Mapper: m.mapper, Applier: m.applier, Cache: m.cache,
 		Recorder: m.recorder, Metrics: m.metrics, Identities: m.idents, Seeds: m.seeds,
-		Capabilities: m.caps.Get, KindAwaited: m.kindAwaited,
+		Capabilities: m.caps.Get, KindAwaited: m.kindAwaited, Clusters: m.registry, Fleet: m.fleet,
 		FieldManager: m.opts.FieldManager, Namespace: m.opts.Namespace, ReconcileTimeout: m.opts.ReconcileTimeout,
 		Resync: m.opts.ResyncPeriod, Clock: m.opts.Clock, Shard: m.opts.Shard, ShardServerFilter: m.opts.ShardServerFilter,
 	}
@@ -372,6 +395,12 @@ func (m *Manager) route(ev childcache.OwnerEvent) {
 	} else if m.applier.Observe(ref, ev.Child.GetResourceVersion()) {
 		return
 	}
+	m.dispatch(ev)
+}
+
+// dispatch sends a child event, of any cluster, to the controller of the
+// child's owner.
+func (m *Manager) dispatch(ev childcache.OwnerEvent) {
 	gv, err := schema.ParseGroupVersion(ev.Ref.APIVersion)
 	if err != nil {
 		return
@@ -391,6 +420,18 @@ func (m *Manager) enqueueParent(p childcache.ParentKey) {
 	m.mu.Unlock()
 	if c != nil {
 		c.Enqueue(p.Name)
+	}
+}
+
+// clustersChanged re-reconciles the parents of each set that may use one
+// of the cluster registrations that changed.
+func (m *Manager) clustersChanged(changed clusters.Change) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.controllers {
+		if changed.Affects(c.Set().Config.Clusters) {
+			c.EnqueueAll()
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/controller/childcache"
+	"github.com/loom-operator/loom/engine/controller/clusters"
 	"github.com/loom-operator/loom/engine/controller/hookrun"
 	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/controller/reader"
@@ -54,7 +55,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName, parent
 	if err := c.report(ctx, a, ap); err != nil {
 		return err
 	}
-	return errors.Join(retryableOf(ap.results), pruneErr, a.reader.Err())
+	return errors.Join(ap.results.Retryable(), pruneErr, a.reader.Err())
 }
 
 // attempt is what one reconcile of a parent works with, from begin on.
@@ -82,6 +83,9 @@ type applied struct {
 	all         object.ChangeSet
 	live        map[object.Ref]*unstructured.Unstructured
 	terminating bool // an apply met the namespace being deleted
+	// unreachable are the workload clusters that did not answer: no
+	// prune there, and the parent says so.
+	unreachable map[string]error
 }
 
 // gone handles a parent that is gone (nothing to do) or going: its
@@ -141,7 +145,7 @@ func (c *Controller) begin(ctx context.Context, key cache.ObjectName, parent *un
 func (c *Controller) planChildren(ctx context.Context, a *attempt) (*pipeline.Result, error) {
 	logger := klog.FromContext(ctx)
 	planned, renderErr := c.render(ctx, a.set, a.parent, a.reader)
-	if namespaceTerminating(renderErr) || namespaceTerminating(a.reader.Err()) {
+	if object.NamespaceTerminating(renderErr) || object.NamespaceTerminating(a.reader.Err()) {
 		logger.V(2).Info("The parent's namespace is being deleted; creating nothing", "err", errors.Join(renderErr, a.reader.Err()))
 		return nil, nil
 	}
@@ -188,9 +192,12 @@ func (c *Controller) applyChildren(ctx context.Context, a *attempt, planned *pip
 		ap.all = append(ap.all, ap.results...)
 	}
 	c.setUnserved(a.key, hasUnwatched(ap.results))
+	ap.unreachable = c.sh.Fleet.Observe(ap.results)
 	for ref := range ap.Plan.Held {
-		if l := c.sh.Cache.Get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
-			ap.live[ref] = l
+		if pl, err := c.place(ctx, ref.Cluster); err == nil {
+			if l := pl.Cache.Get(c.groupResource(ref), ref.Namespace, ref.Name); l != nil {
+				ap.live[ref] = l
+			}
 		}
 	}
 	return ap
@@ -210,7 +217,7 @@ func (c *Controller) applyPass(ctx context.Context, a *attempt, planned *pipelin
 	owner, held := c.guards.Protect(ctx, owner, out.Children)
 	toApply, hookDeletes, hookLive := a.hooks.Gate(ctx, hookCluster{c}, a.set, a.parent, out, planned.Plan.Apply, a.reader.Fresh)
 	results, live = c.applyAll(ctx, toApply, a.reader.Fresh, held)
-	if terminatingIn(results) {
+	if results.Terminating() {
 		return owner, results, live, true
 	}
 	a.hooks.Applied(results)
@@ -223,12 +230,13 @@ func (c *Controller) applyPass(ctx context.Context, a *attempt, planned *pipelin
 // pruneChildren is step 4: prune this parent's children that no longer
 // render (releasing those to keep), and settle its finalizers. A child
 // that waits is rendered, so kept; while a failed file waits, or a child
-// kind is not watched, its children are unknown, and nothing is pruned.
+// kind is not watched here, its children are unknown, and nothing is
+// pruned; nor in a workload cluster that did not answer.
 // The prune's results join ap's.
 func (c *Controller) pruneChildren(ctx context.Context, a *attempt, ap *applied) error {
 	var errs error
 	if ap.Plan.Complete && !hasUnwatched(ap.results) {
-		pruned, pruneErr := c.prune(ctx, a.parent, ap.Output.Children)
+		pruned, pruneErr := c.prune(ctx, a.parent, ap.Output.Children, ap.unreachable)
 		c.guards.RecordOrphans(ctx, a.parent, pruned, "as it no longer renders")
 		var finErr error
 		if pruneErr == nil {
@@ -238,6 +246,7 @@ func (c *Controller) pruneChildren(ctx context.Context, a *attempt, ap *applied)
 		ap.all = append(ap.all, pruned...)
 		errs = errors.Join(pruneErr, finErr)
 	}
+	c.sh.Fleet.Use(a.parent.GetUID(), clusters.Targeted(ap.Output.Children, status.ChildClusters(a.parent)))
 	c.sh.Metrics.ObserveChanges(c.gvk.Kind, ap.all)
 	if n := ap.all.Writes(); n > 0 {
 		klog.FromContext(ctx).V(2).Info("Applied children", "writes", n)
@@ -250,7 +259,7 @@ func (c *Controller) pruneChildren(ctx context.Context, a *attempt, ap *applied)
 // and its release record.
 func (c *Controller) report(ctx context.Context, a *attempt, ap *applied) error {
 	out, plan := ap.Output, ap.Plan
-	in := status.Input{Rendered: out.Children, Results: ap.results, Live: ap.live, Waits: plan.Waits, Cycles: plan.Cycles, Revision: a.revision}
+	in := status.Input{Rendered: out.Children, Results: ap.results, Live: ap.live, Waits: plan.Waits, Cycles: plan.Cycles, Revision: a.revision, Unreachable: ap.unreachable}
 	in.Extra, in.ExtraErr = c.renderStatusExtra(ctx, a.set, a.parent, out.Children, ap.live, a.reader)
 	in = statuswriter.WithNotes(in, out.Notes)
 	if a.hooks != nil {

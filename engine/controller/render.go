@@ -29,7 +29,9 @@ import (
 // Between the render and the decision, in this order: generated keys and
 // certificates are kept before any child holds them (a restart after the
 // apply must render them again), the seed is marked, and on a sharded
-// replica each child is labelled with its parent's bucket.
+// replica each child is labelled with its parent's bucket. A set that may
+// place children in workload clusters (loom.yaml's clusters) renders with
+// the registered clusters, once the registry has read them.
 func (c *Controller) render(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, lookups *reader.Reader) (*pipeline.Result, error) {
 	hooks := []pipeline.Hook{
 		func(parent *unstructured.Unstructured, out *render.Output) error {
@@ -49,7 +51,15 @@ func (c *Controller) render(ctx context.Context, set *render.Set, parent *unstru
 		})
 	}
 	d, cause := c.renderDeadline()
-	return pipeline.Plan(ctx, set, parent, lookups, pipeline.Options{Timeout: d, TimeoutCause: cause, Hooks: hooks})
+	opts := pipeline.Options{Timeout: d, TimeoutCause: cause, Hooks: hooks}
+	if set.Config.Clusters != nil && c.sh != nil && c.sh.Clusters != nil {
+		regs, err := c.sh.Clusters.Registrations(ctx)
+		if err != nil {
+			return nil, lookups.Fail(err) // retried, as a lookup the cluster did not answer
+		}
+		opts.Clusters = regs
+	}
+	return pipeline.Plan(ctx, set, parent, lookups, opts)
 }
 
 // renderContext bounds one render of the status template by

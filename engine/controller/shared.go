@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/loom-operator/loom/engine/apply"
+	"github.com/loom-operator/loom/engine/controller/clusters"
 	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/controller/metrics"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
@@ -48,6 +49,11 @@ type Shared struct {
 	// to wait for a kind the cluster does not serve, so that discovery is
 	// refreshed until it is.
 	KindAwaited func()
+	// Clusters are the registered workload clusters, which the renders
+	// of sets with loom.yaml's clusters are given.
+	Clusters *clusters.Registry
+	// Fleet places children in the workload clusters.
+	Fleet *clusters.Fleet
 
 	// FieldManager is the server-side apply field manager.
 	FieldManager string

@@ -29,7 +29,8 @@ func loomStatus() map[string]apiextv1.JSONSchemaProps {
 				Type: "object", Required: []string{"kind", "name", "ready"},
 				Properties: map[string]apiextv1.JSONSchemaProps{
 					"apiVersion": {Type: "string"}, "kind": {Type: "string"}, "name": {Type: "string"},
-					"ready": {Type: "boolean"}, "status": {Type: "string"}, "message": {Type: "string"},
+					"cluster": {Type: "string", Description: "The registered workload cluster the child is in (loom.dev/cluster); absent for the cluster Loom runs in."},
+					"ready":   {Type: "boolean"}, "status": {Type: "string"}, "message": {Type: "string"},
 				},
 			}},
 		},

@@ -41,7 +41,9 @@ func Decide(out *render.Output, rules []config.ReadinessRule) Plan {
 	p := Plan{Held: map[object.Ref]bool{}, Complete: true}
 	index := make(map[key]int, len(out.Children))
 	for i, c := range out.Children {
-		index[keyOf(c.GroupVersionKind().GroupKind(), c.GetNamespace(), c.GetName())] = i
+		if object.TargetCluster(c) == "" { // lookups read the cluster Loom runs in
+			index[keyOf(c.GroupVersionKind().GroupKind(), c.GetNamespace(), c.GetName())] = i
+		}
 	}
 	// 1. The edges: child i looked up child j (j != i), and whether j, as
 	//    read, is ready.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -68,6 +69,12 @@ func child(kind, name string) *unstructured.Unstructured {
 		"apiVersion": apiVersion, "kind": kind,
 		"metadata": map[string]any{"name": name, "namespace": "default"},
 	}}
+}
+
+// inCluster places a child in the workload cluster name.
+func inCluster(c *unstructured.Unstructured, name string) *unstructured.Unstructured {
+	c.SetAnnotations(map[string]string{object.AnnotationCluster: name})
+	return c
 }
 
 // read is a lookup of kind/name in default that returned live (a YAML
@@ -162,6 +169,20 @@ func TestDecide(t *testing.T) {
 				Apply:    []string{"Deployment web"},
 				Held:     []string{"ConfigMap default/web-config"},
 				Waits:    []string{"ConfigMap default/web-config: ConfigMap web-config waits for Deployment web: Available: 0/2"},
+				Complete: true,
+			},
+		},
+		{
+			name: "the same name in a workload cluster is another child: one waits, the other is applied",
+			children: []*unstructured.Unstructured{child("ConfigMap", "web-config"), inCluster(child("ConfigMap", "web-config"), "eu-1"),
+				child("Deployment", "web"), inCluster(child("Deployment", "web"), "eu-1")},
+			reads: func(t *testing.T) [][]render.Read {
+				return [][]render.Read{{read(t, "Deployment", "web", "")}, nil, nil, nil}
+			},
+			want: decision{
+				Apply:    []string{"ConfigMap web-config", "Deployment web", "Deployment web"},
+				Held:     []string{"ConfigMap default/web-config"},
+				Waits:    []string{"ConfigMap default/web-config: ConfigMap web-config waits for Deployment web: not found yet"},
 				Complete: true,
 			},
 		},

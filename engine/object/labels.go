@@ -17,4 +17,10 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByValue is LabelManagedBy's value.
 	ManagedByValue = "loom"
+	// LabelParentUID is set on a child placed in a workload cluster
+	// (AnnotationCluster) to its parent's UID: no ownerReference can
+	// cross clusters, so the child names its parent by AnnotationOwner,
+	// and this label lets that cluster's children of one parent be
+	// selected.
+	LabelParentUID = "loom.dev/parent-uid"
 )

@@ -11,7 +11,9 @@ import (
 
 // AnnotationOwner names the parent of a cluster-scoped child of a
 // namespaced parent, which no ownerReference can reach (the garbage
-// collector refuses a namespaced owner of a cluster-scoped object):
+// collector refuses a namespaced owner of a cluster-scoped object), and
+// of a child placed in a workload cluster (AnnotationCluster), which no
+// ownerReference can reach either:
 // "<apiVersion>/<kind>/<namespace>/<name>/<uid>", for example
 // "example.loom.dev/v1alpha1/MyResource/team-a/web/0b6f...". Loom treats it
 // as the child's controller reference; the parent's ApplySet label is
@@ -29,6 +31,24 @@ const FinalizerClusterChildren = "loom.dev/cluster-children"
 // AnnotationOrphanKinds does for children to keep), so that Loom knows
 // which kinds to list when the parent is deleted, even after a restart.
 const AnnotationClusterKinds = "loom.dev/cluster-kinds"
+
+// FinalizerRemoteChildren is set on a parent while it has children in
+// workload clusters (AnnotationCluster), and only then: no garbage
+// collector deletes them with the parent, so Loom deletes them, waits
+// until they are gone, and only then removes the finalizer.
+const FinalizerRemoteChildren = "loom.dev/remote-children"
+
+// AnnotationRemoteClusters, set on a parent with FinalizerRemoteChildren,
+// lists the workload clusters it has children in (comma-separated names,
+// sorted), so that Loom knows where to delete them when the parent is
+// deleted, even after a restart.
+const AnnotationRemoteClusters = "loom.dev/remote-clusters"
+
+// AnnotationAbandonClusterChildren, set on a deleted parent by an admin,
+// names the workload clusters (comma-separated) whose registration is gone
+// and whose children Loom is to leave there, so that the parent can go: it
+// is the way out when a cluster's credentials were deleted for good.
+const AnnotationAbandonClusterChildren = "loom.dev/abandon-cluster-children"
 
 // FormatOwner returns the AnnotationOwner value naming ref, an owner in
 // namespace.
@@ -62,10 +82,10 @@ func ParseOwner(s string) (ref metav1.OwnerReference, namespace string, ok bool)
 
 // OwnerOf returns obj's controller: its controller ownerReference and
 // obj's namespace, or, when it has none and is cluster-scoped (no
-// namespace), the owner its AnnotationOwner names and that owner's
-// namespace. It returns nil when obj has neither: on a namespaced object
-// the annotation means nothing, since an ownerReference can reach its
-// parent.
+// namespace) or placed in a workload cluster, the owner its
+// AnnotationOwner names and that owner's namespace (see ControllerOf). It
+// returns nil when obj has neither: on a local namespaced object the
+// annotation means nothing, since an ownerReference can reach its parent.
 func OwnerOf(obj *unstructured.Unstructured) (*metav1.OwnerReference, string) {
 	return ControllerOf(metav1.GetControllerOfNoCopy(obj), obj.GetNamespace(), func(key string) (string, bool) {
 		v, ok := obj.GetAnnotations()[key]
@@ -79,14 +99,26 @@ func OwnerOf(obj *unstructured.Unstructured) (*metav1.OwnerReference, string) {
 // annotation looks up one of its annotations. annotation is called only
 // when the decision needs it: for a cluster-scoped object without a
 // controller reference.
+//
+// A namespaced object without a controller reference has the owner its
+// AnnotationOwner names only when it is placed in a workload cluster (a
+// non-empty AnnotationCluster), where no ownerReference can reach its
+// parent, and only an owner of its own namespace, as an ownerReference
+// would be.
 func ControllerOf(controller *metav1.OwnerReference, namespace string, annotation func(key string) (string, bool)) (*metav1.OwnerReference, string) {
 	if controller != nil {
 		return controller, namespace
 	}
-	if namespace != "" {
+	if namespace == "" {
+		return parseAnnotatedOwner(annotation(AnnotationOwner))
+	}
+	if cl, _ := annotation(AnnotationCluster); cl == "" {
 		return nil, ""
 	}
-	return parseAnnotatedOwner(annotation(AnnotationOwner))
+	if ref, ns := parseAnnotatedOwner(annotation(AnnotationOwner)); ref != nil && ns == namespace {
+		return ref, ns
+	}
+	return nil, ""
 }
 
 // AnnotatedOwner returns the owner that annotations' AnnotationOwner

@@ -68,6 +68,19 @@ func TestOwnerOf(t *testing.T) {
 	if ref, _ := OwnerOf(withAnn(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "team-a"}}})); ref != nil {
 		t.Errorf("OwnerOf(a namespaced object with the annotation only) = %+v, want nil: an ownerReference can reach its parent", ref)
 	}
+	remote := func(ns string) *unstructured.Unstructured {
+		o := withAnn(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": ns}}})
+		ann := o.GetAnnotations()
+		ann[AnnotationCluster] = "eu-1"
+		o.SetAnnotations(ann)
+		return o
+	}
+	if ref, ns := OwnerOf(remote("team-a")); ref == nil || ref.UID != "uid-1" || ns != "team-a" {
+		t.Errorf("OwnerOf(a child placed in a workload cluster) = %+v, %q; want MyResource team-a/web uid-1", ref, ns)
+	}
+	if ref, _ := OwnerOf(remote("team-b")); ref != nil {
+		t.Errorf("OwnerOf(a child placed in a workload cluster, naming a parent of another namespace) = %+v, want nil", ref)
+	}
 	cm := withAnn(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "team-b"}}})
 	cm.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "d", UID: "uid-9", Controller: &yes}})
 	ref, ns = OwnerOf(cm)
@@ -77,9 +90,10 @@ func TestOwnerOf(t *testing.T) {
 }
 
 // TestControllerOfLooksUpTheAnnotationOnlyWhenNeeded checks that
-// ControllerOf reads the annotation only for a cluster-scoped object
-// without a controller reference: pack.Packed.Owner relies on it to scan
-// its JSON only then.
+// ControllerOf reads annotations only for an object without a controller
+// reference: pack.Packed.Owner relies on it to scan its JSON only then.
+// A namespaced one counts its owner annotation only when it is placed in
+// a workload cluster, and only for an owner of its own namespace.
 func TestControllerOfLooksUpTheAnnotationOnlyWhenNeeded(t *testing.T) {
 	yes := true
 	ref := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "d", UID: "d1", Controller: &yes}
@@ -94,7 +108,9 @@ func TestControllerOfLooksUpTheAnnotationOnlyWhenNeeded(t *testing.T) {
 	}{
 		{"a controller reference", ref, "team-b", "d1", "team-b", false},
 		{"a cluster-scoped controller reference", ref, "", "d1", "", false},
-		{"a namespaced object without one", nil, "team-b", "", "", false},
+		{"a namespaced object without one, the owner in another namespace", nil, "team-b", "", "", true},
+		{"a namespaced object without one, the owner in its namespace", nil, "team-a", "p1", "team-a", true},
+		{"a local namespaced object without one", nil, "team-a", "", "", true},
 		{"a cluster-scoped object without one", nil, "", "p1", "team-a", true},
 	}
 	for _, tt := range tests {
@@ -102,7 +118,12 @@ func TestControllerOfLooksUpTheAnnotationOnlyWhenNeeded(t *testing.T) {
 			looked := false
 			got, ns := ControllerOf(tt.controller, tt.namespace, func(key string) (string, bool) {
 				looked = true
-				if key != AnnotationOwner {
+				switch {
+				case key == AnnotationCluster && tt.name != "a local namespaced object without one":
+					return "eu-1", true
+				case key == AnnotationCluster:
+					return "", false
+				case key != AnnotationOwner:
 					t.Errorf("looked up %q, want %q", key, AnnotationOwner)
 				}
 				return annotated, true

@@ -29,28 +29,40 @@ const (
 	Failed Action = "failed"
 )
 
-// Ref identifies one object by group, kind, namespace and name. The
-// version is left out on purpose: one object served at two versions (an
-// autoscaling/v1 and an autoscaling/v2 HorizontalPodAutoscaler) is one
-// object, as in cli-utils' ObjMetadata.
+// Ref identifies one object by group, kind, namespace and name, and the
+// workload cluster it is placed in. The version is left out on purpose:
+// one object served at two versions (an autoscaling/v1 and an
+// autoscaling/v2 HorizontalPodAutoscaler) is one object, as in cli-utils'
+// ObjMetadata. Two clusters may each hold an object of the same kind,
+// namespace and name: they are two objects.
 type Ref struct {
 	GroupKind schema.GroupKind
 	Namespace string
 	Name      string
+	// Cluster is the registered workload cluster the object is placed in
+	// (TargetCluster), "" for the cluster Loom runs in.
+	Cluster string
 }
 
-// RefOf returns the Ref of an object.
+// RefOf returns the Ref of an object, in the cluster its AnnotationCluster
+// names (rendered children carry it, and so do the objects applied from
+// them).
 func RefOf(obj *unstructured.Unstructured) Ref {
-	return Ref{GroupKind: obj.GroupVersionKind().GroupKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	return Ref{GroupKind: obj.GroupVersionKind().GroupKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Cluster: TargetCluster(obj)}
 }
 
-// String formats the ref as "Deployment.apps default/web".
+// String formats the ref as "Deployment.apps default/web", followed by
+// " in cluster eu-1" for an object in a workload cluster.
 func (r Ref) String() string {
 	gk := r.GroupKind.String()
-	if r.Namespace == "" {
-		return gk + " " + r.Name
+	s := gk + " " + r.Name
+	if r.Namespace != "" {
+		s = fmt.Sprintf("%s %s/%s", gk, r.Namespace, r.Name)
 	}
-	return fmt.Sprintf("%s %s/%s", gk, r.Namespace, r.Name)
+	if r.Cluster != "" {
+		s += " in cluster " + r.Cluster
+	}
+	return s
 }
 
 // Result is the outcome for one object.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -40,5 +41,24 @@ func TestChangeSet(t *testing.T) {
 	}
 	if got := (ChangeSet{{Action: Unchanged}}).Err(); got != nil {
 		t.Errorf("Err() of a change set without failures = %v, want nil", got)
+	}
+}
+
+// A child placed in a workload cluster is another object than the one of
+// the same kind, namespace and name in the cluster Loom runs in.
+func TestRefOfACluster(t *testing.T) {
+	local := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "web", "namespace": "team-a"}}}
+	remote := local.DeepCopy()
+	remote.SetAnnotations(map[string]string{AnnotationCluster: "eu-1"})
+	if RefOf(local) == RefOf(remote) {
+		t.Errorf("RefOf(local) == RefOf(remote) = %v, want two refs", RefOf(local))
+	}
+	for _, tt := range []struct {
+		obj  *unstructured.Unstructured
+		want string
+	}{{local, "ConfigMap team-a/web"}, {remote, "ConfigMap team-a/web in cluster eu-1"}} {
+		if got := RefOf(tt.obj).String(); got != tt.want {
+			t.Errorf("String() = %q, want %q", got, tt.want)
+		}
 	}
 }

@@ -9,10 +9,10 @@ import (
 // Owner returns the object's controller and that controller's namespace:
 // its controller ownerReference (and its own namespace), or, when it has
 // none and no namespace, the parent its object.AnnotationOwner names (a
-// cluster-scoped child of a namespaced parent): object.OwnerOf's decision
-// (object.ControllerOf). It returns nil when the object has neither. Only
-// a cluster-scoped object without a controller reference costs a scan of
-// its JSON.
+// cluster-scoped child of a namespaced parent, or a child placed in a
+// workload cluster): object.OwnerOf's decision (object.ControllerOf). It
+// returns nil when the object has neither. Only an object without a
+// controller reference costs a scan of its JSON.
 func (p *Packed) Owner() (*metav1.OwnerReference, string) {
 	return object.ControllerOf(p.Controller(), p.namespace, p.annotation)
 }

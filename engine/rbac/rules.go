@@ -71,7 +71,15 @@ type Options struct {
 	// ShardNamespace, when set, is --shard-namespace of a Loom run with
 	// --sharded: its members' Leases and the group's table.
 	ShardNamespace string
+	// LoomNamespace is --loom-namespace: its Secrets register workload
+	// clusters. "" is loom-system, the flag's default out of a pod.
+	LoomNamespace string
 }
+
+// defaultLoomNamespace is Options.LoomNamespace's default, loom run's
+// --loom-namespace out of a pod (offline.DefaultLoomNamespace, which rbac
+// must not import).
+const defaultLoomNamespace = "loom-system"
 
 // Verbs Loom uses, in the order RBAC documents them.
 var (
@@ -146,6 +154,15 @@ func Generate(sets []Set, o Options) Policy {
 	}
 	for _, s := range sets {
 		s.add(n, ns, o.InstallCRDs)
+		if s.Config.Clusters != nil {
+			// The registry of workload clusters watches the Secrets that
+			// register them, in Loom's namespace only.
+			loomNS := o.LoomNamespace
+			if loomNS == "" {
+				loomNS = defaultLoomNamespace
+			}
+			n.add(loomNS, schema.GroupResource{Resource: "secrets"}, readVerbs...)
+		}
 	}
 	return n.policy()
 }
@@ -174,9 +191,10 @@ func (s Set) add(n needs, ns string, installCRDs bool) {
 	// blockOwnerDeletion on every child's ownerReference: under the
 	// OwnerReferencesPermissionEnforcement admission plugin.
 	n.add(parentNS, gr(pres+"/finalizers"), "update")
-	if s.Orphans || len(clusterScoped) > 0 || s.Seeded {
-		// The loom.dev/orphan and loom.dev/cluster-children finalizers;
-		// a seeded chart's loom.dev/seed annotation.
+	if s.Orphans || len(clusterScoped) > 0 || s.Seeded || s.Config.Clusters != nil {
+		// The loom.dev/orphan, loom.dev/cluster-children and
+		// loom.dev/remote-children finalizers; a seeded chart's
+		// loom.dev/seed annotation.
 		n.add(parentNS, gr(pres), "patch")
 	}
 	if s.Orphans {

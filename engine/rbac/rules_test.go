@@ -82,6 +82,33 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
+			name: "a set with workload clusters reads the registration Secrets of Loom's namespace only",
+			sets: []Set{{Config: config.Config{Parent: parent, Clusters: &config.Clusters{Names: []string{"w1"}}}, Children: []Kind{cm}}},
+			opts: Options{Namespace: "shop", LoomNamespace: "loom"},
+			want: []string{
+				"* apiextensions.k8s.io customresourcedefinitions get,list,watch",
+				"default '' events create,patch",
+				"loom '' secrets get,list,watch",
+				"shop '' configmaps get,list,watch,create,patch,delete",
+				"shop '' events create,patch",
+				"shop shop.example shops get,list,watch,patch",
+				"shop shop.example shops/finalizers update",
+				"shop shop.example shops/status patch",
+			},
+		},
+		{
+			name: "workload clusters, Loom's namespace not given: loom-system",
+			sets: []Set{{Config: config.Config{Parent: parent, Clusters: &config.Clusters{Names: []string{"w1"}}}}},
+			want: []string{
+				"* '' events create,patch",
+				"* apiextensions.k8s.io customresourcedefinitions get,list,watch",
+				"* shop.example shops get,list,watch,patch",
+				"* shop.example shops/finalizers update",
+				"* shop.example shops/status patch",
+				"loom-system '' secrets get,list,watch",
+			},
+		},
+		{
 			name: "--sharded: the group's Leases, fenced and deleted too",
 			sets: []Set{{Config: config.Config{Parent: parent}, Children: []Kind{cm}}},
 			opts: Options{ShardNamespace: "loom-shards"},

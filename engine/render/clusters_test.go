@@ -184,3 +184,38 @@ func TestLookupOfARemoteChild(t *testing.T) {
 		})
 	}
 }
+
+// A child placed in another cluster gets no ownerReference (none can
+// cross clusters, and the garbage collector there would delete it at
+// once, its owner not found): its parent is named by loom.dev/owner and
+// its UID by a label, beside the ApplySet labels; a local child keeps its
+// controller reference.
+func TestInjectRemote(t *testing.T) {
+	out, err := renderPlaced(t, clustersConfig, map[string]string{"a.yaml": fanOut}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type marks struct {
+		Owners      int
+		Owner       string
+		ParentUID   string
+		PartOf      string
+		ManagedBy   string
+		ClusterNote string
+	}
+	var got []marks
+	for _, c := range out.Children {
+		got = append(got, marks{
+			Owners: len(c.GetOwnerReferences()), Owner: c.GetAnnotations()[object.AnnotationOwner],
+			ParentUID: c.GetLabels()[object.LabelParentUID], PartOf: c.GetLabels()[object.LabelPartOf],
+			ManagedBy: c.GetLabels()[object.LabelManagedBy], ClusterNote: object.TargetCluster(c),
+		})
+	}
+	remote := func(cl string) marks {
+		return marks{Owner: "example.com/v1/App/default/web/uid-1", ParentUID: "uid-1", PartOf: webAppSetID, ManagedBy: "loom", ClusterNote: cl}
+	}
+	want := []marks{remote("eu-1"), remote("us-1"), {Owners: 1, PartOf: webAppSetID, ManagedBy: "loom"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("children's marks (-want +got):\n%s", diff)
+	}
+}

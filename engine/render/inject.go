@@ -33,8 +33,9 @@ func newOwner(p *unstructured.Unstructured, cluster map[schema.GroupKind]bool) o
 }
 
 // inject sets the parent's namespace (when the template sets none), a
-// controller ownerReference to the parent, and the labels the apply stage
-// selects children by. A child that the ownerReference could not reach, in
+// controller ownerReference to the parent (for a child placed in a
+// workload cluster, its owner annotation and UID label: injectRemote),
+// and the labels the apply stage selects children by. A child that the ownerReference could not reach, in
 // another namespace or of a cluster-scoped kind, is an error, except a
 // cluster-scoped kind the set declares (see injectClusterScoped).
 func (o owner) inject(obj map[string]any) error {
@@ -46,10 +47,15 @@ func (o owner) inject(obj map[string]any) error {
 			return fmt.Errorf("annotation %s is reserved for Loom and must not be set by a template", object.AnnotationOwner)
 		}
 	}
+	remote := false
+	if ann, _ := meta["annotations"].(map[string]any); ann != nil {
+		v, _ := ann[object.AnnotationCluster].(string)
+		remote = v != ""
+	}
 	if o.namespace != "" {
 		gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()
 		if o.cluster[gk] {
-			return o.injectClusterScoped(meta, gk)
+			return o.injectClusterScoped(meta, gk, remote)
 		}
 		if IsClusterScoped(apiVersion, kind) {
 			return &object.ClusterScopedChildError{Kind: gk.Kind, Group: gk.Group}
@@ -62,6 +68,9 @@ func (o owner) inject(obj map[string]any) error {
 			return fmt.Errorf("metadata.namespace is %q, but children must live in their parent's namespace %q", ns, o.namespace)
 		}
 	}
+	if remote {
+		return o.injectRemote(meta)
+	}
 	if err := o.setOwnerRef(meta); err != nil {
 		return err
 	}
@@ -71,25 +80,37 @@ func (o owner) inject(obj map[string]any) error {
 	return o.setLabels(meta)
 }
 
-// injectClusterScoped marks a child of a kind the set declares
-// cluster-scoped, for a namespaced parent: no namespace and no
-// ownerReference (the garbage collector refuses a namespaced owner of a
-// cluster-scoped object), but object.AnnotationOwner naming the parent,
-// beside the labels every child carries.
-func (o owner) injectClusterScoped(meta map[string]any, gk schema.GroupKind) error {
-	if ns, _ := meta["namespace"].(string); ns != "" {
-		return fmt.Errorf("metadata.namespace is %q, but loom.yaml's clusterScoped declares %s cluster-scoped", ns, gk)
+// injectRemote marks a child placed in a workload cluster (its
+// loom.dev/cluster annotation): no ownerReference, which cannot cross
+// clusters (the garbage collector there would find no owner and delete
+// the child), but object.AnnotationOwner naming the parent and
+// object.LabelParentUID, beside the labels every child carries.
+func (o owner) injectRemote(meta map[string]any) error {
+	if err := noControllerRef(meta); err != nil {
+		return err
 	}
-	delete(meta, "namespace")
+	if err := checkDeletePolicy(meta); err != nil {
+		return err
+	}
+	o.setOwnerAnnotation(meta)
+	o.setParentUID(meta)
+	return o.setLabels(meta)
+}
+
+// noControllerRef refuses a controller ownerReference a template wrote:
+// Loom's parent must be the controller.
+func noControllerRef(meta map[string]any) error {
 	refs, _ := meta["ownerReferences"].([]any)
 	for _, r := range refs {
 		if m, ok := r.(map[string]any); ok && m["controller"] == true {
 			return fmt.Errorf("metadata.ownerReferences names a controller (%v %v), but Loom's parent must be the controller", m["kind"], m["name"])
 		}
 	}
-	if err := checkDeletePolicy(meta); err != nil {
-		return err
-	}
+	return nil
+}
+
+// setOwnerAnnotation names the parent in object.AnnotationOwner.
+func (o owner) setOwnerAnnotation(meta map[string]any) {
 	ann, _ := meta["annotations"].(map[string]any)
 	if ann == nil {
 		ann = map[string]any{}
@@ -97,6 +118,43 @@ func (o owner) injectClusterScoped(meta map[string]any, gk schema.GroupKind) err
 	}
 	ann[object.AnnotationOwner] = object.FormatOwner(metav1.OwnerReference{
 		APIVersion: o.apiVersion, Kind: o.kind, Name: o.name, UID: types.UID(o.uid)}, o.namespace)
+}
+
+// setParentUID labels a remote child with its parent's UID (none
+// offline, where the parent may have none).
+func (o owner) setParentUID(meta map[string]any) {
+	if o.uid == "" {
+		return
+	}
+	labels, _ := meta["labels"].(map[string]any)
+	if labels == nil {
+		labels = map[string]any{}
+		meta["labels"] = labels
+	}
+	labels[object.LabelParentUID] = o.uid
+}
+
+// injectClusterScoped marks a child of a kind the set declares
+// cluster-scoped, for a namespaced parent: no namespace and no
+// ownerReference (the garbage collector refuses a namespaced owner of a
+// cluster-scoped object), but object.AnnotationOwner naming the parent,
+// beside the labels every child carries; placed in a workload cluster
+// (remote), object.LabelParentUID too.
+func (o owner) injectClusterScoped(meta map[string]any, gk schema.GroupKind, remote bool) error {
+	if ns, _ := meta["namespace"].(string); ns != "" {
+		return fmt.Errorf("metadata.namespace is %q, but loom.yaml's clusterScoped declares %s cluster-scoped", ns, gk)
+	}
+	delete(meta, "namespace")
+	if err := noControllerRef(meta); err != nil {
+		return err
+	}
+	if err := checkDeletePolicy(meta); err != nil {
+		return err
+	}
+	o.setOwnerAnnotation(meta)
+	if remote {
+		o.setParentUID(meta)
+	}
 	return o.setLabels(meta)
 }
 
@@ -114,12 +172,10 @@ func checkDeletePolicy(meta map[string]any) error {
 }
 
 func (o owner) setOwnerRef(meta map[string]any) error {
-	refs, _ := meta["ownerReferences"].([]any)
-	for _, r := range refs {
-		if m, ok := r.(map[string]any); ok && m["controller"] == true {
-			return fmt.Errorf("metadata.ownerReferences names a controller (%v %v), but Loom's parent must be the controller", m["kind"], m["name"])
-		}
+	if err := noControllerRef(meta); err != nil {
+		return err
 	}
+	refs, _ := meta["ownerReferences"].([]any)
 	ref := map[string]any{
 		"apiVersion":         o.apiVersion,
 		"kind":               o.kind,

@@ -39,7 +39,10 @@ var reservedFields = []string{fieldObservedGeneration, fieldConditions, fieldSta
 // child is one entry of status.children while it is being computed.
 type child struct {
 	apiVersion, kind, name string
-	state                  ChildState
+	// cluster is the workload cluster the child is placed in, "" for the
+	// cluster Loom runs in.
+	cluster string
+	state   ChildState
 	// applyErr is set when applying this child failed.
 	applyErr error
 	// dependency is set when the child waits for another child, or is in
@@ -123,7 +126,7 @@ func renderedChildren(in Input) []child {
 		if live == nil && applied {
 			live = res.Object
 		}
-		c := child{apiVersion: obj.GetAPIVersion(), kind: obj.GetKind(), name: obj.GetName()}
+		c := child{apiVersion: obj.GetAPIVersion(), kind: obj.GetKind(), name: obj.GetName(), cluster: ref.Cluster}
 		c.state = stateOf(c.apiVersion, c.kind, c.name, live, in.Rules)
 		if applied && failed(res) {
 			c.applyErr = res.Err
@@ -149,11 +152,12 @@ func previousChildren(parent *unstructured.Unstructured, live map[object.Ref]*un
 	entries := decodeChildren(raw)
 	kids := make([]child, 0, len(entries))
 	for _, e := range entries {
-		c := child{apiVersion: e.APIVersion, kind: e.Kind, name: e.Name}
+		c := child{apiVersion: e.APIVersion, kind: e.Kind, name: e.Name, cluster: e.Cluster}
 		ref := object.Ref{
 			GroupKind: schema.FromAPIVersionAndKind(e.APIVersion, e.Kind).GroupKind(),
 			Namespace: parent.GetNamespace(),
 			Name:      e.Name,
+			Cluster:   e.Cluster,
 		}
 		if obj, ok := live[ref]; ok && obj != nil {
 			c.state = stateOf(c.apiVersion, c.kind, c.name, obj, rules)
@@ -177,18 +181,23 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// childList renders the children as status.children entries.
+// childList renders the children as status.children entries; an entry
+// names its cluster only for a child in a workload cluster.
 func childList(kids []child) []any {
 	out := make([]any, 0, len(kids))
 	for _, c := range kids {
-		out = append(out, map[string]any{
+		e := map[string]any{
 			"apiVersion": c.apiVersion,
 			"kind":       c.kind,
 			"name":       c.name,
 			"ready":      c.state.Ready,
 			"status":     c.state.Status,
 			"message":    truncate(c.state.Message, maxChildMessage),
-		})
+		}
+		if c.cluster != "" {
+			e["cluster"] = c.cluster
+		}
+		out = append(out, e)
 	}
 	return out
 }

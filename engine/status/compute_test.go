@@ -499,3 +499,61 @@ func findCond(t *testing.T, st map[string]any, typ string) map[string]any {
 	t.Fatalf("no %s condition in %v", typ, st["conditions"])
 	return nil
 }
+
+// A child placed in a workload cluster is listed with its cluster, beside
+// the local child of the same kind and name, which has none; a render
+// that fails keeps both entries apart, and ChildClusters names the
+// cluster.
+func TestComputeChildrenInClusters(t *testing.T) {
+	in := baseInput(t)
+	remote := obj(t, renderedConfigMap)
+	remote.SetAnnotations(map[string]string{object.AnnotationCluster: "eu-1"})
+	remoteLive := remote.DeepCopy()
+	in.Rendered = append(in.Rendered[:1], remote)
+	in.Results = append(in.Results[:1], object.Result{Ref: object.RefOf(remote), Action: object.Created})
+	in.Live = liveOf(obj(t, renderedConfigMap), remoteLive)
+	want := []any{
+		map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "app-config",
+			"ready": true, "status": "Current", "message": "Resource is always ready"},
+		map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "app-config", "cluster": "eu-1",
+			"ready": true, "status": "Current", "message": "Resource is always ready"},
+	}
+	got := Compute(in)
+	if diff := cmp.Diff(want, got["children"]); diff != "" {
+		t.Errorf("children (-want +got):\n%s", diff)
+	}
+	in.Parent = withStatus(t, in.Parent, got)
+	if diff := cmp.Diff([]string{"eu-1"}, ChildClusters(in.Parent)); diff != "" {
+		t.Errorf("ChildClusters (-want +got):\n%s", diff)
+	}
+	in.Rendered, in.Results, in.RenderErr = nil, nil, renderErr
+	if diff := cmp.Diff(want, Compute(in)["children"]); diff != "" {
+		t.Errorf("children after a failed render (-want +got):\n%s", diff)
+	}
+}
+
+// A workload cluster that does not answer makes Ready False with reason
+// ClusterUnreachable, naming the cluster and its last error, above the
+// failed applies it causes; Degraded says so too, and so does state.
+func TestComputeClusterUnreachable(t *testing.T) {
+	in := baseInput(t)
+	refused := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	in.Unreachable = map[string]error{"w1": refused}
+	st := Compute(in)
+	for _, typ := range []string{TypeReady, TypeDegraded} {
+		c := findCond(t, st, typ)
+		want := map[string]bool{TypeReady: false, TypeDegraded: true}[typ]
+		if c["reason"] != ReasonClusterUnreachable || (c["status"] == "True") != want {
+			t.Errorf("%s = %v %v, want %v ClusterUnreachable", typ, c["status"], c["reason"], want)
+		}
+		if msg, _ := c["message"].(string); !strings.Contains(msg, "cluster w1 does not answer: "+refused.Error()) {
+			t.Errorf("%s message %q does not name the cluster and its error", typ, msg)
+		}
+	}
+	if c := findCond(t, st, TypeProgressing); c["status"] != "False" || c["reason"] != ReasonClusterUnreachable {
+		t.Errorf("Progressing = %v %v, want False ClusterUnreachable", c["status"], c["reason"])
+	}
+	if st["state"] != StateFailed {
+		t.Errorf("state = %v, want %s", st["state"], StateFailed)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +27,9 @@ type findings struct {
 	identityErr error
 	// deleting says why a deleted parent waits (Input.Deleting).
 	deleting error
+	// unreachable name each workload cluster that did not answer, with
+	// its last error, in name order.
+	unreachable []string
 	// applyFailures name each failed apply or prune.
 	applyFailures []string
 	// childFailures name each counted child that kstatus calls Failed.
@@ -46,6 +51,9 @@ func gather(in Input, kids []child, templateProblems []string) findings {
 	f := findings{renderErr: in.RenderErr, rolloutErr: in.RolloutErr, identityErr: in.IdentityErr, deleting: in.Deleting, templateProblems: templateProblems, cycles: in.Cycles}
 	for _, w := range in.Waits {
 		f.dependencies = append(f.dependencies, w.Message)
+	}
+	for _, cl := range slices.Sorted(maps.Keys(in.Unreachable)) {
+		f.unreachable = append(f.unreachable, fmt.Sprintf("cluster %s does not answer: %s", cl, errText(in.Unreachable[cl])))
 	}
 	for _, r := range in.Results {
 		if failed(r) {
@@ -145,6 +153,8 @@ func (f findings) failure() (reason, readyMessage string, failed bool) {
 			reason = r.Reason()
 		}
 		return reason, "cannot render children: " + f.renderErr.Error(), true
+	case len(f.unreachable) > 0:
+		return ReasonClusterUnreachable, summarize(concat(f.unreachable, f.applyFailures, f.childFailures)), true
 	case len(f.applyFailures) > 0:
 		return ReasonApplyFailed, "", true
 	case len(f.childFailures) > 0:
@@ -193,6 +203,8 @@ func (f findings) progressing() metav1.Condition {
 		c.Reason, c.Message = ReasonServiceAccountUnavailable, "nothing is rolled out while the set's ServiceAccount is unavailable"
 	case f.renderErr != nil:
 		c.Reason, c.Message = ReasonRenderFailed, "nothing is rolled out while the templates fail to render"
+	case len(f.unreachable) > 0:
+		c.Reason, c.Message = ReasonClusterUnreachable, "nothing is rolled out to a cluster that does not answer: "+summarize(f.unreachable)
 	case len(f.dependencies) > 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonWaitingForDependency, summarize(concat(f.dependencies, f.waiting))
 	case len(f.waiting) > 0:
@@ -227,7 +239,7 @@ func (f findings) degraded() metav1.Condition {
 	if f.renderErr != nil {
 		msgs = append(msgs, f.renderErr.Error())
 	}
-	msgs = concat(msgs, f.applyFailures, f.childFailures, f.cycles, f.templateProblems)
+	msgs = concat(msgs, f.unreachable, f.applyFailures, f.childFailures, f.cycles, f.templateProblems)
 	if reason, _, failed := f.failure(); failed {
 		c.Reason = reason
 	} else if len(f.templateProblems) > 0 {

@@ -58,6 +58,7 @@ type childEntry struct {
 	APIVersion string `json:"apiVersion,omitempty"`
 	Kind       string `json:"kind"`
 	Name       string `json:"name"`
+	Cluster    string `json:"cluster,omitempty"`
 	Ready      bool   `json:"ready"`
 	Status     string `json:"status,omitempty"`
 	Message    string `json:"message,omitempty"`
@@ -130,6 +131,19 @@ func normalize(v any) any {
 	var out any
 	if err := utiljson.Unmarshal(b, &out); err != nil {
 		return v
+	}
+	return out
+}
+
+// ChildClusters returns the workload clusters the parent's status lists
+// children in, in the order listed, each once.
+func ChildClusters(parent *unstructured.Unstructured) []string {
+	raw, _, _ := unstructured.NestedFieldNoCopy(parent.Object, "status", fieldChildren)
+	var out []string
+	for _, e := range decodeChildren(raw) {
+		if e.Cluster != "" && !slices.Contains(out, e.Cluster) {
+			out = append(out, e.Cluster)
+		}
 	}
 	return out
 }

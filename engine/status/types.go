@@ -78,6 +78,10 @@ const (
 	// Loom renders nothing rather than rotate them, until the parent is
 	// annotated to accept a new seed (the message says how).
 	ReasonSeedLost = "SeedLost"
+	// ReasonClusterUnreachable: a workload cluster the parent places
+	// children in does not answer (or its children there cannot be
+	// watched); its children elsewhere are still applied.
+	ReasonClusterUnreachable = "ClusterUnreachable"
 )
 
 // Reasoned is a render error that names the Degraded reason it gives
@@ -155,6 +159,10 @@ type Input struct {
 	Cycles []string
 	// Now stamps lastTransitionTime on conditions that change.
 	Now time.Time
+	// Unreachable are the workload clusters, by name, that the parent
+	// places children in and that did not answer this pass, each with its
+	// last error.
+	Unreachable map[string]error
 	// Revision, when set, is the template revision the children were
 	// rendered from (a set with a rollout policy); it is written as
 	// status.templateRevision.

@@ -50,7 +50,7 @@ func measureIdle(ctx context.Context, o options) (*idleResult, error) {
 	}
 	res.loom, err = procmem.Read(l.pid())
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("idle step: %w\nlast 40 lines of its log:\n%s", err, l.tail()), l.stop())
+		return nil, errors.Join(fmt.Errorf("idle step: %w\n%s", err, l.tail()), l.stop())
 	}
 	if err := l.stop(); err != nil {
 		return nil, err

@@ -34,6 +34,8 @@ type loomProc struct {
 	// exitExpected is set before the harness stops it in the middle of a
 	// phase (a takeover), whose end then does not fail the phase.
 	exitExpected atomic.Bool
+	// cg is the memory cgroup it runs in (-loom-memory-limit), or nil.
+	cg *memCgroup
 }
 
 // stopGrace is how long Loom gets to drain after SIGTERM before SIGKILL.
@@ -67,17 +69,31 @@ func startLoomProcess(ctx context.Context, o options, dir string, args []string,
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	// Loom must not outlive the harness, however the harness ends.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var cg *memCgroup
+	if o.loomMemoryLimit > 0 {
+		if cg, err = newMemCgroup(int64(o.loomMemoryLimit * (1 << 20))); err != nil {
+			return nil, err
+		}
+		cg.wrap(cmd)
+	}
 	log := filepath.Join(dir, logName)
 	proc, err := testutil.StartCommand(cmd, log)
 	if err != nil {
+		if cg != nil {
+			err = errors.Join(err, cg.remove())
+		}
 		return nil, err
 	}
-	l := &loomProc{proc: proc, args: given, metricsAddr: metricsAddr, metricsURL: metricsURL(metricsAddr), log: log}
+	l := &loomProc{proc: proc, args: given, metricsAddr: metricsAddr, metricsURL: metricsURL(metricsAddr), log: log, cg: cg}
 	if err := l.waitServing(ctx, time.Minute); err != nil {
 		_ = proc.Kill()
-		return nil, fmt.Errorf("start %s: %w\nlast 40 lines of its log:\n%s", bin, err, proc.Tail(40))
+		return nil, errors.Join(fmt.Errorf("start %s: %w\n%s", bin, err, l.tail()), l.removeCgroup())
 	}
-	logf("loom: pid %d, %s %v in %s, metrics at %s", proc.Pid(), o.loomBin, args, dir, l.metricsURL)
+	where := ""
+	if cg != nil {
+		where = fmt.Sprintf(", in memory cgroup %s limited to %g MiB", cg.dir, o.loomMemoryLimit)
+	}
+	logf("loom: pid %d, %s %v in %s%s, metrics at %s", proc.Pid(), o.loomBin, args, dir, where, l.metricsURL)
 	return l, nil
 }
 
@@ -146,15 +162,37 @@ func (l *loomProc) stats(ctx context.Context) (loomStats, error) {
 
 func (l *loomProc) pid() int                { return l.proc.Pid() }
 func (l *loomProc) exited() <-chan struct{} { return l.proc.Done() }
-func (l *loomProc) tail() string            { return l.proc.Tail(40) }
+
+// tail returns the last lines of its log, after what its memory cgroup
+// saw (an OOM kill is why a process in one ends).
+func (l *loomProc) tail() string {
+	s := "last 40 lines of its log:\n" + l.proc.Tail(40)
+	if l.cg != nil {
+		s = l.cg.describe() + "\n" + s
+	}
+	return s
+}
 
 // stop sends SIGTERM, and SIGKILL if Loom has not drained within
-// stopGrace.
+// stopGrace, then logs what its memory cgroup saw and removes it.
 func (l *loomProc) stop() error {
 	if err := l.proc.Terminate(stopGrace); err != nil {
-		return fmt.Errorf("stop loom: %w", err)
+		return errors.Join(fmt.Errorf("stop loom: %w", err), l.removeCgroup())
 	}
-	return nil
+	return l.removeCgroup()
+}
+
+// removeCgroup logs what the memory cgroup saw and removes it, once the
+// process has ended.
+func (l *loomProc) removeCgroup() error {
+	if l.cg == nil {
+		return nil
+	}
+	<-l.proc.Done()
+	logf("loom: pid %d ended: %s", l.proc.Pid(), l.cg.describe())
+	err := l.cg.remove()
+	l.cg = nil
+	return err
 }
 
 // loomWorkdir makes Loom's working folder: a temporary folder holding a

@@ -58,6 +58,8 @@ type options struct {
 	loomMode      string
 	loomBin       string
 	loomArgs      []string
+	// loomMemoryLimit is -loom-memory-limit, in MiB (0: no cgroup).
+	loomMemoryLimit float64
 	// metricsAddr is Loom's --metrics-bind-address, from -loom-args or
 	// its default.
 	metricsAddr string
@@ -140,6 +142,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.Float64Var(&o.targetIdleRSS, "target-idle-rss", 35, "Loom's idle RSS to stay within, in MiB")
 	fs.StringVar(&o.floor, "floor", "./test/converge/floor", "the idle step's floor program, built with go build (\"\": none)")
 	fs.DurationVar(&o.portWait, "port-wait", 0, "if Loom's metrics port is taken when a loom phase starts, wait up to this long for it to be free before failing (0: fail at once)")
+	fs.Float64Var(&o.loomMemoryLimit, "loom-memory-limit", 0, "process mode: run each loom run in a memory cgroup of its own limited to this many MiB, as a pod's limits.memory limits it (Loom sets GOMEMLIMIT from it); its peak use and OOM kills are logged when it stops (0: no cgroup; needs a writable cgroup hierarchy)")
 	fs.StringVar(&loomArgs, "loom-args", "", "extra arguments appended to `loom run` in process mode, split on spaces")
 	fs.BoolVar(&o.bare, "bare", false, "the cluster is etcd and kube-apiserver only (no garbage collector, no Deployment ever available): t2 is not measured, and cleanup deletes the parents and children, not the namespace")
 	fs.BoolVar(&o.restart, "restart", true, "once a loom phase's fleet has converged (after the re-reconcile), restart its loom run as an operator would (SIGTERM, wait for the exit, the same command again), then once more with SIGKILL, and count the API server's writes and requests until Loom is idle again (process mode, one unsharded Loom)")
@@ -177,10 +180,16 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 		if len(o.loomArgs) > 0 {
 			return o, errors.New("-loom-args: only process mode runs loom run")
 		}
+		if o.loomMemoryLimit != 0 {
+			return o, errors.New("-loom-memory-limit: only process mode runs loom run in a cgroup")
+		}
 		if maxReplicas(o.phases) > 1 {
 			return o, errors.New("-loom-replicas and loom/R: only process mode runs replicas")
 		}
 	case modeProcess:
+		if o.loomMemoryLimit < 0 {
+			return o, fmt.Errorf("-loom-memory-limit %g: want MiB > 0, or 0 for none", o.loomMemoryLimit)
+		}
 		if o.cpuprofile != "" || o.memprofile != "" {
 			return o, errors.New("-cpuprofile and -memprofile profile this process: they need -loom-mode inprocess")
 		}

@@ -97,6 +97,8 @@ func TestParseFlags(t *testing.T) {
 		{name: "profiles need inprocess", args: "-cpuprofile cpu.out", wantErr: "need -loom-mode inprocess"},
 		{name: "unknown mode", args: "-loom-mode docker", wantErr: `-loom-mode: unknown mode "docker"`},
 		{name: "loom args need a process", args: "-loom-mode inprocess -loom-args=--workers=2", wantErr: "only process mode runs loom run"},
+		{name: "memory limit needs a process", args: "-loom-mode inprocess -loom-memory-limit 120", wantErr: "only process mode runs loom run in a cgroup"},
+		{name: "negative memory limit", args: "-loom-memory-limit -1", wantErr: "want MiB > 0"},
 		{name: "metrics disabled", args: "-loom-args=--metrics-bind-address=", wantErr: "do not disable --metrics-bind-address"},
 		{name: "unknown phase", args: "-phases base,kro", wantErr: `unknown phase "kro"`},
 		{name: "unknown phase with parents", args: "-phases kro@5", wantErr: `unknown phase "kro@5"`},

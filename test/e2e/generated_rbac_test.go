@@ -201,6 +201,13 @@ var generatedUsers atomic.Int64
 // and --install-crds; the bindings go when the test ends.
 func generatedUser(t *testing.T, templates, namespace string, installCRDs bool) string {
 	t.Helper()
+	return generatedUserFor(t, templates, rbac.Options{Namespace: namespace, InstallCRDs: installCRDs})
+}
+
+// generatedUserFor is generatedUser for a Loom run with the flags o.
+func generatedUserFor(t *testing.T, templates string, o rbac.Options) string {
+	t.Helper()
+	namespace := o.Namespace
 	e := env.From(t)
 	sets, _ := render.LoadAll(templates) // a set that fails to load is some test's bad input
 	var rs []rbac.Set
@@ -210,7 +217,7 @@ func generatedUser(t *testing.T, templates, namespace string, installCRDs bool) 
 		}
 	}
 	waitOwnerKindsAdmitted(t, sets)
-	p := rbac.Generate(rs, rbac.Options{Namespace: namespace, InstallCRDs: installCRDs})
+	p := rbac.Generate(rs, o)
 	user := fmt.Sprintf("loom-gen-%d-%s", generatedUsers.Add(1), namespace)
 	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
 	for _, obj := range p.Objects(user, types.NamespacedName{Namespace: "unused", Name: "unused"}) {

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/controller"
+	"github.com/loom-operator/loom/engine/rbac"
 	"github.com/loom-operator/loom/internal/testutil"
 	"github.com/loom-operator/loom/test/env"
 )
@@ -78,6 +79,9 @@ type loomOptions struct {
 	// that every e2e set converges with the generated rules; a test whose
 	// sets change kinds later, or that tests something else, opts out.
 	admin bool
+	// loomNamespace is Options.LoomNamespace (loom run
+	// --loom-namespace): its Secrets register workload clusters.
+	loomNamespace string
 	// token, when set, is the bearer token Loom authenticates with (a
 	// ServiceAccount's, from the TokenRequest API) instead of the admin's:
 	// unlike impersonate, it lets Loom impersonate in turn.
@@ -92,7 +96,7 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 	l := &loom{templates: templates, registry: prometheus.NewRegistry(), writes: &writeCounter{}, done: make(chan error, 1)}
 	c := rest.CopyConfig(e.Config)
 	if o.impersonate == "" && o.token == "" && !o.admin {
-		o.impersonate = generatedUser(t, templates, namespace, o.installCRDs)
+		o.impersonate = generatedUserFor(t, templates, rbac.Options{Namespace: namespace, InstallCRDs: o.installCRDs, LoomNamespace: o.loomNamespace})
 	}
 	c.Impersonate.UserName = o.impersonate
 	if o.token != "" {
@@ -108,7 +112,7 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 	mgr, err := controller.New(controller.Options{
 		Config: c, TemplatesDir: templates, Namespace: namespace, Workers: o.workers,
 		ResyncPeriod: o.resync, Registry: l.registry, ReloadDebounce: 50 * time.Millisecond,
-		ReconcileTimeout: o.reconcileTimeout, InstallCRDs: o.installCRDs,
+		ReconcileTimeout: o.reconcileTimeout, InstallCRDs: o.installCRDs, LoomNamespace: o.loomNamespace,
 	})
 	if err != nil {
 		t.Fatalf("new manager: %v", err)

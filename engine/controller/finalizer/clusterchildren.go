@@ -95,6 +95,8 @@ func (gs *Guards) deleteClusterChildren(ctx context.Context, parent *unstructure
 type DeletionBlockedError struct {
 	// Children name each child and its finalizers.
 	Children []string
+	// Remote is set for children in workload clusters.
+	Remote bool
 }
 
 // Error names the children the deletion waits for.
@@ -102,6 +104,12 @@ func (e *DeletionBlockedError) Error() string {
 	what := "cluster-scoped children"
 	if len(e.Children) == 1 {
 		what = "cluster-scoped child"
+	}
+	if e.Remote {
+		what = "children in workload clusters"
+		if len(e.Children) == 1 {
+			what = "child in a workload cluster"
+		}
 	}
 	return fmt.Sprintf("waiting for %d %s to be deleted: %s", len(e.Children), what, strings.Join(e.Children, "; "))
 }

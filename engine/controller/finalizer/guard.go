@@ -58,6 +58,9 @@ type Guards struct {
 	Observe func(cs object.ChangeSet)
 	// Recorder records Events on parents.
 	Recorder record.EventRecorder
+	// Remote deletes and finds children in workload clusters (remote.go);
+	// nil: none.
+	Remote Remote
 }
 
 // Applier releases and deletes a parent's children, as Loom or as the
@@ -232,8 +235,8 @@ func (gs *Guards) settleGuard(ctx context.Context, g *guard, parent *unstructure
 	return gs.removeFinalizer(ctx, parent, g)
 }
 
-// Settle settles both guards after prune (settleGuard), the orphan
-// finalizer first. It returns the parent as last written.
+// Settle settles the guards after prune (settleGuard, settleRemote), the
+// orphan finalizer first. It returns the parent as last written.
 func (gs *Guards) Settle(ctx context.Context, parent *unstructured.Unstructured, rendered []*unstructured.Unstructured, live map[object.Ref]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	for _, g := range []*guard{orphanGuard, clusterGuard} {
 		var err error
@@ -241,7 +244,7 @@ func (gs *Guards) Settle(ctx context.Context, parent *unstructured.Unstructured,
 			return parent, err
 		}
 	}
-	return parent, nil
+	return gs.settleRemote(ctx, parent, rendered, live)
 }
 
 // liveList returns the objects of live, in no particular order.

@@ -75,8 +75,10 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 // Finalize runs when parent is being deleted: it releases the parent's
 // children to keep and removes the orphan finalizer, then deletes its
 // cluster-scoped children and, once they are gone, removes the
-// cluster-children finalizer (clusterchildren.go). A parent without either
-// finalizer has nothing to do: the garbage collector deletes its children.
+// cluster-children finalizer (clusterchildren.go), then deletes its
+// children in workload clusters and, once they are gone, removes the
+// remote-children finalizer (remote.go). A parent without any of them has
+// nothing to do: the garbage collector deletes its children.
 // pending is true when it deleted cluster-scoped children just now: their
 // delete events bring the parent back. Any failure leaves the finalizer;
 // a failure to release children to keep is also a Warning Event. It
@@ -100,6 +102,9 @@ func (gs *Guards) Finalize(ctx context.Context, parent *unstructured.Unstructure
 		case err == nil:
 			parent, err = gs.removeFinalizer(ctx, parent, clusterGuard)
 		}
+	}
+	if err == nil && remoteGuard.has(parent) {
+		return gs.finalizeRemote(ctx, parent)
 	}
 	return parent, false, err
 }

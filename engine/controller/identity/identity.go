@@ -60,6 +60,10 @@ type Account struct {
 // Applier is the applier that acts as the account.
 func (id *Account) Applier() *apply.Applier { return id.applier }
 
+// ServiceAccount is the account's ServiceAccount: in a workload cluster,
+// the account of the same namespace and name there is impersonated.
+func (id *Account) ServiceAccount() types.NamespacedName { return id.sa }
+
 // Accounts makes and keeps one Account per ServiceAccount, and the
 // answers of the SubjectAccessReviews that authorize its lookups. Caches
 // are not multiplied: lookups are answered from Loom's shared informers,

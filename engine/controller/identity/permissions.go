@@ -37,6 +37,9 @@ type Permissions struct {
 	// needs besides the sets.
 	namespace   string
 	installCRDs bool
+	// loomNamespace is Loom's namespace, whose Secrets register workload
+	// clusters.
+	loomNamespace string
 
 	mu      sync.Mutex
 	missing []string // rbac.Check.String of each, in order
@@ -44,9 +47,11 @@ type Permissions struct {
 
 // NewPermissions returns the Permissions that ask reviews, each review
 // bounded by timeout, of what the sets need when Loom watches namespace
-// (empty: all) and, with installCRDs, installs the sets' CRDs.
-func NewPermissions(reviews authclient.SelfSubjectAccessReviewInterface, timeout time.Duration, namespace string, installCRDs bool) *Permissions {
-	return &Permissions{reviews: reviews, kick: make(chan struct{}, 1), timeout: timeout, namespace: namespace, installCRDs: installCRDs}
+// (empty: all), with installCRDs installs the sets' CRDs, and reads the
+// registrations of workload clusters in loomNamespace.
+func NewPermissions(reviews authclient.SelfSubjectAccessReviewInterface, timeout time.Duration, namespace string, installCRDs bool, loomNamespace string) *Permissions {
+	return &Permissions{reviews: reviews, kick: make(chan struct{}, 1), timeout: timeout, namespace: namespace, installCRDs: installCRDs,
+		loomNamespace: loomNamespace}
 }
 
 // Wake asks for a check now (a reload changed the sets).
@@ -130,7 +135,7 @@ func (p *Permissions) permissionChecks(running []*render.Set) []rbac.Check {
 		}
 		sets = append(sets, rs)
 	}
-	return rbac.Generate(sets, rbac.Options{Namespace: p.namespace, InstallCRDs: p.installCRDs}).Checks()
+	return rbac.Generate(sets, rbac.Options{Namespace: p.namespace, InstallCRDs: p.installCRDs, LoomNamespace: p.loomNamespace}).Checks()
 }
 
 // missingOf asks about each permission of checks, and returns those Loom

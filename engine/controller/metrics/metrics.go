@@ -31,6 +31,9 @@ type Metrics struct {
 	// MissingPermissions counts the RBAC permissions the sets need that
 	// Loom lacks (identity.Permissions).
 	MissingPermissions prometheus.Gauge
+	// ClusterReachable is 1 for each workload cluster whose last reconcile
+	// reached it, 0 for one that did not answer.
+	ClusterReachable *prometheus.GaugeVec
 }
 
 // New returns the Metrics, registered on reg (nil: none).
@@ -63,10 +66,13 @@ func New(reg prometheus.Registerer) *Metrics {
 		MissingPermissions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "loom_rbac_missing_permissions", Help: "RBAC permissions that the template sets need (loom rbac) and Loom lacks; /readyz names them.",
 		}),
+		ClusterReachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "loom_cluster_reachable", Help: "1 when the last reconcile that placed children in a workload cluster reached it, 0 when it did not answer.",
+		}, []string{"cluster"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.reconciles, m.duration, m.changes, m.StatusWrites, m.DriftRepairs, m.Sets, m.Reloads, m.Rollout.Step, m.Rollout.Parents,
-			m.Parents, m.Rollout.Failures, m.MissingPermissions)
+			m.Parents, m.Rollout.Failures, m.MissingPermissions, m.ClusterReachable)
 	}
 	return m
 }
