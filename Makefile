@@ -48,6 +48,16 @@ SHARD_REPLICAS ?= 3
 SHARD_REPORT ?=
 SHARD_FLAGS ?= -bare -phases loom@$(SHARD_BASE_PARENTS),loom/$(SHARD_REPLICAS)@$(SHARD_PARENTS) \
 	-target-rss 120 -target-shard-rss 1.15 -timeout 90m -delete-timeout 60m -touch-timeout 15m -cluster-dir $(SCALE_STATE)
+# bench-clusters: on the full local cluster and the workload cluster beside
+# it (each started and stopped by the target unless it is up), in one
+# converge run, one bin/loom run on CLUSTERS_PARENTS parents with every
+# child local, then one on as many whose ConfigMaps are in the workload
+# cluster (issue 34); the report (and its progress log, .log) is kept in
+# CLUSTERS_REPORT, by default bench/results/clusters-DATE.txt.
+CLUSTERS_PARENTS ?= 1000
+CLUSTERS_REPORT ?=
+CLUSTERS_FLAGS ?= -phases loom@$(CLUSTERS_PARENTS),remote@$(CLUSTERS_PARENTS) \
+	-workload-kubeconfig $(WORKLOAD_STATE)/kubeconfig -target-remote-time 1.3 -target-remote-rss 1.3
 
 .PHONY: help
 help: ## List the targets.
@@ -129,6 +139,19 @@ bench-shard: build ## On one bare cluster: bin/loom on 5 000 parents (SHARD_BASE
 	trap '$(SCALE_CLUSTER) down' EXIT; \
 	$(SCALE_CLUSTER) up; \
 	KUBECONFIG=$(SCALE_STATE)/kubeconfig go run ./test/converge $(SHARD_FLAGS) $(CONVERGE_EXTRA) \
+		2> >(tee "$$report.log" >&2) | tee "$$report"
+
+.PHONY: bench-clusters
+bench-clusters: build ## 1 000 parents (CLUSTERS_PARENTS) with every child local, then as many with children in the local and the workload cluster; time to Ready and peak RSS, two clusters ÷ one. Report in bench/results/.
+	report=$(or $(CLUSTERS_REPORT),$(ROOT)/bench/results/clusters-$$(date +%Y%m%d-%H%M%S).txt); \
+	mkdir -p "$$(dirname "$$report")"; \
+	echo "bench-clusters: report to $$report, progress log to $$report.log"; \
+	started=(); \
+	trap 'for c in "$${started[@]}"; do "$$c" down || true; done' EXIT; \
+	for c in $(CLUSTER) $(WORKLOAD_CLUSTER); do \
+		if ! "$$c" status >/dev/null 2>&1; then started=("$$c" "$${started[@]}"); "$$c" up; fi; \
+	done; \
+	KUBECONFIG=$(KUBECONFIG_LOCAL) go run ./test/converge $(CLUSTERS_FLAGS) $(CONVERGE_EXTRA) \
 		2> >(tee "$$report.log" >&2) | tee "$$report"
 
 .PHONY: cluster

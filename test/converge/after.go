@@ -205,17 +205,17 @@ func (p *phase) waitIdle(ctx context.Context, quiet, limit time.Duration) (loomS
 // and counts the writes the API server saw in that window. Nothing a
 // parent renders changed, so there should be none.
 func (p *phase) touch(ctx context.Context) (touchResult, error) {
-	rel, err := filepath.Rel(p.opts.templates, p.set.Dir)
+	rel, err := filepath.Rel(p.loomTemplates, p.loomSet.Dir)
 	if err != nil {
-		return touchResult{}, fmt.Errorf("locate the set %s under %s: %w", p.set.Dir, p.opts.templates, err)
+		return touchResult{}, fmt.Errorf("locate the set %s under %s: %w", p.loomSet.Dir, p.loomTemplates, err)
 	}
-	rel = filepath.Join(rel, p.set.Files()[0])
+	rel = filepath.Join(rel, p.loomSet.Files()[0])
 	t := touchResult{file: rel, parents: p.spec.parents + 1}
 	before, err := p.loom.stats(ctx)
 	if err != nil {
 		return t, err
 	}
-	api0, cpu0 := p.scrape(ctx), p.cpu.sample()
+	api0, remote0, cpu0 := p.scrape(ctx), p.scrapeWorkload(ctx), p.cpu.sample()
 	if err := appendTouch(filepath.Join(p.loomDir, "templates", rel)); err != nil {
 		return t, err
 	}
@@ -248,7 +248,7 @@ func (p *phase) touch(ctx context.Context) (touchResult, error) {
 	}
 	api := p.scrape(ctx).sub(api0)
 	t.loom = after.sub(before)
-	t.writes = api.writerRequests(false)
+	t.writes = writerRequestsIn(api, p.scrapeWorkload(ctx).sub(remote0), false)
 	t.events = api.byResource["events"]
 	t.cpu = p.cpu.sample().sub(cpu0).proc["loom"]
 	logf("%s: re-reconcile of %d parents after touching %s: %.0f reconciles in %s; writes: children %d, status %d (events, all clients: %.0f)",

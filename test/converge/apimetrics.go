@@ -120,3 +120,13 @@ func (a apiWrites) writerRequests(bare bool) requests {
 	}
 	return r
 }
+
+// writerRequestsIn are the writer's writes among both API servers' of a
+// remote phase: the local one's (writerRequests) and the children it
+// wrote in the workload cluster, where Loom alone writes children (its
+// Events go to the local cluster). workload is empty in other phases.
+func writerRequestsIn(local, workload apiWrites, bare bool) requests {
+	r := local.writerRequests(bare)
+	r.Children += workload.writerRequests(true).Children
+	return r
+}

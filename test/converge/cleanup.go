@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 )
 
 // deleteNamespace deletes a namespace this program created and waits until
@@ -48,7 +49,7 @@ func (b *bench) emptyNamespace(name string) error {
 		gvrs = append(gvrs, gvr)
 	}
 	for _, gvr := range gvrs {
-		if err := b.deleteAll(ctx, gvr, name); err != nil {
+		if err := deleteAll(ctx, b.client, gvr, name); err != nil {
 			return err
 		}
 	}
@@ -60,12 +61,12 @@ func (b *bench) emptyNamespace(name string) error {
 // until none is left. A DeleteCollection of thousands of objects can
 // outlast the API server's request timeout while it goes on deleting, so
 // one that fails is logged, and sent again while objects are left.
-func (b *bench) deleteAll(ctx context.Context, gvr schema.GroupVersionResource, namespace string) error {
+func deleteAll(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, namespace string) error {
 	// Background: a foreground deletion waits for a garbage collector.
 	background := metav1.DeletePropagationBackground
 	var last error
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		l, err := b.client.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: 1})
+		l, err := client.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: 1})
 		if err != nil {
 			last = err
 			return false, nil
@@ -73,7 +74,7 @@ func (b *bench) deleteAll(ctx context.Context, gvr schema.GroupVersionResource, 
 		if len(l.Items) == 0 {
 			return true, nil
 		}
-		err = b.client.Resource(gvr).Namespace(namespace).DeleteCollection(ctx,
+		err = client.Resource(gvr).Namespace(namespace).DeleteCollection(ctx,
 			metav1.DeleteOptions{PropagationPolicy: &background}, metav1.ListOptions{})
 		if err != nil {
 			last = err

@@ -193,6 +193,46 @@
 // invocation, so that both peaks are in one report and the second phase
 // starts on the cluster the first one has emptied.
 //
+// # Children in two clusters (remote phases, remote.go)
+//
+// A -phases entry "remote" (remote[/R][@N]) is a loom phase whose
+// parents have children in two clusters: its Loom runs -remote-templates
+// (test/converge/testdata/remote: the shipped MyResource set with its
+// ConfigMap annotated loom.dev/cluster: workload, which its loom.yaml
+// allows), so that each parent's ConfigMap goes to the workload cluster
+// of -workload-kubeconfig (default $LOOM_E2E_WORKLOAD_KUBECONFIG, then
+// .cluster-workload/kubeconfig if it exists; a remote phase without one
+// fails at flag parsing, as does one in inprocess mode) and its
+// Deployment and Service stay local. Its namespace is bench-remote-*.
+// Before Loom starts, the phase registers the workload cluster as
+// `loom cluster add` does: a Secret named workload, labelled
+// loom.dev/cluster=workload, holding the kubeconfig, in Loom's namespace
+// (--loom-namespace of -loom-args, else loom-system; created if missing
+// and left in place), and creates a namespace of the same name in the
+// workload cluster. At its end, while Loom still runs, it deletes the
+// parents and waits (up to -delete-timeout) until they are gone: Loom
+// holds each with a finalizer until its children in the workload
+// cluster are deleted. Once Loom has stopped it removes the finalizers
+// of any parent left, cleans up the local namespace as any phase does,
+// then deletes every ConfigMap, Deployment and Service in the workload
+// cluster's namespace, the namespace (finalizing it: the workload
+// cluster is bare, with no namespace controller) and the Secret.
+//
+// The workload cluster's apiserver_request_total is read with the local
+// one's (at t0, t1, t2 and end, and around the touch); its children's
+// writes count as Loom's. When a run has both remote phases and loom
+// phases of one unsharded Loom, the report compares them (each side the
+// mean of its phases): the time to Ready (t2; t1 on a bare cluster) and
+// the peak RSS, two clusters divided by one, against -target-remote-time
+// and -target-remote-rss (1.3 each), in its own section and in the
+// targets table; the section says where the time goes: each phase's
+// Loom CPU, reconciles per parent and their mean time, and the requests
+// (all verbs, writes in brackets) each API server served until then.
+// Remote phases are left out of the ratios to the baseline (which writes
+// every child in one cluster) and of the sharded comparison. `make
+// bench-clusters` runs loom@1000,remote@1000 on the full local cluster
+// and the workload cluster.
+//
 // # Idle (-idle)
 //
 // In process mode, before the first phase, the harness starts `bin/loom

@@ -81,6 +81,17 @@ func (g *loomGroup) pids() []int {
 	return out
 }
 
+// running is whether every replica is still running: a phase that ends
+// does not wait for work from one that has exited.
+func (g *loomGroup) running() bool {
+	for _, l := range g.procs {
+		if done, _ := l.proc.Exited(); done {
+			return false
+		}
+	}
+	return true
+}
+
 // stop stops every replica at once: one by one, those left would take
 // over the buckets of each that exits.
 func (g *loomGroup) stop() error {

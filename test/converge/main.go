@@ -104,19 +104,34 @@ func newBench(ctx context.Context, o options) (*bench, error) {
 	if b.example, err = loadExample(o.example, o.replicas); err != nil {
 		return nil, err
 	}
-	sets, err := render.LoadAll(o.templates)
+	if b.set, err = setFor(o.templates, b.example.GroupVersionKind()); err != nil {
+		return nil, err
+	}
+	if !hasRemote(o.phases) {
+		return b, nil
+	}
+	if b.remoteSet, err = setFor(o.remoteTemplates, b.example.GroupVersionKind()); err != nil {
+		return nil, fmt.Errorf("-remote-templates: %w", err)
+	}
+	if b.workload, err = connectWorkload(ctx, o); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// setFor loads the template sets under dir and returns the one whose
+// parent is gvk.
+func setFor(dir string, gvk schema.GroupVersionKind) (*render.Set, error) {
+	sets, err := render.LoadAll(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load templates: %w", err)
 	}
 	for _, s := range sets {
-		if s.ParentGVK() == b.example.GroupVersionKind() {
-			b.set = s
+		if s.ParentGVK() == gvk {
+			return s, nil
 		}
 	}
-	if b.set == nil {
-		return nil, fmt.Errorf("load templates: no set under %s renders %s", o.templates, b.example.GroupVersionKind())
-	}
-	return b, nil
+	return nil, fmt.Errorf("load templates: no set under %s renders %s", dir, gvk)
 }
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

@@ -88,6 +88,14 @@ type options struct {
 	// limit of each restart, targetRestartReady the goal for its /readyz.
 	restart                                           bool
 	restartSettle, restartTimeout, targetRestartReady time.Duration
+	// workloadKubeconfig is the workload cluster's kubeconfig, where a
+	// remote phase places its ConfigMaps ("": none); remoteTemplates is
+	// the folder of the remote phase's template set (remote.go).
+	workloadKubeconfig, remoteTemplates string
+	// targetRemoteTime and targetRemoteRSS are the largest ratios of a
+	// remote phase's time to Ready (t1 on a bare cluster) and peak RSS
+	// to a loom phase's (children in two clusters against one).
+	targetRemoteTime, targetRemoteRSS float64
 }
 
 // parseFlags parses args (without the program name) on fs.
@@ -106,7 +114,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.StringVar(&o.example, "example", filepath.Join("examples", "myresource-full.yaml"), "the parent every MyResource is a copy of")
 	fs.StringVar(&o.crds, "crds", "crds", "CRDs to install when the MyResource CRD is missing")
 	fs.StringVar(&o.clusterDir, "cluster-dir", ".cluster", "the local cluster's state folder, for its processes' pids (CPU accounting)")
-	fs.StringVar(&phases, "phases", "base,loom,base", "phases to run, in order, comma-separated: base or loom, each optionally followed by /R (loom: R replicas of loom run, with --sharded when R > 1; default -loom-replicas) and @N (N parents in its timed round; default -parents), e.g. loom@10000,loom/3@30000")
+	fs.StringVar(&phases, "phases", "base,loom,base", "phases to run, in order, comma-separated: base, loom or remote (loom with each parent's ConfigMap in the workload cluster, -workload-kubeconfig), each optionally followed by /R (loom, remote: R replicas of loom run, with --sharded when R > 1; default -loom-replicas) and @N (N parents in its timed round; default -parents), e.g. loom@10000,loom/3@30000 or loom@1000,remote@1000")
 	fs.IntVar(&o.loomReplicas, "loom-replicas", 1, "replicas of loom run in each loom phase that does not say /R (process mode): 1 runs one, as users do; more run each with --sharded and ports of their own (each --*-bind-address port plus the replica's index)")
 	fs.DurationVar(&o.balanceTimeout, "balance-timeout", 3*time.Minute, "time limit for a sharded phase's replicas to hold the 64 buckets between them evenly (sum of loom_shard_buckets 64, each within one of the others) before its warm-up")
 	fs.BoolVar(&o.loomNamespace, "loom-namespace", false, "process mode: pass the phase's namespace to loom run as --namespace, so that it reconciles no parent of someone else's tests on a shared cluster (by default it watches every namespace, as users run it)")
@@ -141,6 +149,10 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.DurationVar(&o.restartSettle, "restart-settle", 5*time.Second, "a restarted Loom is idle once it has reconciled every parent and then neither written nor reconciled for this long; also the span of the API server's idle rate before the signal")
 	fs.DurationVar(&o.restartTimeout, "restart-timeout", 5*time.Minute, "time limit for a restarted Loom to be Ready and idle")
 	fs.DurationVar(&o.targetRestartReady, "target-restart-ready", 10*time.Second, "the goal for a restarted Loom's /readyz: from its start to 200 (the issue states it at 1 000 parents)")
+	fs.StringVar(&o.workloadKubeconfig, "workload-kubeconfig", defaultWorkloadKubeconfig(), "kubeconfig of the workload cluster a remote phase places its ConfigMaps in (default $"+workloadKubeconfigEnv+", then .cluster-workload/kubeconfig if it exists)")
+	fs.StringVar(&o.remoteTemplates, "remote-templates", filepath.Join("test", "converge", "testdata", "remote"), "the template folder of remote phases: a MyResource set whose ConfigMap goes to the workload cluster registered as "+remoteCluster)
+	fs.Float64Var(&o.targetRemoteTime, "target-remote-time", 1.3, "the largest ratio of a remote phase's time to Ready (t2; t1 with -bare) to a loom phase's, in a run with both")
+	fs.Float64Var(&o.targetRemoteRSS, "target-remote-rss", 1.3, "the largest ratio of a remote phase's peak RSS to a loom phase's, in a run with both")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -153,6 +165,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	o.loomArgs = strings.Fields(loomArgs)
 	var err error
 	if o.phases, err = parsePhases(phases, o); err != nil {
+		return o, err
+	}
+	if err := checkRemote(o); err != nil {
 		return o, err
 	}
 	explicit := map[string]bool{}

@@ -11,6 +11,7 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
+	t.Setenv(workloadKubeconfigEnv, "") // the remote cases say their own
 	tests := []struct {
 		name    string
 		args    string
@@ -18,8 +19,8 @@ func TestParseFlags(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", args: "", check: func(t *testing.T, o options) {
-			got := []any{o.loomMode, o.loomBin, len(o.loomArgs), o.metricsAddr, o.targetRSS, o.target, o.targetReady, o.steady, o.bare, o.loomReplicas, o.targetShardRSS, o.idle, o.targetIdleRSS, o.floor}
-			want := []any{"process", "bin/loom", 0, ":8080", 60.0, 1.1, 1.15, 15 * time.Second, false, 1, 1.15, 20 * time.Second, 35.0, "./test/converge/floor"}
+			got := []any{o.loomMode, o.loomBin, len(o.loomArgs), o.metricsAddr, o.targetRSS, o.target, o.targetReady, o.steady, o.bare, o.loomReplicas, o.targetShardRSS, o.idle, o.targetIdleRSS, o.floor, o.targetRemoteTime, o.targetRemoteRSS, o.remoteTemplates}
+			want := []any{"process", "bin/loom", 0, ":8080", 60.0, 1.1, 1.15, 15 * time.Second, false, 1, 1.15, 20 * time.Second, 35.0, "./test/converge/floor", 1.3, 1.3, "test/converge/testdata/remote"}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
@@ -61,7 +62,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "replicas need a process", args: "-loom-mode inprocess -phases loom/2", wantErr: "only process mode runs replicas"},
 		{name: "no replicas", args: "-loom-replicas 0", wantErr: "-loom-replicas must be at least 1"},
 		{name: "zero replicas in a phase", args: "-phases loom/0", wantErr: `phase "loom/0": /0 is not a number of replicas`},
-		{name: "base has no replicas", args: "-phases base/2", wantErr: "/REPLICAS is for loom phases only"},
+		{name: "base has no replicas", args: "-phases base/2", wantErr: "/REPLICAS is for loom and remote phases only"},
 		{name: "parents not a number", args: "-phases loom@many", wantErr: `phase "loom@many": @many is not a number of parents`},
 		{name: "replicas after parents", args: "-phases loom@10/3", wantErr: `@10/3 is not a number of parents`},
 		{name: "defaults, bench-scale's", args: "-bare -parents 10000 -phases base,loom", check: func(t *testing.T, o options) {

@@ -25,6 +25,9 @@ import (
 const (
 	kindBase = "base"
 	kindLoom = "loom"
+	// kindRemote is a loom phase whose children are in two clusters: the
+	// -phases entry "remote" (phaseSpec.remote; its kind is kindLoom).
+	kindRemote = "remote"
 )
 
 // bench is what every phase shares.
@@ -38,6 +41,10 @@ type bench struct {
 	set     *render.Set
 	example *unstructured.Unstructured
 	cpu     *cpuSampler
+	// workload is the workload cluster of remote phases (nil without
+	// one); remoteSet is -remote-templates' MyResource set.
+	workload  *workloadCluster
+	remoteSet *render.Set
 }
 
 // phase is one phase: a namespace, its trackers, and its writer, which is
@@ -58,6 +65,14 @@ type phase struct {
 	mems []*memSampler
 	// fail cancels the phase: a Loom process ended before it.
 	fail context.CancelCauseFunc
+	// loomTemplates is the template folder Loom gets a copy of, and
+	// loomSet its MyResource set: -templates, or in a remote phase
+	// -remote-templates.
+	loomTemplates string
+	loomSet       *render.Set
+	// registered and remoteNS: a remote phase has registered the
+	// workload cluster, and made its namespace there (remote.go).
+	registered, remoteNS bool
 }
 
 // phaseResult is what one phase measured.
@@ -96,23 +111,27 @@ type phaseResult struct {
 }
 
 // writes are the writer's writes in the timed round, t0 to at ("t1", "t2"
-// or "end").
+// or "end"): in a remote phase, its children's in both clusters.
 func (r phaseResult) writes(at string) requests {
 	if r.counted {
 		return r.timed.at[at].writes
 	}
-	return r.timed.api[at].writerRequests(r.bare)
+	return writerRequestsIn(r.timed.api[at], r.timed.remoteAPI[at], r.bare)
 }
 
 // runPhase runs one phase from namespace creation to namespace deletion
 // (on a bare cluster: until the namespace is empty).
 func (b *bench) runPhase(ctx context.Context, spec phaseSpec, label string) (res phaseResult, err error) {
 	kind := spec.kind
-	p := &phase{bench: b, spec: spec, kind: kind, label: label, counter: &requestCounter{}}
+	p := &phase{bench: b, spec: spec, kind: kind, label: label, counter: &requestCounter{},
+		loomTemplates: b.opts.templates, loomSet: b.set}
+	if spec.remote {
+		p.loomTemplates, p.loomSet = b.opts.remoteTemplates, b.remoteSet
+	}
 	waitQuiet(ctx, b.opts.quiet)
 	// 1. A fresh namespace, deleted (or emptied) and waited for however
 	//    the phase ends.
-	if p.namespace, err = b.createNamespace(ctx, "bench-"+kind+"-"); err != nil {
+	if p.namespace, err = b.createNamespace(ctx, "bench-"+spec.name()+"-"); err != nil {
 		return res, err
 	}
 	res = phaseResult{kind: kind, label: label, namespace: p.namespace, spec: spec, counted: true, bare: b.opts.bare}
@@ -152,6 +171,11 @@ func (b *bench) runPhase(ctx context.Context, spec phaseSpec, label string) (res
 		}
 		p.base = &baseline{client: client}
 	case kindLoom:
+		if spec.remote {
+			if err := p.registerWorkload(ctx); err != nil {
+				return res, err
+			}
+		}
 		if res.balance, err = p.startLoom(ctx, wcfg, fail); err != nil {
 			return res, err
 		}
@@ -198,7 +222,7 @@ func (b *bench) runPhase(ctx context.Context, spec phaseSpec, label string) (res
 // sharded phase's replicas have shared the buckets out. A Loom process
 // ending before the phase does cancels the phase with fail.
 func (p *phase) startLoom(ctx context.Context, wcfg *rest.Config, fail context.CancelCauseFunc) (bal balance, err error) {
-	dir, err := loomWorkdir(p.opts.templates)
+	dir, err := loomWorkdir(p.loomTemplates)
 	if err != nil {
 		return bal, err
 	}
@@ -265,9 +289,14 @@ func (p *phase) watchExit(ctx context.Context, l *loomProc, who string) {
 
 // finish stops Loom (printing its log's tail if the phase failed) and
 // deletes what the phase created: the namespace, or on a bare cluster the
-// parents and children in it.
+// parents and children in it. A remote phase first deletes its parents
+// while Loom runs, so that Loom deletes their children in the workload
+// cluster, and at the end its registration and its namespace there.
 func (p *phase) finish(failed error) error {
 	var errs []error
+	if g, ok := p.loom.(*loomGroup); ok && p.spec.remote && g.running() {
+		errs = append(errs, p.deleteParents())
+	}
 	if p.loom != nil {
 		for _, m := range p.mems {
 			m.finish()
@@ -284,10 +313,18 @@ func (p *phase) finish(failed error) error {
 			logf("%s: Loom's working folder, with its log, is kept: %s", p.label, p.loomDir)
 		}
 	}
-	if p.opts.bare {
-		return errors.Join(append(errs, p.emptyNamespace(p.namespace))...)
+	if p.spec.remote {
+		errs = append(errs, p.releaseParents())
 	}
-	return errors.Join(append(errs, p.deleteNamespace(p.namespace))...)
+	if p.opts.bare {
+		errs = append(errs, p.emptyNamespace(p.namespace))
+	} else {
+		errs = append(errs, p.deleteNamespace(p.namespace))
+	}
+	if p.spec.remote {
+		errs = append(errs, p.unregisterWorkload())
+	}
+	return errors.Join(errs...)
 }
 
 // createNamespace creates a namespace with a generated name.
@@ -320,6 +357,9 @@ type roundResult struct {
 	// api are the API server's writes from every client, at "t1" and "t2"
 	// (just after each; no t2 on a bare cluster) and "end".
 	api map[string]apiWrites
+	// remoteAPI are the workload cluster's API server's requests, at the
+	// same moments, in a remote phase (nil otherwise).
+	remoteAPI map[string]apiWrites
 	// lat1 and lat2 are per parent: create returned → passed t1 / t2.
 	lat1, lat2 []time.Duration
 }

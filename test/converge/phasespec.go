@@ -23,6 +23,18 @@ type phaseSpec struct {
 	// sharded: the replicas run with --sharded (more than one, or
 	// -loom-args turns it on) and share the 64 buckets of parents.
 	sharded bool
+	// remote: a loom phase written "remote": Loom runs -remote-templates,
+	// whose ConfigMaps go to the workload cluster (remote.go).
+	remote bool
+}
+
+// name is the phase's kind as -phases writes it: base, loom or remote.
+// It prefixes the phase's namespace.
+func (s phaseSpec) name() string {
+	if s.remote {
+		return kindRemote
+	}
+	return s.kind
 }
 
 // parsePhases parses -phases, filling what an entry leaves out from the
@@ -43,9 +55,12 @@ func parsePhase(text string, o options) (phaseSpec, error) {
 	s := phaseSpec{text: text, parents: o.parents}
 	rest, parents, hasParents := strings.Cut(text, "@")
 	kind, replicas, hasReplicas := strings.Cut(rest, "/")
+	if kind == kindRemote {
+		kind, s.remote = kindLoom, true
+	}
 	s.kind = kind
 	if kind != kindBase && kind != kindLoom {
-		return s, fmt.Errorf("unknown phase %q (want base or loom, then /REPLICAS and @PARENTS if needed: loom/3@30000)", text)
+		return s, fmt.Errorf("unknown phase %q (want base, loom or remote, then /REPLICAS and @PARENTS if needed: loom/3@30000)", text)
 	}
 	if hasParents {
 		n, err := strconv.Atoi(parents)
@@ -56,7 +71,7 @@ func parsePhase(text string, o options) (phaseSpec, error) {
 	}
 	if kind == kindBase {
 		if hasReplicas {
-			return s, fmt.Errorf("phase %q: /REPLICAS is for loom phases only", text)
+			return s, fmt.Errorf("phase %q: /REPLICAS is for loom and remote phases only", text)
 		}
 		return s, nil
 	}

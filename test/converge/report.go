@@ -64,6 +64,7 @@ func report(w io.Writer, o options, results []phaseResult, idle *idleResult, now
 	reportReplicas(w, results)
 	reportShardRatio(w, o, results)
 	reportTakeovers(w, results)
+	reportRemote(w, o, results)
 	reportLatency(w, results)
 	reportCPU(w, results)
 	reportAPI(w, results)
@@ -132,11 +133,12 @@ func reportRatios(w io.Writer, o options, results []phaseResult) {
 }
 
 // pick returns the phases of a kind, without the noisy ones unless every
-// one is noisy.
+// one is noisy, and without remote phases, whose children the baseline
+// does not write in two clusters (reportRemote compares them).
 func pick(o options, results []phaseResult, kind string) ([]phaseResult, []string) {
 	var all, clean []phaseResult
 	for _, r := range results {
-		if r.kind != kind {
+		if r.kind != kind || r.spec.remote {
 			continue
 		}
 		all = append(all, r)

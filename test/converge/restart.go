@@ -113,6 +113,9 @@ func (p *phase) restart(ctx context.Context, g *loomGroup, sig syscall.Signal) (
 	if err != nil {
 		return r, err
 	}
+	// A remote phase's children in the workload cluster (none otherwise).
+	wbase := p.scrapeWorkload(ctx)
+	wlast := wbase
 	signalled := time.Now()
 	r.before = (base.all - a0.all) / signalled.Sub(t0).Seconds()
 	samples := []rateSample{{at: signalled, total: base.all}}
@@ -153,7 +156,8 @@ func (p *phase) restart(ctx context.Context, g *loomGroup, sig syscall.Signal) (
 				return r, err
 			}
 			samples = append(samples, rateSample{at: time.Now(), total: last.all})
-			w := last.sub(base).writerRequests(false)
+			wlast = p.scrapeWorkload(ctx)
+			w := writerRequestsIn(last.sub(base), wlast.sub(wbase), false)
 			if idle.observe(now, w.Children+w.Status, s.Reconciles) {
 				r.idleOK, r.idle = true, now.Sub(started)
 				break
@@ -170,7 +174,7 @@ func (p *phase) restart(ctx context.Context, g *loomGroup, sig syscall.Signal) (
 	}
 	r.window = samples[len(samples)-1].at.Sub(signalled)
 	api := last.sub(base)
-	r.writes, r.events = api.writerRequests(false), api.byResource["events"]
+	r.writes, r.events = writerRequestsIn(api, wlast.sub(wbase), false), api.byResource["events"]
 	r.requests, r.peak = api.all, peakRate(samples)
 	if r.loom, err = l.stats(ctx); err != nil {
 		return r, err

@@ -37,7 +37,7 @@ func (p *phase) round(ctx context.Context, prefix string, n int, profile string)
 	// 2. The clock starts; the creator creates, and the baseline, if this
 	//    is a base phase, converges each parent as soon as it is created.
 	in, baseDone := p.startBaseline(ctx, n, fail)
-	api0 := p.scrape(ctx)
+	api0, remote0 := p.scrape(ctx), p.scrapeWorkload(ctx)
 	if err := pr.start(""); err != nil {
 		return roundResult{}, err
 	}
@@ -58,6 +58,7 @@ func (p *phase) round(ctx context.Context, prefix string, n int, profile string)
 	}
 	pr.stop()
 	api := map[string]apiWrites{"t1": p.scrape(ctx).sub(api0)}
+	remote := map[string]apiWrites{"t1": p.scrapeWorkload(ctx).sub(remote0)}
 	if !p.opts.bare {
 		if err := pr.start(".ready"); err != nil {
 			return roundResult{}, err
@@ -67,6 +68,7 @@ func (p *phase) round(ctx context.Context, prefix string, n int, profile string)
 		}
 		pr.stop()
 		api["t2"] = p.scrape(ctx).sub(api0)
+		remote["t2"] = p.scrapeWorkload(ctx).sub(remote0)
 	}
 	if p.base != nil {
 		if err := <-baseDone; err != nil {
@@ -77,8 +79,12 @@ func (p *phase) round(ctx context.Context, prefix string, n int, profile string)
 	time.Sleep(p.opts.settle)
 	sw.mark("end")
 	api["end"] = p.scrape(ctx).sub(api0)
+	remote["end"] = p.scrapeWorkload(ctx).sub(remote0)
 	r := p.result(sw, n, g, parents, created, createdAt)
 	r.api = api
+	if p.spec.remote {
+		r.remoteAPI = remote
+	}
 	return r, nil
 }
 

@@ -14,7 +14,7 @@ import (
 func reportPhases(w io.Writer, o options) {
 	custom := false
 	for _, s := range o.phases {
-		custom = custom || s.parents != o.parents || s.replicas > 1 || s.sharded
+		custom = custom || s.parents != o.parents || s.replicas > 1 || s.sharded || s.remote
 	}
 	if !custom {
 		return
@@ -27,6 +27,9 @@ func reportPhases(w io.Writer, o options) {
 			parts[i] += fmt.Sprintf(", %d replicas of loom run --sharded, each on its own ports", s.replicas)
 		case s.kind == kindLoom:
 			parts[i] += ", one loom run"
+		}
+		if s.remote {
+			parts[i] += ", each parent's ConfigMap in the workload cluster"
 		}
 	}
 	fmt.Fprintf(w, "phases: %s\n", strings.Join(parts, "; "))
@@ -136,7 +139,7 @@ func shardPeaksOf(results []phaseResult) (p shardPeaks, ok bool) {
 	var ones int
 	for _, r := range results {
 		a := r.after
-		if r.kind != kindLoom || a == nil || !a.mem {
+		if r.kind != kindLoom || r.spec.remote || a == nil || !a.mem {
 			continue
 		}
 		if !r.spec.sharded && len(a.replicas) == 1 {

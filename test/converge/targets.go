@@ -102,6 +102,7 @@ func targetRows(o options, results []phaseResult) []targetRow {
 	if shard, ok := shardTargetRow(o, results); ok {
 		rows = append(rows, shard)
 	}
+	rows = append(rows, remoteTargetRows(o, results)...)
 	return append(rows, takeoverRows(results)...)
 }
 
