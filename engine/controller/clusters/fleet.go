@@ -250,11 +250,11 @@ func (f *Fleet) Use(uid types.UID, clusters []string) {
 	}
 }
 
-// connect makes a cluster's clients from its registration: a response
-// deadline on every request, as for the cluster Loom runs in, its own
-// child cache and applier, and its own impersonated accounts. It contacts
-// no server: the informers start when a kind is first ensured.
-func (f *Fleet) connect(reg cluster.Registration) (*remote, error) {
+// restConfig is the client configuration of a registered cluster: its
+// kubeconfig (cluster.RESTConfig, which refuses what Loom must not run),
+// Loom's user agent, and a response deadline on every request, and on a
+// sharded replica the write guard, as for the cluster Loom runs in.
+func (f *Fleet) restConfig(reg cluster.Registration) (*rest.Config, error) {
 	cfg, err := cluster.RESTConfig(reg, cluster.Options{AllowExec: f.opts.AllowExec})
 	if err != nil {
 		return nil, err
@@ -267,6 +267,18 @@ func (f *Fleet) connect(reg cluster.Registration) (*remote, error) {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 			return &transport.ShardGuard{Next: rt, Owner: f.opts.Owner}
 		})
+	}
+	return cfg, nil
+}
+
+// connect makes a cluster's clients from its registration: a response
+// deadline on every request, as for the cluster Loom runs in, its own
+// child cache and applier, and its own impersonated accounts. It contacts
+// no server: the informers start when a kind is first ensured.
+func (f *Fleet) connect(reg cluster.Registration) (*remote, error) {
+	cfg, err := f.restConfig(reg)
+	if err != nil {
+		return nil, err
 	}
 	fail := func(what string, err error) (*remote, error) {
 		return nil, fmt.Errorf("cluster %s: create %s: %w", reg.Name, what, err)
