@@ -264,6 +264,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.registry = clusters.NewRegistry(ctx, m.kube.CoreV1(), m.opts.LoomNamespace, m.opts.ResyncPeriod, m.clustersChanged)
 	fo := clusters.Options{AllowExec: m.opts.AllowKubeconfigExec, Deadline: 2 * m.opts.ReconcileTimeout,
 		FieldManager: m.opts.FieldManager, Namespace: m.opts.Namespace, Resync: m.opts.ResyncPeriod, Owner: m.opts.Shard,
+		QPS: m.opts.Config.QPS, Burst: m.opts.Config.Burst,
 		Route: m.dispatch, Synced: m.childSynced, Enqueue: m.enqueueParent,
 		Reachable: func(cl string, ok bool) {
 			m.metrics.ClusterReachable.WithLabelValues(cl).Set(map[bool]float64{true: 1}[ok])

@@ -76,6 +76,12 @@ type Options struct {
 	// (childcache.Config's); Keep follows a change. nil: not sharded.
 	ParentUID func(context.Context) types.UID
 	Held      func() shard.Set
+	// QPS and Burst are the client-side rate limit of every workload
+	// cluster's clients: the one Loom chose for the cluster it runs in
+	// (--kube-api-qps; a negative QPS means none, as under priority and
+	// fairness). 0 leaves client-go's default, 5 a second.
+	QPS   float32
+	Burst int
 }
 
 // Fleet is the workload clusters children are placed in: for each, its
@@ -250,16 +256,19 @@ func (f *Fleet) Use(uid types.UID, clusters []string) {
 	}
 }
 
-// connect makes a cluster's clients from its registration: a response
-// deadline on every request, as for the cluster Loom runs in, its own
-// child cache and applier, and its own impersonated accounts. It contacts
-// no server: the informers start when a kind is first ensured.
-func (f *Fleet) connect(reg cluster.Registration) (*remote, error) {
+// restConfig is the client configuration of a registered cluster: its
+// kubeconfig (cluster.RESTConfig, which refuses what Loom must not run),
+// Loom's user agent and client-side rate limit, and a response deadline on every request, and on a
+// sharded replica the write guard, as for the cluster Loom runs in.
+func (f *Fleet) restConfig(reg cluster.Registration) (*rest.Config, error) {
 	cfg, err := cluster.RESTConfig(reg, cluster.Options{AllowExec: f.opts.AllowExec})
 	if err != nil {
 		return nil, err
 	}
 	cfg.UserAgent = "loom"
+	if f.opts.QPS != 0 {
+		cfg.QPS, cfg.Burst = f.opts.QPS, f.opts.Burst
+	}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return &transport.ResponseDeadline{Next: rt, D: f.opts.Deadline}
 	})
@@ -267,6 +276,18 @@ func (f *Fleet) connect(reg cluster.Registration) (*remote, error) {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 			return &transport.ShardGuard{Next: rt, Owner: f.opts.Owner}
 		})
+	}
+	return cfg, nil
+}
+
+// connect makes a cluster's clients from its registration: a response
+// deadline on every request, as for the cluster Loom runs in, its own
+// child cache and applier, and its own impersonated accounts. It contacts
+// no server: the informers start when a kind is first ensured.
+func (f *Fleet) connect(reg cluster.Registration) (*remote, error) {
+	cfg, err := f.restConfig(reg)
+	if err != nil {
+		return nil, err
 	}
 	fail := func(what string, err error) (*remote, error) {
 		return nil, fmt.Errorf("cluster %s: create %s: %w", reg.Name, what, err)
