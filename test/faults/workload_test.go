@@ -202,10 +202,10 @@ func TestWorkloadAPIServerStopped(t *testing.T) {
 			e.WorkloadScript(t, "start", "kube-apiserver")
 		}
 	})
-	e.WorkloadScript(t, "stop", "kube-apiserver")
 	down := time.Now()
+	e.WorkloadScript(t, "stop", "kube-apiserver") // refuses connections at once, exits within 10 s
 	waitSpreadCondition(t, ns, names, 2*time.Minute, "False", "ClusterUnreachable", "w1")
-	t.Logf("every parent ClusterUnreachable %s after the stop", time.Since(down).Round(100*time.Millisecond))
+	t.Logf("every parent ClusterUnreachable %s after the stop began", time.Since(down).Round(100*time.Millisecond))
 	waitEventFor(t, ns, names[1], "ClusterUnreachable", "w1")
 
 	// An edit while the cluster is down reaches the local child.
