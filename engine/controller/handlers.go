@@ -97,8 +97,9 @@ func (c *Controller) onDelete(obj any) {
 // replaced by a new one of the same name.
 func (c *Controller) forget(key cache.ObjectName, uid types.UID) {
 	if c.sh != nil && c.sh.Cache != nil { // nil: a Manager that never ran
-		c.sh.Cache.Forget(childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key})
-		c.sh.Fleet.Use(uid, nil)
+		pk := childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key}
+		c.sh.Cache.Forget(pk)
+		c.sh.Fleet.Use(uid, pk, nil)
 	}
 	c.status.Forget(uid)
 	c.mu.Lock()

@@ -246,7 +246,8 @@ func (c *Controller) pruneChildren(ctx context.Context, a *attempt, ap *applied)
 		ap.all = append(ap.all, pruned...)
 		errs = errors.Join(pruneErr, finErr)
 	}
-	c.sh.Fleet.Use(a.parent.GetUID(), clusters.Targeted(ap.Output.Children, status.ChildClusters(a.parent)))
+	c.sh.Fleet.Use(a.parent.GetUID(), childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: a.key},
+		clusters.Targeted(ap.Output.Children, status.ChildClusters(a.parent)))
 	c.sh.Metrics.ObserveChanges(c.gvk.Kind, ap.all)
 	if n := ap.all.Writes(); n > 0 {
 		klog.FromContext(ctx).V(2).Info("Applied children", "writes", n)

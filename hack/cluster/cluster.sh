@@ -5,7 +5,7 @@
 # (which fakes a kubelet-less node, so pods "run" without containers) as plain
 # background processes. Binaries go to $ROOT/bin, all state to $ROOT/.cluster.
 #
-# Usage: hack/cluster/cluster.sh build|up|down [--keep-state]|restart NAME|compact|snapshot DIR|restore DIR|status|env
+# Usage: hack/cluster/cluster.sh build|up|down [--keep-state]|restart NAME|stop NAME|start NAME|compact|snapshot DIR|restore DIR|status|env
 #
 # CLUSTER_COMPONENTS (default "etcd kube-apiserver kube-controller-manager
 # kube-scheduler kwok") picks what up, status and restart run, always in that
@@ -342,6 +342,30 @@ cmd_restart() {
   log "restarted $name in $((SECONDS - t0))s"
 }
 
+# cmd_stop NAME: stop one component and leave it stopped (the cluster is
+# then down, or degraded) until `start NAME`: for tests of a cluster that
+# does not answer for a while.
+cmd_stop() {
+  local name=${1:-}
+  [[ " ${COMPONENTS[*]} " == *" $name "* ]] || die "stop what? one of: ${COMPONENTS[*]}"
+  stop "$name"
+}
+
+# cmd_start NAME: start one component that `stop NAME` stopped, on the same
+# state, and wait until the whole cluster is healthy again. A component that
+# runs already is left alone.
+cmd_start() {
+  local name=${1:-} t0=$SECONDS
+  [[ " ${COMPONENTS[*]} " == *" $name "* ]] || die "start what? one of: ${COMPONENTS[*]}"
+  if alive "$name"; then log "$name runs already"; return 0; fi
+  make_secrets
+  trap 'fail "interrupted"' INT TERM
+  "start_${name//-/_}"
+  wait_for "$name" "healthy cluster after the start" healthy
+  trap - INT TERM
+  log "started $name in $((SECONDS - t0))s"
+}
+
 # cmd_compact: compact etcd's history at its current revision, through its
 # HTTP/JSON gateway, and check that a read below it is refused; print the
 # revision. Lists and watches from an older revision that reach etcd (not
@@ -431,7 +455,7 @@ cmd_status() {
 cmd_env() { echo "export KUBECONFIG=$KUBECONFIG_FILE"; }
 
 # One build/up/down/restart at a time (e.g. parallel `make cluster`); the lock is released on exit.
-if [[ ${1:-} =~ ^(build|up|down|restart|snapshot|restore)$ ]]; then
+if [[ ${1:-} =~ ^(build|up|down|restart|stop|start|snapshot|restore)$ ]]; then
   mkdir -p "$BIN" && exec 9>"$BIN/.cluster.lock" && flock 9
 fi
 
@@ -440,10 +464,12 @@ build) cmd_build ;;
 up) cmd_up ;;
 down) cmd_down "${2:-}" ;;
 restart) cmd_restart "${2:-}" ;;
+stop) cmd_stop "${2:-}" ;;
+start) cmd_start "${2:-}" ;;
 compact) cmd_compact ;;
 snapshot) cmd_snapshot "${2:-}" ;;
 restore) cmd_restore "${2:-}" ;;
 status) cmd_status ;;
 env) cmd_env ;;
-*) echo "usage: $0 build|up|down [--keep-state]|restart NAME|compact|snapshot DIR|restore DIR|status|env" >&2; exit 2 ;;
+*) echo "usage: $0 build|up|down [--keep-state]|restart NAME|stop NAME|start NAME|compact|snapshot DIR|restore DIR|status|env" >&2; exit 2 ;;
 esac

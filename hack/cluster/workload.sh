@@ -5,7 +5,7 @@
 # and `make run` place children in as a registered workload cluster
 # (issue 34). Its kubeconfig is .cluster-workload/kubeconfig.
 #
-# Usage: hack/cluster/workload.sh up|down|status|restart NAME|env (as cluster.sh)
+# Usage: hack/cluster/workload.sh up|down|status|restart NAME|stop NAME|start NAME|env (as cluster.sh)
 #
 # The Makefile (make cluster, cluster-workload, cluster-workload-down) and
 # hack/e2e.sh call it, so the state folder and the ports are said once.

@@ -37,11 +37,19 @@ type apiCounter struct {
 // kubeconfig as <name>.kubeconfig in dir.
 func newAPICounter(t *testing.T, e *env.Env, dir, name string) *apiCounter {
 	t.Helper()
-	target, err := url.Parse(e.Config.Host)
+	return newAPICounterTo(t, e.Config, dir, name)
+}
+
+// newAPICounterTo starts a counting proxy to the API server cfg reaches
+// (that of the local cluster, or of the workload cluster), and writes its
+// kubeconfig as <name>.kubeconfig in dir.
+func newAPICounterTo(t *testing.T, cfg *rest.Config, dir, name string) *apiCounter {
+	t.Helper()
+	target, err := url.Parse(cfg.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := rest.TransportFor(e.Config)
+	rt, err := rest.TransportFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,12 +67,12 @@ func newAPICounter(t *testing.T, e *env.Env, dir, name string) *apiCounter {
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["proxy"] = &clientcmdapi.Cluster{Server: srv.URL}
-	cfg.AuthInfos["proxy"] = &clientcmdapi.AuthInfo{}
-	cfg.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "proxy"}
-	cfg.CurrentContext = "proxy"
-	if err := clientcmd.WriteToFile(*cfg, c.kubeconfig); err != nil {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["proxy"] = &clientcmdapi.Cluster{Server: srv.URL}
+	kc.AuthInfos["proxy"] = &clientcmdapi.AuthInfo{}
+	kc.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "proxy"}
+	kc.CurrentContext = "proxy"
+	if err := clientcmd.WriteToFile(*kc, c.kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 	return c

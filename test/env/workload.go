@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,6 +89,48 @@ func (e *Env) NeedWorkload(t testing.TB) *Cluster {
 			WorkloadKubeconfigEnv, path)
 	}
 	return e.Workload
+}
+
+// WorkloadScript runs hack/cluster/workload.sh with args (restart NAME,
+// stop NAME, start NAME) on the workload cluster the suite reaches, whose
+// state folder is its kubeconfig's (WORKLOAD_STATE, unless set), and
+// returns its standard output; it fails the test if the script fails. A
+// workload cluster started from another checkout needs CLUSTER_BIN, as
+// cluster.sh does.
+func (e *Env) WorkloadScript(t testing.TB, args ...string) string {
+	t.Helper()
+	c := e.NeedWorkload(t)
+	cmd := exec.Command(e.Path("hack", "cluster", "workload.sh"), args...)
+	cmd.Env = os.Environ()
+	if os.Getenv("WORKLOAD_STATE") == "" {
+		cmd.Env = append(cmd.Env, "WORKLOAD_STATE="+filepath.Dir(c.Kubeconfig))
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("workload.sh %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	t.Logf("workload.sh %s:\n%s", strings.Join(args, " "), strings.TrimSpace(stderr.String()))
+	return strings.TrimSpace(string(out))
+}
+
+// CreateNamespace creates the namespace name in the cluster (the name of
+// a test's namespace in the local cluster, where a parent's remote
+// children go), and deletes it, with what is in it, when the test ends
+// (as NewNamespace's).
+func (c *Cluster) CreateNamespace(t *testing.T, name string) {
+	t.Helper()
+	_, err := c.Kube.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace %s in the workload cluster: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := c.deleteNamespace(context.Background(), name); err != nil {
+			t.Errorf("workload cluster: %v", err)
+		}
+	})
 }
 
 // NewNamespace creates a namespace in the cluster for one test, and

@@ -65,6 +65,12 @@ type Options struct {
 	// it again, so that a hung cluster holds no worker for a request's
 	// deadline on every reconcile; 0 means 10s.
 	Backoff time.Duration
+	// Probe is how often each connected workload cluster is asked whether
+	// it answers (GET /readyz, bounded by Probe too), so that a cluster
+	// that stops answering, or answers again, is noticed while its
+	// children's caches still hold them and no reconcile would send it a
+	// request; 0 means 5s.
+	Probe time.Duration
 	// Now is the clock of Backoff; nil means time.Now.
 	Now func() time.Time
 	// Owner, on a sharded replica, refuses a write for a parent the
@@ -96,15 +102,21 @@ type Fleet struct {
 
 	mu      sync.Mutex
 	remotes map[string]*remote
-	// users are, per parent UID, the workload clusters it places children
-	// in (Use).
-	users map[types.UID][]string
+	// users are, per parent UID, the parent and the workload clusters it
+	// places children in (Use).
+	users map[types.UID]user
 }
 
 // NewFleet returns the fleet of the clusters registry registers; their
 // informers stop when ctx is done.
 func NewFleet(ctx context.Context, registry *Registry, opts Options) *Fleet {
-	return &Fleet{ctx: ctx, registry: registry, opts: opts, remotes: map[string]*remote{}, users: map[types.UID][]string{}}
+	return &Fleet{ctx: ctx, registry: registry, opts: opts, remotes: map[string]*remote{}, users: map[types.UID]user{}}
+}
+
+// user is a parent that places children in workload clusters.
+type user struct {
+	key      childcache.ParentKey
+	clusters []string
 }
 
 // remote is one workload cluster's clients, cache and applier.
@@ -120,6 +132,10 @@ type remote struct {
 	// not answering (Fleet.mu).
 	down  error
 	until time.Time
+	// unanswered is the error of the last probe if the cluster did not
+	// answer it, nil if it did (Fleet.mu): while it is set, the cluster
+	// is taken as down.
+	unanswered error
 	// placed is when a reconcile last placed children there (Fleet.mu):
 	// a cluster no parent uses is stopped only a while after, so that a
 	// reconcile that has not said yet that it uses it keeps it.
@@ -201,6 +217,9 @@ func (f *Fleet) remote(name string) (*remote, error) {
 	defer f.mu.Unlock()
 	if r := f.remotes[name]; r != nil {
 		if r.kubeconfig == string(reg.Kubeconfig) {
+			if r.unanswered != nil {
+				return nil, &DownError{Cluster: name, Err: r.unanswered}
+			}
 			if r.down != nil && f.now().Before(r.until) {
 				return nil, &DownError{Cluster: name, Err: r.down}
 			}
@@ -210,7 +229,7 @@ func (f *Fleet) remote(name string) (*remote, error) {
 		r.stop() // registered again with another kubeconfig
 		delete(f.remotes, name)
 	}
-	r, err := f.connect(reg)
+	r, err := f.connect(name, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -220,11 +239,11 @@ func (f *Fleet) remote(name string) (*remote, error) {
 	return r, nil
 }
 
-// Use records the workload clusters the parent uid places children in
-// now (none: it is gone), and stops the clients, informers and cache of
+// Use records the workload clusters the parent uid, key, places children
+// in now (none: it is gone), and stops the clients, informers and cache of
 // each cluster no parent uses any more, once no reconcile has placed a
 // child there for twice the response deadline.
-func (f *Fleet) Use(uid types.UID, clusters []string) {
+func (f *Fleet) Use(uid types.UID, key childcache.ParentKey, clusters []string) {
 	if f == nil {
 		return
 	}
@@ -239,11 +258,11 @@ func (f *Fleet) Use(uid types.UID, clusters []string) {
 	if len(remote) == 0 {
 		delete(f.users, uid)
 	} else {
-		f.users[uid] = remote
+		f.users[uid] = user{key: key, clusters: remote}
 	}
 	used := map[string]bool{}
-	for _, cls := range f.users {
-		for _, cl := range cls {
+	for _, u := range f.users {
+		for _, cl := range u.clusters {
 			used[cl] = true
 		}
 	}
@@ -258,8 +277,9 @@ func (f *Fleet) Use(uid types.UID, clusters []string) {
 
 // restConfig is the client configuration of a registered cluster: its
 // kubeconfig (cluster.RESTConfig, which refuses what Loom must not run),
-// Loom's user agent and client-side rate limit, and a response deadline on every request, and on a
-// sharded replica the write guard, as for the cluster Loom runs in.
+// Loom's user agent and client-side rate limit, a response deadline on
+// every request, and on a sharded replica the write guard, as for the
+// cluster Loom runs in.
 func (f *Fleet) restConfig(reg cluster.Registration) (*rest.Config, error) {
 	cfg, err := cluster.RESTConfig(reg, cluster.Options{AllowExec: f.opts.AllowExec})
 	if err != nil {
@@ -282,9 +302,10 @@ func (f *Fleet) restConfig(reg cluster.Registration) (*rest.Config, error) {
 
 // connect makes a cluster's clients from its registration: a response
 // deadline on every request, as for the cluster Loom runs in, its own
-// child cache and applier, and its own impersonated accounts. It contacts
-// no server: the informers start when a kind is first ensured.
-func (f *Fleet) connect(reg cluster.Registration) (*remote, error) {
+// child cache and applier, and its own impersonated accounts, and starts
+// its probe (Fleet.probe). It contacts no server now: the informers start
+// when a kind is first ensured, the probe after Options.Probe.
+func (f *Fleet) connect(name string, reg cluster.Registration) (*remote, error) {
 	cfg, err := f.restConfig(reg)
 	if err != nil {
 		return nil, err
@@ -328,6 +349,7 @@ func (f *Fleet) connect(reg cluster.Registration) (*remote, error) {
 		Namespace: f.opts.Namespace, Resync: f.opts.Resync, Synced: f.opts.Synced, Enqueue: f.opts.Enqueue,
 		Route: r.route(f.opts.Route), ParentUID: f.opts.ParentUID, Held: f.opts.Held,
 	})
+	go f.probe(ctx, name, r, disco.RESTClient())
 	return r, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loom-operator/loom/engine/cluster"
+	"github.com/loom-operator/loom/engine/controller/childcache"
 	"github.com/loom-operator/loom/engine/controller/transport"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/shard"
@@ -80,17 +81,17 @@ func TestFleetStopsAClusterNoParentUses(t *testing.T) {
 	if _, err := f.Place("w1", nil); err != nil {
 		t.Fatal(err)
 	}
-	f.Use("other", nil) // the reconcile that placed the child has not said so yet
+	f.Use("other", childcache.ParentKey{}, nil) // the reconcile that placed the child has not said so yet
 	if !connected() {
 		t.Fatal("stopped a cluster a reconcile placed children in just now")
 	}
-	f.Use("p1", []string{"", "w1"})
+	f.Use("p1", childcache.ParentKey{}, []string{"", "w1"})
 	now = now.Add(3 * time.Minute)
-	f.Use("other", nil)
+	f.Use("other", childcache.ParentKey{}, nil)
 	if !connected() {
 		t.Fatal("stopped a cluster a parent uses")
 	}
-	f.Use("p1", nil) // gone, or places nothing there any more
+	f.Use("p1", childcache.ParentKey{}, nil) // gone, or places nothing there any more
 	if connected() {
 		t.Fatal("a cluster no parent uses is still connected")
 	}
