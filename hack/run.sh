@@ -49,9 +49,9 @@ echo "Loom is running (pid $!); log: $LOG; metrics: http://127.0.0.1:18080/metri
 kubectl create namespace loom-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 bin/loom cluster add workload --from-kubeconfig "$WORKLOAD_KUBECONFIG" --kubeconfig "$KUBECONFIG"
 setsid nohup bin/loom run --templates examples/clusters/ --install-crds --loom-namespace loom-system \
-  --kubeconfig "$KUBECONFIG" --metrics-bind-address 127.0.0.1:18081 >"$CLUSTERS_LOG" 2>&1 &
+  --kubeconfig "$KUBECONFIG" --metrics-bind-address 127.0.0.1:18082 >"$CLUSTERS_LOG" 2>&1 &
 echo $! >>"$PIDFILE"
-echo "Loom for examples/clusters/ is running (pid $!); log: $CLUSTERS_LOG; metrics: http://127.0.0.1:18081/metrics"
+echo "Loom for examples/clusters/ is running (pid $!); log: $CLUSTERS_LOG; metrics: http://127.0.0.1:18082/metrics"
 
 kubectl apply -f examples/
 if ! kubectl wait --for=condition=Ready --timeout=90s myresources --all; then
@@ -64,7 +64,7 @@ for _ in $(seq 60); do # until the second Loom has created the Greeting CRD
   sleep 1
 done
 kubectl wait --for=condition=Established --timeout=60s crd/greetings.example.loom.dev >/dev/null
-kubectl apply -f examples/clusters/hello.yaml
+kubectl apply -f examples/clusters/greeting.yaml
 if ! kubectl wait --for=condition=Ready --timeout=90s greetings --all; then
   echo "The Greeting did not become Ready; its Loom's log ends with:" >&2
   tail -n 30 "$CLUSTERS_LOG" >&2
@@ -74,7 +74,7 @@ echo
 kubectl get myresources,greetings
 echo
 echo "The Greeting's ConfigMap in the workload cluster:"
-kubectl --kubeconfig "$WORKLOAD_KUBECONFIG" get cm hello -n default
+kubectl --kubeconfig "$WORKLOAD_KUBECONFIG" get cm greeting -n default
 echo
 cat <<MSG
 Try:
@@ -87,9 +87,9 @@ Try:
   bin/loom diff -t /tmp/loom-edit          # what that edit would change, before Loom applies it
   \$EDITOR templates/myresource/deployment.yaml   # e.g. add a label: every Deployment follows, no restart
   kubectl get deploy -w
-  kubectl get cm hello -o yaml             # the Greeting's child here ...
-  kubectl --kubeconfig .cluster-workload/kubeconfig get cm hello -o yaml   # ... and in the workload cluster
-  kubectl patch greeting hello --type merge -p '{"spec":{"message":"hi"}}'   # reaches both clusters
+  kubectl get cm greeting -o yaml          # the Greeting's child here ...
+  kubectl --kubeconfig .cluster-workload/kubeconfig get cm greeting -o yaml   # ... and in the workload cluster
+  kubectl patch greeting greeting --type merge -p '{"spec":{"message":"hi"}}'   # reaches both clusters
   bin/loom cluster list                    # the registered workload cluster, and whether it answers
 Stop both Looms with 'make stop', and the clusters with 'make cluster-down'.
 MSG
