@@ -141,6 +141,7 @@ current-context: hung
 	if code != 2 || !strings.Contains(out, "cluster w1 did not answer within 2s") {
 		t.Fatalf("a cluster that does not answer: exit %d (want 2, naming the cluster)\n%s", code, out)
 	}
+	t.Logf("loom diff failed on the cluster that does not answer after %s (--cluster-timeout 2s):\n%s", took.Round(time.Millisecond), out)
 	if took > 20*time.Second {
 		t.Errorf("diff took %s against a cluster that does not answer, with --cluster-timeout 2s", took)
 	}
