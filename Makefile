@@ -173,11 +173,11 @@ cluster-workload-down: ## Stop the workload cluster and delete its state.
 	$(WORKLOAD_CLUSTER) down
 
 .PHONY: run
-run: build ## Bring up the local cluster and run the operator on the shipped example.
+run: build ## Bring up the local and workload clusters and run the operator on the shipped example (and a Greeting with a child in each cluster).
 	hack/run.sh
 
 .PHONY: stop
-stop: ## Stop the Loom started by make run.
+stop: ## Stop the Looms started by make run.
 	@if [[ -f .cluster/loom.pid ]]; then kill $$(cat .cluster/loom.pid) 2>/dev/null || true; rm -f .cluster/loom.pid; echo "Loom stopped"; fi
 
 .PHONY: fmt

@@ -27,11 +27,12 @@ for c in "$CLUSTER" "$WORKLOAD"; do
 done
 export KUBECONFIG="$ROOT/.cluster/kubeconfig"
 export LOOM_E2E_WORKLOAD_KUBECONFIG="$ROOT/.cluster-workload/kubeconfig"
-# A Loom left running by `make run` watches every namespace and would fight
-# the tests' own controllers.
+# The Looms left running by `make run` (their pids, one a line) watch every
+# namespace and would fight the tests' own controllers.
 if [[ -f $ROOT/.cluster/loom.pid ]]; then
-  echo "Stopping the Loom started by make run, which would interfere with the tests"
-  kill "$(cat "$ROOT/.cluster/loom.pid")" 2>/dev/null || true
+  echo "Stopping the Looms started by make run, which would interfere with the tests"
+  # shellcheck disable=SC2046 # one pid a line: make run starts two Looms
+  kill $(cat "$ROOT/.cluster/loom.pid") 2>/dev/null || true
   rm -f "$ROOT/.cluster/loom.pid"
 fi
 cd "$ROOT"

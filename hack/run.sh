@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# make run: brings up the local cluster, installs the CRDs, starts `loom run`
-# on templates/, applies the examples, and shows what to try. In a terminal
-# it then follows Loom's log until Ctrl-C, which stops Loom; otherwise Loom
-# keeps running in the background (stop it with `make stop` or
-# `make cluster-down`).
+# make run: brings up the local cluster and the workload cluster beside it
+# (hack/cluster/workload.sh), installs the CRDs, starts `loom run` on
+# templates/, registers the workload cluster as "workload" and starts a
+# second `loom run` on examples/clusters/ (a set whose Greeting places a
+# ConfigMap in each cluster), applies the examples, and shows what to try.
+# In a terminal it then follows both Looms' logs until Ctrl-C, which stops
+# them; otherwise they keep running in the background (stop them with
+# `make stop` or `make cluster-down`). .cluster/loom.pid holds both pids.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -11,21 +14,44 @@ export KUBECONFIG="$ROOT/.cluster/kubeconfig"
 STATE="$ROOT/.cluster"
 PIDFILE="$STATE/loom.pid"
 LOG="$STATE/logs/loom.log"
+CLUSTERS_LOG="$STATE/logs/loom-clusters.log"
+WORKLOAD_KUBECONFIG="$ROOT/.cluster-workload/kubeconfig"
 
+# The local cluster first: its up builds the binaries both use.
 hack/cluster/cluster.sh up
+hack/cluster/workload.sh up
 kubectl apply --server-side -f crds/ >/dev/null
 kubectl wait --for=condition=Established --timeout=60s -f crds/ >/dev/null
 
-if [[ -f $PIDFILE ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
-  echo "Restarting Loom (pid $(cat "$PIDFILE"))"
-  kill "$(cat "$PIDFILE")"
-  while kill -0 "$(cat "$PIDFILE")" 2>/dev/null; do sleep 0.1; done
-fi
+# stop_looms stops the Looms a previous make run started (one pid a line).
+stop_looms() {
+  local pid
+  [[ -f $PIDFILE ]] || return 0
+  for pid in $(cat "$PIDFILE"); do
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "Stopping Loom (pid $pid)"
+      kill "$pid"
+      while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    fi
+  done
+  rm -f "$PIDFILE"
+}
+stop_looms
 mkdir -p "$STATE/logs"
 setsid nohup bin/loom run --templates templates/ --kubeconfig "$KUBECONFIG" \
   --metrics-bind-address 127.0.0.1:18080 >"$LOG" 2>&1 &
 echo $! >"$PIDFILE"
-echo "Loom is running (pid $(cat "$PIDFILE")); log: $LOG; metrics: http://127.0.0.1:18080/metrics"
+echo "Loom is running (pid $!); log: $LOG; metrics: http://127.0.0.1:18080/metrics"
+
+# The workload cluster, registered in Loom's namespace, and a second Loom on
+# the example set that places children there. It installs its parent's CRD
+# (Greeting) from the set's schema.
+kubectl create namespace loom-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+bin/loom cluster add workload --from-kubeconfig "$WORKLOAD_KUBECONFIG" --kubeconfig "$KUBECONFIG"
+setsid nohup bin/loom run --templates examples/clusters/ --install-crds --loom-namespace loom-system \
+  --kubeconfig "$KUBECONFIG" --metrics-bind-address 127.0.0.1:18082 >"$CLUSTERS_LOG" 2>&1 &
+echo $! >>"$PIDFILE"
+echo "Loom for examples/clusters/ is running (pid $!); log: $CLUSTERS_LOG; metrics: http://127.0.0.1:18082/metrics"
 
 kubectl apply -f examples/
 if ! kubectl wait --for=condition=Ready --timeout=90s myresources --all; then
@@ -33,8 +59,22 @@ if ! kubectl wait --for=condition=Ready --timeout=90s myresources --all; then
   tail -n 30 "$LOG" >&2
   exit 1
 fi
+for _ in $(seq 60); do # until the second Loom has created the Greeting CRD
+  kubectl get crd greetings.example.loom.dev >/dev/null 2>&1 && break
+  sleep 1
+done
+kubectl wait --for=condition=Established --timeout=60s crd/greetings.example.loom.dev >/dev/null
+kubectl apply -f examples/clusters/greeting.yaml
+if ! kubectl wait --for=condition=Ready --timeout=90s greetings --all; then
+  echo "The Greeting did not become Ready; its Loom's log ends with:" >&2
+  tail -n 30 "$CLUSTERS_LOG" >&2
+  exit 1
+fi
 echo
-kubectl get myresources
+kubectl get myresources,greetings
+echo
+echo "The Greeting's ConfigMap in the workload cluster:"
+kubectl --kubeconfig "$WORKLOAD_KUBECONFIG" get cm greeting -n default
 echo
 cat <<MSG
 Try:
@@ -47,13 +87,17 @@ Try:
   bin/loom diff -t /tmp/loom-edit          # what that edit would change, before Loom applies it
   \$EDITOR templates/myresource/deployment.yaml   # e.g. add a label: every Deployment follows, no restart
   kubectl get deploy -w
-Stop Loom with 'make stop', and the cluster with 'make cluster-down'.
+  kubectl get cm greeting -o yaml          # the Greeting's child here ...
+  kubectl --kubeconfig .cluster-workload/kubeconfig get cm greeting -o yaml   # ... and in the workload cluster
+  kubectl patch greeting greeting --type merge -p '{"spec":{"message":"hi"}}'   # reaches both clusters
+  bin/loom cluster list                    # the registered workload cluster, and whether it answers
+Stop both Looms with 'make stop', and the clusters with 'make cluster-down'.
 MSG
 
 if [[ -t 0 && -t 1 ]]; then
   echo
-  echo "Following Loom's log; Ctrl-C stops Loom (the cluster stays up)."
-  trap 'kill "$(cat "$PIDFILE")" 2>/dev/null; rm -f "$PIDFILE"; exit 0' INT TERM
-  tail -n +1 -f "$LOG" &
+  echo "Following both Looms' logs; Ctrl-C stops them (the clusters stay up)."
+  trap 'stop_looms >/dev/null; exit 0' INT TERM
+  tail -n +1 -f "$LOG" "$CLUSTERS_LOG" &
   wait $!
 fi

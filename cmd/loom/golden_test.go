@@ -15,13 +15,18 @@ import (
 // update rewrites golden files: go test ./... -update (make golden).
 var update = testflags.Update
 
-// The shipped template sets pass their own golden cases (the same check as
-// `loom test templates/`), so `go test ./...` catches a template change
+// The shipped template sets, and the example sets make run starts a second
+// Loom on (examples/clusters), pass their own golden cases (the same check
+// as `loom test templates/`), so `go test ./...` catches a template change
 // that the golden files do not expect, and -update accepts it.
 func TestShippedTemplateSets(t *testing.T) {
-	sets, err := render.LoadAll(filepath.Join(repoRoot, "templates"))
-	if err != nil {
-		t.Fatal(err)
+	var sets []*render.Set
+	for _, root := range []string{"templates", filepath.Join("examples", "clusters")} {
+		found, err := render.LoadAll(filepath.Join(repoRoot, root))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets = append(sets, found...)
 	}
 	for _, set := range sets {
 		results, err := offline.Run(set, *update)

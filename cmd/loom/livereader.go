@@ -15,17 +15,17 @@ import (
 // liveReader answers templates' lookups from the API server, for `loom
 // diff`: what the controller's caches would hold, read once per lookup.
 // Kinds are mapped to resources, and their scope found, through the
-// differ's RESTMapper.
+// RESTMapper of the cluster the parents are in: lookups stay there.
 type liveReader struct {
 	ctx context.Context
-	d   *differ
+	p   *place
 }
 
 var _ render.Reader = (*liveReader)(nil)
 
 // Get returns the object, or nil when there is none.
 func (r *liveReader) Get(gvk schema.GroupVersionKind, namespace, name string) (map[string]any, error) {
-	obj, err := r.d.live(r.ctx, gvk, object.Ref{GroupKind: gvk.GroupKind(), Namespace: namespace, Name: name})
+	obj, err := live(r.ctx, r.p, gvk, object.Ref{GroupKind: gvk.GroupKind(), Namespace: namespace, Name: name})
 	if err != nil || obj == nil {
 		return nil, err
 	}
@@ -34,11 +34,11 @@ func (r *liveReader) Get(gvk schema.GroupVersionKind, namespace, name string) (m
 
 // List returns the objects of a kind in namespace, by name.
 func (r *liveReader) List(gvk schema.GroupVersionKind, namespace string) ([]map[string]any, error) {
-	gvr, _, err := r.d.applier.Resource(gvk)
+	gvr, _, err := r.p.applier.Resource(gvk)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
 	}
-	list, err := r.d.client.Resource(gvr).Namespace(namespace).List(r.ctx, metav1.ListOptions{})
+	list, err := r.p.client.Resource(gvr).Namespace(namespace).List(r.ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list %s in %q: %w", gvr.Resource, namespace, err)
 	}
@@ -52,7 +52,7 @@ func (r *liveReader) List(gvk schema.GroupVersionKind, namespace string) ([]map[
 
 // Namespaced reports whether the kind is namespaced, by its REST mapping.
 func (r *liveReader) Namespaced(gvk schema.GroupVersionKind) (bool, error) {
-	_, namespaced, err := r.d.applier.Resource(gvk)
+	_, namespaced, err := r.p.applier.Resource(gvk)
 	return namespaced, err
 }
 

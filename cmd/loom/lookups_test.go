@@ -265,7 +265,7 @@ func TestLiveReader(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(cm, meta.RESTScopeNamespace)
 	mapper.Add(ns, meta.RESTScopeRoot)
-	r := &liveReader{ctx: t.Context(), d: &differ{client: client, applier: apply.New(client, mapper, "")}}
+	r := &liveReader{ctx: t.Context(), p: &place{client: client, applier: apply.New(client, mapper, "")}}
 
 	t.Run("get", func(t *testing.T) {
 		got, err := r.Get(cm, "shop", "alpha")

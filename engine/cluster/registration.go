@@ -152,3 +152,24 @@ func Index(regs []Registration) (map[string]Registration, []error) {
 	}
 	return byName, errs
 }
+
+// FromSecrets reads the registrations of secrets, Secrets of Loom's
+// namespace listed by a client (loom diff's; the controller's registry
+// reads its informers' stores one Secret at a time): those FromSecret
+// reads, in the order given, and an error for each Secret that registers a
+// cluster but cannot be read as a registration, for the caller to report
+// while it uses the others, as the controller does.
+func FromSecrets(secrets []corev1.Secret, namespace string) ([]Registration, []error) {
+	var regs []Registration
+	var errs []error
+	for i := range secrets {
+		reg, ok, err := FromSecret(&secrets[i], namespace)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			regs = append(regs, reg)
+		}
+	}
+	return regs, errs
+}

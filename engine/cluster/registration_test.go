@@ -234,3 +234,35 @@ func TestIndex(t *testing.T) {
 		})
 	}
 }
+
+// TestFromSecrets checks that a listed Secret that cannot be read as a
+// registration is reported and the others are still read, and that a
+// Secret that registers nothing is left out.
+func TestFromSecrets(t *testing.T) {
+	secrets := []corev1.Secret{
+		*secret(t, `
+metadata: {name: w2, namespace: loom-system, labels: {loom.dev/cluster: w2}}
+stringData: {kubeconfig: KUBECONFIG}`),
+		*secret(t, `
+metadata: {name: broken, namespace: loom-system, labels: {loom.dev/cluster: broken}}
+stringData: {value: KUBECONFIG}`),
+		*secret(t, `
+metadata: {name: other, namespace: loom-system}
+stringData: {kubeconfig: KUBECONFIG}`),
+		*secret(t, `
+metadata: {name: w1-kubeconfig, namespace: loom-system, labels: {cluster.x-k8s.io/cluster-name: w1}}
+type: cluster.x-k8s.io/secret
+stringData: {value: KUBECONFIG}`),
+	}
+	regs, errs := FromSecrets(secrets, "loom-system")
+	var names []string
+	for _, r := range regs {
+		names = append(names, r.Name)
+	}
+	if diff := cmp.Diff([]string{"w2", "w1"}, names); diff != "" {
+		t.Errorf("FromSecrets() names (-want +got):\n%s", diff)
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], ErrInvalidRegistration) || !strings.Contains(errs[0].Error(), "Secret loom-system/broken") {
+		t.Errorf("FromSecrets() errors = %v, want one about Secret loom-system/broken", errs)
+	}
+}
