@@ -38,7 +38,7 @@ type limitWriter struct {
 	r *renderer
 	// last and prev are the last two writes, kept to locate an overflow:
 	// text/template writes a text node's own bytes, so a write is found
-	// in the parse tree by identity (see overflowLine).
+	// in the parse tree by identity (see tmpltree.OverflowLine).
 	last, prev []byte
 	// n counts the bytes of the file's own output, so that a lookup knows
 	// which of the file's documents it is in.

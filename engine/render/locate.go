@@ -6,10 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"text/template"
-	"text/template/parse"
 
-	"github.com/loom-operator/loom/engine/render/deadline"
 	"github.com/loom-operator/loom/engine/render/validate"
 	"github.com/loom-operator/loom/engine/render/yamldoc"
 )
@@ -115,76 +112,4 @@ func (s *Set) validationError(file string, doc int, obj map[string]any, err erro
 		line = s.findKeyLine(file, line, f)
 	}
 	return &Error{File: file, Line: line, Doc: doc, Object: objectName(obj), Err: err}
-}
-
-// overflowLine locates the write that took a render over MaxOutputBytes,
-// given the last two writes: the line of the text node that was written,
-// or, when the last write was a value an action printed, the line where
-// the text node written before it ends, which is where that action is. It
-// returns "" when neither write is a text node of t's templates.
-func overflowLine(t *template.Template, sources map[string][]byte, last, prev []byte) (file string, line int) {
-	if f, pos, ok := textNodeAt(t, last); ok {
-		// The line the text ends on: a loop's body, not the newline
-		// before it.
-		text := bytes.TrimRight(last, "\n")
-		if i := bytes.LastIndexByte(text, '\n'); i >= 0 {
-			pos += i + 1
-		}
-		return f, deadline.LineAt(sources[f], pos)
-	}
-	if f, pos, ok := textNodeAt(t, prev); ok {
-		return f, deadline.LineAt(sources[f], pos+len(prev))
-	}
-	return "", 0
-}
-
-// textNodeAt finds the text node whose bytes p is (the same memory, as
-// text/template writes it) in t's templates, and returns the file it was
-// parsed from and its byte offset there.
-func textNodeAt(t *template.Template, p []byte) (file string, pos int, ok bool) {
-	if len(p) == 0 {
-		return "", 0, false
-	}
-	for _, tmpl := range t.Templates() {
-		if tmpl.Tree == nil || tmpl.Tree.Root == nil {
-			continue
-		}
-		if n := findText(tmpl.Tree.Root, &p[0]); n != nil {
-			return tmpl.Tree.ParseName, int(n.Pos), true
-		}
-	}
-	return "", 0, false
-}
-
-// findText walks a parse tree for the text node whose bytes start at first.
-func findText(node parse.Node, first *byte) *parse.TextNode {
-	switch n := node.(type) {
-	case *parse.TextNode:
-		if len(n.Text) > 0 && &n.Text[0] == first {
-			return n
-		}
-	case *parse.ListNode:
-		if n == nil {
-			return nil
-		}
-		for _, c := range n.Nodes {
-			if found := findText(c, first); found != nil {
-				return found
-			}
-		}
-	case *parse.IfNode:
-		return findInBranch(&n.BranchNode, first)
-	case *parse.RangeNode:
-		return findInBranch(&n.BranchNode, first)
-	case *parse.WithNode:
-		return findInBranch(&n.BranchNode, first)
-	}
-	return nil
-}
-
-func findInBranch(b *parse.BranchNode, first *byte) *parse.TextNode {
-	if found := findText(b.List, first); found != nil {
-		return found
-	}
-	return findText(b.ElseList, first)
 }

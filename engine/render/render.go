@@ -14,6 +14,7 @@ import (
 	"github.com/loom-operator/loom/engine/hook"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render/placement"
+	"github.com/loom-operator/loom/engine/render/tmpltree"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -337,7 +338,7 @@ func (s *Set) execute(r *renderer, buf *bytes.Buffer, file string, data map[stri
 		var located template.ExecError
 		if errors.Is(err, errOutputTooLarge) && !errors.As(err, &located) {
 			// A failed write: text/template drops its location.
-			at, line := overflowLine(r.t, s.sources, r.out.last, r.out.prev)
+			at, line := tmpltree.OverflowLine(r.t, s.sources, r.out.last, r.out.prev)
 			if at == "" {
 				at = file
 			}

@@ -26,6 +26,7 @@ import (
 	"github.com/loom-operator/loom/engine/render/hermetic"
 	"github.com/loom-operator/loom/engine/render/kinds"
 	"github.com/loom-operator/loom/engine/render/schemacheck"
+	"github.com/loom-operator/loom/engine/render/tmpltree"
 )
 
 // TestsDir is the folder inside a set that holds golden-file test cases.
@@ -234,7 +235,7 @@ func (s *Set) parse(partials []string) error {
 	for _, name := range partials {
 		var buf bytes.Buffer
 		if err := s.root.ExecuteTemplate(&buf, name, nil); err == nil && len(bytes.TrimSpace(buf.Bytes())) > 0 {
-			return &Error{File: name, Line: strayLine(s.root.Lookup(name).Tree), Err: errors.New("a partial may only hold define blocks, but it renders text outside them")}
+			return &Error{File: name, Line: tmpltree.StrayLine(s.root.Lookup(name).Tree), Err: errors.New("a partial may only hold define blocks, but it renders text outside them")}
 		}
 	}
 	return nil
