@@ -126,6 +126,18 @@ data:
 	return s
 }
 
+// startFanoutLoom starts a Loom on s's templates for the parents of ns,
+// reading registrations in loomNS and installing s's CRD, and waits until
+// the CRD is served; the parents' finalizers are stripped when the test
+// ends, after Loom stopped (stripParentFinalizers).
+func startFanoutLoom(t *testing.T, s *installSet, ns, loomNS string) *loom {
+	t.Helper()
+	stripParentFinalizers(t, s, ns)
+	l := startLoom(t, s.root, ns, loomOptions{installCRDs: true, loomNamespace: loomNS})
+	s.waitEstablished(t)
+	return l
+}
+
 // stripParentFinalizers removes the finalizers of the set's parents in ns
 // when the test ends, after Loom stopped: the namespace and the CRD can
 // then go.
@@ -176,9 +188,7 @@ func TestWorkloadClusterChildren(t *testing.T) {
 	w.namespace(t, ns)
 	register(t, loomNS, "w1", w.kubeconfig)
 	s := fanoutSet(t, "Fanout")
-	stripParentFinalizers(t, s, ns)
-	l := startLoom(t, s.root, ns, loomOptions{installCRDs: true, loomNamespace: loomNS})
-	s.waitEstablished(t)
+	l := startFanoutLoom(t, s, ns, loomNS)
 	s.create(t, ns, "web", "message: hello\n")
 	waitConditionGVR(t, s.gvr, ns, "web", "Ready", "True")
 
@@ -347,9 +357,7 @@ data:
   message: {{ $.Spec.message | default "none" | quote }}
 {{- end }}
 `)
-	stripParentFinalizers(t, s, ns)
-	l := startLoom(t, s.root, ns, loomOptions{installCRDs: true, loomNamespace: loomNS})
-	s.waitEstablished(t)
+	l := startFanoutLoom(t, s, ns, loomNS)
 	s.create(t, ns, "web", "message: hello\n")
 
 	waitDegraded(t, s.gvr, ns, "web", "ClusterUnreachable", "cluster down does not answer", "127.0.0.1:1")
@@ -398,9 +406,7 @@ func TestWorkloadClusterRegistrationDeletedFirst(t *testing.T) {
 	w.namespace(t, ns)
 	register(t, loomNS, "w1", w.kubeconfig)
 	s := fanoutSet(t, "Teardown")
-	stripParentFinalizers(t, s, ns)
-	startLoom(t, s.root, ns, loomOptions{installCRDs: true, loomNamespace: loomNS})
-	s.waitEstablished(t)
+	startFanoutLoom(t, s, ns, loomNS)
 	for _, name := range []string{"kept", "left"} {
 		s.create(t, ns, name, "message: hello\n")
 		waitConditionGVR(t, s.gvr, ns, name, "Ready", "True")

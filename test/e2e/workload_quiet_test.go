@@ -67,9 +67,7 @@ func TestWorkloadClusterSteadyStateIsSilent(t *testing.T) {
 	}
 	register(t, loomNS, "w1", kc)
 	s := fanoutSet(t, "Quiet")
-	stripParentFinalizers(t, s, ns)
-	l := startLoom(t, s.root, ns, loomOptions{installCRDs: true, loomNamespace: loomNS})
-	s.waitEstablished(t)
+	l := startFanoutLoom(t, s, ns, loomNS)
 	s.create(t, ns, "web", "message: hello\n")
 	waitConditionGVR(t, s.gvr, ns, "web", "Ready", "True")
 	waitData(t, e.Dyn, ns, "web-local", "hello")
@@ -151,9 +149,7 @@ func TestWorkloadClusterExecKubeconfigRefused(t *testing.T) {
 	ran := filepath.Join(t.TempDir(), "plugin-ran")
 	register(t, loomNS, "w1", execKubeconfig(t, w.kubeconfig, ran))
 	s := fanoutSet(t, "Execed")
-	stripParentFinalizers(t, s, ns)
-	startLoom(t, s.root, ns, loomOptions{installCRDs: true, loomNamespace: loomNS})
-	s.waitEstablished(t)
+	startFanoutLoom(t, s, ns, loomNS)
 	s.create(t, ns, "web", "message: hello\n")
 
 	eventually(t, 60*time.Second, "web says why it is not Ready, naming --allow-kubeconfig-exec", func(ctx context.Context) error {
