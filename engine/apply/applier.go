@@ -205,8 +205,11 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 	if err != nil {
 		return failed(res, fmt.Errorf("hash %s: %w", ref, err))
 	}
-	unchanged, known := a.check(ref, hash, live)
-	if !unchanged && !a.recorded(ref, hash) {
+	// One look at the record: a proof by another worker between two looks
+	// would leave this one with neither the record's answer nor its own
+	// proof (TestProofsRunConcurrently).
+	unchanged, known, recorded := a.decide(ref, hash, live)
+	if !unchanged && !recorded {
 		unchanged = a.proven(ctx, ref, desired, hash, live)
 	}
 	if unchanged {
@@ -300,34 +303,32 @@ func (a *Applier) target(gvk schema.GroupVersionKind, namespace string) (schema.
 // of the parent), Apply asks proven (expect.go), which decides from the
 // live entry and the server's schema; what it cannot prove is applied.
 func (a *Applier) check(ref object.Ref, hash string, live *unstructured.Unstructured) (unchanged, known bool) {
+	unchanged, known, _ = a.decide(ref, hash, live)
+	return unchanged, known
+}
+
+// decide is check, which also reports, from the same look at the records,
+// whether Loom has a record of applying this very desired object (hash)
+// to ref. A record of another one (this process applied the child from an
+// earlier template, and another process applied it since) says nothing of
+// the child as it is.
+func (a *Applier) decide(ref object.Ref, hash string, live *unstructured.Unstructured) (unchanged, known, recorded bool) {
 	key := keyOf(ref)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	rec, ok := a.applied[key]
 	if !ok || rec.hash != digestOf(hash) {
-		return false, ok && rec.hash != digest{} // a record with no hash holds only what the watch delivered
+		return false, ok && rec.hash != digest{}, false // a record with no hash holds only what the watch delivered
 	}
 	if rec.behind && versionOf(resourceVersionOf(live)) == rec.pre {
 		rec.stale = true
 		// A map assignment stores the key it is given, even over an
 		// equal one: the record keeps a name of its own.
 		a.applied[ownKey(ref)] = rec
-		return true, true
+		return true, true, true
 	}
 	return live != nil && digestOf(string(live.GetUID())) == rec.uid && live.GetDeletionTimestamp() == nil &&
-		live.GetAnnotations()[AnnotationApplied] == hash && digestOf(pack.Fingerprint(live, a.manager)) == rec.fields, true
-}
-
-// recorded reports whether Loom has a record of applying this very
-// desired object (hash) to ref. A record of another one (this process
-// applied the child from an earlier template, and another process applied
-// it since) says nothing of the child as it is.
-func (a *Applier) recorded(ref object.Ref, hash string) bool {
-	key := keyOf(ref)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	rec, ok := a.applied[key]
-	return ok && rec.hash == digestOf(hash)
+		live.GetAnnotations()[AnnotationApplied] == hash && digestOf(pack.Fingerprint(live, a.manager)) == rec.fields, true, true
 }
 
 // resourceVersionOf returns obj's resourceVersion, "" for no object.
