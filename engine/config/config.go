@@ -95,6 +95,15 @@ type Config struct {
 	// CRD from it, defaults and validates specs offline and checks what
 	// the templates read against it. Without it the spec is free-form.
 	Schema *Schema `json:"schema,omitempty"`
+	// Versions are the versions of the parent's API served besides the
+	// hub (parent.apiVersion's, whose schema is Schema), each with its
+	// own schema and its conversion to and from the hub. Loom serves the
+	// conversion webhook for them.
+	Versions []Version `json:"versions,omitempty"`
+	// StorageVersion is the version the API server stores parents in: the
+	// hub's unless it names one of Versions. Changing it makes Loom
+	// migrate every stored parent.
+	StorageVersion string `json:"storageVersion,omitempty"`
 	// Clusters, when set, names the registered workload clusters the
 	// set's children may be placed in (see Clusters). Without it every
 	// child goes to the cluster Loom runs in.
@@ -197,6 +206,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := validateSchema(c.Schema); err != nil {
+		return err
+	}
+	if err := validateVersions(c); err != nil {
 		return err
 	}
 	if n := c.ServiceAccountName; n != "" {
