@@ -239,3 +239,23 @@ func openAPISchema(given *apiextv1.JSONSchemaProps) (*apiextv1.JSONSchemaProps, 
 	}
 	return s, nil
 }
+
+// VersionSchema is the parent object's openAPIV3Schema in one of the
+// versions the set serves (config.Config.VersionNames): the hub's from
+// schema:, another's from its own schema, each with Loom's status fields.
+func VersionSchema(c config.Config, version string) (*apiextv1.JSONSchemaProps, error) {
+	if version == c.HubVersion() {
+		return parentSchema(c)
+	}
+	v, ok := c.Version(version)
+	if !ok {
+		return nil, fmt.Errorf("version %q: not a version of the set (%s)", version, strings.Join(c.VersionNames(), ", "))
+	}
+	vc := c
+	vc.Schema = v.Schema
+	s, err := parentSchema(vc)
+	if err != nil {
+		return nil, fmt.Errorf("version %s: %w", version, err)
+	}
+	return s, nil
+}

@@ -208,3 +208,30 @@ func TestGenerateChartSetHasNotes(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionSchema(t *testing.T) {
+	c, err := config.Parse([]byte(`parent: {apiVersion: example.loom.dev/v1, kind: MyResource}
+schema: {spec: {replicas: integer}}
+versions:
+- name: v1alpha1
+  schema: {spec: {size: integer}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for version, field := range map[string]string{"v1": "replicas", "v1alpha1": "size"} {
+		s, err := VersionSchema(c, version)
+		if err != nil {
+			t.Fatalf("VersionSchema(%s): %v", version, err)
+		}
+		if _, ok := s.Properties["spec"].Properties[field]; !ok {
+			t.Errorf("VersionSchema(%s): spec has no %s: %v", version, field, s.Properties["spec"].Properties)
+		}
+		if _, ok := s.Properties["status"].Properties["observedGeneration"]; !ok {
+			t.Errorf("VersionSchema(%s): status lacks Loom's fields", version)
+		}
+	}
+	if _, err := VersionSchema(c, "v2"); err == nil || !strings.Contains(err.Error(), `version "v2": not a version of the set (v1, v1alpha1)`) {
+		t.Errorf("VersionSchema(v2) = %v, want an error naming the versions", err)
+	}
+}
