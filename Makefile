@@ -25,7 +25,7 @@ CONVERGE_EXTRA ?=
 SCALE_PARENTS ?= 10000
 SCALE_STATE := $(ROOT)/.cluster-scale
 SCALE_CLUSTER := CLUSTER_STATE=$(SCALE_STATE) CLUSTER_COMPONENTS="etcd kube-apiserver" \
-	CLUSTER_ETCD_PORT=43790 CLUSTER_ETCD_PEER_PORT=43800 CLUSTER_APISERVER_PORT=46443 $(CLUSTER)
+	CLUSTER_ETCD_PORT=25790 CLUSTER_ETCD_PEER_PORT=25800 CLUSTER_APISERVER_PORT=27443 $(CLUSTER)
 # cluster-workload: a second bare cluster (etcd + kube-apiserver) beside the
 # local one, as a workload cluster for children in other clusters (issue 34),
 # with a state folder and ports that clash with neither .cluster nor

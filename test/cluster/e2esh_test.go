@@ -75,7 +75,7 @@ func (s *e2eSandbox) run(t *testing.T, env ...string) (int, []string) {
 // clusters it started, the workload one first.
 func TestE2EScriptStartsBothClusters(t *testing.T) {
 	const tests = "go test: KUBECONFIG=.cluster/kubeconfig LOOM_E2E_WORKLOAD_KUBECONFIG=.cluster-workload/kubeconfig"
-	const workloadUp = ".cluster-workload up\n  ports 33790 33800 36443, etcd kube-apiserver"
+	const workloadUp = ".cluster-workload up\n  ports 24790 24800 26443, etcd kube-apiserver"
 	cases := []struct {
 		name     string
 		env      []string
