@@ -153,6 +153,18 @@ func (c *Config) Version(name string) (Version, bool) {
 	return Version{}, false
 }
 
+// ConversionTemplates lists the conversion templates versions name (each
+// toHub and fromHub), by path in the set, in loom.yaml's order.
+func (c *Config) ConversionTemplates() []string {
+	var out []string
+	for _, v := range c.Versions {
+		if v.Conversion.ToHub != "" {
+			out = append(out, v.Conversion.ToHub, v.Conversion.FromHub)
+		}
+	}
+	return out
+}
+
 // validateVersions checks loom.yaml's versions and storageVersion.
 func validateVersions(c *Config) error {
 	if len(c.Versions) == 0 {

@@ -75,3 +75,15 @@ func TestParseVersions(t *testing.T) {
 		})
 	}
 }
+
+func TestConversionTemplates(t *testing.T) {
+	c, err := Parse([]byte("parent: {apiVersion: example.loom.dev/v1, kind: MyResource}\nschema: {spec: {replicas: integer}}\n" +
+		"versions:\n- name: v1alpha1\n  schema: {spec: {size: integer}}\n  conversion: {toHub: conv/up.yaml, fromHub: conv/down.yaml}\n" +
+		"- name: v1beta1\n  schema: {spec: {size: integer}}\n  conversion: {moves: [{rename: {from: spec.size, to: spec.replicas}}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"conv/up.yaml", "conv/down.yaml"}, c.ConversionTemplates()); diff != "" {
+		t.Errorf("ConversionTemplates (-want +got):\n%s", diff)
+	}
+}
