@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -22,6 +23,15 @@ type MoveError struct {
 // Error says which path which version lacks.
 func (e *MoveError) Error() string {
 	return fmt.Sprintf("%s %q: the schema of %s has no such field", e.Field, e.Path, e.Version)
+}
+
+// MovePath returns the path of a *MoveError in err's chain, or "".
+func MovePath(err error) string {
+	var me *MoveError
+	if errors.As(err, &me) {
+		return me.Path
+	}
+	return ""
 }
 
 // checkMoves checks every path of version v's moves (the i-th version in
