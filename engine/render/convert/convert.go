@@ -123,9 +123,24 @@ func (c *Converter) Hub() string { return c.gvk.Version }
 // toVersion, a new object; obj is not changed. Errors name the set's
 // file:line where a template or move is at fault. It stops after Timeout.
 func (c *Converter) Convert(obj *unstructured.Unstructured, toVersion string) (*unstructured.Unstructured, error) {
+	if !c.templated(obj.GroupVersionKind().Version, toVersion) {
+		// Moves are bounded by the parent's size: no timer to arm.
+		return c.ConvertContext(context.Background(), obj, toVersion)
+	}
 	ctx, cancel := context.WithTimeoutCause(context.Background(), Timeout, fmt.Errorf("%w: %s", ErrTimeout, Timeout))
 	defer cancel()
 	return c.ConvertContext(ctx, obj, toVersion)
+}
+
+// templated reports whether a conversion between two versions runs a
+// template: only then can it loop, or grow the parent without bound.
+func (c *Converter) templated(from, to string) bool {
+	for _, name := range []string{from, to} {
+		if v, ok := c.versions[name]; ok && v.conv.ToHub != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // ConvertContext is Convert, stopping when ctx ends.
@@ -171,11 +186,13 @@ func (c *Converter) ConvertContext(ctx context.Context, obj *unstructured.Unstru
 	if err := checkMetadata(obj.Object, out); err != nil {
 		return nil, fmt.Errorf("%s: %w", at, err)
 	}
-	if raw, err := json.Marshal(out); err != nil || len(raw) > MaxObjectBytes {
-		if err == nil {
-			err = fmt.Errorf("the converted parent is %d bytes, more than %d", len(raw), MaxObjectBytes)
+	if c.templated(from, toVersion) {
+		if raw, err := json.Marshal(out); err != nil || len(raw) > MaxObjectBytes {
+			if err == nil {
+				err = fmt.Errorf("the converted parent is %d bytes, more than %d", len(raw), MaxObjectBytes)
+			}
+			return nil, fmt.Errorf("%s: %w", at, err)
 		}
-		return nil, fmt.Errorf("%s: %w", at, err)
 	}
 	return &unstructured.Unstructured{Object: out}, nil
 }

@@ -260,3 +260,21 @@ func TestCut(t *testing.T) {
 		}
 	}
 }
+
+func TestConvertLimits(t *testing.T) {
+	big := strings.Repeat("x", MaxObjectBytes)
+	c := newTestConverter(t, testSet, fakeTemplates{
+		"up.yaml":   countTemplates["up.yaml"],
+		"down.yaml": func(map[string]any) (map[string]any, error) { return map[string]any{"count": big}, nil },
+	})
+	hub := obj(t, "apiVersion: example.loom.dev/v1\nkind: App\n"+meta+"spec: {replicas: 1}\n")
+	if _, err := c.Convert(hub, "v3"); err == nil || !strings.Contains(err.Error(), "down.yaml: the template rendered a spec of 3145740 bytes, more than 3145728") {
+		t.Errorf("Convert() of a huge spec = %v, want the size limit", err)
+	}
+	// A field v1 cannot hold, too big for the annotation.
+	legacy := obj(t, "apiVersion: example.loom.dev/v1alpha1\nkind: App\n"+meta+"spec: {size: 1}\n")
+	legacy.Object["spec"].(map[string]any)["legacy"] = strings.Repeat("y", MaxDataBytes)
+	if _, err := c.Convert(legacy, "v1"); err == nil || !strings.Contains(err.Error(), "annotation loom.dev/conversion-data: the fields a version cannot hold take 131107 bytes, more than 131072") {
+		t.Errorf("Convert() of a huge spoke-only field = %v, want the annotation's limit", err)
+	}
+}

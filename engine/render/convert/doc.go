@@ -29,9 +29,10 @@
 //
 // Templates are run by engine/render, which parses them with the set
 // (errors at file:line, the render's deadline and output cap, no lookups):
-// this package sees them through the Templates interface. Every
-// conversion has a deadline (Timeout) and a size limit (MaxObjectBytes,
-// MaxDataBytes).
+// this package sees them through the Templates interface. A conversion
+// by templates has a deadline (Timeout) and a size limit (MaxObjectBytes);
+// one by moves is bounded by the parent it converts. The conversion data
+// of every conversion is bounded too (MaxDataBytes).
 //
 // RoundTrip checks a parent through every other version and back, as
 // `loom test` does for each golden parent.
