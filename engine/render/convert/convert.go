@@ -179,7 +179,10 @@ func (c *Converter) ConvertContext(ctx context.Context, obj *unstructured.Unstru
 	} else {
 		delete(data, from)
 	}
-	out["metadata"] = runtime.DeepCopyJSONValue(obj.Object["metadata"])
+	delete(out, "metadata")
+	if m, ok := obj.Object["metadata"]; ok {
+		out["metadata"] = runtime.DeepCopyJSONValue(m)
+	}
 	if err := writeData(out, data); err != nil {
 		return nil, fmt.Errorf("%s: %w", at, err)
 	}

@@ -102,6 +102,11 @@ func TestConvert(t *testing.T) {
 		to:   "v2",
 		want: "apiVersion: example.loom.dev/v2\nkind: App\n" + meta + "spec: {replicas: 1}\n",
 	}, {
+		name: "no metadata",
+		in:   "apiVersion: example.loom.dev/v2\nkind: App\nspec: {replicas: 1}\n",
+		to:   "v1",
+		want: "apiVersion: example.loom.dev/v1\nkind: App\nspec: {replicas: 1}\n",
+	}, {
 		name: "a version not served",
 		in:   "apiVersion: example.loom.dev/v1\nkind: App\n" + meta,
 		to:   "v9",
