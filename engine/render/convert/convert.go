@@ -51,6 +51,7 @@ type Templates interface {
 // version is one served version of the parent.
 type version struct {
 	name   string
+	field  string // its conversion's field in loom.yaml: versions[i].conversion
 	schema *structuralschema.Structural
 	conv   config.Conversion // zero for the hub
 }
@@ -90,6 +91,7 @@ func New(cfg config.Config, tmpl Templates) (*Converter, error) {
 	}
 	for i, vc := range cfg.Versions {
 		v := c.versions[vc.Name]
+		v.field = fmt.Sprintf("versions[%d].conversion", i)
 		if vc.Conversion.ToHub != "" && tmpl == nil {
 			return nil, fmt.Errorf("versions[%d].conversion: no template engine to run %s", i, vc.Conversion.ToHub)
 		}
@@ -244,7 +246,7 @@ func (c *Converter) up(ctx context.Context, obj map[string]any, v *version) (map
 			return nil, err
 		}
 	} else if err := movesUp(out, v.conv.Moves); err != nil {
-		return nil, fmt.Errorf("%s to %s: %w", v.name, c.gvk.Version, err)
+		return nil, fmt.Errorf("%s to %s: %s %s.%w", v.name, c.gvk.Version, config.File, v.field, err)
 	}
 	return c.finish(out, c.versions[c.gvk.Version]), nil
 }
@@ -257,7 +259,7 @@ func (c *Converter) down(ctx context.Context, obj map[string]any, v *version) (m
 			return nil, err
 		}
 	} else if err := movesDown(out, v.conv.Moves); err != nil {
-		return nil, fmt.Errorf("%s to %s: %w", c.gvk.Version, v.name, err)
+		return nil, fmt.Errorf("%s to %s: %s %s.%w", c.gvk.Version, v.name, config.File, v.field, err)
 	}
 	return c.finish(out, v), nil
 }

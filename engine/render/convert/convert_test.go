@@ -125,7 +125,7 @@ func TestConvert(t *testing.T) {
 		name: "a split of a value that is no string",
 		in:   "apiVersion: example.loom.dev/v2\nkind: App\n" + meta + "spec: {address: 5}\n",
 		to:   "v1",
-		err:  "convert App default/web from v2 to v1: v2 to v1: moves[0]: split spec.address: want a string, got int64",
+		err:  "convert App default/web from v2 to v1: v2 to v1: loom.yaml versions[1].conversion.moves[0]: split spec.address: want a string, got int64",
 	}, {
 		name: "broken conversion data",
 		in:   "apiVersion: example.loom.dev/v1\nkind: App\nmetadata: {name: web, annotations: {loom.dev/conversion-data: '{'}}\n",
@@ -177,18 +177,22 @@ func TestNewRefusesBrokenMoves(t *testing.T) {
 			err: `versions[0].conversion.moves[0].rename.to "spec.size": the schema of v1 has no such field`},
 		{name: "rename from a field the version lacks", moves: "[{rename: {from: spec.count, to: spec.replicas}}]",
 			err: `versions[0].conversion.moves[0].rename.from "spec.count": the schema of v1alpha1 has no such field`},
-		{name: "split into a field the hub lacks", moves: "[{split: {from: spec.size, separator: ':', into: [spec.replicas, spec.nope]}}]",
+		{name: "split into a field the hub lacks", moves: "[{split: {from: spec.a, separator: ':', into: [spec.image, spec.nope]}}]",
 			err: `versions[0].conversion.moves[0].split.into[1] "spec.nope": the schema of v1 has no such field`},
-		{name: "join from a field the version lacks", moves: "[{join: {from: [spec.size, spec.nope], separator: ':', to: spec.image}}]",
+		{name: "join from a field the version lacks", moves: "[{join: {from: [spec.a, spec.nope], separator: ':', to: spec.image}}]",
 			err: `versions[0].conversion.moves[0].join.from[1] "spec.nope"`},
 		{name: "default of a field the hub lacks", moves: "[{default: {path: spec.nope, value: 1}}]",
 			err: `versions[0].conversion.moves[0].default.path "spec.nope"`},
 		{name: "into a map", moves: "[{rename: {from: spec.size, to: spec.labels.size}}]"},
+		{name: "a split of an integer", moves: "[{split: {from: spec.size, separator: ':', into: [spec.image, spec.labels.tag]}}]",
+			err: `versions[0].conversion.moves[0].split.from "spec.size": is of type integer in the schema of v1alpha1, but a split or a join needs a string`},
+		{name: "a join into an integer", moves: "[{join: {from: [spec.a, spec.b], separator: ':', to: spec.replicas}}]",
+			err: `versions[0].conversion.moves[0].join.to "spec.replicas": is of type integer in the schema of v1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := "parent: {apiVersion: example.loom.dev/v1, kind: App}\nschema: {spec: {replicas: integer, image: string, labels: 'map[string]string'}}\n" +
-				"versions:\n- name: v1alpha1\n  schema: {spec: {size: integer}}\n  conversion: {moves: " + tt.moves + "}\n"
+				"versions:\n- name: v1alpha1\n  schema: {spec: {size: integer, a: string, b: string}}\n  conversion: {moves: " + tt.moves + "}\n"
 			cfg, err := config.Parse([]byte(src))
 			if err != nil {
 				t.Fatal(err)
