@@ -3,11 +3,13 @@ package render
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/loom-operator/loom/engine/render/convert"
 )
@@ -133,5 +135,35 @@ func TestSetConverterErrors(t *testing.T) {
 				t.Errorf("Convert() = %v, want a render error", err)
 			}
 		})
+	}
+}
+
+// The converter is shared by every request the webhook serves: template
+// conversions run concurrently, each on a renderer of its own (go test
+// -race checks it).
+func TestSetConverterConcurrent(t *testing.T) {
+	c := loadSet(t, versionedSet(goodUp, goodDown)).Converter()
+	v2 := fixture(t, "apiVersion: example.com/v2\nkind: App\nmetadata: {name: web, namespace: default}\nspec: {count: 3, image: nginx}\n")
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			var err error
+			for range 50 {
+				var hub *unstructured.Unstructured
+				if hub, err = c.Convert(v2, "v1"); err != nil {
+					break
+				}
+				if hub.Object["spec"].(map[string]any)["replicas"] != int64(3) {
+					err = fmt.Errorf("spec = %v, want replicas 3", hub.Object["spec"])
+					break
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }
