@@ -167,8 +167,8 @@ func (c *Converter) ConvertContext(ctx context.Context, obj *unstructured.Unstru
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", at, err)
 	}
-	if stored, ok := data[toVersion].(map[string]any); ok {
-		restore(out, stored)
+	if stored, ok := data[toVersion]; ok {
+		restore(out, stored.Fields, stored.Trip)
 		delete(data, toVersion)
 	}
 	// The raw trip back shows what toVersion cannot hold of from's.
@@ -176,8 +176,8 @@ func (c *Converter) ConvertContext(ctx context.Context, obj *unstructured.Unstru
 	if err != nil {
 		return nil, fmt.Errorf("%s: the way back, to see what %s cannot hold: %w", at, toVersion, err)
 	}
-	if lost := diff(body(clean), body(back)); len(lost) > 0 {
-		data[from] = lost
+	if fields, trip := diff(body(clean), body(back)); len(fields) > 0 {
+		data[from] = kept{Fields: fields, Trip: trip}
 	} else {
 		delete(data, from)
 	}

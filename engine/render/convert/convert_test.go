@@ -50,7 +50,7 @@ func TestConvert(t *testing.T) {
 		name: "an image object with no part joins to nothing, and is kept",
 		in:   "apiVersion: example.loom.dev/v1alpha1\nkind: App\nmetadata: {name: web}\nspec: {image: {}}\n",
 		to:   "v1",
-		want: "apiVersion: example.loom.dev/v1\nkind: App\nmetadata: {name: web, annotations: {loom.dev/conversion-data: '{\"v1alpha1\":{\"spec\":{\"image\":{}}}}'}}\nspec: {tier: standard}\n",
+		want: "apiVersion: example.loom.dev/v1\nkind: App\nmetadata: {name: web, annotations: {loom.dev/conversion-data: '{\"v1alpha1\":{\"fields\":{\"spec\":{\"image\":{}}},\"trip\":{\"spec\":{}}}}'}}\nspec: {tier: standard}\n",
 	}, {
 		name: "split at the last separator",
 		in:   "apiVersion: example.loom.dev/v1alpha1\nkind: App\n" + meta + "spec: {address: 'a:b:c'}\n",
@@ -70,20 +70,20 @@ func TestConvert(t *testing.T) {
 		name: "a hub-only field is kept in the annotation",
 		in:   "apiVersion: example.loom.dev/v1\nkind: App\n" + meta + "spec: {replicas: 3, tier: gold}\n",
 		to:   "v1alpha1",
-		want: "apiVersion: example.loom.dev/v1alpha1\nkind: App\nmetadata: {name: web, namespace: default, labels: {app: web}, annotations: {loom.dev/conversion-data: '{\"v1\":{\"spec\":{\"tier\":\"gold\"}}}'}}\nspec: {size: 3}\n",
+		want: "apiVersion: example.loom.dev/v1alpha1\nkind: App\nmetadata: {name: web, namespace: default, labels: {app: web}, annotations: {loom.dev/conversion-data: '{\"v1\":{\"fields\":{\"spec\":{\"tier\":\"gold\"}},\"trip\":{\"spec\":{\"tier\":\"standard\"}}}}'}}\nspec: {size: 3}\n",
 	}, {
 		name: "a hub-only field comes back from the annotation, over the default",
-		in:   "apiVersion: example.loom.dev/v1alpha1\nkind: App\nmetadata: {name: web, namespace: default, labels: {app: web}, annotations: {loom.dev/conversion-data: '{\"v1\":{\"spec\":{\"tier\":\"gold\"}}}'}}\nspec: {size: 3}\n",
+		in:   "apiVersion: example.loom.dev/v1alpha1\nkind: App\nmetadata: {name: web, namespace: default, labels: {app: web}, annotations: {loom.dev/conversion-data: '{\"v1\":{\"fields\":{\"spec\":{\"tier\":\"gold\"}},\"trip\":{\"spec\":{\"tier\":\"standard\"}}}}'}}\nspec: {size: 3}\n",
 		to:   "v1",
 		want: "apiVersion: example.loom.dev/v1\nkind: App\n" + meta + "spec: {replicas: 3, tier: gold}\n",
 	}, {
 		name: "a spoke-only field is kept in the annotation, other annotations stay",
 		in:   "apiVersion: example.loom.dev/v1alpha1\nkind: App\nmetadata: {name: web, annotations: {team: a}}\nspec: {size: 1, legacy: x}\n",
 		to:   "v1",
-		want: "apiVersion: example.loom.dev/v1\nkind: App\nmetadata: {name: web, annotations: {team: a, loom.dev/conversion-data: '{\"v1alpha1\":{\"spec\":{\"legacy\":\"x\"}}}'}}\nspec: {replicas: 1, tier: standard}\n",
+		want: "apiVersion: example.loom.dev/v1\nkind: App\nmetadata: {name: web, annotations: {team: a, loom.dev/conversion-data: '{\"v1alpha1\":{\"fields\":{\"spec\":{\"legacy\":\"x\"}},\"trip\":{\"spec\":{}}}}'}}\nspec: {replicas: 1, tier: standard}\n",
 	}, {
 		name: "a spoke-only field comes back",
-		in:   "apiVersion: example.loom.dev/v1\nkind: App\nmetadata: {name: web, annotations: {team: a, loom.dev/conversion-data: '{\"v1alpha1\":{\"spec\":{\"legacy\":\"x\"}}}'}}\nspec: {replicas: 1, tier: standard}\n",
+		in:   "apiVersion: example.loom.dev/v1\nkind: App\nmetadata: {name: web, annotations: {team: a, loom.dev/conversion-data: '{\"v1alpha1\":{\"fields\":{\"spec\":{\"legacy\":\"x\"}},\"trip\":{\"spec\":{}}}}'}}\nspec: {replicas: 1, tier: standard}\n",
 		to:   "v1alpha1",
 		want: "apiVersion: example.loom.dev/v1alpha1\nkind: App\nmetadata: {name: web, annotations: {team: a}}\nspec: {size: 1, legacy: x}\n",
 	}, {
@@ -283,7 +283,54 @@ func TestConvertLimits(t *testing.T) {
 	// A field v1 cannot hold, too big for the annotation.
 	legacy := obj(t, "apiVersion: example.loom.dev/v1alpha1\nkind: App\n"+meta+"spec: {size: 1}\n")
 	legacy.Object["spec"].(map[string]any)["legacy"] = strings.Repeat("y", MaxDataBytes)
-	if _, err := c.Convert(legacy, "v1"); err == nil || !strings.Contains(err.Error(), "annotation loom.dev/conversion-data: the fields a version cannot hold take 131107 bytes, more than 131072") {
+	if _, err := c.Convert(legacy, "v1"); err == nil || !strings.Contains(err.Error(), "annotation loom.dev/conversion-data: the fields a version cannot hold take 131137 bytes, more than 131072") {
 		t.Errorf("Convert() of a huge spoke-only field = %v, want the annotation's limit", err)
+	}
+}
+
+// A parent converted, edited in the other version, and converted back:
+// a kept field comes back unless the edit changed what the conversion
+// gives at its path, where the edit wins.
+func TestConvertAfterAnEdit(t *testing.T) {
+	c := newTestConverter(t, testSet, countTemplates)
+	tests := []struct {
+		name, in, via string
+		edit          func(spec map[string]any)
+		want          string
+	}{{
+		name: "an edit elsewhere keeps the hub-only field",
+		in:   "apiVersion: example.loom.dev/v1\nkind: App\n" + meta + "spec: {replicas: 3, tier: gold}\n",
+		via:  "v1alpha1",
+		edit: func(spec map[string]any) { spec["size"] = int64(5) },
+		want: "apiVersion: example.loom.dev/v1\nkind: App\n" + meta + "spec: {replicas: 5, tier: gold}\n",
+	}, {
+		name: "an edit of the joined string wins over the kept parts",
+		in:   "apiVersion: example.loom.dev/v1alpha1\nkind: App\n" + meta + "spec: {image: {repository: a, tag: b/c}}\n",
+		via:  "v1",
+		edit: func(spec map[string]any) { spec["image"] = "nginx:2" },
+		want: "apiVersion: example.loom.dev/v1alpha1\nkind: App\n" + meta + "spec: {image: {repository: nginx, tag: '2'}}\n",
+	}, {
+		name: "no edit gives the parts back",
+		in:   "apiVersion: example.loom.dev/v1alpha1\nkind: App\n" + meta + "spec: {image: {repository: a, tag: b/c}}\n",
+		via:  "v1",
+		edit: func(map[string]any) {},
+		want: "apiVersion: example.loom.dev/v1alpha1\nkind: App\n" + meta + "spec: {image: {repository: a, tag: b/c}}\n",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := obj(t, tt.in)
+			mid, err := c.Convert(in, tt.via)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.edit(mid.Object["spec"].(map[string]any))
+			got, err := c.Convert(mid, in.GroupVersionKind().Version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(obj(t, tt.want).Object, got.Object); diff != "" {
+				t.Errorf("after the edit (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

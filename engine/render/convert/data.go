@@ -12,19 +12,30 @@ import (
 )
 
 // The conversion data is a JSON object keyed by version name. Each value
-// is a partial object of that version (spec and status only): the fields
-// to put back when the parent is next converted to it. A null removes the
-// field there: the way through made it up.
+// holds two partial objects of that version (spec and status only):
+// "fields", the fields to put back when the parent is next converted to
+// it (a null removes the field there: the way through made it up), and
+// "trip", what the conversion gave at those paths when they were kept
+// (absent where it gave nothing). A field is put back only where the
+// conversion still gives what "trip" says: an edit made in the other
+// version in between, which changes what the conversion gives there,
+// wins over the kept value.
+
+// kept is the conversion data of one version.
+type kept struct {
+	Fields map[string]any `json:"fields"`
+	Trip   map[string]any `json:"trip,omitempty"`
+}
 
 // readData returns obj's conversion data (empty when it has none).
-func readData(obj map[string]any) (map[string]any, error) {
+func readData(obj map[string]any) (map[string]kept, error) {
 	meta, _ := obj["metadata"].(map[string]any)
 	ann, _ := meta["annotations"].(map[string]any)
 	raw, ok := ann[DataAnnotation].(string)
 	if !ok || raw == "" {
-		return map[string]any{}, nil
+		return map[string]kept{}, nil
 	}
-	data := map[string]any{}
+	data := map[string]kept{}
 	// As the API server decodes JSON: whole numbers int64.
 	if err := utiljson.Unmarshal([]byte(raw), &data); err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", DataAnnotation, err)
@@ -49,7 +60,7 @@ func withoutData(obj map[string]any) map[string]any {
 
 // writeData sets obj's conversion data, or removes the annotation (and
 // annotations, left empty) when data is empty.
-func writeData(obj map[string]any, data map[string]any) error {
+func writeData(obj map[string]any, data map[string]kept) error {
 	meta, _ := obj["metadata"].(map[string]any)
 	if meta == nil {
 		if len(data) == 0 {
@@ -98,47 +109,56 @@ func body(obj map[string]any) map[string]any {
 // diff returns the partial object that, restored onto got, gives want:
 // want's values where got differs or lacks them, and null where got has
 // a field want lacks. Objects present on both sides are compared field
-// by field; anything else, whole.
-func diff(want, got map[string]any) map[string]any {
-	out := map[string]any{}
+// by field; anything else, whole. It also returns got's values at the
+// same paths (absent where got has none), for restore to check.
+func diff(want, got map[string]any) (fields, trip map[string]any) {
+	fields, trip = map[string]any{}, map[string]any{}
 	for k, w := range want {
 		g, ok := got[k]
-		if !ok {
-			out[k] = runtime.DeepCopyJSONValue(w)
-			continue
-		}
 		wm, wok := w.(map[string]any)
 		gm, gok := g.(map[string]any)
-		if wok && gok {
-			if d := diff(wm, gm); len(d) > 0 {
-				out[k] = d
+		switch {
+		case ok && wok && gok:
+			if f, t := diff(wm, gm); len(f) > 0 {
+				fields[k], trip[k] = f, t
+			}
+		case !ok:
+			fields[k] = runtime.DeepCopyJSONValue(w)
+		case !equality.Semantic.DeepEqual(w, g):
+			fields[k], trip[k] = runtime.DeepCopyJSONValue(w), runtime.DeepCopyJSONValue(g)
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			fields[k], trip[k] = nil, runtime.DeepCopyJSONValue(g)
+		}
+	}
+	return fields, trip
+}
+
+// restore puts fields, a partial object from diff, onto obj, where obj
+// still holds what trip says it held when they were kept (an object of
+// both is walked field by field).
+func restore(obj, fields, trip map[string]any) {
+	for k, v := range fields {
+		t, had := trip[k]
+		vm, vok := v.(map[string]any)
+		tm, tok := t.(map[string]any)
+		cur, has := obj[k]
+		if vok && tok { // an object on both sides, when kept
+			if om, ok := cur.(map[string]any); ok {
+				restore(om, vm, tm)
 			}
 			continue
 		}
-		if !equality.Semantic.DeepEqual(w, g) {
-			out[k] = runtime.DeepCopyJSONValue(w)
+		if has != (had && t != nil) || has && !equality.Semantic.DeepEqual(cur, t) {
+			continue // edited since: the edit wins
 		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			out[k] = nil
-		}
-	}
-	return out
-}
-
-// restore puts a partial object from diff onto obj.
-func restore(obj, partial map[string]any) {
-	for k, v := range partial {
-		switch pv := v.(type) {
-		case nil:
+		switch {
+		case v == nil:
 			delete(obj, k)
-		case map[string]any:
-			if om, ok := obj[k].(map[string]any); ok {
-				restore(om, pv)
-				continue
-			}
-			obj[k] = runtime.DeepCopyJSONValue(dropNulls(pv))
+		case vok:
+			obj[k] = runtime.DeepCopyJSONValue(dropNulls(vm))
 		default:
 			obj[k] = runtime.DeepCopyJSONValue(v)
 		}
@@ -185,7 +205,7 @@ func checkMetadata(in, out map[string]any) error {
 	a, b := withoutData(in)["metadata"], withoutData(out)["metadata"]
 	am, _ := a.(map[string]any)
 	bm, _ := b.(map[string]any)
-	if d := diff(am, bm); len(d) > 0 {
+	if d, _ := diff(am, bm); len(d) > 0 {
 		return fmt.Errorf("the conversion changed metadata (%s), which the API server refuses", strings.Join(paths("metadata", d), ", "))
 	}
 	return nil

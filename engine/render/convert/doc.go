@@ -21,8 +21,10 @@
 // also converts its result back (B→A, the raw trip) and keeps each field of
 // A that the trip does not give back in the annotation DataAnnotation, under
 // the key A, the way Kubernetes' and Cluster API's conversions keep
-// fields a version lacks. A later conversion to A restores those paths
-// and removes the key. Metadata other than that annotation is never changed
+// fields a version lacks, with what the trip gave there. A later
+// conversion to A restores those paths where the conversion still gives
+// what it gave then (an edit made in B in between wins), and removes the
+// key. Metadata other than that annotation is never changed
 // (the API server refuses a conversion that changes it); apiVersion becomes
 // group/B. A template conversion renders the spec alone; status moves by
 // the moves, or stays at its paths.

@@ -69,7 +69,7 @@ func (c *Converter) roundTrip(obj *unstructured.Unstructured, want map[string]an
 	if err != nil {
 		return fmt.Errorf("%s → %s → %s: %w", from, via, from, err)
 	}
-	if d := diff(want, withoutData(back.Object)); len(d) > 0 {
+	if d, _ := diff(want, withoutData(back.Object)); len(d) > 0 {
 		return &RoundTripError{From: from, Via: via, Paths: paths("", d)}
 	}
 	ctx, cancel := context.WithTimeoutCause(context.Background(), Timeout, fmt.Errorf("%w: %s", ErrTimeout, Timeout))
