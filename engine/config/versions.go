@@ -92,9 +92,10 @@ type Split struct {
 	// tag after a registry's port: host:5000/app:1.2).
 	Last bool `json:"last,omitempty"`
 	// Keep lists characters that a part cut off at a separator may not
-	// hold: the string is not cut there when the part after the separator
-	// would hold one ("/" for an image, so that host:5000/app, which has
-	// no tag, is not cut at the registry's port).
+	// hold: the string is not cut there when the part it would cut off
+	// (after the separator with Last, before it without) would hold one
+	// ("/" for an image, so that host:5000/app, which has no tag, is not
+	// cut at the registry's port).
 	Keep string `json:"keep,omitempty"`
 }
 
