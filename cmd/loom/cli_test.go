@@ -149,7 +149,7 @@ func TestRenderAndTestRefuseRandomFuncs(t *testing.T) {
 func TestGoldenCommand(t *testing.T) {
 	dir := copySet(t)
 	out, err := execute(t, "", "test", filepath.Dir(dir))
-	if err != nil || !strings.Contains(out, "5 passed, 0 failed") {
+	if err != nil || !strings.Contains(out, "7 passed, 0 failed") {
 		t.Fatalf("shipped cases: err %v\n%s", err, out)
 	}
 
@@ -168,10 +168,10 @@ func TestGoldenCommand(t *testing.T) {
 	}
 
 	// --update accepts it, and the cases pass again.
-	if out, err = execute(t, "", "test", "--update", dir); err != nil || !strings.Contains(out, "5 updated") {
+	if out, err = execute(t, "", "test", "--update", dir); err != nil || !strings.Contains(out, "7 updated") {
 		t.Fatalf("--update: err %v\n%s", err, out)
 	}
-	if out, err = execute(t, "", "test", dir); err != nil || !strings.Contains(out, "5 passed, 0 failed") {
+	if out, err = execute(t, "", "test", dir); err != nil || !strings.Contains(out, "7 passed, 0 failed") {
 		t.Fatalf("after --update: err %v\n%s", err, out)
 	}
 }

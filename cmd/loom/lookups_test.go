@@ -218,7 +218,7 @@ data:
 `,
 	})
 	out, err := execute(t, "", "test", "--update", dir)
-	if err != nil || !strings.Contains(out, "5 passed, 0 failed, 1 updated") {
+	if err != nil || !strings.Contains(out, "7 passed, 0 failed, 1 updated") {
 		t.Fatalf("--update: err %v\n%s", err, out)
 	}
 	b, err := os.ReadFile(filepath.Join(tests, "registry.golden.yaml"))
@@ -228,7 +228,7 @@ data:
 	if !strings.Contains(string(b), "image: mirror.example.com/nginx:1.27") {
 		t.Errorf("registry.golden.yaml has no image from the mirror:\n%s", b)
 	}
-	if out, err = execute(t, "", "test", dir); err != nil || !strings.Contains(out, "6 passed, 0 failed") {
+	if out, err = execute(t, "", "test", dir); err != nil || !strings.Contains(out, "8 passed, 0 failed") {
 		t.Fatalf("after --update: err %v\n%s", err, out)
 	}
 

@@ -68,6 +68,12 @@ warning names each, as kubectl prints it), defaults are applied, and a
 parent the API server would refuse fails the render with the API server's
 message, naming the file. The metadata and status stay as given.
 
+When loom.yaml serves several versions of the parent (versions:), a parent
+may be in any of them: it is converted to the version the CRD stores to be
+admitted, then to the hub (parent.apiVersion's version), which the templates
+read, as Loom converts it in the cluster. A version the set does not serve
+is an error naming those it serves.
+
 A chart set renders from Helm's inputs too, with no parent file: --values
 files and --set values, merged as helm template merges them, are the spec
 of one parent named --name (helm template's NAME) in the -n namespace.

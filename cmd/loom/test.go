@@ -44,6 +44,14 @@ API server admits it on create (see 'loom render'): the golden file holds
 what renders for the parent the cluster would store, and a parent the API
 server would refuse fails the case with the API server's message.
 
+When loom.yaml serves several versions of the parent (versions:), a case's
+parent may be in any of them (it is converted as 'loom render' converts it),
+and each case's parent is also converted to every other version and back,
+with no cluster: a trip that does not give the parent back fails the case,
+naming the parent, the versions and the fields, as does a trip that gives
+it back only through the loom.dev/conversion-data annotation although the
+other version's schema has the field (a conversion that drops it).
+
 Each parent's render stops after --timeout (see 'loom render'): a case whose
 template loops for ever fails with the line of the loop.
 

@@ -52,7 +52,7 @@ type Conversion struct {
 
 // Move is one declarative field move. Paths are dotted, from the object's
 // root (spec.size, spec.image.tag, status.url). Exactly one of Rename,
-// Split or Default is set.
+// Split, Join or Default is set.
 type Move struct {
 	// Rename moves the value at From (this version) to To (the hub):
 	// a renamed field, or one moved into or out of a nested object.
@@ -60,6 +60,9 @@ type Move struct {
 	// Split cuts the string at From (this version) into the fields Into
 	// (the hub), at Separator; the way back joins them.
 	Split *Split `json:"split,omitempty"`
+	// Join joins this version's string fields From into the hub's one
+	// string To, at Separator; the way back cuts it (the inverse of Split).
+	Join *Join `json:"join,omitempty"`
 	// Default gives a field that only the hub has a value when a parent
 	// of this version is converted up, unless the parent carries one in
 	// its conversion data.
@@ -88,6 +91,26 @@ type Split struct {
 	// Last cuts at the last separators instead of the first (an image's
 	// tag after a registry's port: host:5000/app:1.2).
 	Last bool `json:"last,omitempty"`
+	// Keep lists characters that a part cut off at a separator may not
+	// hold: the string is not cut there when the part it would cut off
+	// (after the separator with Last, before it without) would hold one
+	// ("/" for an image, so that host:5000/app, which has no tag, is not
+	// cut at the registry's port).
+	Keep string `json:"keep,omitempty"`
+}
+
+// Join is a Move that joins several string fields into one: the inverse
+// of Split, for a version whose parts the hub holds as one string.
+type Join struct {
+	// From are the parts' paths in this version, in order.
+	From []string `json:"from"`
+	// Separator is put between the parts, e.g. ":".
+	Separator string `json:"separator"`
+	// To is the joined string's path in the hub.
+	To string `json:"to"`
+	// Last and Keep say where the way back cuts To, as Split's do.
+	Last bool   `json:"last,omitempty"`
+	Keep string `json:"keep,omitempty"`
 }
 
 // Default is a Move that sets a hub-only field.
@@ -129,6 +152,18 @@ func (c *Config) Version(name string) (Version, bool) {
 		}
 	}
 	return Version{}, false
+}
+
+// ConversionTemplates lists the conversion templates versions name (each
+// toHub and fromHub), by path in the set, in loom.yaml's order.
+func (c *Config) ConversionTemplates() []string {
+	var out []string
+	for _, v := range c.Versions {
+		if v.Conversion.ToHub != "" {
+			out = append(out, v.Conversion.ToHub, v.Conversion.FromHub)
+		}
+	}
+	return out
 }
 
 // validateVersions checks loom.yaml's versions and storageVersion.
@@ -239,13 +274,13 @@ func validateConversion(cv Conversion) error {
 // validateMove checks one move: exactly one kind, and its paths.
 func validateMove(m Move) error {
 	n := 0
-	for _, set := range []bool{m.Rename != nil, m.Split != nil, m.Default != nil} {
+	for _, set := range []bool{m.Rename != nil, m.Split != nil, m.Join != nil, m.Default != nil} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		return errors.New(": give exactly one of rename, split and default")
+		return errors.New(": give exactly one of rename, split, join and default")
 	}
 	path := func(field, p string) error {
 		if err := ValidPath(p); err != nil {
@@ -274,6 +309,19 @@ func validateMove(m Move) error {
 				return err
 			}
 		}
+	case m.Join != nil:
+		if m.Join.Separator == "" {
+			return errors.New(".join.separator is required")
+		}
+		if len(m.Join.From) < 2 {
+			return errors.New(".join.from: name at least two fields")
+		}
+		for j, p := range m.Join.From {
+			if err := path(fmt.Sprintf("join.from[%d]", j), p); err != nil {
+				return err
+			}
+		}
+		return path("join.to", m.Join.To)
 	default:
 		if m.Default.Value == nil {
 			return errors.New(".default.value is required")

@@ -107,6 +107,11 @@ func TestAdmitShippedParents(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
+		if obj["apiVersion"] != a.GroupVersionKind().GroupVersion().String() {
+			// A case in another version (v1) is admitted once converted to
+			// the stored one: engine/offline's TestRunPasses covers it.
+			continue
+		}
 		got, err := a.Admit(obj)
 		if err != nil {
 			t.Errorf("%s: %v", path, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/render/convert"
 )
 
 // Admission does to the parents read from files what the API server does
@@ -17,8 +18,13 @@ import (
 // `loom render` and `loom test` show what renders for the parent the
 // cluster would store. A nil *Admission (a set without a schema) leaves
 // parents as they are.
+//
+// A set that serves several versions admits a parent of any of them: it
+// is converted to the version the CRD stores (the set's Converter), then
+// admitted, then converted to the hub, the version the templates read.
 type Admission struct {
 	admitter *crd.Admitter
+	conv     *convert.Converter // nil for a set of one version
 }
 
 // NewAdmission compiles the set's schema once, for every parent the set
@@ -36,7 +42,7 @@ func NewAdmission(set *render.Set) (*Admission, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prepare the parent's schema for %s: %w", set.Dir, err)
 	}
-	return &Admission{admitter: a}, nil
+	return &Admission{admitter: a, conv: set.Converter()}, nil
 }
 
 // Admit admits each parent read from path in place, and returns the
@@ -46,14 +52,18 @@ func NewAdmission(set *render.Set) (*Admission, error) {
 // API server drops status on create, but a parent read from the cluster
 // keeps its own). A parent of another kind than the set's is left for the
 // render to refuse. The first parent refused is an error naming path,
-// with the API server's message.
+// with the API server's message, as is a conversion that fails.
 func (ad *Admission) Admit(path string, parents []*unstructured.Unstructured) ([]string, error) {
 	if ad == nil {
 		return nil, nil
 	}
 	var warnings []string
+	stored := ad.admitter.GroupVersionKind()
 	for _, p := range parents {
-		if p.GroupVersionKind() != ad.admitter.GroupVersionKind() {
+		if err := ad.convert(p, stored.Version); err != nil {
+			return warnings, fmt.Errorf("%s: %w", path, err)
+		}
+		if p.GroupVersionKind() != stored {
 			continue
 		}
 		admitted, ws, err := ad.admitter.AdmitWithWarnings(p.Object)
@@ -72,6 +82,26 @@ func (ad *Admission) Admit(path string, parents []*unstructured.Unstructured) ([
 		delete(admitted, "status")
 		maps.Copy(admitted, keep)
 		p.Object = admitted
+		if ad.conv != nil {
+			if err := ad.convert(p, ad.conv.Hub()); err != nil {
+				return warnings, fmt.Errorf("%s: %w", path, err)
+			}
+		}
 	}
 	return warnings, nil
+}
+
+// convert converts p, a parent of the set in any version, to version, in
+// place. A set of one version, or an object of another kind, is left as
+// it is.
+func (ad *Admission) convert(p *unstructured.Unstructured, version string) error {
+	if ad.conv == nil || p.GroupVersionKind().GroupKind() != ad.admitter.GroupVersionKind().GroupKind() {
+		return nil
+	}
+	out, err := ad.conv.Convert(p, version)
+	if err != nil {
+		return err
+	}
+	p.Object = out.Object
+	return nil
 }

@@ -13,5 +13,8 @@
 // It also runs the golden-file tests of template sets (Run): each case in
 // a set's tests folder is an input parent, NAME.yaml, the exact objects it
 // must render, NAME.golden.yaml, and optionally the objects its lookups
-// find, NAME.lookups.yaml.
+// find, NAME.lookups.yaml. In a set that serves several versions, a case's
+// parent may be in any of them, and each case's parent is also converted
+// to every other version and back (convert.RoundTrip), which must give it
+// back as it was.
 package offline

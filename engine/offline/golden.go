@@ -100,6 +100,9 @@ func RunOptions(set *render.Set, o Options) ([]Result, error) {
 }
 
 func runCase(set *render.Set, ad *Admission, input, goldenPath string, o Options) Result {
+	if err := roundTrip(set, input); err != nil {
+		return Result{Err: err}
+	}
 	got, err := renderFile(set, ad, input, DefaultNamespace, o)
 	if err != nil {
 		return Result{Err: err}
@@ -132,6 +135,33 @@ func runCase(set *render.Set, ad *Admission, input, goldenPath string, o Options
 		return Result{Err: err}
 	}
 	return Result{Diff: diff}
+}
+
+// roundTrip converts each parent of the case at path, in its own version,
+// to every other version the set serves and back (convert.RoundTrip): a
+// trip that does not give the parent back, or that needs the conversion
+// data for a field the other version has, is an error naming the parent,
+// the versions and the fields. A set of one version has no trip to make.
+func roundTrip(set *render.Set, path string) error {
+	conv := set.Converter()
+	if conv == nil {
+		return nil
+	}
+	objs, err := readObjects(path)
+	if err != nil {
+		return err
+	}
+	parents, err := CheckParents(set, path, objs)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range parents {
+		if err := conv.RoundTrip(p); err != nil {
+			errs = append(errs, fmt.Errorf("round trip of %s %s: %w", p.GetKind(), p.GetName(), err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // RenderFile renders every parent in the YAML file at path with set and

@@ -17,7 +17,7 @@ import (
 const shippedSet = "../../templates/myresource"
 
 // shippedCases are the case names of the shipped set, in Run's order.
-var shippedCases = []string{"full", "minimal", "mirror", "no-config", "replicas-zero"}
+var shippedCases = []string{"full", "full-v1", "minimal", "minimal-v1", "mirror", "no-config", "replicas-zero"}
 
 // copySet copies the shipped set into a temporary folder, so that a test
 // may change its golden files, and loads the copy.
@@ -228,12 +228,12 @@ func TestRunRenderError(t *testing.T) {
 	}
 }
 
-// withoutSchema rewrites the set's loom.yaml without its schema block and
-// loads it again.
+// withoutSchema rewrites the set's loom.yaml without its schema block
+// (and so without its versions, which need it) and loads it again.
 func withoutSchema(t *testing.T, set *render.Set) *render.Set {
 	t.Helper()
 	c := set.Config
-	c.Schema = nil
+	c.Schema, c.Versions = nil, nil
 	b, err := yaml.Marshal(c)
 	if err != nil {
 		t.Fatal(err)

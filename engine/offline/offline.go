@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -123,8 +124,10 @@ func renderOptions(timeout time.Duration) pipeline.Options {
 // CheckParents returns the parents that objs, read from name (a file, or
 // "stdin"), hold: a v1 List stands for its items. It is an error naming
 // name when there are none, or when an object is not a parent of set (of
-// another kind, or not a Kubernetes object at all), rather than the
-// render's own refusal, which can only name loom.yaml.
+// another kind, of a version the set does not serve, or not a Kubernetes
+// object at all), rather than the render's own refusal, which can only
+// name loom.yaml. A parent of a set that serves several versions may be in
+// any of them: Admission converts it to the hub.
 func CheckParents(set *render.Set, name string, objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	var parents []*unstructured.Unstructured
 	for _, o := range objs {
@@ -144,11 +147,14 @@ func CheckParents(set *render.Set, name string, objs []*unstructured.Unstructure
 	}
 	want := set.ParentGVK()
 	wantName := want.GroupVersion().String() + " " + want.Kind
+	served := set.Config.VersionNames()
 	for i, p := range parents {
 		switch gvk := p.GroupVersionKind(); {
 		case gvk.Kind == "" && p.GetAPIVersion() == "":
 			return nil, fmt.Errorf("%s: object %d is not a Kubernetes object (it has no apiVersion and kind); this set's parent is %s (loom.yaml)", name, i+1, wantName)
-		case gvk != want:
+		case gvk.GroupKind() == want.GroupKind() && len(served) > 1 && !slices.Contains(served, gvk.Version):
+			return nil, fmt.Errorf("%s: object %d is a %s %s (%s), in a version this set does not serve: it serves %s (loom.yaml)", name, i+1, p.GetAPIVersion(), p.GetKind(), p.GetName(), strings.Join(served, ", "))
+		case gvk.GroupKind() != want.GroupKind() || len(served) == 1 && gvk != want:
 			return nil, fmt.Errorf("%s: object %d is a %s %s (%s), not a parent of this set, whose parent is %s (loom.yaml)", name, i+1, p.GetAPIVersion(), p.GetKind(), p.GetName(), wantName)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/hook"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/render/doccache"
 	"github.com/loom-operator/loom/engine/render/hermetic"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -67,7 +68,7 @@ func (s *Set) loadChart(fsys fs.FS) error {
 			})
 		}
 	}
-	s.caches = map[string]*decodeCache{}
+	s.caches = map[string]*doccache.Cache{}
 	// A chart's Job is ready when it has completed, not when it has
 	// started (kstatus's Current): a pre-install hook's Job must finish
 	// before the other children are applied. A rule of loom.yaml's for
@@ -104,7 +105,7 @@ var chartOverrides = func() template.FuncMap {
 }()
 
 // cacheFor is the decode cache of one template file.
-func (s *Set) cacheFor(file string) *decodeCache {
+func (s *Set) cacheFor(file string) *doccache.Cache {
 	if s.chart == nil {
 		return s.caches[file]
 	}
@@ -112,7 +113,7 @@ func (s *Set) cacheFor(file string) *decodeCache {
 	defer s.cacheMu.Unlock()
 	c := s.caches[file]
 	if c == nil {
-		c = newDecodeCache(defaultCacheBytes)
+		c = doccache.New(doccache.DefaultBytes)
 		s.caches[file] = c
 	}
 	return c

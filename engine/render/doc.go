@@ -54,6 +54,13 @@
 // (lookup.go), and a child whose kind no template names, which can only
 // have come from the spec, is refused (checkKind).
 //
+// A set whose loom.yaml serves several versions of the parent has a
+// Converter (engine/render/convert), built at load: a move whose path a
+// version's schema lacks, or a conversion template that does not parse,
+// fails the load at its line. Conversion templates are parsed with the
+// set's other templates, but render no child; they run under the same
+// deadline, with lookups refused.
+//
 // Every error is an *Error that names the template file, the line, and the
 // document index, so that it can be fixed without reading Loom's source;
 // in a chart set, the file is the one in the set's folder (onDisk), not

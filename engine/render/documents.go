@@ -29,8 +29,8 @@ func (s *Set) decodeFile(file string, out []byte) ([]renderedDoc, error) {
 		if yamldoc.IsBlank(d.Text) {
 			continue
 		}
-		if c := cache.get(d.Text); c != nil {
-			docs = append(docs, renderedDoc{obj: deepCopyMap(c.obj), doc: idx, line: s.docLine(file, idx), end: end})
+		if c := cache.Get(d.Text); c != nil {
+			docs = append(docs, renderedDoc{obj: deepCopyMap(c), doc: idx, line: s.docLine(file, idx), end: end})
 			continue
 		}
 		obj, err := yamldoc.Decode(d.Text)
@@ -43,7 +43,7 @@ func (s *Set) decodeFile(file string, out []byte) ([]renderedDoc, error) {
 		if err := validate.Object(obj); err != nil {
 			return nil, s.validationError(file, idx, obj, err)
 		}
-		cache.put(d.Text, &decoded{obj: obj})
+		cache.Put(d.Text, obj)
 		docs = append(docs, renderedDoc{obj: deepCopyMap(obj), doc: idx, line: s.docLine(file, idx), end: end})
 	}
 	return docs, nil

@@ -258,33 +258,6 @@ func TestDecodeCacheDoesNotHideErrors(t *testing.T) {
 	}
 }
 
-// TestDecodeCacheBounded checks that the cache is bounded by the bytes of
-// its documents: it starts over when the next one would pass the budget,
-// and never keeps a document larger than the budget.
-func TestDecodeCacheBounded(t *testing.T) {
-	c := newDecodeCache(10)
-	for i := range 5 {
-		c.put([]byte(fmt.Sprintf("doc%d", i)), &decoded{obj: map[string]any{"i": int64(i)}}) // 4 bytes each
-		if c.bytes > 10 || len(c.m) > 2 {
-			t.Fatalf("after %d puts the cache holds %d entries, %d bytes; want at most 10 bytes", i+1, len(c.m), c.bytes)
-		}
-	}
-	if d := c.get([]byte("doc4")); d == nil || d.obj["i"] != int64(4) {
-		t.Errorf("get(doc4) = %v, want the last put", d)
-	}
-	if d := c.get([]byte("doc0")); d != nil {
-		t.Errorf("get(doc0) = %v, want it evicted", d)
-	}
-	c.put([]byte("doc4"), &decoded{}) // again: counted once
-	if c.bytes != 4 {
-		t.Errorf("a document put twice counts %d bytes, want 4", c.bytes)
-	}
-	c.put([]byte("a document past the budget"), &decoded{})
-	if c.get([]byte("a document past the budget")) != nil || c.get([]byte("doc4")) == nil {
-		t.Error("a document larger than the budget was kept, or emptied the cache")
-	}
-}
-
 // TestStream checks MarshalStream's stable output and ReadParents.
 func TestStream(t *testing.T) {
 	objs := []*unstructured.Unstructured{

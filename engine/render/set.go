@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,7 +23,9 @@ import (
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/rbac/roles"
+	"github.com/loom-operator/loom/engine/render/convert"
 	"github.com/loom-operator/loom/engine/render/deadline"
+	"github.com/loom-operator/loom/engine/render/doccache"
 	"github.com/loom-operator/loom/engine/render/hermetic"
 	"github.com/loom-operator/loom/engine/render/kinds"
 	"github.com/loom-operator/loom/engine/render/schemacheck"
@@ -47,7 +50,7 @@ type Set struct {
 	files   []string // child templates, in name order
 	sources map[string][]byte
 	pool    rendererPool
-	caches  map[string]*decodeCache // per child template file
+	caches  map[string]*doccache.Cache // per child template file
 
 	// chart renders the children of a chart set (loom.yaml's chart);
 	// chartTexts are its templates' sources, by path in the chart.
@@ -68,7 +71,8 @@ type Set struct {
 	crd *apiextv1.CustomResourceDefinition
 	// kinds are the kinds the templates name (kinds.Named) and those
 	// loom.yaml declares: a child of any other kind is refused.
-	kinds map[schema.GroupKind]bool
+	kinds     map[schema.GroupKind]bool
+	converter *convert.Converter // nil for a set of one version
 }
 
 // Fingerprint is a hash of every file the set was parsed from, loom.yaml
@@ -152,7 +156,7 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	var partials []string
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || name == config.File || strings.HasPrefix(name, ".") {
+		if e.IsDir() || name == config.File || strings.HasPrefix(name, ".") || slices.Contains(s.Config.ConversionTemplates(), name) {
 			continue
 		}
 		switch {
@@ -173,6 +177,11 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	if s.Config.Status != "" {
 		if s.sources[s.Config.Status], err = fs.ReadFile(fsys, s.Config.Status); err != nil {
 			return nil, &Error{File: config.File, Err: fmt.Errorf("status template: %w", err)}
+		}
+	}
+	for _, f := range s.Config.ConversionTemplates() {
+		if s.sources[f], err = fs.ReadFile(fsys, f); err != nil {
+			return nil, &Error{File: config.File, Line: s.findLine(config.File, 1, f), Err: fmt.Errorf("conversion template: %w", err)}
 		}
 	}
 	if len(s.files) == 0 && s.Config.Chart == "" {
@@ -198,6 +207,9 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 			return nil, &Error{File: config.File, Err: err}
 		}
 	}
+	if s.converter, err = convert.New(s.Config, conversionTemplates{s}); err != nil {
+		return nil, &Error{File: config.File, Line: s.findLine(config.File, 1, convert.MovePath(err)), Err: err}
+	}
 	if err := s.checkKinds(); err != nil {
 		return nil, err
 	}
@@ -205,9 +217,9 @@ func LoadFS(fsys fs.FS, dir string) (*Set, error) {
 	for gk := range s.Config.ClusterScopedKinds() {
 		s.kinds[gk] = true
 	}
-	s.caches = make(map[string]*decodeCache, len(s.files))
+	s.caches = make(map[string]*doccache.Cache, len(s.files))
 	for _, f := range s.files {
-		s.caches[f] = newDecodeCache(defaultCacheBytes)
+		s.caches[f] = doccache.New(doccache.DefaultBytes)
 	}
 	s.roles = roles.Scan(s.ChildTexts())
 	deadline.Guard(s.root, nil) // after every check that reads the trees
@@ -224,6 +236,7 @@ func (s *Set) parse(partials []string) error {
 	if s.Config.Status != "" {
 		names = append(names, s.Config.Status)
 	}
+	names = append(names, s.Config.ConversionTemplates()...)
 	for _, name := range names {
 		if _, err := s.root.New(name).Parse(string(s.sources[name])); err != nil {
 			return parseError(name, s.sources[name], err)

@@ -42,6 +42,11 @@ func shippedDocuments(t testing.TB) []string {
 			if p.GetNamespace() == "" {
 				p.SetNamespace("default") // as loom test does; the kind is namespaced
 			}
+			if c := set.Converter(); c != nil { // a case in v1: the templates read v1alpha1
+				if p, err = c.Convert(p, c.Hub()); err != nil {
+					t.Fatalf("convert %s: %v", path, err)
+				}
+			}
 			docs = append(docs, rawDocuments(t, set, p.Object)...)
 			children, err := set.Render(p)
 			if err != nil {

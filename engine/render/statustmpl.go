@@ -66,16 +66,9 @@ func (s *Set) RenderStatusWith(ctx context.Context, parent *unstructured.Unstruc
 		}
 		return nil, reads, &Error{File: file, Err: fmt.Errorf("%w: a lookup of an undeclared kind read an object that is not a child of this parent", ErrLookupRefused)}
 	}
-	out := bytes.ReplaceAll(buf.Bytes(), noValue, nil)
-	if yamldoc.IsBlank(out) {
-		return nil, reads, nil
-	}
-	m, err := yamldoc.Decode(out)
-	if err != nil {
-		return nil, reads, s.yamlError(file, 1, out, err)
-	}
+	m, err := s.mapping(file, buf.Bytes())
 	if m == nil {
-		return nil, reads, nil
+		return nil, reads, err
 	}
 	for _, reserved := range []string{"observedGeneration", "conditions", "state", "children"} {
 		if _, ok := m[reserved]; ok {
@@ -83,4 +76,17 @@ func (s *Set) RenderStatusWith(ctx context.Context, parent *unstructured.Unstruc
 		}
 	}
 	return m, reads, nil
+}
+
+// mapping decodes what file rendered as one YAML mapping (nil when blank).
+func (s *Set) mapping(file string, out []byte) (map[string]any, error) {
+	out = bytes.ReplaceAll(out, noValue, nil)
+	if yamldoc.IsBlank(out) {
+		return nil, nil
+	}
+	m, err := yamldoc.Decode(out)
+	if err != nil {
+		return nil, s.yamlError(file, 1, out, err)
+	}
+	return m, nil
 }

@@ -1,12 +1,16 @@
 package render
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // ChildTexts returns the sources of the templates that may render
 // children, by file name: the set's templates and partials, or, for a
 // chart set, every template of the chart and its subcharts (by path in the
-// chart's folder in the set, as errors name them). The status template
-// and loom.yaml are left out. Callers must not modify the slices.
+// chart's folder in the set, as errors name them). The status template,
+// the conversion templates and loom.yaml are left out. Callers must not
+// modify the slices.
 func (s *Set) ChildTexts() map[string][]byte {
 	if s.chart != nil {
 		out := make(map[string][]byte, len(s.chartTexts))
@@ -21,7 +25,7 @@ func (s *Set) ChildTexts() map[string][]byte {
 	}
 	out := make(map[string][]byte, len(s.sources))
 	for name, b := range s.sources {
-		if name == "loom.yaml" || name == s.Config.Status {
+		if name == "loom.yaml" || name == s.Config.Status || slices.Contains(s.Config.ConversionTemplates(), name) {
 			continue
 		}
 		out[name] = b
