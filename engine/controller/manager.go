@@ -33,6 +33,7 @@ import (
 	"github.com/loom-operator/loom/engine/controller/reader"
 	"github.com/loom-operator/loom/engine/controller/seed"
 	"github.com/loom-operator/loom/engine/controller/transport"
+	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
 	"github.com/loom-operator/loom/internal/kubeclient"
@@ -87,6 +88,9 @@ type Options struct {
 	// AllowKubeconfigExec lets a registration's kubeconfig run a
 	// credential plugin (cluster.Options.AllowExec).
 	AllowKubeconfigExec bool
+	// Converter returns a set's converter between its parent's versions;
+	// nil means the set's own (pipeline.ConverterOf).
+	Converter func(*render.Set) pipeline.Converter
 }
 
 // Manager runs one parent controller per template set, the shared child
@@ -349,7 +353,7 @@ func (m *Manager) shared() *Shared {
 	return &Shared{
 		Client: m.client, Parents: m.strip, Mapper: m.mapper, Applier: m.applier, Cache: m.cache,
 		Recorder: m.recorder, Metrics: m.metrics, Identities: m.idents, Seeds: m.seeds,
-		Capabilities: m.caps.Get, KindAwaited: m.kindAwaited, Clusters: m.registry, Fleet: m.fleet,
+		Capabilities: m.caps.Get, KindAwaited: m.kindAwaited, Clusters: m.registry, Fleet: m.fleet, Converter: m.opts.Converter,
 		FieldManager: m.opts.FieldManager, Namespace: m.opts.Namespace, ReconcileTimeout: m.opts.ReconcileTimeout,
 		Resync: m.opts.ResyncPeriod, Clock: m.opts.Clock, Shard: m.opts.Shard, ShardServerFilter: m.opts.ShardServerFilter,
 	}

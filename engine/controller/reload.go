@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/controller/crdinstall"
+	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -125,17 +126,9 @@ func (m *Manager) reload(ctx context.Context) {
 			delete(m.dirs, old.Dir)
 			m.dirs[s.Dir] = gk
 		}
-		if old.ParentGVK() != s.ParentGVK() || crdChanged[s.Dir] {
-			// Another version of the parent kind, or a new schema whose
-			// storage the informer's watch does not see (crdinstall's
-			// installCRD): its informer must be replaced, so the
-			// controller is.
-			if crdChanged[s.Dir] {
-				logger.Info("Template set changed its parent's schema; restarting its controller", "set", s.Dir)
-			} else {
-				logger.Info("Template set changed its parent version; restarting its controller", "set", s.Dir,
-					"from", old.ParentGVK().Version, "to", s.ParentGVK().Version)
-			}
+		if why := restartFor(old, s, crdChanged[s.Dir]); why != "" {
+			logger.Info("Template set changed "+why+"; restarting its controller", "set", s.Dir,
+				"hub", s.ParentGVK().Version, "storageVersion", pipeline.StorageGVK(s).Version)
 			m.retireLocked(gk)
 			if err := m.addSetLocked(s); err != nil {
 				logger.Error(err, "Template set rejected", "set", s.Dir)
@@ -172,6 +165,23 @@ func (m *Manager) reload(ctx context.Context) {
 	}
 	m.metrics.Sets.Set(float64(len(m.dirs)))
 	m.perms.Wake()
+}
+
+// restartFor says why the controller of old must be replaced by one of s,
+// a new version of it: s reads another version of the parent kind (the
+// hub its templates read, or the storage version its informer watches),
+// or has a new schema whose storage the informer's watch does not see
+// (schemaChanged: crdinstall's installCRD). "" means it needs none.
+func restartFor(old, s *render.Set, schemaChanged bool) string {
+	switch {
+	case schemaChanged:
+		return "its parent's schema"
+	case old.ParentGVK() != s.ParentGVK():
+		return "its parent version"
+	case pipeline.StorageGVK(old) != pipeline.StorageGVK(s):
+		return "its parent's storage version"
+	}
+	return ""
 }
 
 // eventOnKind records a Warning Event on the CRD that defines gk, which is
