@@ -26,7 +26,10 @@ type Converter interface {
 }
 
 // ConverterOf returns set's converter: nil for a set with one version.
-// It is where engine/convert's converter plugs in (render.Set.Converter).
+// It is where engine/convert's converter plugs in (render.Set.Converter;
+// a nil one must give a nil Converter, not a nil pointer in one). Until
+// then a set stored in another version than its hub gets no conversion:
+// its parents are Degraded (ConversionFailed), not rendered wrong.
 func ConverterOf(set *render.Set) Converter {
 	return nil
 }
