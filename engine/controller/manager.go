@@ -32,6 +32,7 @@ import (
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/reader"
 	"github.com/loom-operator/loom/engine/controller/seed"
+	"github.com/loom-operator/loom/engine/controller/templatewatch"
 	"github.com/loom-operator/loom/engine/controller/transport"
 	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"
@@ -301,7 +302,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	reloadDone := make(chan struct{})
 	go func() {
 		defer close(reloadDone)
-		if err := m.watchTemplates(ctx); err != nil {
+		if err := templatewatch.Run(ctx, m.opts.TemplatesDir, m.opts.ReloadDebounce, m.reload); err != nil {
 			logger.Error(err, "Template watcher stopped; edits need a restart")
 		}
 	}()
