@@ -155,9 +155,11 @@ func runDiff(ctx context.Context, out, warn io.Writer, o diffOptions, names []st
 	}
 	d := &differ{local: local, out: out,
 		workloads: newWorkloads(regs, cluster.Options{AllowExec: o.allowExec}, o.clusterTimeout)}
-	gvr, _, err := local.applier.Resource(set.ParentGVK())
+	// Parents are listed in the version the API server stores them in (no
+	// conversion webhook in the way), and converted to the templates'.
+	gvr, _, err := local.applier.Resource(pipeline.StorageGVK(set))
 	if err != nil {
-		return false, fmt.Errorf("parent kind %s: %w", set.ParentGVK(), err)
+		return false, fmt.Errorf("parent kind %s: %w", pipeline.StorageGVK(set), err)
 	}
 	list, err := local.client.Resource(gvr).Namespace(o.namespace).List(ctx, metav1.ListOptions{LabelSelector: o.selector})
 	if err != nil {
@@ -176,7 +178,11 @@ func runDiff(ctx context.Context, out, warn io.Writer, o diffOptions, names []st
 			continue
 		}
 		seen++
-		c, err := d.parent(ctx, set, parent, regs)
+		hub, err := pipeline.ToVersion(pipeline.ConverterOf(set), parent, set.ParentGVK().Version)
+		c := false
+		if err == nil {
+			c, err = d.parent(ctx, set, hub, regs)
+		}
 		changed = changed || c
 		if err != nil {
 			fmt.Fprintf(out, "%s %s/%s: %v\n", parent.GetKind(), parent.GetNamespace(), parent.GetName(), err)

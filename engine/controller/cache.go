@@ -2,10 +2,7 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -63,16 +60,8 @@ func (c *Controller) markSeed(ctx context.Context, r *reader.Reader, parent *uns
 	if fp == "" || seed.MarkOf(parent) == fp {
 		return nil
 	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": string(parent.GetUID()), "annotations": map[string]any{seed.AnnotationSeed: seed.Mark(parent, fp)},
-	}})
-	if err != nil {
-		return err
-	}
-	_, err = c.sh.Client.Resource(c.gvr).Namespace(parent.GetNamespace()).Patch(ctx, parent.GetName(), types.MergePatchType, body,
-		metav1.PatchOptions{FieldManager: c.sh.FieldManager})
-	if err != nil {
-		return r.Fail(fmt.Errorf("write %s on %s %s/%s: %w", seed.AnnotationSeed, c.gvk.Kind, parent.GetNamespace(), parent.GetName(), err))
+	if err := c.sh.Seeds.WriteMark(ctx, c.gvr, c.sh.FieldManager, parent, fp); err != nil {
+		return r.Fail(err)
 	}
 	r.SeedMarked()
 	return nil

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -37,7 +36,7 @@ func (m *Manager) watchCRDs(ctx context.Context) {
 		}
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(m.client, crdinstall.CRDs, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	_ = inf.SetTransform(slimCRD)
+	_ = inf.SetTransform(crdinstall.Slim)
 	var synced atomic.Bool
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) {
@@ -46,7 +45,7 @@ func (m *Manager) watchCRDs(ctx context.Context) {
 			}
 		},
 		UpdateFunc: func(old, cur any) {
-			if crdServingChanged(old, cur) {
+			if crdinstall.ServingChanged(old, cur) {
 				notify()
 			}
 		},
@@ -129,34 +128,4 @@ func (m *Manager) kindAwaited() {
 	case m.awaited <- struct{}{}:
 	default:
 	}
-}
-
-// crdServingChanged reports whether an update changed what is served: the
-// spec or the Established condition. Status-only churn is ignored.
-func crdServingChanged(old, cur any) bool {
-	o, ok1 := old.(*unstructured.Unstructured)
-	n, ok2 := cur.(*unstructured.Unstructured)
-	if !ok1 || !ok2 {
-		return true
-	}
-	return o.GetGeneration() != n.GetGeneration() || crdinstall.Established(o) != crdinstall.Established(n)
-}
-
-// slimCRD keeps of a CRD only what Loom reads (its name, generation and
-// conditions) before it enters the cache: CRD schemas can be hundreds of
-// kilobytes each, and a cluster may have hundreds of CRDs.
-func slimCRD(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil
-	}
-	slim := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind()}}
-	slim.SetName(u.GetName())
-	slim.SetUID(u.GetUID())
-	slim.SetResourceVersion(u.GetResourceVersion())
-	slim.SetGeneration(u.GetGeneration())
-	if conds, found, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); found {
-		_ = unstructured.SetNestedSlice(slim.Object, conds, "status", "conditions")
-	}
-	return slim, nil
 }

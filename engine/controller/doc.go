@@ -19,9 +19,10 @@
 // as ConfigMap) is compared on every top-level field but status. What a
 // controller keeps per parent is dropped when the parent goes.
 //
-// Each controller runs on one goroutine of the Manager. A controller that
-// replaces another of its kind (a parent version switch, a set removed and
-// added back) starts only once the other's in-flight reconciles finish.
+// Each controller runs on one goroutine of the Manager, reading its parents
+// in their storage version (begin converts each to the hub). One that
+// replaces another of its kind (a parent or storage version switch, a set
+// removed and added back) starts once the other's reconciles finish.
 //
 // Errors decide retries: a broken template or spec is reported in the
 // parent's status and waits for the spec or the template to change; a

@@ -12,6 +12,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/controller/finalizer"
 	"github.com/loom-operator/loom/engine/controller/identity"
+	"github.com/loom-operator/loom/engine/controller/statuswriter"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/status"
 )
@@ -53,7 +54,7 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 	if err != nil && !apierrors.IsConflict(err) {
 		// A conflict is only a cache behind the parent, retried at once.
 		rev, _, _ := unstructured.NestedString(parent.Object, "status", "templateRevision")
-		if serr := c.status.Write(ctx, c.set.Load(), parent, status.Input{Deleting: err, Revision: rev}); serr != nil {
+		if serr := c.status.Write(ctx, c.set.Load(), parent, statuswriter.Hub{}, status.Input{Deleting: err, Revision: rev}); serr != nil {
 			return errors.Join(err, serr)
 		}
 	}

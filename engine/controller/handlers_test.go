@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/loom-operator/loom/engine/controller/crdinstall"
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
@@ -159,57 +157,6 @@ func TestRetryable(t *testing.T) {
 				t.Errorf("retryable = %v, want %v", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestCRDServingChanged(t *testing.T) {
-	crd := func(gen int, established string) *unstructured.Unstructured {
-		return u(t, fmt.Sprintf(`
-metadata: {name: widgets.example.com, generation: %d}
-status: {conditions: [{type: NamesAccepted, status: "True"}, {type: Established, status: %q}], acceptedNames: {kind: Widget}}
-`, gen, established))
-	}
-	tests := []struct {
-		name     string
-		old, cur *unstructured.Unstructured
-		want     bool
-	}{
-		{"became established", crd(1, "False"), crd(1, "True"), true},
-		{"spec changed", crd(1, "True"), crd(2, "True"), true},
-		{"status churn only", crd(1, "True"), crd(1, "True"), false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := crdServingChanged(tt.old, tt.cur); got != tt.want {
-				t.Errorf("crdServingChanged = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestSlimCRDKeepsWhatLoomReads(t *testing.T) {
-	crd := u(t, `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com, uid: u1, resourceVersion: "9", generation: 2, managedFields: [{manager: x}], annotations: {big: "yes"}}
-spec: {group: example.com, versions: [{name: v1, schema: {openAPIV3Schema: {type: object}}}]}
-status: {conditions: [{type: Established, status: "True"}], acceptedNames: {kind: Widget}}
-`)
-	got, err := slimCRD(crd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := u(t, `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com, uid: u1, resourceVersion: "9", generation: 2}
-status: {conditions: [{type: Established, status: "True"}]}
-`)
-	if diff := cmp.Diff(want.Object, got.(*unstructured.Unstructured).Object); diff != "" {
-		t.Errorf("slimCRD (-want +got):\n%s", diff)
-	}
-	if !crdinstall.Established(got.(*unstructured.Unstructured)) || crdServingChanged(got, got) {
-		t.Error("the slim CRD no longer answers what Loom asks of it")
 	}
 }
 

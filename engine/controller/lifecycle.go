@@ -77,7 +77,8 @@ func (c *Controller) Run(workers int, prev *Controller, stopped func()) {
 // have finished.
 func (c *Controller) Cancel() { c.cancel() }
 
-// GVK is the parent kind the controller reconciles.
+// GVK is the parent kind the controller reconciles, in the version it
+// reads parents in: the storage version (pipeline.StorageGVK).
 func (c *Controller) GVK() schema.GroupVersionKind { return c.gvk }
 
 // Set is the template set the controller renders.

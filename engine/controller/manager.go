@@ -32,7 +32,9 @@ import (
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/reader"
 	"github.com/loom-operator/loom/engine/controller/seed"
+	"github.com/loom-operator/loom/engine/controller/templatewatch"
 	"github.com/loom-operator/loom/engine/controller/transport"
+	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
 	"github.com/loom-operator/loom/internal/kubeclient"
@@ -87,6 +89,9 @@ type Options struct {
 	// AllowKubeconfigExec lets a registration's kubeconfig run a
 	// credential plugin (cluster.Options.AllowExec).
 	AllowKubeconfigExec bool
+	// Converter returns a set's converter between its parent's versions;
+	// nil means the set's own (pipeline.ConverterOf).
+	Converter func(*render.Set) pipeline.Converter
 }
 
 // Manager runs one parent controller per template set, the shared child
@@ -297,7 +302,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	reloadDone := make(chan struct{})
 	go func() {
 		defer close(reloadDone)
-		if err := m.watchTemplates(ctx); err != nil {
+		if err := templatewatch.Run(ctx, m.opts.TemplatesDir, m.opts.ReloadDebounce, m.reload); err != nil {
 			logger.Error(err, "Template watcher stopped; edits need a restart")
 		}
 	}()
@@ -349,7 +354,7 @@ func (m *Manager) shared() *Shared {
 	return &Shared{
 		Client: m.client, Parents: m.strip, Mapper: m.mapper, Applier: m.applier, Cache: m.cache,
 		Recorder: m.recorder, Metrics: m.metrics, Identities: m.idents, Seeds: m.seeds,
-		Capabilities: m.caps.Get, KindAwaited: m.kindAwaited, Clusters: m.registry, Fleet: m.fleet,
+		Capabilities: m.caps.Get, KindAwaited: m.kindAwaited, Clusters: m.registry, Fleet: m.fleet, Converter: m.opts.Converter,
 		FieldManager: m.opts.FieldManager, Namespace: m.opts.Namespace, ReconcileTimeout: m.opts.ReconcileTimeout,
 		Resync: m.opts.ResyncPeriod, Clock: m.opts.Clock, Shard: m.opts.Shard, ShardServerFilter: m.opts.ShardServerFilter,
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/loom-operator/loom/engine/controller/rollouts"
 	"github.com/loom-operator/loom/engine/controller/statuswriter"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
 	"github.com/loom-operator/loom/engine/status"
@@ -28,7 +29,9 @@ import (
 
 // Controller reconciles the objects of one parent kind, following
 // the shape of kubernetes/sample-controller: event handlers only enqueue,
-// workers drain a rate-limited queue keyed by namespace/name.
+// workers drain a rate-limited queue keyed by namespace/name. It reads and
+// writes parents in the version the API server stores them in (gvk), and
+// converts each to the hub its templates read.
 type Controller struct {
 	// sh is what the controller uses of the Manager's; nil in unit tests
 	// without one.
@@ -79,7 +82,7 @@ type Controller struct {
 }
 
 func newParentController(sh *Shared, set *render.Set) *Controller {
-	c := &Controller{sh: sh, gvk: set.ParentGVK(),
+	c := &Controller{sh: sh, gvk: pipeline.StorageGVK(set),
 		unserved: map[cache.ObjectName]bool{}, kick: make(chan struct{}, 1), reshardKick: make(chan struct{}, 1), done: make(chan struct{})}
 	c.set.Store(set)
 	if sh != nil {
@@ -95,7 +98,7 @@ func newParentController(sh *Shared, set *render.Set) *Controller {
 // which parents go. It is an interface so that the tests of what the
 // controller keeps per parent can see what it tells the writer.
 type statusWriter interface {
-	Write(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, in status.Input) error
+	Write(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, hub statuswriter.Hub, in status.Input) error
 	Previous(parent *unstructured.Unstructured) *unstructured.Unstructured
 	CaughtUp(uid types.UID, rv string)
 	Forget(uid types.UID)

@@ -60,8 +60,11 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName, parent
 
 // attempt is what one reconcile of a parent works with, from begin on.
 type attempt struct {
-	key    cache.ObjectName
+	key cache.ObjectName
+	// parent is as the cache holds it, in the storage version; hub is it
+	// in the version the templates read, and how their status goes back.
 	parent *unstructured.Unstructured
+	hub    statuswriter.Hub
 	// set is the template set of the parent's revision.
 	set      *render.Set
 	revision string
@@ -100,6 +103,7 @@ func (c *Controller) gone(ctx context.Context, key cache.ObjectName, parent *uns
 }
 
 // begin is step 1: which revision of the set the parent renders, the
+// parent in the version its templates read (the hub), the
 // reader of its lookups, and the set's ServiceAccount that applies,
 // prunes and looks up for it (actas.go), which the returned ctx carries.
 // A nil attempt means the reconcile ends here, with the error returned.
@@ -114,28 +118,40 @@ func (c *Controller) begin(ctx context.Context, key cache.ObjectName, parent *un
 		if err := c.rollouts.Why(); err != nil {
 			logger.V(2).Info("The set's rollout state is unavailable", "err", err)
 			rev, _, _ := unstructured.NestedString(parent.Object, "status", "templateRevision")
-			return ctx, nil, c.status.Write(ctx, c.set.Load(), parent, status.Input{RolloutErr: err, Revision: rev})
+			return ctx, nil, c.status.Write(ctx, c.set.Load(), parent, statuswriter.Hub{}, status.Input{RolloutErr: err, Revision: rev})
 		}
 		logger.V(2).Info("Waiting for the set's rollout state")
 		c.queue.AddAfter(key, 2*time.Second)
 		return ctx, nil, nil
+	}
+	// The templates read the hub: a parent that cannot be converted waits
+	// for its spec or the set to change.
+	hub := statuswriter.Hub{Converter: pipeline.ConverterOf(set)}
+	if c.sh.Converter != nil {
+		hub.Converter = c.sh.Converter(set)
+	}
+	var err error
+	if hub.Parent, err = pipeline.ToVersion(hub.Converter, parent, set.ParentGVK().Version); err != nil {
+		logger.V(2).Info("Cannot convert the parent to its templates' version", "err", err)
+		return ctx, nil, c.status.Write(ctx, set, parent, statuswriter.Hub{}, status.Input{RenderErr: err, Revision: revision})
 	}
 	lookups := c.reader(ctx, childcache.ParentKey{GroupKind: c.gvk.GroupKind(), Name: key}, set)
 	id, idErr := c.identityFor(ctx, set, parent, lookups)
 	if idErr != nil {
 		defer lookups.Done()
 		logger.V(2).Info("Cannot act as the set's ServiceAccount", "err", idErr)
-		if err := c.status.Write(ctx, set, parent, status.Input{IdentityErr: idErr, Revision: revision}); err != nil {
+		if err := c.status.Write(ctx, set, parent, hub, status.Input{IdentityErr: idErr, Revision: revision}); err != nil {
 			return ctx, nil, err
 		}
 		return ctx, nil, lookups.Err() // a read the cluster could not answer is retried
 	}
 	ctx = identity.WithAccount(ctx, id)
 	lookups.ActAs(id, c.sh.Identities)
-	if set.Chart() != nil {
+	if set.Chart() != nil { // a chart's parent has one version
 		parent = hookrun.WithRecord(parent, c.status.Previous(parent))
+		hub.Parent = parent
 	}
-	return ctx, &attempt{key: key, parent: parent, set: set, revision: revision, reader: lookups}, nil
+	return ctx, &attempt{key: key, parent: parent, hub: hub, set: set, revision: revision, reader: lookups}, nil
 }
 
 // planChildren is step 2: render the children, answering lookups from the
@@ -144,7 +160,7 @@ func (c *Controller) begin(ctx context.Context, key cache.ObjectName, parent *un
 // reconcile ends here, with the error returned.
 func (c *Controller) planChildren(ctx context.Context, a *attempt) (*pipeline.Result, error) {
 	logger := klog.FromContext(ctx)
-	planned, renderErr := c.render(ctx, a.set, a.parent, a.reader)
+	planned, renderErr := c.render(ctx, a.set, a.hub.Parent, a.reader)
 	if object.NamespaceTerminating(renderErr) || object.NamespaceTerminating(a.reader.Err()) {
 		logger.V(2).Info("The parent's namespace is being deleted; creating nothing", "err", errors.Join(renderErr, a.reader.Err()))
 		return nil, nil
@@ -154,7 +170,7 @@ func (c *Controller) planChildren(ctx context.Context, a *attempt) (*pipeline.Re
 	}
 	if renderErr != nil {
 		logger.V(2).Info("Render failed", "err", renderErr)
-		if err := c.status.Write(ctx, a.set, a.parent, status.Input{RenderErr: renderErr, Revision: a.revision}); err != nil {
+		if err := c.status.Write(ctx, a.set, a.parent, a.hub, status.Input{RenderErr: renderErr, Revision: a.revision}); err != nil {
 			return nil, err
 		}
 		return nil, a.reader.Err() // a lookup the cluster could not answer is retried
@@ -180,7 +196,7 @@ func (c *Controller) applyChildren(ctx context.Context, a *attempt, planned *pip
 				a.reader.Fresh[r.Ref] = r.Object
 			}
 		}
-		next, err := c.render(ctx, a.set, a.parent, a.reader)
+		next, err := c.render(ctx, a.set, a.hub.Parent, a.reader)
 		if err != nil {
 			break // the next reconcile reports it; this one stands on the last pass
 		}
@@ -261,12 +277,12 @@ func (c *Controller) pruneChildren(ctx context.Context, a *attempt, ap *applied)
 func (c *Controller) report(ctx context.Context, a *attempt, ap *applied) error {
 	out, plan := ap.Output, ap.Plan
 	in := status.Input{Rendered: out.Children, Results: ap.results, Live: ap.live, Waits: plan.Waits, Cycles: plan.Cycles, Revision: a.revision, Unreachable: ap.unreachable}
-	in.Extra, in.ExtraErr = c.renderStatusExtra(ctx, a.set, a.parent, out.Children, ap.live, a.reader)
+	in.Extra, in.ExtraErr = c.renderStatusExtra(ctx, a.set, a.hub.Parent, out.Children, ap.live, a.reader)
 	in = statuswriter.WithNotes(in, out.Notes)
 	if a.hooks != nil {
 		in.Release = a.hooks.Release()
 	}
-	if err := c.status.Write(ctx, a.set, a.parent, in); err != nil {
+	if err := c.status.Write(ctx, a.set, a.parent, a.hub, in); err != nil {
 		return err
 	}
 	if a.hooks.Changed() {

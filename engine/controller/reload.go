@@ -3,73 +3,19 @@ package controller
 import (
 	"context"
 	"errors"
-	"io/fs"
-	"path/filepath"
-	"time"
 
-	"github.com/fsnotify/fsnotify"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/controller/crdinstall"
+	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"
 )
 
-// watchTemplates reloads template sets when their files change. It watches
-// every folder under the templates folder, hidden ones included, because a
-// ConfigMap volume updates by creating a new hidden folder and swapping the
-// ..data symlink to it. Bursts of events are coalesced, then every set is
-// loaded again; a set whose files did not change is left alone.
-func (m *Manager) watchTemplates(ctx context.Context) error {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	if err := addWatches(w, m.opts.TemplatesDir); err != nil {
-		return err
-	}
-	var timer <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-w.Events:
-			if !ok {
-				return errors.New("fsnotify closed its event channel")
-			}
-			if ev.Has(fsnotify.Create) {
-				_ = addWatches(w, ev.Name) // a new folder, or a ConfigMap's new ..data target
-			}
-			timer = time.After(m.opts.ReloadDebounce)
-		case err, ok := <-w.Errors:
-			if !ok {
-				return errors.New("fsnotify closed its error channel")
-			}
-			klog.FromContext(ctx).Error(err, "Template watcher error")
-		case <-timer:
-			timer = nil
-			m.reload(ctx)
-		}
-	}
-}
-
-// addWatches watches root and every folder below it.
-func addWatches(w *fsnotify.Watcher, root string) error {
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // vanished while walking: its removal is an event too
-		}
-		if d.IsDir() {
-			return w.Add(p)
-		}
-		return nil
-	})
-}
-
-// reload loads every set again and swaps in those that changed. A set that
+// reload loads every set again and swaps in those that changed; Run's
+// templatewatch calls it once a burst of file events has settled. A set that
 // fails to load keeps its last good version; the failure is logged and
 // recorded as a Warning Event on the parent kind's CRD.
 func (m *Manager) reload(ctx context.Context) {
@@ -125,17 +71,9 @@ func (m *Manager) reload(ctx context.Context) {
 			delete(m.dirs, old.Dir)
 			m.dirs[s.Dir] = gk
 		}
-		if old.ParentGVK() != s.ParentGVK() || crdChanged[s.Dir] {
-			// Another version of the parent kind, or a new schema whose
-			// storage the informer's watch does not see (crdinstall's
-			// installCRD): its informer must be replaced, so the
-			// controller is.
-			if crdChanged[s.Dir] {
-				logger.Info("Template set changed its parent's schema; restarting its controller", "set", s.Dir)
-			} else {
-				logger.Info("Template set changed its parent version; restarting its controller", "set", s.Dir,
-					"from", old.ParentGVK().Version, "to", s.ParentGVK().Version)
-			}
+		if why := restartFor(old, s, crdChanged[s.Dir]); why != "" {
+			logger.Info("Template set changed "+why+"; restarting its controller", "set", s.Dir,
+				"hub", s.ParentGVK().Version, "storageVersion", pipeline.StorageGVK(s).Version)
 			m.retireLocked(gk)
 			if err := m.addSetLocked(s); err != nil {
 				logger.Error(err, "Template set rejected", "set", s.Dir)
@@ -172,6 +110,23 @@ func (m *Manager) reload(ctx context.Context) {
 	}
 	m.metrics.Sets.Set(float64(len(m.dirs)))
 	m.perms.Wake()
+}
+
+// restartFor says why the controller of old must be replaced by one of s,
+// a new version of it: s reads another version of the parent kind (the
+// hub its templates read, or the storage version its informer watches),
+// or has a new schema whose storage the informer's watch does not see
+// (schemaChanged: crdinstall's installCRD). "" means it needs none.
+func restartFor(old, s *render.Set, schemaChanged bool) string {
+	switch {
+	case schemaChanged:
+		return "its parent's schema"
+	case old.ParentGVK() != s.ParentGVK():
+		return "its parent version"
+	case pipeline.StorageGVK(old) != pipeline.StorageGVK(s):
+		return "its parent's storage version"
+	}
+	return ""
 }
 
 // eventOnKind records a Warning Event on the CRD that defines gk, which is

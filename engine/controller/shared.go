@@ -15,6 +15,8 @@ import (
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/reader"
 	"github.com/loom-operator/loom/engine/controller/seed"
+	"github.com/loom-operator/loom/engine/pipeline"
+	"github.com/loom-operator/loom/engine/render"
 )
 
 // Shared is what every parent controller uses of what the Manager holds:
@@ -54,6 +56,9 @@ type Shared struct {
 	Clusters *clusters.Registry
 	// Fleet places children in the workload clusters.
 	Fleet *clusters.Fleet
+	// Converter returns a set's converter between its parent's versions
+	// (Options.Converter); nil means the set's own (pipeline.ConverterOf).
+	Converter func(*render.Set) pipeline.Converter
 
 	// FieldManager is the server-side apply field manager.
 	FieldManager string

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/loom-operator/loom/engine/controller/statuswriter"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
@@ -35,7 +36,7 @@ type fakeStatus struct {
 	noStatus map[types.UID]bool
 }
 
-func (f *fakeStatus) Write(context.Context, *render.Set, *unstructured.Unstructured, status.Input) error {
+func (f *fakeStatus) Write(context.Context, *render.Set, *unstructured.Unstructured, statuswriter.Hub, status.Input) error {
 	return fmt.Errorf("a test controller writes no status")
 }
 

@@ -16,6 +16,11 @@
 // the render places children only in those the set's loom.yaml allows
 // (engine/render/placement), and the caller says which are registered.
 //
+// Parents are read in the version the API server stores them in
+// (StorageGVK) and rendered in the hub, the version the templates read:
+// ToVersion converts one with the set's Converter (ConverterOf), for the
+// controller and `loom diff` alike.
+//
 // Data flows one way: parent + set + reader + clusters → render.Output →
 // Hooks → depend.Plan → Result. The package holds no state and reads nothing but
 // through the reader.

@@ -82,6 +82,11 @@ const (
 	// children in does not answer (or its children there cannot be
 	// watched); its children elsewhere are still applied.
 	ReasonClusterUnreachable = "ClusterUnreachable"
+	// ReasonConversionFailed: the parent could not be converted between
+	// the version Loom reads it in (the API server's storage version) and
+	// the hub its templates read (a set with several versions); the
+	// message names the set's file and line at fault.
+	ReasonConversionFailed = "ConversionFailed"
 )
 
 // Reasoned is a render error that names the Degraded reason it gives

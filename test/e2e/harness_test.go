@@ -27,7 +27,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/controller"
+	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/rbac"
+	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/internal/testutil"
 	"github.com/loom-operator/loom/test/env"
 )
@@ -82,6 +84,9 @@ type loomOptions struct {
 	// loomNamespace is Options.LoomNamespace (loom run
 	// --loom-namespace): its Secrets register workload clusters.
 	loomNamespace string
+	// converter is Options.Converter: a set's converter between its
+	// parent's versions (nil: the set's own).
+	converter func(*render.Set) pipeline.Converter
 	// token, when set, is the bearer token Loom authenticates with (a
 	// ServiceAccount's, from the TokenRequest API) instead of the admin's:
 	// unlike impersonate, it lets Loom impersonate in turn.
@@ -113,6 +118,7 @@ func startLoom(t *testing.T, templates, namespace string, o loomOptions) *loom {
 		Config: c, TemplatesDir: templates, Namespace: namespace, Workers: o.workers,
 		ResyncPeriod: o.resync, Registry: l.registry, ReloadDebounce: 50 * time.Millisecond,
 		ReconcileTimeout: o.reconcileTimeout, InstallCRDs: o.installCRDs, LoomNamespace: o.loomNamespace,
+		Converter: o.converter,
 	})
 	if err != nil {
 		t.Fatalf("new manager: %v", err)

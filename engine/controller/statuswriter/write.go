@@ -6,6 +6,7 @@ package statuswriter
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -23,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/status"
 )
@@ -162,10 +164,23 @@ func (s *statusMemory) CaughtUp(uid types.UID, rv string) {
 	}
 }
 
-// Write computes the parent's status and writes it when it differs
-// from what the parent has (or what Loom last wrote, while the cache lags
-// behind that write). It records Events on transitions.
-func (w *Writer) Write(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, in status.Input) error {
+// Hub is how a status computed against the hub (the version the
+// templates and the status template read) reaches the version the Writer
+// writes (Config.GVK's, the storage version): Parent is the parent as the
+// templates read it, Converter the set's. The zero Hub converts nothing:
+// a set with one version, or a status with no hub parent to convert
+// over (Loom's own fields are the same in every version).
+type Hub struct {
+	Parent    *unstructured.Unstructured
+	Converter pipeline.Converter
+}
+
+// Write computes the parent's status, against hub's parent, converts it
+// to the version parent is in (the storage version, which the parent
+// cache holds) and writes it when it differs from what the parent has
+// (or what Loom last wrote, while the cache lags behind that write). It
+// records Events on transitions.
+func (w *Writer) Write(ctx context.Context, set *render.Set, parent *unstructured.Unstructured, hub Hub, in status.Input) error {
 	prev := w.Previous(parent)
 	in.Parent = prev
 	if in.Release == nil && set.Chart() != nil {
@@ -176,7 +191,7 @@ func (w *Writer) Write(ctx context.Context, set *render.Set, parent *unstructure
 	}
 	in.Rules = set.Config.Readiness
 	in.Now = w.cfg.Clock.Now()
-	want := status.Compute(in)
+	want := w.toStorage(hub, in)
 	if status.Equal(want, prev) {
 		return nil
 	}
@@ -208,6 +223,28 @@ func (w *Writer) Write(ctx context.Context, set *render.Set, parent *unstructure
 	w.rememberWritten(parent, resp.GetResourceVersion(), want)
 	w.recordTransitions(parent, prev, want)
 	return nil
+}
+
+// toStorage computes the status of in against hub's parent, in the
+// version the Writer writes. A status that cannot be converted is computed
+// again without the status template's fields, and that failure is said in
+// Degraded: Loom's own fields are the same in every version.
+func (w *Writer) toStorage(hub Hub, in status.Input) map[string]any {
+	want := status.Compute(in)
+	if hub.Parent == nil || hub.Parent.GroupVersionKind().Version == w.cfg.GVK.Version {
+		return want
+	}
+	obj := &unstructured.Unstructured{Object: maps.Clone(hub.Parent.Object)}
+	obj.Object["status"] = want
+	out, err := pipeline.ToVersion(hub.Converter, obj, w.cfg.GVK.Version)
+	if err == nil {
+		if st, ok := out.Object["status"].(map[string]any); ok {
+			return st
+		}
+		err = fmt.Errorf("the converted %s has no status", w.cfg.GVK.Kind)
+	}
+	in.Extra, in.ExtraErr = nil, err
+	return status.Compute(in)
 }
 
 // WithNotes returns in with a chart's rendered NOTES.txt (notes), which
