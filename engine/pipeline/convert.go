@@ -16,7 +16,7 @@ import (
 )
 
 // Converter converts a parent between the versions its set serves
-// (engine/convert's; a set with several versions exposes one).
+// (engine/render/convert's; a set with several versions exposes one).
 type Converter interface {
 	// Convert returns obj (a parent, any served version) in version
 	// toVersion (a version name such as "v1"), a new object; obj is not
@@ -25,12 +25,12 @@ type Converter interface {
 	Convert(obj *unstructured.Unstructured, toVersion string) (*unstructured.Unstructured, error)
 }
 
-// ConverterOf returns set's converter: nil for a set with one version.
-// It is where engine/convert's converter plugs in (render.Set.Converter;
-// a nil one must give a nil Converter, not a nil pointer in one). Until
-// then a set stored in another version than its hub gets no conversion:
-// its parents are Degraded (ConversionFailed), not rendered wrong.
+// ConverterOf returns set's converter (render.Set.Converter): nil for a
+// set with one version, never a nil pointer in a non-nil Converter.
 func ConverterOf(set *render.Set) Converter {
+	if cv := set.Converter(); cv != nil {
+		return cv
+	}
 	return nil
 }
 

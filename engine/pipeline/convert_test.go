@@ -120,3 +120,30 @@ func TestStorageGVK(t *testing.T) {
 		})
 	}
 }
+
+// A set with several versions hands the controller its own converter, and
+// the controller's conversion of a stored parent to the hub is that
+// converter's: v1alpha1's size becomes the hub's replicas.
+func TestConverterOfASetWithVersions(t *testing.T) {
+	src := loomYAML + "schema: {spec: {replicas: integer}}\nstorageVersion: v1alpha1\nversions:\n- name: v1alpha1\n  schema: {spec: {size: integer}}\n  conversion: {moves: [{rename: {from: spec.size, to: spec.replicas}}]}\n"
+	set, err := render.LoadFS(fstest.MapFS{config.File: {Data: []byte(src)}, "web.yaml": {Data: []byte(deployment)}}, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := ConverterOf(set)
+	if conv == nil {
+		t.Fatal("ConverterOf = nil for a set with two versions")
+	}
+	stored := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1alpha1", "kind": "App",
+		"metadata": map[string]any{"name": "a", "namespace": "ns"},
+		"spec":     map[string]any{"size": int64(3)},
+	}}
+	hub, err := ToVersion(conv, stored, set.Config.HubVersion())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := unstructured.NestedInt64(hub.Object, "spec", "replicas"); got != 3 || hub.GetAPIVersion() != "example.com/v1" {
+		t.Errorf("hub = %v, want example.com/v1 with spec.replicas 3", hub.Object)
+	}
+}
