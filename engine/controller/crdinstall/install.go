@@ -28,7 +28,8 @@ import (
 
 // BreakingChangeError means a set's CRD was not applied: the change from
 // the installed CRD would break parents already stored, and the set's
-// loom.yaml does not set schema.allowBreakingChanges.
+// loom.yaml does not set schema.allowBreakingChanges, or the change
+// removes a version still in use, which nothing overrides.
 type BreakingChangeError struct {
 	// CRD is the CRD's name.
 	CRD    string
@@ -36,8 +37,26 @@ type BreakingChangeError struct {
 }
 
 func (e *BreakingChangeError) Error() string {
+	for _, b := range e.Breaks {
+		if !b.Overridable() {
+			return fmt.Sprintf("CRD %s not applied: the change would break stored parents: %s; %s",
+				e.CRD, breaksText(e.Breaks), crd.RetiredAdvice(b.Version))
+		}
+	}
 	return fmt.Sprintf("CRD %s not applied: the schema change would break stored parents: %s; set schema.allowBreakingChanges: true in loom.yaml to apply it anyway",
 		e.CRD, breaksText(e.Breaks))
+}
+
+// refuses reports whether breaks keep a CRD from being applied: any break
+// when loom.yaml does not allow them, and, even when it does, one that no
+// setting overrides (a version removed while still in use).
+func refuses(breaks []crd.Break, allowed bool) bool {
+	for _, b := range breaks {
+		if !allowed || !b.Overridable() {
+			return true
+		}
+	}
+	return false
 }
 
 // breaksText lists breaks on one line.
@@ -67,6 +86,20 @@ type Installer struct {
 	// installed holds, per set folder, the CRD last installed for it as
 	// JSON.
 	installed map[string]string
+	// webhook is where a CRD of several versions sends conversions (nil:
+	// the generated CRD's crd.DefaultWebhook).
+	webhook *crd.WebhookConfig
+}
+
+// SetWebhook points the conversion webhook of every CRD of several
+// versions the Installer applies from now on at w (loom run's
+// --webhook-url or --webhook-service). A caBundle left empty in w is left
+// out of what the Installer applies, so that another field manager (the
+// certificate rotator, cert-manager's cainjector) can own it.
+func (i *Installer) SetWebhook(w *crd.WebhookConfig) {
+	if i != nil {
+		i.webhook = w
+	}
 }
 
 // New returns an Installer that applies as fieldManager through client,
@@ -100,6 +133,9 @@ func (i *Installer) Install(ctx context.Context, sets []*render.Set) (results ma
 			logger.Error(err, "A chart's CRD was not installed", "set", s.Dir)
 		}
 		gen, err := s.CRD()
+		if err == nil && i.webhook != nil {
+			err = crd.SetWebhook(gen, *i.webhook)
+		}
 		if err != nil {
 			results[s.Dir] = fmt.Errorf("generate the CRD of set %s: %w", s.Dir, err)
 			logger.Error(err, "Could not generate the set's CRD; the set does not start or keeps its running version", "set", s.Dir)
@@ -176,7 +212,7 @@ func (i *Installer) installCRD(ctx context.Context, s *render.Set, gen *apiextv1
 		return false, nil
 	}
 	allowed := s.Config.Schema != nil && s.Config.Schema.AllowBreakingChanges
-	if len(breaks) > 0 && !allowed {
+	if refuses(breaks, allowed) {
 		err := &BreakingChangeError{CRD: gen.Name, Breaks: breaks}
 		i.recorder.Event(live, corev1.EventTypeWarning, "BreakingChangeRefused", eventMessage(err.Error()))
 		return false, err
