@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,13 +19,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/controller/migrate"
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/shard"
 )
 
 // BreakingChangeError means a set's CRD was not applied: the change from
@@ -89,6 +94,27 @@ type Installer struct {
 	// webhook is where a CRD of several versions sends conversions (nil:
 	// the generated CRD's crd.DefaultWebhook).
 	webhook *crd.WebhookConfig
+	// migrator moves the stored parents of each CRD in place to its
+	// storage version (Migrating; nil: none); started by the first
+	// Install, with its context.
+	migrator      *migrate.Migrator
+	startMigrator sync.Once
+}
+
+// Migrating makes the Installer move the stored parents of every set's
+// CRD in place (applied now or before, or left as another manager
+// installed it: the Migrator checks) to its storage version, and returns
+// it. disco tells whether the API server serves StorageVersionMigrations;
+// a sharded replica (shard not nil) migrates only while it holds bucket
+// 0; reg receives the metrics.
+func (i *Installer) Migrating(disco discovery.DiscoveryInterface, shard interface{ Held() shard.Set }, reg prometheus.Registerer) *Installer {
+	var single func() bool
+	if shard != nil {
+		single = func() bool { return shard.Held().Has(0) }
+	}
+	i.migrator = migrate.New(i.client, disco, migrate.Options{FieldManager: i.fieldManager, Owns: OwnsCRD,
+		Single: single, Timeout: i.timeout, Registry: reg})
+	return i
 }
 
 // SetWebhook points the conversion webhook of every CRD of several
@@ -125,6 +151,9 @@ func (i *Installer) Install(ctx context.Context, sets []*render.Set) (results ma
 	}
 	results, changed = map[string]error{}, map[string]bool{}
 	logger := klog.FromContext(ctx)
+	if i.migrator != nil {
+		i.startMigrator.Do(func() { go i.migrator.Run(ctx) })
+	}
 	for _, s := range sets {
 		// A chart's own CRDs (crds/): created when missing, never updated.
 		// A failure is logged, and the set runs: its children of those
@@ -144,6 +173,7 @@ func (i *Installer) Install(ctx context.Context, sets []*render.Set) (results ma
 		key, _ := json.Marshal(gen)
 		if i.installed[s.Dir] == string(key) {
 			results[s.Dir] = nil
+			i.inPlace(gen.Name)
 			continue
 		}
 		schemaChanged, err := i.installCRD(ctx, s, gen)
@@ -154,8 +184,14 @@ func (i *Installer) Install(ctx context.Context, sets []*render.Set) (results ma
 		}
 		i.installed[s.Dir] = string(key)
 		changed[s.Dir] = schemaChanged
+		i.inPlace(gen.Name)
 	}
 	return results, changed
+}
+
+// inPlace hands the CRD named name, in place, to the Migrator.
+func (i *Installer) inPlace(name string) {
+	i.migrator.Enqueue(name)
 }
 
 // ConditionSchemaAccepted is the TemplateSet condition that says whether
