@@ -1,0 +1,184 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loom-operator/loom/test/env"
+)
+
+// twoVersions is the tail of a loom.yaml whose hub v1 and v1alpha1 have
+// the same schema and no conversion rules, so that the CRD converts with
+// strategy None (no webhook); storage names the storage version, and
+// allow sets schema.allowBreakingChanges.
+func twoVersions(storage string, allow bool) string {
+	tail := installSchema
+	if allow {
+		tail += "  allowBreakingChanges: true\n"
+	}
+	return tail + "storageVersion: " + storage + "\nversions:\n- name: v1alpha1\n  schema:\n" +
+		indent(strings.TrimPrefix(installSchema, "\nschema:\n"), "  ")
+}
+
+// indent puts prefix before every line of s.
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// storedVersions reads the CRD's status.storedVersions.
+func storedVersions(ctx context.Context, t *testing.T, name string) ([]string, error) {
+	t.Helper()
+	crd, err := env.From(t).Get(ctx, crdGVR, "", name)
+	if err != nil {
+		return nil, err
+	}
+	v, _, _ := unstructured.NestedStringSlice(crd.Object, "status", "storedVersions")
+	return v, nil
+}
+
+// crdVersions names the versions of the live CRD.
+func crdVersions(t *testing.T, name string) []string {
+	t.Helper()
+	crd, err := env.From(t).Get(context.Background(), crdGVR, "", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.(map[string]any)["name"].(string))
+	}
+	return out
+}
+
+// A version is retired only when nothing uses it. Parents created in
+// v1alpha1, the storage version of a set that serves v1 and v1alpha1:
+// removing v1alpha1 from loom.yaml is refused, even with
+// allowBreakingChanges, naming the parents. Switching storageVersion to v1
+// (loom.yaml, --install-crds, as a user does) makes Loom rewrite every
+// parent and shrink status.storedVersions to [v1]; once the parents were
+// last written in v1, removing v1alpha1 is applied and the parents stay.
+func TestStoredVersionMigratesAndRetires(t *testing.T) {
+	e := env.From(t)
+	t.Parallel()
+	ns := e.NewNamespace(t)
+	s := newInstallSet(t, "Migrated", twoVersions("v1alpha1", false), "v0")
+	l := startLoom(t, s.root, ns, loomOptions{installCRDs: true, quiet: true, bufferLogs: true})
+	s.waitEstablished(t)
+	alpha := schema.GroupVersionResource{Group: installGroup, Version: "v1alpha1", Resource: s.gvr.Resource}
+	names := []string{"a", "b", "c"}
+	for _, name := range names {
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": installGroup + "/v1alpha1", "kind": s.kind,
+			"metadata": map[string]any{"name": name}, "spec": map[string]any{"image": "nginx"}}}
+		if _, err := e.Dyn.Resource(alpha).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create %s in v1alpha1: %v", name, err)
+		}
+	}
+	for _, name := range names {
+		s.waitReady(t, ns, name, map[string]string{"marker": "v0", "image": "nginx"})
+	}
+	if got, err := storedVersions(context.Background(), t, s.crdName); err != nil || !slices.Equal(got, []string{"v1alpha1"}) {
+		t.Fatalf("storedVersions = %v, %v; want [v1alpha1]", got, err)
+	}
+
+	// 1. Removing the stored version is refused, allowBreakingChanges or not.
+	s.edit(t, installSchema+"  allowBreakingChanges: true\n", "v1")
+	parents := []string{ns + "/a", ns + "/b", ns + "/c"}
+	waitEvent(t, "default", s.crdName, "Warning", "BreakingChangeRefused",
+		append([]string{"v1alpha1: version removed while still stored", "let Loom migrate"}, parents...)...)
+	if got := crdVersions(t, s.crdName); !slices.Equal(got, []string{"v1", "v1alpha1"}) {
+		t.Fatalf("CRD versions %v after the refusal, want [v1 v1alpha1]", got)
+	}
+
+	// 2. The storage version moves to v1: every parent is rewritten, then
+	// storedVersions shrinks.
+	rvs := map[string]string{}
+	for _, name := range names {
+		p, err := e.Get(context.Background(), s.gvr, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rvs[name] = p.GetResourceVersion()
+	}
+	s.edit(t, twoVersions("v1", true), "v2")
+	eventually(t, 60*time.Second, "storedVersions is [v1]", func(ctx context.Context) error {
+		got, err := storedVersions(ctx, t, s.crdName)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, []string{"v1"}) {
+			return fmt.Errorf("storedVersions %v", got)
+		}
+		return nil
+	})
+	if n := l.counter(t, "loom_storage_migration_parents_total", nil); n != float64(len(names)) {
+		t.Errorf("loom_storage_migration_parents_total = %v, want %d", n, len(names))
+	}
+	if n := l.counter(t, "loom_storage_migrations_total", map[string]string{"result": "done"}); n != 1 {
+		t.Errorf("loom_storage_migrations_total{result=done} = %v, want 1", n)
+	}
+	for _, name := range names {
+		p, err := e.Get(context.Background(), s.gvr, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.GetResourceVersion() == rvs[name] {
+			t.Errorf("parent %s/%s was not rewritten (resourceVersion %s unchanged)", ns, name, rvs[name])
+		}
+	}
+	if logs := l.logs(); !strings.Contains(logs, "Stored parents migrated") {
+		t.Errorf("the log does not report the migration:\n%s", logs)
+	}
+
+	// 3. Tenants write their parents in v1 (a later managedFields entry
+	// than the one that created them in v1alpha1); then v1alpha1 retires.
+	for _, name := range names {
+		eventually(t, 30*time.Second, name+" was last written in v1", func(ctx context.Context) error {
+			patchObject(t, s.gvr, ns, name, fmt.Sprintf(`{"metadata":{"labels":{"written":%q}}}`, time.Now().Format("150405.000")))
+			p, err := e.Get(ctx, s.gvr, ns, name)
+			if err != nil {
+				return err
+			}
+			if got := newestEntry(p); got != installGroup+"/v1" {
+				return fmt.Errorf("newest managedFields entry in %s", got)
+			}
+			return nil
+		})
+	}
+	s.edit(t, installSchema+"  allowBreakingChanges: true\n", "v3") // v1alpha1's clients break
+	eventually(t, 60*time.Second, "the CRD serves v1 only", func(context.Context) error {
+		if got := crdVersions(t, s.crdName); !slices.Equal(got, []string{"v1"}) {
+			return fmt.Errorf("versions %v", got)
+		}
+		return nil
+	})
+	patchObject(t, s.gvr, ns, "a", `{"spec":{"image":"httpd"}}`)
+	s.waitData(t, ns, "a", map[string]string{"marker": "v3", "image": "httpd"})
+	l.mustBeRunning(t)
+}
+
+// newestEntry is the apiVersion of obj's newest managedFields entry.
+func newestEntry(obj *unstructured.Unstructured) string {
+	var newest metav1.Time
+	v := ""
+	for _, f := range obj.GetManagedFields() {
+		if f.Time != nil && (v == "" || f.Time.After(newest.Time)) {
+			newest, v = *f.Time, f.APIVersion
+		}
+	}
+	return v
+}
