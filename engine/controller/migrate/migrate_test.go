@@ -136,3 +136,30 @@ func TestMigrateStopsBeforeShrinking(t *testing.T) {
 		}
 	}
 }
+
+// Where the API server serves storagemigration.k8s.io, Loom creates a
+// StorageVersionMigration and waits for it instead of rewriting, then
+// shrinks storedVersions.
+func TestMigrateThroughTheMigrationAPI(t *testing.T) {
+	client, disco := cluster(t, "loom", "a")
+	disco.Resources = append(disco.Resources, &metav1.APIResourceList{GroupVersion: "storagemigration.k8s.io/v1",
+		APIResources: []metav1.APIResource{{Name: "storageversionmigrations", Kind: "StorageVersionMigration"}}})
+	client.PrependReactor("get", "storageversionmigrations", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj := migrationObject("v1", widgets, 2)
+		_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"type": "Succeeded", "status": "True"}}, "status", "conditions")
+		return true, obj, nil
+	})
+	if err := New(client, disco, Options{FieldManager: "loom", Owns: owns}).Migrate(context.Background(), "widgets.test.loom.dev"); err != nil {
+		t.Fatalf("Migrate() = %v", err)
+	}
+	var verbs []string
+	for _, a := range client.Actions() {
+		if a.GetVerb() != "get" {
+			verbs = append(verbs, a.GetVerb()+" "+a.GetResource().Resource)
+		}
+	}
+	want := []string{"create storageversionmigrations", "patch customresourcedefinitions"}
+	if diff := cmp.Diff(want, verbs); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+}
