@@ -8,10 +8,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,4 +215,86 @@ func storedAs(t *testing.T, gvr schema.GroupVersionResource, ns, name string) st
 		t.Fatalf("%s in etcd is not JSON: %v", key, err)
 	}
 	return obj.APIVersion
+}
+
+// failAfterFirst is an http.RoundTripper that lets the first update of a
+// parent of resource through and fails every later one, as if Loom died
+// halfway through a migration.
+type failAfterFirst struct {
+	next     http.RoundTripper
+	resource string
+	passed   atomic.Bool
+}
+
+func (f *failAfterFirst) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPut && strings.Contains(req.URL.Path, "/"+f.resource+"/") && !strings.HasSuffix(req.URL.Path, "/status") {
+		if f.passed.Swap(true) {
+			return nil, fmt.Errorf("test: update %s refused after the first", req.URL.Path)
+		}
+	}
+	return f.next.RoundTrip(req)
+}
+
+// A migration cut short leaves status.storedVersions as it was, with some
+// parents moved and some not; the next Loom to start finishes it.
+func TestStoredVersionMigrationResumes(t *testing.T) {
+	e := env.From(t)
+	t.Parallel()
+	ns := e.NewNamespace(t)
+	s := newInstallSet(t, "Resumed", twoVersions("v1alpha1", false), "v0")
+	faulty := startLoom(t, s.root, ns, loomOptions{installCRDs: true, quiet: true,
+		transport: func(rt http.RoundTripper) http.RoundTripper { return &failAfterFirst{next: rt, resource: s.gvr.Resource} }})
+	s.waitEstablished(t)
+	alpha := schema.GroupVersionResource{Group: installGroup, Version: "v1alpha1", Resource: s.gvr.Resource}
+	names := []string{"a", "b", "c"}
+	for _, name := range names {
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": installGroup + "/v1alpha1", "kind": s.kind,
+			"metadata": map[string]any{"name": name}, "spec": map[string]any{"image": "nginx"}}}
+		if _, err := e.Dyn.Resource(alpha).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create %s in v1alpha1: %v", name, err)
+		}
+	}
+	for _, name := range names {
+		s.waitReady(t, ns, name, map[string]string{"marker": "v0"})
+	}
+
+	s.edit(t, twoVersions("v1", false), "v0")
+	eventually(t, 60*time.Second, "the cut-short migration failed", func(context.Context) error {
+		if n := faulty.counter(t, "loom_storage_migrations_total", map[string]string{"result": "error"}); n < 1 {
+			return fmt.Errorf("loom_storage_migrations_total{result=error} = %v", n)
+		}
+		return nil
+	})
+	if got, err := storedVersions(context.Background(), t, s.crdName); err != nil || !slices.Equal(got, []string{"v1alpha1", "v1"}) {
+		t.Fatalf("storedVersions = %v, %v after a migration cut short; want [v1alpha1 v1]", got, err)
+	}
+	byVersion := map[string]int{}
+	for _, name := range names {
+		byVersion[storedAs(t, s.gvr, ns, name)]++
+	}
+	if want := map[string]int{installGroup + "/v1": 1, installGroup + "/v1alpha1": 2}; !maps.Equal(byVersion, want) {
+		t.Fatalf("parents in etcd by version %v after the first rewrite only, want %v", byVersion, want)
+	}
+	faulty.cancel()
+	if err := <-faulty.done; err != nil {
+		t.Fatalf("the first Loom: %v", err)
+	}
+	faulty.done <- nil // for its cleanup
+
+	startLoom(t, s.root, ns, loomOptions{installCRDs: true, quiet: true})
+	eventually(t, 60*time.Second, "storedVersions is [v1]", func(ctx context.Context) error {
+		got, err := storedVersions(ctx, t, s.crdName)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, []string{"v1"}) {
+			return fmt.Errorf("storedVersions %v", got)
+		}
+		return nil
+	})
+	for _, name := range names {
+		if got := storedAs(t, s.gvr, ns, name); got != installGroup+"/v1" {
+			t.Errorf("etcd holds %s/%s as %q after the resumed migration, want v1", ns, name, got)
+		}
+	}
 }
