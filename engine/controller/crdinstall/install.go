@@ -107,14 +107,23 @@ type Installer struct {
 // it. disco tells whether the API server serves StorageVersionMigrations;
 // a sharded replica (shard not nil) migrates only while it holds bucket
 // 0; reg receives the metrics.
-func (i *Installer) Migrating(disco discovery.DiscoveryInterface, shard interface{ Held() shard.Set }, reg prometheus.Registerer) *Installer {
-	var single func() bool
-	if shard != nil {
-		single = func() bool { return shard.Held().Has(0) }
-	}
+func (i *Installer) Migrating(disco discovery.DiscoveryInterface, shard heldBuckets, reg prometheus.Registerer) *Installer {
 	i.migrator = migrate.New(i.client, disco, migrate.Options{FieldManager: i.fieldManager, Owns: OwnsCRD,
-		Single: single, Timeout: i.timeout, Registry: reg})
+		Single: singleWriter(shard), Timeout: i.timeout, Registry: reg})
 	return i
+}
+
+// heldBuckets is what the migration asks of a sharded replica.
+type heldBuckets interface{ Held() shard.Set }
+
+// singleWriter says whether this replica migrates now: nil (always) when
+// it is not sharded (the only replica, or the leader: the Manager runs
+// only while leading); sharded, while it holds bucket 0.
+func singleWriter(sh heldBuckets) func() bool {
+	if sh == nil {
+		return nil
+	}
+	return func() bool { return sh.Held().Has(0) }
 }
 
 // SetWebhook points the conversion webhook of every CRD of several

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/engine/shard"
 )
 
 func TestOwnsCRD(t *testing.T) {
@@ -148,5 +149,31 @@ func TestBreakingChangeErrorRetiredVersion(t *testing.T) {
 		crd.RetiredAdvice("v1alpha1")
 	if diff := cmp.Diff(want, err.Error()); diff != "" {
 		t.Errorf("Error() (-want +got):\n%s", diff)
+	}
+}
+
+// heldSet is a sharded replica holding fixed buckets.
+type heldSet shard.Set
+
+func (h heldSet) Held() shard.Set { return shard.Set(h) }
+
+// One replica migrates: without sharding, this one; sharded, the holder
+// of bucket 0, and only while it holds it.
+func TestSingleWriter(t *testing.T) {
+	if singleWriter(nil) != nil {
+		t.Error("not sharded: want no gate")
+	}
+	for _, tc := range []struct {
+		held shard.Set
+		want bool
+	}{
+		{held: shard.Set(0).Add(0), want: true},
+		{held: shard.Set(0).Add(0).Add(5), want: true},
+		{held: shard.Set(0).Add(1)},
+		{held: shard.Set(0)},
+	} {
+		if got := singleWriter(heldSet(tc.held))(); got != tc.want {
+			t.Errorf("holding %s: %v, want %v", tc.held, got, tc.want)
+		}
 	}
 }
