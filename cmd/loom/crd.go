@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 func newCRDCommand() *cobra.Command {
 	var setDir, output string
 	var check *crdCheck // --check (crdcheck.go)
+	var hook webhookFlags
 	cmd := &cobra.Command{
 		Use:   "crd -t SET",
 		Short: "Print the parent's CustomResourceDefinition, generated from the set's loom.yaml",
@@ -29,6 +31,11 @@ and the ApplySet parent-type label. A set without a schema gets a free-form
 spec, but a chart set's spec types each value its values.yaml lists and
 keeps the others. A chart set with notes: true also has status.notes
 (its NOTES.txt).
+A set of several versions (loom.yaml's versions:) gets one CRD version
+each, the storage one marked, and a conversion webhook: Loom's, at
+--webhook-url or --webhook-service (default: the Service
+loom-system/loom-webhook, port 443, path /convert), with the CA bundle of
+--ca-bundle-file; versions that differ only in name convert without one.
 It needs no cluster; the output passes the API server's CRD
 validation. -o json and -o yaml print the CRD alone, without the comment.
 
@@ -40,6 +47,7 @@ was used wrongly, so that a failure never reads as --check's 1.`,
 		Example: `  loom crd -t templates/myresource
   loom crd -t templates/myresource | kubectl apply --server-side -f -
   loom crd -t templates/myresource > crds/myresources.example.loom.dev.yaml
+  loom crd -t templates/myresource --webhook-url https://127.0.0.1:9443/convert --ca-bundle-file ca.pem
   loom crd -t templates/myresource --check   # what the change would break in the cluster`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -56,10 +64,15 @@ was used wrongly, so that a failure never reads as --check's 1.`,
 				}
 				return err
 			}
-			return printCRD(cmd.OutOrStdout(), output, set)
+			w, err := hook.config()
+			if err != nil {
+				return err
+			}
+			return printCRD(cmd.OutOrStdout(), output, set, w)
 		},
 	}
 	check = newCRDCheck(cmd.Flags())
+	hook.register(cmd.Flags())
 	cmd.Flags().StringVarP(&setDir, "templates", "t", "", "the template set's folder")
 	addOutputFlag(cmd, &output, "YAML after a comment naming the set")
 	_ = cmd.MarkFlagRequired("templates")
@@ -70,10 +83,18 @@ was used wrongly, so that a failure never reads as --check's 1.`,
 // printCRD writes the set's CRD in format (-o). The default, "", is YAML
 // after a comment that names the set (by its folder's name, so the output
 // does not depend on the path it was given).
-func printCRD(w io.Writer, format string, set *render.Set) error {
+func printCRD(w io.Writer, format string, set *render.Set, hook *crd.WebhookConfig) error {
 	def, err := set.CRD()
 	if err != nil {
 		return fmt.Errorf("generate the CRD of template set %s: %w", set.Dir, err)
+	}
+	if hook != nil {
+		if err := crd.SetWebhook(def, *hook); err != nil {
+			return err
+		}
+		if err := crd.Validate(context.Background(), def); err != nil {
+			return err
+		}
 	}
 	obj, err := crd.Unstructured(def)
 	if err != nil {

@@ -71,3 +71,64 @@ func TestShippedCRDIsGenerated(t *testing.T) {
 		t.Errorf("%s differs from `loom crd -t templates/myresource` (-committed +generated); run `make crds` and review the diff:\n%s", path, diff)
 	}
 }
+
+// A set of two versions gets a conversion webhook: at the placeholder
+// Service without flags, at --webhook-url or --webhook-service with them,
+// with --ca-bundle-file's PEM.
+func TestCRDCommandWebhook(t *testing.T) {
+	const loom = `parent: {apiVersion: gen.test.loom.dev/v1, kind: App}
+schema: {spec: {size: integer}}
+versions:
+- name: v1alpha1
+  schema: {spec: {replicas: integer}}
+  conversion: {moves: [{rename: {from: spec.replicas, to: spec.size}}]}
+`
+	dir := writeFiles(t, filepath.Join(t.TempDir(), "app"), map[string]string{"loom.yaml": loom, "cm.yaml": "{apiVersion: v1, kind: ConfigMap, metadata: {name: x}}\n"})
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port, path := int32(8443), "/convert"
+	defPort := int32(443)
+	tests := []struct {
+		name string
+		args []string
+		want apiextv1.WebhookClientConfig
+		err  string
+	}{
+		{name: "placeholder", want: apiextv1.WebhookClientConfig{Service: &apiextv1.ServiceReference{Namespace: "loom-system", Name: "loom-webhook", Port: &defPort, Path: &path}}},
+		{name: "url", args: []string{"--webhook-url", "https://127.0.0.1:9443/convert", "--ca-bundle-file", ca},
+			want: apiextv1.WebhookClientConfig{URL: ptrTo("https://127.0.0.1:9443/convert"), CABundle: []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")}},
+		{name: "service with port", args: []string{"--webhook-service", "ops/loom:8443"},
+			want: apiextv1.WebhookClientConfig{Service: &apiextv1.ServiceReference{Namespace: "ops", Name: "loom", Port: &port, Path: &path}}},
+		{name: "service", args: []string{"--webhook-service", "ops/loom"},
+			want: apiextv1.WebhookClientConfig{Service: &apiextv1.ServiceReference{Namespace: "ops", Name: "loom", Port: &defPort, Path: &path}}},
+		{name: "both", args: []string{"--webhook-service", "ops/loom", "--webhook-url", "https://a/convert"}, err: "--webhook-url and --webhook-service"},
+		{name: "bad service", args: []string{"--webhook-service", "loom"}, err: `--webhook-service "loom": want namespace/name[:port]`},
+		{name: "bad port", args: []string{"--webhook-service", "ops/loom:http"}, err: `--webhook-service "ops/loom:http": want namespace/name[:port]`},
+		{name: "missing CA file", args: []string{"--webhook-url", "https://a/convert", "--ca-bundle-file", ca + ".gone"}, err: "--ca-bundle-file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := execute(t, "", append([]string{"crd", "-t", dir, "-o", "yaml"}, tt.args...)...)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("loom crd = %v, want an error containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("loom crd = %v\n%s", err, out)
+			}
+			var crd apiextv1.CustomResourceDefinition
+			if err := yaml.UnmarshalStrict([]byte(out), &crd); err != nil {
+				t.Fatalf("output is not a CRD: %v\n%s", err, out)
+			}
+			if diff := cmp.Diff(&tt.want, crd.Spec.Conversion.Webhook.ClientConfig); diff != "" {
+				t.Errorf("clientConfig (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -13,6 +13,7 @@ import (
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/controller/crdinstall"
+	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
 )
@@ -86,6 +87,12 @@ func (c *crdCheck) check(ctx context.Context, w io.Writer, cfg config.Config, ge
 	fmt.Fprintf(w, "CRD %s: %d change(s) would break stored parents:\n", gen.Name, len(breaks))
 	for _, b := range breaks {
 		fmt.Fprintf(w, "  %s: %s\n", b.Kind, b)
+	}
+	for _, b := range breaks {
+		if !b.Overridable() {
+			fmt.Fprintln(w, "loom run --install-crds refuses them: "+crd.RetiredAdvice(b.Version))
+			return &exitError{code: 1, err: errBreakingChanges}
+		}
 	}
 	if cfg.Schema != nil && cfg.Schema.AllowBreakingChanges {
 		fmt.Fprintln(w, "loom.yaml sets schema.allowBreakingChanges: loom run --install-crds would apply them")

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -68,6 +69,16 @@ func fakeCluster(t *testing.T, live *apiextv1.CustomResourceDefinition, manager 
 	return func(kubeTarget) (dynamic.Interface, error) { return client, nil }
 }
 
+// withStoredAlpha adds a served v1alpha1 to c, still in its
+// status.storedVersions.
+func withStoredAlpha(c *apiextv1.CustomResourceDefinition) *apiextv1.CustomResourceDefinition {
+	v := *c.Spec.Versions[0].DeepCopy()
+	v.Name, v.Storage = "v1alpha1", false
+	c.Spec.Versions = append(c.Spec.Versions, v)
+	c.Status.StoredVersions = []string{"v1alpha1", "v1"}
+	return c
+}
+
 const webWidget = `{apiVersion: test.loom.dev/v1, kind: Widget, metadata: {name: web, namespace: shop}, spec: {image: nginx, size: 1Gi}}`
 
 func TestCRDCheck(t *testing.T) {
@@ -107,6 +118,13 @@ func TestCRDCheck(t *testing.T) {
 			"  FieldRemoved: v1 .spec.size: field removed (parents: shop/web)\n" +
 			"loom.yaml sets schema.allowBreakingChanges: loom run --install-crds would apply them\n",
 		code: 0,
+	}, {
+		name: "version still stored, allowed", live: withStoredAlpha(widgetCRD(t, "image")), manager: "loom", parents: []string{webWidget},
+		gen: widgetCRD(t, "image"), allow: true,
+		want: "CRD widgets.test.loom.dev: 1 change(s) would break stored parents:\n" +
+			"  VersionStillStored: v1alpha1: version removed while still stored (status.storedVersions lists it) (parents: shop/web)\n" +
+			"loom run --install-crds refuses them: " + crd.RetiredAdvice("v1alpha1") + "\n",
+		code: 1,
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -228,7 +228,7 @@ func New(opts Options) (*Manager, error) {
 		perms:       identity.NewPermissions(kube.AuthorizationV1().SelfSubjectAccessReviews(), opts.ReconcileTimeout, opts.Namespace, opts.InstallCRDs, opts.LoomNamespace),
 	}
 	if opts.InstallCRDs {
-		m.installer = crdinstall.New(client, opts.FieldManager, m.recorder, opts.ReconcileTimeout)
+		m.installer = crdinstall.New(client, opts.FieldManager, m.recorder, opts.ReconcileTimeout).Migrating(disco, opts.Shard, opts.Registry)
 	}
 	m.idents = identity.NewAccounts(opts.Config, httpClient.Transport, httpClient.Timeout, m.applier, kube.AuthorizationV1().SubjectAccessReviews())
 	metrics.RegisterLookupGauges(opts.Registry, func() childcache.Stats {

@@ -33,6 +33,10 @@ const (
 	// VersionRemoved: a version that was served no longer is, while
 	// parents are stored.
 	VersionRemoved BreakKind = "VersionRemoved"
+	// VersionStillStored: a version is removed while the CRD's
+	// status.storedVersions lists it or parents were last written in it.
+	// No setting overrides it (Break.Overridable).
+	VersionStillStored BreakKind = "VersionStillStored"
 )
 
 // MaxParents caps the parents one Break names; Break.More counts the rest.
@@ -70,6 +74,9 @@ func (b Break) String() string {
 		s.WriteString(": ")
 	}
 	s.WriteString(b.Detail)
+	if len(b.Parents) == 0 && b.More == 0 {
+		return s.String()
+	}
 	s.WriteString(" (parents: ")
 	s.WriteString(strings.Join(b.Parents, ", "))
 	if b.More > 0 {
@@ -110,16 +117,17 @@ func Check(old, newCRD *apiextv1.CustomResourceDefinition, stored []map[string]a
 // server returns them). It fetches nothing. Structural changes (a removed
 // field, a narrowed type, a new required field) break the parents that
 // set, or lack, the field; a changed scope or a removed version breaks
-// every stored parent; and each stored parent, without its status, is run
+// every stored parent, and one still stored or last written in (retired)
+// is a VersionStillStored; and each stored parent, without its status, is run
 // through admit (nil skips it), the new schema's validation, so that a
 // tightened constraint breaks the parents that violate it. With nothing
-// stored, nothing breaks.
+// stored, only a version still in status.storedVersions breaks.
 func Breaking(old, newCRD *apiextv1.CustomResourceDefinition, stored []map[string]any, admit AdmitFunc) []Break {
+	breaks := retired(old, newCRD, stored)
 	if len(stored) == 0 {
-		return nil
+		return breaks
 	}
 	all := parentNames(stored, func(map[string]any) bool { return true })
-	var breaks []Break
 	if old.Spec.Scope != newCRD.Spec.Scope {
 		breaks = append(breaks, named(Break{Kind: ScopeChanged,
 			Detail: fmt.Sprintf("scope changed from %s to %s", old.Spec.Scope, newCRD.Spec.Scope)}, all))
@@ -128,6 +136,7 @@ func Breaking(old, newCRD *apiextv1.CustomResourceDefinition, stored []map[strin
 		nv := version(newCRD, ov.Name)
 		switch {
 		case !ov.Served:
+		case nv == nil && slices.ContainsFunc(breaks, func(b Break) bool { return b.Kind == VersionStillStored && b.Version == ov.Name }):
 		case nv == nil:
 			breaks = append(breaks, named(Break{Kind: VersionRemoved, Version: ov.Name, Detail: "version removed"}, all))
 		case !nv.Served:

@@ -27,7 +27,7 @@ func printerColumns(given []apiextv1.CustomResourceColumnDefinition, schema *api
 			return nil, fmt.Errorf("parent.printerColumns[%d] (%s): a column of this name is already there", i, c.Name)
 		}
 		if err := checkPath(c.JSONPath, schema); err != nil {
-			return nil, fmt.Errorf("parent.printerColumns[%d] (%s): %w", i, c.Name, err)
+			return nil, &columnError{prefix: fmt.Sprintf("parent.printerColumns[%d] (%s)", i, c.Name), err: err}
 		}
 		cols = append(cols, c)
 	}

@@ -6,6 +6,8 @@
 //     with Loom's own status fields (loomstatus.go), printer columns
 //     (columns.go) and names (names.go); compact.go and markers.go parse
 //     the compact form's lines ("integer | default=1 minimum=0");
+//     versions.go makes one CRD version per version the set serves, and
+//     the conversion webhook's clientConfig;
 //   - admit.go does to a parent what the API server does to a custom
 //     resource on create: prune unknown fields, apply defaults, validate
 //     (OpenAPI and CEL rules), using k8s.io/apiextensions-apiserver;

@@ -1,7 +1,6 @@
 package crd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -49,24 +48,22 @@ func releaseSchema() apiextv1.JSONSchemaProps {
 	}
 }
 
-// Generate builds the parent's CRD from a set's loom.yaml: one version
-// (served, storage) with the status subresource, the schema (the compact
-// form compiled, or the OpenAPI form as given) with Loom's own status
-// fields merged in, the names, scope and printer columns. A set without
+// Generate builds the parent's CRD from a set's loom.yaml: one version per
+// version the set serves (config.Config.VersionNames: the hub, then
+// loom.yaml's versions; one for most sets), each served, with the status
+// subresource, its schema (the compact form compiled, or the OpenAPI form
+// as given) with Loom's own status fields merged in, its deprecation and
+// the printer columns; exactly one is storage (StorageVersionOrHub); and
+// the names and scope. Several versions convert through Loom's webhook
+// at DefaultWebhook (GenerateWith gives another), or with strategy None
+// when they differ only in name. A set without
 // a schema gets a CRD whose spec is free-form
 // (x-kubernetes-preserve-unknown-fields). The result is the same for the
 // same loom.yaml, field for field. A chart set with notes: true also has
 // status.notes (StatusNotes). The CRD passes the API server's own
 // validation (Validate): a schema it would refuse is an error.
 func Generate(c config.Config) (*apiextv1.CustomResourceDefinition, error) {
-	def, err := generate(c)
-	if err != nil {
-		return nil, err
-	}
-	if err := Validate(context.Background(), def); err != nil {
-		return nil, err
-	}
-	return def, nil
+	return GenerateWith(c, Options{})
 }
 
 // generate is Generate without the API server's validation.
@@ -90,7 +87,7 @@ func generate(c config.Config) (*apiextv1.CustomResourceDefinition, error) {
 		}
 		schema.Properties["status"] = st
 	}
-	cols, err := printerColumns(c.Parent.PrinterColumns, schema)
+	vers, conv, err := versions(c, schema)
 	if err != nil {
 		return nil, err
 	}
@@ -102,17 +99,11 @@ func generate(c config.Config) (*apiextv1.CustomResourceDefinition, error) {
 			Labels: map[string]string{ParentTypeLabel: "true"},
 		},
 		Spec: apiextv1.CustomResourceDefinitionSpec{
-			Group: gvk.Group,
-			Names: names,
-			Scope: apiextv1.ResourceScope(c.Parent.ScopeOrDefault()),
-			Versions: []apiextv1.CustomResourceDefinitionVersion{{
-				Name:                     gvk.Version,
-				Served:                   true,
-				Storage:                  true,
-				Schema:                   &apiextv1.CustomResourceValidation{OpenAPIV3Schema: schema},
-				Subresources:             &apiextv1.CustomResourceSubresources{Status: &apiextv1.CustomResourceSubresourceStatus{}},
-				AdditionalPrinterColumns: cols,
-			}},
+			Group:      gvk.Group,
+			Names:      names,
+			Scope:      apiextv1.ResourceScope(c.Parent.ScopeOrDefault()),
+			Versions:   vers,
+			Conversion: conv,
 		},
 	}, nil
 }

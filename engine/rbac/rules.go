@@ -186,6 +186,14 @@ func (s Set) add(n needs, ns string, installCRDs bool) {
 		// of every namespace.
 		n.add("", gr(pres), "list")
 	}
+	if installCRDs && len(s.Config.Versions) > 0 {
+		// The storage migration (engine/controller/migrate) rewrites every
+		// stored parent, or has the API server's StorageVersionMigration
+		// do it, then shrinks the CRD's status.storedVersions.
+		n.add("", gr(pres), "list", "update")
+		n.add("", schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions/status"}, "patch")
+		n.add("", schema.GroupResource{Group: "storagemigration.k8s.io", Resource: "storageversionmigrations"}, "get", "create")
+	}
 	// A status write is a server-side apply of the status subresource.
 	n.add(parentNS, gr(pres+"/status"), "patch")
 	// blockOwnerDeletion on every child's ownerReference: under the

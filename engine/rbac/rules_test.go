@@ -67,6 +67,22 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
+			name: "--install-crds, several versions: the storage migration rewrites every parent and shrinks storedVersions",
+			sets: []Set{{Config: config.Config{Parent: parent, Versions: []config.Version{{Name: "v1alpha1"}}}}},
+			opts: Options{Namespace: "shop", InstallCRDs: true},
+			want: []string{
+				"* apiextensions.k8s.io customresourcedefinitions get,list,watch,create,patch",
+				"* apiextensions.k8s.io customresourcedefinitions/status patch",
+				"* shop.example shops list,update",
+				"* storagemigration.k8s.io storageversionmigrations get,create",
+				"default '' events create,patch",
+				"shop '' events create,patch",
+				"shop shop.example shops get,list,watch",
+				"shop shop.example shops/finalizers update",
+				"shop shop.example shops/status patch",
+			},
+		},
+		{
 			name: "lookups read only; --install-crds; the Lease",
 			sets: []Set{{Config: config.Config{Parent: parent, Lookups: []config.LookupRule{{APIVersion: "v1", Kind: "Secret", Namespaces: []string{"shared"}}}}, Children: []Kind{cm}}},
 			opts: Options{InstallCRDs: true, LeaseNamespace: "loom-system"},

@@ -36,11 +36,46 @@ func InstallCRDs(ctx context.Context, dyn dynamic.Interface, dir string) error {
 		if err != nil {
 			return err
 		}
+		if raw, err = StorageVersionOnly(raw); err != nil {
+			return fmt.Errorf("install %s: %w", f, err)
+		}
 		if err := ApplyCRD(ctx, dyn, raw); err != nil {
 			return fmt.Errorf("install %s: %w", f, err)
 		}
 	}
 	return nil
+}
+
+// StorageVersionOnly returns a CRD, given as YAML, that serves only its
+// storage version, with no conversion. The suites share one CRD of each
+// shipped kind, and between tests no Loom serves its conversion webhook:
+// a served version that needs it would stall the deletion of every test
+// namespace that holds parents, and the garbage collector's watch of the
+// kind (which reads the preferred version). Tests of versions make CRDs
+// of their own.
+func StorageVersionOnly(raw []byte) ([]byte, error) {
+	obj := map[string]any{}
+	if err := yaml.Unmarshal(raw, &obj); err != nil {
+		return nil, err
+	}
+	versions, _, _ := unstructured.NestedSlice(obj, "spec", "versions")
+	if len(versions) < 2 {
+		return raw, nil
+	}
+	var kept []any
+	for _, v := range versions {
+		if m, ok := v.(map[string]any); ok && m["storage"] == true {
+			kept = append(kept, m)
+		}
+	}
+	if len(kept) != 1 {
+		return nil, fmt.Errorf("%d storage versions", len(kept))
+	}
+	if err := unstructured.SetNestedSlice(obj, kept, "spec", "versions"); err != nil {
+		return nil, err
+	}
+	unstructured.RemoveNestedField(obj, "spec", "conversion")
+	return yaml.Marshal(obj)
 }
 
 // ApplyCRD server-side applies one CRD, given as YAML, and waits until it is

@@ -15,7 +15,14 @@
 // condition), and whether the CRD's schema changed, so that the kind's
 // controller starts again with a new watch. A CRD another manager
 // installed is left alone, and a change that would break stored parents
-// is refused (BreakingChangeError) unless loom.yaml allows it; both are
+// is refused (BreakingChangeError) unless loom.yaml allows it, and one
+// that removes a version still stored or last written in
+// (crd.VersionStillStored) is refused whatever loom.yaml says; both are
 // recorded as Events on the CRD. loom crd --check reads the same
 // LiveBreaks and OwnsCRD.
+//
+// With Migrating, every set's CRD in place after Install is handed to the
+// storage migration (engine/controller/migrate), which Install starts
+// once; SetWebhook points the CRDs of several versions at loom run's
+// conversion webhook.
 package crdinstall

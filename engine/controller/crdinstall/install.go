@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,18 +19,22 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/loom-operator/loom/engine/controller/migrate"
 	"github.com/loom-operator/loom/engine/crd"
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/engine/shard"
 )
 
 // BreakingChangeError means a set's CRD was not applied: the change from
 // the installed CRD would break parents already stored, and the set's
-// loom.yaml does not set schema.allowBreakingChanges.
+// loom.yaml does not set schema.allowBreakingChanges, or the change
+// removes a version still in use, which nothing overrides.
 type BreakingChangeError struct {
 	// CRD is the CRD's name.
 	CRD    string
@@ -36,8 +42,26 @@ type BreakingChangeError struct {
 }
 
 func (e *BreakingChangeError) Error() string {
+	for _, b := range e.Breaks {
+		if !b.Overridable() {
+			return fmt.Sprintf("CRD %s not applied: the change would break stored parents: %s; %s",
+				e.CRD, breaksText(e.Breaks), crd.RetiredAdvice(b.Version))
+		}
+	}
 	return fmt.Sprintf("CRD %s not applied: the schema change would break stored parents: %s; set schema.allowBreakingChanges: true in loom.yaml to apply it anyway",
 		e.CRD, breaksText(e.Breaks))
+}
+
+// refuses reports whether breaks keep a CRD from being applied: any break
+// when loom.yaml does not allow them, and, even when it does, one that no
+// setting overrides (a version removed while still in use).
+func refuses(breaks []crd.Break, allowed bool) bool {
+	for _, b := range breaks {
+		if !allowed || !b.Overridable() {
+			return true
+		}
+	}
+	return false
 }
 
 // breaksText lists breaks on one line.
@@ -67,6 +91,50 @@ type Installer struct {
 	// installed holds, per set folder, the CRD last installed for it as
 	// JSON.
 	installed map[string]string
+	// webhook is where a CRD of several versions sends conversions (nil:
+	// the generated CRD's crd.DefaultWebhook).
+	webhook *crd.WebhookConfig
+	// migrator moves the stored parents of each CRD in place to its
+	// storage version (Migrating; nil: none); started by the first
+	// Install, with its context.
+	migrator      *migrate.Migrator
+	startMigrator sync.Once
+}
+
+// Migrating makes the Installer move the stored parents of every set's
+// CRD in place (applied now or before, or left as another manager
+// installed it: the Migrator checks) to its storage version, and returns
+// it. disco tells whether the API server serves StorageVersionMigrations;
+// a sharded replica (shard not nil) migrates only while it holds bucket
+// 0; reg receives the metrics.
+func (i *Installer) Migrating(disco discovery.DiscoveryInterface, shard heldBuckets, reg prometheus.Registerer) *Installer {
+	i.migrator = migrate.New(i.client, disco, migrate.Options{FieldManager: i.fieldManager, Owns: OwnsCRD,
+		Single: singleWriter(shard), Timeout: i.timeout, Registry: reg})
+	return i
+}
+
+// heldBuckets is what the migration asks of a sharded replica.
+type heldBuckets interface{ Held() shard.Set }
+
+// singleWriter says whether this replica migrates now: nil (always) when
+// it is not sharded (the only replica, or the leader: the Manager runs
+// only while leading); sharded, while it holds bucket 0.
+func singleWriter(sh heldBuckets) func() bool {
+	if sh == nil {
+		return nil
+	}
+	return func() bool { return sh.Held().Has(0) }
+}
+
+// SetWebhook points the conversion webhook of every CRD of several
+// versions the Installer applies from now on at w (loom run's
+// --webhook-url or --webhook-service). A caBundle left empty in w is left
+// out of what the Installer applies, so that another field manager (the
+// certificate rotator, cert-manager's cainjector) can own it.
+func (i *Installer) SetWebhook(w *crd.WebhookConfig) {
+	if i != nil {
+		i.webhook = w
+	}
 }
 
 // New returns an Installer that applies as fieldManager through client,
@@ -92,6 +160,9 @@ func (i *Installer) Install(ctx context.Context, sets []*render.Set) (results ma
 	}
 	results, changed = map[string]error{}, map[string]bool{}
 	logger := klog.FromContext(ctx)
+	if i.migrator != nil {
+		i.startMigrator.Do(func() { go i.migrator.Run(ctx) })
+	}
 	for _, s := range sets {
 		// A chart's own CRDs (crds/): created when missing, never updated.
 		// A failure is logged, and the set runs: its children of those
@@ -100,6 +171,9 @@ func (i *Installer) Install(ctx context.Context, sets []*render.Set) (results ma
 			logger.Error(err, "A chart's CRD was not installed", "set", s.Dir)
 		}
 		gen, err := s.CRD()
+		if err == nil && i.webhook != nil {
+			err = crd.SetWebhook(gen, *i.webhook)
+		}
 		if err != nil {
 			results[s.Dir] = fmt.Errorf("generate the CRD of set %s: %w", s.Dir, err)
 			logger.Error(err, "Could not generate the set's CRD; the set does not start or keeps its running version", "set", s.Dir)
@@ -108,6 +182,7 @@ func (i *Installer) Install(ctx context.Context, sets []*render.Set) (results ma
 		key, _ := json.Marshal(gen)
 		if i.installed[s.Dir] == string(key) {
 			results[s.Dir] = nil
+			i.inPlace(gen.Name)
 			continue
 		}
 		schemaChanged, err := i.installCRD(ctx, s, gen)
@@ -118,8 +193,14 @@ func (i *Installer) Install(ctx context.Context, sets []*render.Set) (results ma
 		}
 		i.installed[s.Dir] = string(key)
 		changed[s.Dir] = schemaChanged
+		i.inPlace(gen.Name)
 	}
 	return results, changed
+}
+
+// inPlace hands the CRD named name, in place, to the Migrator.
+func (i *Installer) inPlace(name string) {
+	i.migrator.Enqueue(name)
 }
 
 // ConditionSchemaAccepted is the TemplateSet condition that says whether
@@ -176,7 +257,7 @@ func (i *Installer) installCRD(ctx context.Context, s *render.Set, gen *apiextv1
 		return false, nil
 	}
 	allowed := s.Config.Schema != nil && s.Config.Schema.AllowBreakingChanges
-	if len(breaks) > 0 && !allowed {
+	if refuses(breaks, allowed) {
 		err := &BreakingChangeError{CRD: gen.Name, Breaks: breaks}
 		i.recorder.Event(live, corev1.EventTypeWarning, "BreakingChangeRefused", eventMessage(err.Error()))
 		return false, err

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/engine/shard"
 )
 
 func TestOwnsCRD(t *testing.T) {
@@ -108,5 +109,71 @@ func TestSchemaCondition(t *testing.T) {
 				t.Errorf("SchemaCondition (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// allowBreakingChanges lets every break through but the removal of a
+// version still in use.
+func TestRefuses(t *testing.T) {
+	field := crd.Break{Kind: crd.FieldRemoved, Version: "v1", Path: ".spec.a", Detail: "field removed", Parents: []string{"shop/web"}}
+	stored := crd.Break{Kind: crd.VersionStillStored, Version: "v1alpha1", Detail: "version removed while still stored (status.storedVersions lists it)"}
+	tests := []struct {
+		name    string
+		breaks  []crd.Break
+		allowed bool
+		want    bool
+	}{
+		{name: "nothing breaks"},
+		{name: "a break", breaks: []crd.Break{field}, want: true},
+		{name: "a break allowed", breaks: []crd.Break{field}, allowed: true},
+		{name: "a version still stored", breaks: []crd.Break{stored}, want: true},
+		{name: "a version still stored, allowed", breaks: []crd.Break{field, stored}, allowed: true, want: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := refuses(tc.breaks, tc.allowed); got != tc.want {
+				t.Errorf("refuses = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The refusal of a version still in use says how to retire it, and does
+// not offer allowBreakingChanges.
+func TestBreakingChangeErrorRetiredVersion(t *testing.T) {
+	err := &BreakingChangeError{CRD: "widgets.test.loom.dev", Breaks: []crd.Break{
+		{Kind: crd.VersionStillStored, Version: "v1alpha1", Detail: "version removed while parents were last written in it (managedFields)", Parents: []string{"shop/web"}},
+	}}
+	want := "CRD widgets.test.loom.dev not applied: the change would break stored parents: " +
+		"v1alpha1: version removed while parents were last written in it (managedFields) (parents: shop/web); " +
+		crd.RetiredAdvice("v1alpha1")
+	if diff := cmp.Diff(want, err.Error()); diff != "" {
+		t.Errorf("Error() (-want +got):\n%s", diff)
+	}
+}
+
+// heldSet is a sharded replica holding fixed buckets.
+type heldSet shard.Set
+
+func (h heldSet) Held() shard.Set { return shard.Set(h) }
+
+// One replica migrates: without sharding, this one; sharded, the holder
+// of bucket 0, and only while it holds it.
+func TestSingleWriter(t *testing.T) {
+	if singleWriter(nil) != nil {
+		t.Error("not sharded: want no gate")
+	}
+	for _, tc := range []struct {
+		held shard.Set
+		want bool
+	}{
+		{held: shard.Set(0).Add(0), want: true},
+		{held: shard.Set(0).Add(0).Add(5), want: true},
+		{held: shard.Set(0).Add(1)},
+		{held: shard.Set(0)},
+	} {
+		if got := singleWriter(heldSet(tc.held))(); got != tc.want {
+			t.Errorf("holding %s: %v, want %v", tc.held, got, tc.want)
+		}
 	}
 }
