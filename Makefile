@@ -20,6 +20,8 @@ CONVERGE_FLAGS ?= -parents 1000 -workers 8
 # More converge flags for the bench targets, e.g. -port-wait 10m on a
 # machine where something else may hold Loom's metrics port for a while.
 CONVERGE_EXTRA ?=
+# Flags of the conversion benchmark (go run ./test/convbench -help).
+CONVBENCH_FLAGS ?=
 # bench-scale: a bare cluster (etcd + kube-apiserver) beside the normal one,
 # with a state folder and ports of its own, and the converge flags for it.
 SCALE_PARENTS ?= 10000
@@ -153,6 +155,10 @@ bench-clusters: build ## 1 000 parents (CLUSTERS_PARENTS) with every child local
 	done; \
 	KUBECONFIG=$(KUBECONFIG_LOCAL) go run ./test/converge $(CLUSTERS_FLAGS) $(CONVERGE_EXTRA) \
 		2> >(tee "$$report.log" >&2) | tee "$$report"
+
+.PHONY: bench-conversion
+bench-conversion: build ## On the local cluster: 1 000 parents of a copy of the shipped set listed in its storage version and through Loom's conversion webhook (ratio, goal ≤ 2), and one ConversionReview of 100 parents (p50, p99).
+	KUBECONFIG=$(KUBECONFIG_LOCAL) go run ./test/convbench $(CONVBENCH_FLAGS)
 
 .PHONY: cluster
 cluster: ## Start the local cluster (builds it from source the first time) and the workload cluster beside it.
