@@ -1,0 +1,117 @@
+package certs
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/cert"
+	"k8s.io/klog/v2"
+
+	"github.com/loom-operator/loom/engine/crd"
+	"github.com/loom-operator/loom/engine/object"
+)
+
+// InjectFieldManager is the field manager of the caBundle patches and of
+// the Secret's writes: not Loom's own ("loom"), whose server-side applies
+// of a CRD (--install-crds) would otherwise drop what it does not apply.
+const InjectFieldManager = "loom-webhook-ca"
+
+// Injector puts the webhook's caBundle into the CRDs Loom owns whose
+// conversion strategy is Webhook. It finds them by the label every CRD
+// Loom generates carries (crd.ParentTypeLabel), and owns one when its
+// managedFields hold an Apply of Loom's field manager, or the
+// loom.dev/adopt annotation names it (as crdinstall.OwnsCRD decides).
+type Injector struct {
+	// CRDs is the customresourcedefinitions resource.
+	CRDs dynamic.NamespaceableResourceInterface
+	// FieldManager is Loom's field manager ("loom"), whose CRDs are
+	// injected.
+	FieldManager string
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Inject sets, in each of Loom's webhook CRDs, the caBundle merged from
+// bundle (the Secret's CAs) and the CRD's own still valid CAs
+// (MergeBundle), with a JSON merge patch of that one field. It reports
+// whether every such CRD now trusts ca (the CA that signs): the Plan's
+// injected. A CRD it could not patch is an error, after the others.
+func (in *Injector) Inject(ctx context.Context, bundle []byte, ca *x509.Certificate) (bool, error) {
+	now := time.Now()
+	if in.Now != nil {
+		now = in.Now()
+	}
+	list, err := in.CRDs.List(ctx, metav1.ListOptions{LabelSelector: crd.ParentTypeLabel + "=true"})
+	if err != nil {
+		return false, fmt.Errorf("list the CRDs to inject the caBundle into: %w", err)
+	}
+	all, last := true, error(nil)
+	for i := range list.Items {
+		c := &list.Items[i]
+		if strategy, _, _ := unstructured.NestedString(c.Object, "spec", "conversion", "strategy"); strategy != "Webhook" || !owns(c, in.FieldManager) {
+			continue
+		}
+		live := liveBundle(c)
+		merged, err := MergeBundle(bundle, live, now)
+		if err != nil {
+			return false, fmt.Errorf("merge the caBundle of CRD %s: %w", c.GetName(), err)
+		}
+		if string(merged) != string(live) {
+			if err := in.patch(ctx, c.GetName(), merged); err != nil {
+				all, last = false, err
+				continue
+			}
+			klog.FromContext(ctx).Info("Injected the webhook caBundle", "crd", c.GetName())
+			live = merged
+		}
+		if cas, err := cert.ParseCertsPEM(live); err != nil || !contains(cas, ca) {
+			all = false
+		}
+	}
+	return all, last
+}
+
+// liveBundle is the CRD's caBundle, decoded ("" when it has none).
+func liveBundle(c *unstructured.Unstructured) []byte {
+	s, _, _ := unstructured.NestedString(c.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// patch sets the CRD's caBundle to bundle.
+func (in *Injector) patch(ctx context.Context, name string, bundle []byte) error {
+	p, err := json.Marshal(map[string]any{"spec": map[string]any{"conversion": map[string]any{"webhook": map[string]any{
+		"clientConfig": map[string]any{"caBundle": base64.StdEncoding.EncodeToString(bundle)}}}}})
+	if err != nil {
+		return err
+	}
+	if _, err := in.CRDs.Patch(ctx, name, types.MergePatchType, p, metav1.PatchOptions{FieldManager: InjectFieldManager}); err != nil {
+		return fmt.Errorf("inject the caBundle into CRD %s: %w", name, err)
+	}
+	return nil
+}
+
+// owns reports whether the CRD is Loom's: applied by its field manager, or
+// handed over with the loom.dev/adopt annotation naming it.
+func owns(c *unstructured.Unstructured, manager string) bool {
+	if c.GetAnnotations()[object.AnnotationAdopt] == manager {
+		return true
+	}
+	for _, f := range c.GetManagedFields() {
+		if f.Manager == manager && f.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
+}
