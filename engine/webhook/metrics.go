@@ -25,6 +25,8 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	// serving answers loom_conversion_webhook_serving (SetServing).
 	serving atomic.Pointer[func() bool]
+	// kinds answers loom_conversion_kinds (SetKinds).
+	kinds atomic.Pointer[func() int]
 }
 
 // NewMetrics returns the Metrics, registered on reg (nil: none). Their
@@ -49,11 +51,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}
 		return 0
 	})
+	kinds := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "loom_conversion_kinds", Help: "Parent kinds whose conversions this replica serves: the template sets of several versions it loaded.",
+	}, func() float64 {
+		if f := m.kinds.Load(); f != nil {
+			return float64((*f)())
+		}
+		return 0
+	})
 	for _, r := range []string{resultSuccess, resultFailure, resultRefused} {
 		m.reviews.WithLabelValues("", r).Add(0)
 	}
 	if reg != nil {
-		reg.MustRegister(m.reviews, m.duration, serving)
+		reg.MustRegister(m.reviews, m.duration, serving, kinds)
 	}
 	return m
 }
@@ -75,5 +85,13 @@ func (m *Metrics) observe(kind, result string, d time.Duration) {
 func (m *Metrics) SetServing(f func() bool) {
 	if m != nil {
 		m.serving.Store(&f)
+	}
+}
+
+// SetKinds makes loom_conversion_kinds read f: how many parent kinds the
+// webhook converts.
+func (m *Metrics) SetKinds(f func() int) {
+	if m != nil {
+		m.kinds.Store(&f)
 	}
 }
