@@ -196,6 +196,22 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
+			name: "a set of several versions: the webhook's Secret, and the caBundle of its CRD",
+			sets: []Set{{Config: config.Config{Parent: parent, Versions: []config.Version{{Name: "v1alpha1"}}}}},
+			opts: Options{Namespace: "shop", LoomNamespace: "loom"},
+			want: []string{
+				"* apiextensions.k8s.io customresourcedefinitions get,list,watch",
+				"* apiextensions.k8s.io customresourcedefinitions patch [shops.shop.example]",
+				"default '' events create,patch",
+				"loom '' secrets create",
+				"loom '' secrets get,update [loom-webhook-tls]",
+				"shop '' events create,patch",
+				"shop shop.example shops get,list,watch",
+				"shop shop.example shops/finalizers update",
+				"shop shop.example shops/status patch",
+			},
+		},
+		{
 			name: "a ServiceAccount writes the children: Loom reads them, impersonates it and reviews its lookups",
 			sets: []Set{{Config: config.Config{Parent: parent, ServiceAccountName: "deployer",
 				Lookups: []config.LookupRule{{APIVersion: "v1", Kind: "Secret"}}}, Children: []Kind{cm}}},
