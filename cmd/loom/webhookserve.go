@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -23,8 +24,10 @@ import (
 
 // webhookServeOptions are loom run's flags of the conversion webhook.
 type webhookServeOptions struct {
-	bind, url, service   string
-	secret, certDir      string
+	bind, url, service string
+	secret, certDir    string
+	// cainjector is --webhook-cainjector-certificate.
+	cainjector           string
 	caLife, servingLife  time.Duration
 	timeout, propagation time.Duration
 	// target is what url, service and bind say (check).
@@ -38,6 +41,7 @@ func (w *webhookServeOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&w.service, "webhook-service", "", "the webhook's Service, as namespace/name[:port] (port 443 when left out), as the CRDs' clientConfig says; the serving certificate names name.namespace.svc")
 	f.StringVar(&w.secret, "webhook-cert-secret", certs.DefaultSecret, "the Secret in --loom-namespace that holds the webhook's CA and serving certificate, which Loom creates, rotates and shares between replicas")
 	f.StringVar(&w.certDir, "webhook-cert-dir", "", "serve the tls.crt and tls.key of this folder instead (cert-manager's Secret, mounted), read again every minute; Loom then neither rotates nor injects a caBundle")
+	f.StringVar(&w.cainjector, "webhook-cainjector-certificate", "", "with --webhook-cert-dir: the cert-manager Certificate (namespace/name) whose CA cert-manager's cainjector writes into the CRDs; Loom annotates its webhook CRDs with cert-manager.io/inject-ca-from")
 	f.DurationVar(&w.caLife, "webhook-ca-lifetime", 365*24*time.Hour, "lifetime of the webhook's CA; a new CA joins the caBundle at 2/3 of it")
 	f.DurationVar(&w.servingLife, "webhook-cert-lifetime", 90*24*time.Hour, "lifetime of the webhook's serving certificate; it is reissued at 2/3 of it")
 	f.DurationVar(&w.propagation, "webhook-ca-propagation", time.Minute, "how long a new CA is in every CRD's caBundle before a serving certificate it signed is served")
@@ -59,6 +63,8 @@ func (w *webhookServeOptions) check() error {
 		return fmt.Errorf("--webhook-cert-lifetime %s: must be at least 3 times --webhook-ca-propagation (%s)", w.servingLife, w.propagation)
 	case w.caLife < w.servingLife:
 		return fmt.Errorf("--webhook-ca-lifetime %s: must be at least --webhook-cert-lifetime (%s)", w.caLife, w.servingLife)
+	case w.cainjector != "" && w.certDir == "":
+		return fmt.Errorf("--webhook-cainjector-certificate needs --webhook-cert-dir (cert-manager's certificate)")
 	case w.timeout <= 0:
 		return fmt.Errorf("--webhook-timeout %s: must be positive", w.timeout)
 	}
@@ -95,6 +101,19 @@ func startWebhook(ctx context.Context, o webhookServeOptions, cfg *rest.Config, 
 	metrics.SetKinds(func() int { return len(registry.Kinds()) })
 	var source certSource
 	var rot *certs.Rotator
+	var annotate func()
+	if o.certDir != "" && o.cainjector != "" {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("create dynamic client: %w", err)
+		}
+		in := &certs.Injector{CRDs: dyn.Resource(crdinstall.CRDs), FieldManager: apply.FieldManager}
+		annotate = func() {
+			if err := in.Annotate(ctx, o.cainjector); err != nil {
+				logger.Error(err, "CRDs not annotated for cert-manager's cainjector")
+			}
+		}
+	}
 	if o.certDir != "" {
 		f := &certs.Files{Dir: o.certDir, Resync: time.Minute}
 		if err := f.Load(); err != nil {
@@ -165,6 +184,17 @@ func startWebhook(ctx context.Context, o webhookServeOptions, cfg *rest.Config, 
 		if rot != nil {
 			rot.Trigger()
 		}
+		if annotate != nil {
+			go annotate()
+		}
+	}
+	if annotate != nil {
+		// A CRD Loom installs later is annotated within a minute.
+		go wait.UntilWithContext(ctx, func(context.Context) {
+			if len(registry.Kinds()) > 0 {
+				annotate()
+			}
+		}, time.Minute)
 	}
 	go func() {
 		if err := sets.Watch(ctx, 250*time.Millisecond); err != nil {

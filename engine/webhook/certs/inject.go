@@ -79,6 +79,35 @@ func (in *Injector) Inject(ctx context.Context, bundle []byte, ca *x509.Certific
 	return all, last
 }
 
+// CAInjectorAnnotation is cert-manager's cainjector annotation: the
+// Certificate (namespace/name) whose CA it writes into the CRD's caBundle.
+const CAInjectorAnnotation = "cert-manager.io/inject-ca-from"
+
+// Annotate sets, on each of Loom's webhook CRDs, the cainjector annotation
+// naming certificate (namespace/name): with cert-manager, its cainjector
+// writes the caBundle, and Loom does not.
+func (in *Injector) Annotate(ctx context.Context, certificate string) error {
+	list, err := in.CRDs.List(ctx, metav1.ListOptions{LabelSelector: crd.ParentTypeLabel + "=true"})
+	if err != nil {
+		return fmt.Errorf("list the CRDs to annotate for cert-manager: %w", err)
+	}
+	var last error
+	for i := range list.Items {
+		c := &list.Items[i]
+		if strategy, _, _ := unstructured.NestedString(c.Object, "spec", "conversion", "strategy"); strategy != "Webhook" || !owns(c, in.FieldManager) ||
+			c.GetAnnotations()[CAInjectorAnnotation] == certificate {
+			continue
+		}
+		p, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{CAInjectorAnnotation: certificate}}})
+		if _, err := in.CRDs.Patch(ctx, c.GetName(), types.MergePatchType, p, metav1.PatchOptions{FieldManager: InjectFieldManager}); err != nil {
+			last = fmt.Errorf("annotate CRD %s for cert-manager's cainjector: %w", c.GetName(), err)
+			continue
+		}
+		klog.FromContext(ctx).Info("Annotated the CRD for cert-manager's cainjector", "crd", c.GetName(), "certificate", certificate)
+	}
+	return last
+}
+
 // liveBundle is the CRD's caBundle, decoded ("" when it has none).
 func liveBundle(c *unstructured.Unstructured) []byte {
 	s, _, _ := unstructured.NestedString(c.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")

@@ -182,3 +182,27 @@ func TestEncodeDecode(t *testing.T) {
 		t.Errorf("Decode with another serving key: %v, serving %v; want no serving certificate", err, got.Serving)
 	}
 }
+
+// TestAnnotate marks Loom's webhook CRDs for cert-manager's cainjector,
+// and no other.
+func TestAnnotate(t *testing.T) {
+	ctx := context.Background()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{crdsGVR: "CustomResourceDefinitionList"},
+		crdToObj(crdYAML(t, "webapps.example.com", "loom", "Webhook")),
+		crdToObj(crdYAML(t, "others.example.com", "kubectl", "Webhook")),
+		crdToObj(crdYAML(t, "plain.example.com", "loom", "None")))
+	in := &Injector{CRDs: dyn.Resource(crdsGVR), FieldManager: "loom"}
+	if err := in.Annotate(ctx, "loom-system/loom-webhook"); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"webapps.example.com": "loom-system/loom-webhook", "others.example.com": "", "plain.example.com": ""} {
+		u, err := dyn.Resource(crdsGVR).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := u.GetAnnotations()[CAInjectorAnnotation]; got != want {
+			t.Errorf("CRD %s: %s=%q, want %q", name, CAInjectorAnnotation, got, want)
+		}
+	}
+}
