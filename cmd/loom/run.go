@@ -197,7 +197,9 @@ func run(ctx context.Context, o runOptions) error {
 	reg, shardMetrics := newRegistry()
 	// The conversion webhook runs on every replica, before and apart from
 	// leader election and sharding.
-	if err := startWebhook(ctx, o.webhook, cfg, o.loomNS, o.templates, reg); err != nil {
+	// (The handle's Target and CABundle are for --install-crds' generated
+	// CRDs, once engine/crd takes them.)
+	if _, err := startWebhook(ctx, o.webhook, cfg, o.loomNS, o.templates, reg); err != nil {
 		return err
 	}
 	mopts := controller.Options{

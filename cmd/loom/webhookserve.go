@@ -85,15 +85,30 @@ type certSource interface {
 	Run(ctx context.Context) error
 }
 
+// webhookHandle is what the rest of loom run needs of the webhook: where
+// the CRDs' clientConfig points, and the caBundle they should carry (for
+// --install-crds, whose generated CRDs take both), and a way to have the
+// caBundle injected at once into a CRD just installed.
+type webhookHandle struct {
+	// Target is --webhook-url or --webhook-service (or the loopback URL).
+	Target webhook.Target
+	// CABundle is the caBundle now: Loom's CAs (nil until the Secret is
+	// read, and with --webhook-cert-dir, where cert-manager injects).
+	CABundle func() []byte
+	// CRDInstalled asks for an injection pass now.
+	CRDInstalled func()
+}
+
 // startWebhook serves the conversion webhook on every replica, whatever
 // leader election or sharding say: the API server may call any of them.
 // The template sets of several versions are loaded apart from the Manager
 // (webhook.Sets). The server, and the certificates' rotation, start once
 // one is loaded: at once when one is there at start, and an error to
 // listen is then returned; later, it is logged.
-func startWebhook(ctx context.Context, o webhookServeOptions, cfg *rest.Config, loomNS, templates string, reg prometheus.Registerer) error {
+func startWebhook(ctx context.Context, o webhookServeOptions, cfg *rest.Config, loomNS, templates string, reg prometheus.Registerer) (*webhookHandle, error) {
+	h := &webhookHandle{Target: o.target, CABundle: func() []byte { return nil }, CRDInstalled: func() {}}
 	if o.bind == "0" {
-		return nil
+		return h, nil
 	}
 	logger := klog.FromContext(ctx)
 	metrics := webhook.NewMetrics(reg)
@@ -105,7 +120,7 @@ func startWebhook(ctx context.Context, o webhookServeOptions, cfg *rest.Config, 
 	if o.certDir != "" && o.cainjector != "" {
 		dyn, err := dynamic.NewForConfig(cfg)
 		if err != nil {
-			return fmt.Errorf("create dynamic client: %w", err)
+			return nil, fmt.Errorf("create dynamic client: %w", err)
 		}
 		in := &certs.Injector{CRDs: dyn.Resource(crdinstall.CRDs), FieldManager: apply.FieldManager}
 		annotate = func() {
@@ -117,17 +132,17 @@ func startWebhook(ctx context.Context, o webhookServeOptions, cfg *rest.Config, 
 	if o.certDir != "" {
 		f := &certs.Files{Dir: o.certDir, Resync: time.Minute}
 		if err := f.Load(); err != nil {
-			return err
+			return nil, err
 		}
 		source = f
 	} else {
 		kube, err := kubeclient.NewForConfig(cfg)
 		if err != nil {
-			return fmt.Errorf("create clientset: %w", err)
+			return nil, fmt.Errorf("create clientset: %w", err)
 		}
 		dyn, err := dynamic.NewForConfig(cfg)
 		if err != nil {
-			return fmt.Errorf("create dynamic client: %w", err)
+			return nil, fmt.Errorf("create dynamic client: %w", err)
 		}
 		rot = certs.NewRotator(certs.Options{
 			Secrets: kube.CoreV1().Secrets(loomNS), Secret: o.secret,
@@ -136,6 +151,7 @@ func startWebhook(ctx context.Context, o webhookServeOptions, cfg *rest.Config, 
 			Injector:  &certs.Injector{CRDs: dyn.Resource(crdinstall.CRDs), FieldManager: apply.FieldManager},
 		})
 		source = rot
+		h.CABundle, h.CRDInstalled = rot.CABundle, rot.Trigger
 	}
 	var listening bool
 	var mu sync.Mutex
@@ -171,7 +187,7 @@ func startWebhook(ctx context.Context, o webhookServeOptions, cfg *rest.Config, 
 	}
 	if len(registry.Kinds()) > 0 {
 		if err := listen(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	sets.Changed = func() {
@@ -201,5 +217,5 @@ func startWebhook(ctx context.Context, o webhookServeOptions, cfg *rest.Config, 
 			logger.Error(err, "Template watcher of the conversion webhook stopped; edits need a restart")
 		}
 	}()
-	return nil
+	return h, nil
 }
