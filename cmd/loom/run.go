@@ -199,7 +199,8 @@ func run(ctx context.Context, o runOptions) error {
 	// leader election and sharding.
 	// (The handle's Target and CABundle are for --install-crds' generated
 	// CRDs, once engine/crd takes them.)
-	if _, err := startWebhook(ctx, o.webhook, cfg, o.loomNS, o.templates, reg); err != nil {
+	hook, err := startWebhook(ctx, o.webhook, cfg, o.loomNS, o.templates, reg)
+	if err != nil {
 		return err
 	}
 	mopts := controller.Options{
@@ -231,7 +232,7 @@ func run(ctx context.Context, o runOptions) error {
 			return 1
 		}))
 	if o.metricsAddr != "" {
-		srv, err := serveMetrics(o.metricsAddr, reg, mgr, standby)
+		srv, err := serveMetrics(o.metricsAddr, reg, mgr, standby, hook.Ready)
 		if err != nil {
 			return err
 		}
@@ -410,10 +411,10 @@ func runAsLeader(ctx context.Context, cfg *rest.Config, o runOptions, leading *a
 	return runErr
 }
 
-// serveMetrics serves Prometheus metrics and the health probes of p
-// (see metricsMux).
-func serveMetrics(addr string, reg *prometheus.Registry, p prober, standby func() bool) (*http.Server, error) {
-	return serve("metrics", addr, metricsMux(reg, p, standby))
+// serveMetrics serves Prometheus metrics and the health probes of p and
+// the conversion webhook (see metricsMux).
+func serveMetrics(addr string, reg *prometheus.Registry, p prober, standby func() bool, webhook func() error) (*http.Server, error) {
+	return serve("metrics", addr, metricsMux(reg, p, standby, webhook))
 }
 
 // servePprof serves Go's profiles (heap, CPU, goroutines) on addr.

@@ -97,6 +97,9 @@ type webhookHandle struct {
 	CABundle func() []byte
 	// CRDInstalled asks for an injection pass now.
 	CRDInstalled func()
+	// Ready says why this replica cannot serve conversions it should
+	// (a set of several versions is loaded), or nil: for /readyz.
+	Ready func() error
 }
 
 // startWebhook serves the conversion webhook on every replica, whatever
@@ -106,7 +109,7 @@ type webhookHandle struct {
 // one is loaded: at once when one is there at start, and an error to
 // listen is then returned; later, it is logged.
 func startWebhook(ctx context.Context, o webhookServeOptions, cfg *rest.Config, loomNS, templates string, reg prometheus.Registerer) (*webhookHandle, error) {
-	h := &webhookHandle{Target: o.target, CABundle: func() []byte { return nil }, CRDInstalled: func() {}}
+	h := &webhookHandle{Target: o.target, CABundle: func() []byte { return nil }, CRDInstalled: func() {}, Ready: func() error { return nil }}
 	if o.bind == "0" {
 		return h, nil
 	}
@@ -160,6 +163,19 @@ func startWebhook(ctx context.Context, o webhookServeOptions, cfg *rest.Config, 
 		defer mu.Unlock()
 		return listening && source.Serving()
 	})
+	h.Ready = func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case len(registry.Kinds()) == 0:
+			return nil
+		case !listening:
+			return fmt.Errorf("the conversion webhook of %v does not listen on %s", registry.Kinds(), o.bind)
+		case !source.Serving():
+			return fmt.Errorf("the conversion webhook of %v has no valid serving certificate yet", registry.Kinds())
+		}
+		return nil
+	}
 	listen := func() error {
 		mu.Lock()
 		defer mu.Unlock()
