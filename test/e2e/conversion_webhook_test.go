@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
@@ -240,8 +241,21 @@ func TestConversionWebhookRotatesUnderLoad(t *testing.T) {
 		}
 	}()
 	// What the Secret held along the way: the CAs and serving certificates.
+	// And each second a new TLS handshake, trusting what the CRD's
+	// caBundle holds then, as the API server's next connection would: its
+	// stream of lists above may ride one kept-alive connection, whose
+	// certificate was checked once.
 	cas, servings := map[string]bool{}, map[string]bool{}
+	var handshakes, untrusted int
+	var firstUntrusted error
 	for time.Now().Before(stop) {
+		handshakes++
+		if err := c.handshake(ctx, t); err != nil {
+			untrusted++
+			if firstUntrusted == nil {
+				firstUntrusted = err
+			}
+		}
 		sec, err := e.Kube.CoreV1().Secrets(c.ns).Get(ctx, "loom-webhook-tls", metav1.GetOptions{})
 		if err == nil {
 			if certs, err := cert.ParseCertsPEM(sec.Data["ca.crt"]); err == nil {
@@ -254,7 +268,10 @@ func TestConversionWebhookRotatesUnderLoad(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 	<-done
-	t.Logf("%d lists in v1alpha1 over %s; %d CAs and %d serving certificates seen", lists.Load(), run, len(cas), len(servings))
+	t.Logf("%d lists in v1alpha1 and %d handshakes over %s; %d CAs and %d serving certificates seen", lists.Load(), handshakes, run, len(cas), len(servings))
+	if untrusted > 0 {
+		t.Errorf("%d of %d handshakes met a certificate the CRD's caBundle does not trust; the first: %v", untrusted, handshakes, firstUntrusted)
+	}
 	if n := failures.Load(); n > 0 {
 		t.Errorf("%d of %d lists failed during rotation; the first: %v\n%s", n, lists.Load(), firstErr.Load(), tail(c.loom, 30))
 	}
@@ -264,6 +281,23 @@ func TestConversionWebhookRotatesUnderLoad(t *testing.T) {
 	if n := c.metric(t, "loom_conversion_reviews_total", map[string]string{"result": "failure"}); n > 0 {
 		t.Errorf("loom_conversion_reviews_total{result=failure} = %v, want 0", n)
 	}
+}
+
+// handshake opens a TLS connection to the webhook, trusting the CAs of the
+// CRD's caBundle and checking the name 127.0.0.1, as the API server does.
+func (c *conversion) handshake(ctx context.Context, t *testing.T) error {
+	pool := x509.NewCertPool()
+	for _, ca := range c.caBundle(ctx, t) {
+		pool.AddCert(ca)
+	}
+	d := tls.Dialer{Config: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}}
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := d.DialContext(hctx, "tcp", c.webhookAddr)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
 }
 
 // tail is the last n lines of Loom's log, for a failure's message.
