@@ -151,7 +151,7 @@ func startWebhook(ctx context.Context, o webhookServeOptions, cfg *rest.Config, 
 			Secrets: kube.CoreV1().Secrets(loomNS), Secret: o.secret,
 			Lifetimes: certs.Lifetimes{CA: o.caLife, Serving: o.servingLife, Propagation: o.propagation},
 			Hosts:     certs.Hosts{DNS: o.target.DNS, IPs: o.target.IPs},
-			Injector:  &certs.Injector{CRDs: dyn.Resource(crdinstall.CRDs), FieldManager: apply.FieldManager},
+			Injector:  &certs.Injector{CRDs: dyn.Resource(crdinstall.CRDs), FieldManager: apply.FieldManager, Expect: registry.Kinds},
 		})
 		source = rot
 		h.CABundle, h.CRDInstalled = rot.CABundle, rot.Trigger

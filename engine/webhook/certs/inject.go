@@ -5,11 +5,13 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/cert"
@@ -37,13 +39,23 @@ type Injector struct {
 	FieldManager string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Expect lists the kinds whose CRDs should be there (the sets of
+	// several versions loaded; nil: none). While one is missing, or not
+	// yet a webhook CRD Loom owns (--install-crds has not installed it
+	// yet), Inject says so and the Rotator looks again soon.
+	Expect func() []schema.GroupKind
 }
+
+// ErrCRDMissing is Inject's error while an expected kind has no webhook
+// CRD of Loom's to inject into yet.
+var ErrCRDMissing = errors.New("no webhook CRD of Loom's yet")
 
 // Inject sets, in each of Loom's webhook CRDs, the caBundle merged from
 // bundle (the Secret's CAs) and the CRD's own still valid CAs
 // (MergeBundle), with a JSON merge patch of that one field. It reports
 // whether every such CRD now trusts ca (the CA that signs): the Plan's
-// injected. A CRD it could not patch is an error, after the others.
+// injected. A CRD it could not patch is an error, after the others; so is
+// an expected kind with no such CRD (ErrCRDMissing).
 func (in *Injector) Inject(ctx context.Context, bundle []byte, ca *x509.Certificate) (bool, error) {
 	now := time.Now()
 	if in.Now != nil {
@@ -54,11 +66,15 @@ func (in *Injector) Inject(ctx context.Context, bundle []byte, ca *x509.Certific
 		return false, fmt.Errorf("list the CRDs to inject the caBundle into: %w", err)
 	}
 	all, last := true, error(nil)
+	found := map[schema.GroupKind]bool{}
 	for i := range list.Items {
 		c := &list.Items[i]
 		if strategy, _, _ := unstructured.NestedString(c.Object, "spec", "conversion", "strategy"); strategy != "Webhook" || !owns(c, in.FieldManager) {
 			continue
 		}
+		group, _, _ := unstructured.NestedString(c.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(c.Object, "spec", "names", "kind")
+		found[schema.GroupKind{Group: group, Kind: kind}] = true
 		live := liveBundle(c)
 		merged, err := MergeBundle(bundle, live, now)
 		if err != nil {
@@ -74,6 +90,13 @@ func (in *Injector) Inject(ctx context.Context, bundle []byte, ca *x509.Certific
 		}
 		if cas, err := cert.ParseCertsPEM(live); err != nil || !contains(cas, ca) {
 			all = false
+		}
+	}
+	if last == nil && in.Expect != nil {
+		for _, gk := range in.Expect() {
+			if !found[gk] {
+				last = fmt.Errorf("%w for %s", ErrCRDMissing, gk)
+			}
 		}
 	}
 	return all, last

@@ -115,6 +115,10 @@ func (r *Rotator) Run(ctx context.Context) error {
 	}
 }
 
+// missingRetry is how soon a pass looks again for an expected webhook CRD
+// that is not there yet.
+const missingRetry = 2 * time.Second
+
 // errAgain says that the Secret changed under a write: read it again at
 // once.
 var errAgain = errors.New("the Secret changed meanwhile")
@@ -154,15 +158,24 @@ func (r *Rotator) step(ctx context.Context) (time.Time, error) {
 	if s != nil {
 		r.state.Store(s)
 	}
-	injected := true
+	injected, missing := true, false
 	if s != nil && r.o.Injector != nil {
-		if injected, err = r.o.Injector.Inject(ctx, s.Bundle(), s.CAs[0]); err != nil {
+		injected, err = r.o.Injector.Inject(ctx, s.Bundle(), s.CAs[0])
+		switch {
+		case errors.Is(err, ErrCRDMissing):
+			// --install-crds is about to install it: look again soon.
+			logger.V(2).Info("Waiting for a webhook CRD to inject the caBundle into", "reason", err.Error())
+			missing = true
+		case err != nil:
 			logger.Error(err, "caBundle not injected into every CRD")
 		}
 	}
 	now := r.o.Now()
 	d := Plan(now, s, r.o.Lifetimes, r.o.Hosts, injected)
 	if d.Action == None {
+		if missing {
+			return earliest(d.Next, now.Add(missingRetry)), nil
+		}
 		return d.Next, nil
 	}
 	ns, err := Do(now, s, d.Action, r.o.Lifetimes, r.o.Hosts)

@@ -206,3 +206,43 @@ func TestAnnotate(t *testing.T) {
 		}
 	}
 }
+
+// TestRotatorWaitsForExpectedCRD: while a set's CRD is not installed yet,
+// a pass says to look again in seconds, not at the next resync; once it
+// is there, the caBundle is injected.
+func TestRotatorWaitsForExpectedCRD(t *testing.T) {
+	ctx := context.Background()
+	kube := fake.NewClientset()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{crdsGVR: "CustomResourceDefinitionList"})
+	now := t0
+	clock := func() time.Time { return now }
+	webapp := schema.GroupKind{Group: "example.com", Kind: "WebApp"}
+	r := NewRotator(Options{
+		Secrets: kube.CoreV1().Secrets("loom-system"), Lifetimes: life, Hosts: local, Now: clock, Resync: time.Minute,
+		Injector: &Injector{CRDs: dyn.Resource(crdsGVR), FieldManager: "loom", Now: clock,
+			Expect: func() []schema.GroupKind { return []schema.GroupKind{webapp} }},
+	})
+	next, err := r.pass(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := now.Add(missingRetry); !next.Equal(want) {
+		t.Errorf("with the CRD missing, next pass at t0+%s, want t0+%s", next.Sub(t0), want.Sub(t0))
+	}
+	c := crdYAML(t, "webapps.example.com", "loom", "Webhook")
+	_ = unstructured.SetNestedField(c.Object, "example.com", "spec", "group")
+	_ = unstructured.SetNestedField(c.Object, "WebApp", "spec", "names", "kind")
+	if _, err := dyn.Resource(crdsGVR).Create(ctx, c, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if next, err = r.pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !next.After(now.Add(time.Minute)) {
+		t.Errorf("with the CRD injected, next pass at t0+%s, want the plan's own", next.Sub(t0))
+	}
+	if cas := caBundleOf(t, dyn, "webapps.example.com"); len(cas) != 1 {
+		t.Errorf("%d CAs injected, want 1", len(cas))
+	}
+}
