@@ -30,6 +30,7 @@ type rbacOptions struct {
 	sharded        bool
 	shardNS        string
 	loomNS         string
+	webhookSecret  string
 	name           string
 	serviceAccount string
 	output         string // -o: "" (a YAML stream), json or yaml (a v1 List)
@@ -97,6 +98,7 @@ computed kind.`,
 	f.BoolVar(&o.sharded, "sharded", false, "loom run's --sharded: add the shard group's Leases")
 	f.StringVar(&o.shardNS, "shard-namespace", "loom-system", "loom run's --shard-namespace")
 	f.StringVar(&o.loomNS, "loom-namespace", offline.DefaultLoomNamespace, "loom run's --loom-namespace: where a set with loom.yaml's clusters reads the Secrets that register them")
+	f.StringVar(&o.webhookSecret, "webhook-cert-secret", "loom-webhook-tls", "loom run's --webhook-cert-secret: the Secret, in --loom-namespace, of the conversion webhook's certificates, for a set of several versions")
 	f.StringVar(&o.name, "name", "loom", "name of the ClusterRole, Roles and bindings")
 	f.StringVar(&o.serviceAccount, "service-account", "loom-system/loom", "Loom's ServiceAccount, NAMESPACE/NAME")
 	f.BoolVar(&o.rules, "rules", false, "print the ClusterRole's rules alone, as a YAML list (the chart's files/rbac/rules.yaml)")
@@ -121,7 +123,7 @@ func (o rbacOptions) policy() (rbac.Policy, error) {
 			sets = append(sets, rs)
 		}
 	}
-	opts := rbac.Options{Namespace: o.namespace, InstallCRDs: o.installCRDs, LoomNamespace: o.loomNS}
+	opts := rbac.Options{Namespace: o.namespace, InstallCRDs: o.installCRDs, LoomNamespace: o.loomNS, WebhookCertSecret: o.webhookSecret}
 	if o.leaderElect {
 		opts.LeaseNamespace = o.leaseNS
 	}

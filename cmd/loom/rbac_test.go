@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 // The chart's ClusterRole rules are `loom rbac`'s for the shipped sets:
@@ -104,5 +106,45 @@ func TestRBACOutputList(t *testing.T) {
 		if list.Kind != "List" || !cmp.Equal(kinds, []string{"ClusterRole", "ClusterRoleBinding"}) {
 			t.Errorf("-o %s: a %s of %v, want a List of ClusterRole, ClusterRoleBinding", format, list.Kind, kinds)
 		}
+	}
+}
+
+// A set of several versions gets its conversion webhook's Secret, named
+// by --webhook-cert-secret, in --loom-namespace.
+func TestRBACWebhookCertSecret(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "widgets")
+	testutil.WriteFiles(t, dir, map[string]string{
+		"loom.yaml": `parent: {apiVersion: example.com/v1, kind: Widget}
+schema: {spec: {replicas: integer}}
+versions:
+- name: v1alpha1
+  schema: {spec: {size: integer}}
+  conversion: {moves: [{rename: {from: spec.size, to: spec.replicas}}]}
+`,
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\n",
+	})
+	out, err := execute(t, "", "rbac", "-t", dir, "--loom-namespace", "ops", "--webhook-cert-secret", "hook-tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role struct {
+		Kind     string
+		Metadata struct{ Namespace string }
+		Rules    []rbacv1.PolicyRule
+	}
+	for _, doc := range strings.Split(out, "\n---\n") {
+		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
+			t.Fatal(err)
+		}
+		if role.Kind == "Role" && role.Metadata.Namespace == "ops" {
+			break
+		}
+	}
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"hook-tls"}, Verbs: []string{"get", "update"}},
+	}
+	if role.Kind != "Role" || !cmp.Equal(want, role.Rules) {
+		t.Errorf("no Role in ops with the webhook Secret's rules (-want +got):\n%s\n%s", cmp.Diff(want, role.Rules), out)
 	}
 }
