@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,10 +40,12 @@ type Injector struct {
 	FieldManager string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
-	// Expect lists the kinds whose CRDs should be there (the sets of
-	// several versions loaded; nil: none). While one is missing, or not
-	// yet a webhook CRD Loom owns (--install-crds has not installed it
-	// yet), Inject says so and the Rotator looks again soon.
+	// Expect lists the kinds this Loom serves conversions of (the sets of
+	// several versions loaded; nil: every webhook CRD Loom owns). Only
+	// their CRDs are injected: another Loom in the cluster, with a CA of
+	// its own, keeps its CRDs. While one is missing, or not yet a webhook
+	// CRD Loom owns (--install-crds has not installed it yet), Inject says
+	// so and the Rotator looks again soon.
 	Expect func() []schema.GroupKind
 }
 
@@ -65,6 +68,10 @@ func (in *Injector) Inject(ctx context.Context, bundle []byte, ca *x509.Certific
 	if err != nil {
 		return false, fmt.Errorf("list the CRDs to inject the caBundle into: %w", err)
 	}
+	var expect []schema.GroupKind
+	if in.Expect != nil {
+		expect = in.Expect()
+	}
 	all, last := true, error(nil)
 	found := map[schema.GroupKind]bool{}
 	for i := range list.Items {
@@ -74,14 +81,18 @@ func (in *Injector) Inject(ctx context.Context, bundle []byte, ca *x509.Certific
 		}
 		group, _, _ := unstructured.NestedString(c.Object, "spec", "group")
 		kind, _, _ := unstructured.NestedString(c.Object, "spec", "names", "kind")
-		found[schema.GroupKind{Group: group, Kind: kind}] = true
+		gk := schema.GroupKind{Group: group, Kind: kind}
+		if in.Expect != nil && !slices.Contains(expect, gk) {
+			continue // another Loom's, or a set no longer loaded
+		}
+		found[gk] = true
 		live := liveBundle(c)
 		merged, err := MergeBundle(bundle, live, now)
 		if err != nil {
 			return false, fmt.Errorf("merge the caBundle of CRD %s: %w", c.GetName(), err)
 		}
 		if string(merged) != string(live) {
-			if err := in.patch(ctx, c.GetName(), merged); err != nil {
+			if err := in.patch(ctx, c.GetName(), c.GetResourceVersion(), merged); err != nil {
 				all, last = false, err
 				continue
 			}
@@ -92,8 +103,8 @@ func (in *Injector) Inject(ctx context.Context, bundle []byte, ca *x509.Certific
 			all = false
 		}
 	}
-	if last == nil && in.Expect != nil {
-		for _, gk := range in.Expect() {
+	if last == nil {
+		for _, gk := range expect {
 			if !found[gk] {
 				last = fmt.Errorf("%w for %s", ErrCRDMissing, gk)
 			}
@@ -141,10 +152,15 @@ func liveBundle(c *unstructured.Unstructured) []byte {
 	return b
 }
 
-// patch sets the CRD's caBundle to bundle.
-func (in *Injector) patch(ctx context.Context, name string, bundle []byte) error {
-	p, err := json.Marshal(map[string]any{"spec": map[string]any{"conversion": map[string]any{"webhook": map[string]any{
-		"clientConfig": map[string]any{"caBundle": base64.StdEncoding.EncodeToString(bundle)}}}}})
+// patch sets the CRD's caBundle to bundle, if the CRD is still at
+// resourceVersion rv: the bundle was merged from what it held then, and a
+// CA another replica added since must not be lost (a conflict is
+// retried by the next pass).
+func (in *Injector) patch(ctx context.Context, name, rv string, bundle []byte) error {
+	p, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": rv},
+		"spec": map[string]any{"conversion": map[string]any{"webhook": map[string]any{
+			"clientConfig": map[string]any{"caBundle": base64.StdEncoding.EncodeToString(bundle)}}}}})
 	if err != nil {
 		return err
 	}

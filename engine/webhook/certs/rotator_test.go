@@ -246,3 +246,33 @@ func TestRotatorWaitsForExpectedCRD(t *testing.T) {
 		t.Errorf("%d CAs injected, want 1", len(cas))
 	}
 }
+
+// TestInjectOnlyItsKinds: a Loom injects only the CRDs of the kinds it
+// serves, not another Loom's in the same cluster, which has a CA of its
+// own (both CRDs are Loom's by field manager and label).
+func TestInjectOnlyItsKinds(t *testing.T) {
+	ctx := context.Background()
+	mine, theirs := crdYAML(t, "webapps.example.com", "loom", "Webhook"), crdYAML(t, "databases.example.com", "loom", "Webhook")
+	for _, c := range []struct {
+		u    *unstructured.Unstructured
+		kind string
+	}{{mine, "WebApp"}, {theirs, "Database"}} {
+		_ = unstructured.SetNestedField(c.u.Object, "example.com", "spec", "group")
+		_ = unstructured.SetNestedField(c.u.Object, c.kind, "spec", "names", "kind")
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{crdsGVR: "CustomResourceDefinitionList"}, mine, theirs)
+	in := &Injector{CRDs: dyn.Resource(crdsGVR), FieldManager: "loom",
+		Expect: func() []schema.GroupKind { return []schema.GroupKind{{Group: "example.com", Kind: "WebApp"}} }}
+	s := do(t, time.Now(), nil, Create, local)
+	injected, err := in.Inject(ctx, s.Bundle(), s.CAs[0])
+	if err != nil || !injected {
+		t.Fatalf("Inject = %v, %v; want true, nil", injected, err)
+	}
+	if cas := caBundleOf(t, dyn, "webapps.example.com"); len(cas) != 1 {
+		t.Errorf("its own CRD has %d CAs, want 1", len(cas))
+	}
+	if cas := caBundleOf(t, dyn, "databases.example.com"); cas != nil {
+		t.Errorf("another Loom's CRD got %d CAs, want none", len(cas))
+	}
+}
