@@ -206,7 +206,7 @@ func run(ctx context.Context, o runOptions) error {
 	mopts := controller.Options{
 		Config: cfg, TemplatesDir: o.templates, Workers: o.workers, Namespace: o.namespace,
 		ResyncPeriod: o.resync, Registry: reg, ReconcileTimeout: o.timeout, InstallCRDs: o.installCRDs,
-		LoomNamespace: o.loomNS, AllowKubeconfigExec: o.allowExec,
+		LoomNamespace: o.loomNS, AllowKubeconfigExec: o.allowExec, Webhook: o.webhook.identity(),
 	}
 	var mem *member.Member
 	if o.shard.enabled {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/loom-operator/loom/engine/apply"
 	"github.com/loom-operator/loom/engine/controller/crdinstall"
+	"github.com/loom-operator/loom/engine/controller/identity"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/webhook"
 	"github.com/loom-operator/loom/engine/webhook/certs"
@@ -69,6 +70,12 @@ func (w *webhookServeOptions) check() error {
 		return fmt.Errorf("--webhook-timeout %s: must be positive", w.timeout)
 	}
 	return nil
+}
+
+// identity says how the webhook is served, for the permissions the sets
+// need (controller.Options.Webhook).
+func (w *webhookServeOptions) identity() identity.Webhook {
+	return identity.Webhook{CertSecret: w.secret, Files: w.certDir != "", Off: w.bind == "0"}
 }
 
 // converterOf is the converter the webhook uses for a set of several

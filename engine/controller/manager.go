@@ -87,6 +87,7 @@ type Options struct {
 	// AllowKubeconfigExec lets a registration's kubeconfig run a
 	// credential plugin (cluster.Options.AllowExec).
 	AllowKubeconfigExec bool
+	Webhook             identity.Webhook // how the conversion webhook is served, for the sets' RBAC
 }
 
 // Manager runs one parent controller per template set, the shared child
@@ -220,7 +221,7 @@ func New(opts Options) (*Manager, error) {
 		dirs:        map[string]schema.GroupKind{},
 		awaited:     make(chan struct{}, 1),
 		caps:        reader.NewCapabilities(disco),
-		perms:       identity.NewPermissions(kube.AuthorizationV1().SelfSubjectAccessReviews(), opts.ReconcileTimeout, opts.Namespace, opts.InstallCRDs, opts.LoomNamespace),
+		perms:       identity.NewPermissions(kube.AuthorizationV1().SelfSubjectAccessReviews(), opts.ReconcileTimeout, opts.Namespace, opts.InstallCRDs, opts.LoomNamespace, opts.Webhook),
 	}
 	if opts.InstallCRDs {
 		m.installer = crdinstall.New(client, opts.FieldManager, m.recorder, opts.ReconcileTimeout)

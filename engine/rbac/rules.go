@@ -78,6 +78,12 @@ type Options struct {
 	// WebhookCertSecret is --webhook-cert-secret, the Secret of the
 	// conversion webhook's certificates ("": loom-webhook-tls).
 	WebhookCertSecret string
+	// WebhookFiles is --webhook-cert-dir: Loom serves another's
+	// certificate (cert-manager's), and keeps no Secret of its own.
+	WebhookFiles bool
+	// NoWebhook is --webhook-bind-address=0: no conversion webhook, so
+	// neither its Secret nor the CRDs' caBundle.
+	NoWebhook bool
 }
 
 // defaultWebhookCertSecret is Options.WebhookCertSecret's default
@@ -172,16 +178,19 @@ func Generate(sets []Set, o Options) Policy {
 			// register them, in Loom's namespace only.
 			n.add(loomNS, secrets, readVerbs...)
 		}
-		if len(s.Config.Versions) > 0 {
+		if len(s.Config.Versions) > 0 && !o.NoWebhook {
 			// The conversion webhook: its certificates' Secret (create
 			// cannot be limited to a name), and the caBundle injected into
-			// the set's CRD.
+			// the set's CRD (with cert-manager, the cainjector's
+			// annotation).
 			name := o.WebhookCertSecret
 			if name == "" {
 				name = defaultWebhookCertSecret
 			}
-			n.add(loomNS, secrets, "create")
-			n.addNamed(loomNS, secrets, name, "get", "update")
+			if !o.WebhookFiles {
+				n.add(loomNS, secrets, "create")
+				n.addNamed(loomNS, secrets, name, "get", "update")
+			}
 			n.addNamed("", crds, s.crdName(), "patch")
 		}
 	}

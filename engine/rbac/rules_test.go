@@ -212,6 +212,31 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
+			name: "a set of several versions, cert-manager's certificate: no Secret of Loom's",
+			sets: []Set{{Config: config.Config{Parent: parent, Versions: []config.Version{{Name: "v1alpha1"}}}}},
+			opts: Options{WebhookFiles: true},
+			want: []string{
+				"* '' events create,patch",
+				"* apiextensions.k8s.io customresourcedefinitions get,list,watch",
+				"* apiextensions.k8s.io customresourcedefinitions patch [shops.shop.example]",
+				"* shop.example shops get,list,watch",
+				"* shop.example shops/finalizers update",
+				"* shop.example shops/status patch",
+			},
+		},
+		{
+			name: "a set of several versions, no webhook: nothing of it",
+			sets: []Set{{Config: config.Config{Parent: parent, Versions: []config.Version{{Name: "v1alpha1"}}}}},
+			opts: Options{NoWebhook: true},
+			want: []string{
+				"* '' events create,patch",
+				"* apiextensions.k8s.io customresourcedefinitions get,list,watch",
+				"* shop.example shops get,list,watch",
+				"* shop.example shops/finalizers update",
+				"* shop.example shops/status patch",
+			},
+		},
+		{
 			name: "a ServiceAccount writes the children: Loom reads them, impersonates it and reviews its lookups",
 			sets: []Set{{Config: config.Config{Parent: parent, ServiceAccountName: "deployer",
 				Lookups: []config.LookupRule{{APIVersion: "v1", Kind: "Secret"}}}, Children: []Kind{cm}}},
