@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
@@ -45,9 +46,12 @@ func TestRender(t *testing.T) {
 	}{{
 		name:   "defaults",
 		values: "{}",
-		kinds: map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
-			"Service": 1, "Deployment": 1, "PodDisruptionBudget": 1},
-		args:   []string{"run", "--templates=/templates", "--leader-elect", "--leader-election-namespace=ops", "--leader-election-id=loom", "--reconcile-timeout=30s", "--workers=8", "--metrics-bind-address=:8080"},
+		// Roles, RoleBindings: leader election's and the webhook Secret's;
+		// Services: the metrics' and the webhook's.
+		kinds: map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2,
+			"Service": 2, "Deployment": 1, "PodDisruptionBudget": 1},
+		args: []string{"run", "--templates=/templates", "--leader-elect", "--leader-election-namespace=ops", "--leader-election-id=loom", "--reconcile-timeout=30s", "--workers=8", "--metrics-bind-address=:8080",
+			"--webhook-bind-address=:9443", "--webhook-service=ops/loom-webhook", "--webhook-cert-secret=loom-webhook-tls"},
 		noArgs: []string{"--namespace", "--install-crds", "--log-format", "-v"},
 		check: func(t *testing.T, r rendered) {
 			d := r.deployment(t)
@@ -66,22 +70,27 @@ func TestRender(t *testing.T) {
 	}, {
 		name:   "one replica: leader election all the same (an upgrade runs a second pod)",
 		values: "replicas: 1",
-		kinds:  map[string]int{"Role": 1, "RoleBinding": 1, "ClusterRole": 1},
+		kinds:  map[string]int{"Role": 2, "RoleBinding": 2, "ClusterRole": 1},
 		args:   []string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-id=loom"},
 	}, {
 		name:   "one replica, leader election asked for",
 		values: "{replicas: 1, leaderElection: {enabled: true}}",
-		kinds:  map[string]int{"Role": 1, "RoleBinding": 1},
+		kinds:  map[string]int{"Role": 2, "RoleBinding": 2},
 		args:   []string{"--leader-elect"},
 	}, {
 		name:   "three replicas, leader election off",
 		values: "{replicas: 3, leaderElection: {enabled: false}}",
-		kinds:  map[string]int{"Role": 0},
+		kinds:  map[string]int{"Role": 1}, // the webhook Secret's
 		noArgs: []string{"--leader-elect"},
+		check: func(t *testing.T, r rendered) {
+			if _, ok := r.objects["Role/loom-leader-election"]; ok {
+				t.Error("a leader-election Role without leader election")
+			}
+		},
 	}, {
 		name:   "sharded: no leader election, POD_NAME, the group's Leases",
 		values: "sharding: {enabled: true}",
-		kinds:  map[string]int{"Role": 1, "RoleBinding": 1, "ClusterRole": 1, "PodDisruptionBudget": 1},
+		kinds:  map[string]int{"Role": 2, "RoleBinding": 2, "ClusterRole": 1, "PodDisruptionBudget": 1},
 		args:   []string{"--sharded", "--shard-namespace=ops", "--shard-group=loom"},
 		noArgs: []string{"--leader-elect", "--leader-election-namespace", "--leader-election-id", "--shard-lease-duration", "--shard-renew-interval"},
 		check: func(t *testing.T, r rendered) {
@@ -94,7 +103,7 @@ func TestRender(t *testing.T) {
 	}, {
 		name:   "sharded, three replicas, a group and durations of its own, more env",
 		values: "{replicas: 3, sharding: {enabled: true, group: shop, leaseDuration: 10s, renewInterval: 3s}, extraEnv: [{name: GOGC, value: '75'}]}",
-		kinds:  map[string]int{"Role": 1, "RoleBinding": 1},
+		kinds:  map[string]int{"Role": 2, "RoleBinding": 2},
 		args:   []string{"--sharded", "--shard-group=shop", "--shard-lease-duration=10s", "--shard-renew-interval=3s"},
 		noArgs: []string{"--leader-elect"},
 		check: func(t *testing.T, r rendered) {
@@ -107,7 +116,7 @@ func TestRender(t *testing.T) {
 	}, {
 		name:   "sharded, leader election off as well, and a fullname of its own",
 		values: "{fullnameOverride: loom-a, sharding: {enabled: true}, leaderElection: {enabled: false}}",
-		kinds:  map[string]int{"Role": 1, "RoleBinding": 1},
+		kinds:  map[string]int{"Role": 2, "RoleBinding": 2},
 		args:   []string{"--sharded", "--shard-group=loom-a"},
 		noArgs: []string{"--leader-elect"},
 		check: func(t *testing.T, r rendered) {
@@ -116,7 +125,7 @@ func TestRender(t *testing.T) {
 	}, {
 		name:   "sharding off, its durations set: nothing of it",
 		values: "{replicas: 1, sharding: {enabled: false, leaseDuration: 10s}}",
-		kinds:  map[string]int{"Role": 1, "RoleBinding": 1}, // leader election's
+		kinds:  map[string]int{"Role": 2, "RoleBinding": 2}, // leader election's, the webhook Secret's
 		noArgs: []string{"--sharded", "--shard-namespace", "--shard-group", "--shard-lease-duration"},
 		check: func(t *testing.T, r rendered) {
 			if env := r.deployment(t).Spec.Template.Spec.Containers[0].Env; len(env) != 0 {
@@ -126,7 +135,7 @@ func TestRender(t *testing.T) {
 	}, {
 		name:   "one namespace watched: Roles there, a ClusterRole for cluster-scoped kinds only",
 		values: "{watchNamespace: shop, replicas: 1, installCRDs: true, rbac: {extraRules: [{apiGroups: [''], resources: [secrets, persistentvolumes], verbs: [get]}]}}",
-		kinds:  map[string]int{"Role": 2, "RoleBinding": 2, "ClusterRole": 1, "ClusterRoleBinding": 1}, // and leader election's
+		kinds:  map[string]int{"Role": 3, "RoleBinding": 3, "ClusterRole": 1, "ClusterRoleBinding": 1}, // and leader election's, the webhook Secret's
 		args:   []string{"--namespace=shop", "--install-crds"},
 		check: func(t *testing.T, r rendered) {
 			role := r.objects["Role/loom"].(*rbacv1.Role)
@@ -205,9 +214,53 @@ func TestRender(t *testing.T) {
 			}
 		},
 	}, {
-		name:   "no PDB, no metrics Service",
-		values: "{podDisruptionBudget: {enabled: false}, metrics: {service: {enabled: false}}}",
-		kinds:  map[string]int{"PodDisruptionBudget": 0, "Service": 0},
+		name:   "no PDB, no metrics Service, no webhook",
+		values: "{podDisruptionBudget: {enabled: false}, metrics: {service: {enabled: false}}, webhook: {enabled: false}}",
+		kinds:  map[string]int{"PodDisruptionBudget": 0, "Service": 0, "Role": 1},
+		args:   []string{"--webhook-bind-address=0"},
+		noArgs: []string{"--webhook-service", "--webhook-cert-secret"},
+		check: func(t *testing.T, r rendered) {
+			for _, p := range r.deployment(t).Spec.Template.Spec.Containers[0].Ports {
+				if p.Name == "webhook" {
+					t.Errorf("a webhook port without the webhook")
+				}
+			}
+		},
+	}, {
+		name:   "the webhook's certificate by cert-manager, self-signed",
+		values: "webhook: {certManager: {enabled: true, duration: 2160h}}",
+		kinds:  map[string]int{"Issuer": 1, "Certificate": 1, "Role": 1, "Service": 2},
+		args:   []string{"--webhook-cert-dir=/webhook-certs", "--webhook-cainjector-certificate=ops/loom-webhook", "--webhook-service=ops/loom-webhook"},
+		noArgs: []string{"--webhook-cert-secret", "--webhook-ca-lifetime"},
+		check: func(t *testing.T, r rendered) {
+			var c struct {
+				Spec struct {
+					SecretName string            `json:"secretName"`
+					DNSNames   []string          `json:"dnsNames"`
+					Duration   string            `json:"duration"`
+					IssuerRef  map[string]string `json:"issuerRef"`
+				}
+			}
+			if err := yaml.Unmarshal([]byte(r.doc(t, "Certificate", "loom-webhook").Content), &c); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"loom-webhook.ops.svc", "loom-webhook.ops.svc.cluster.local"}
+			if c.Spec.SecretName != "loom-webhook-tls" || !cmp.Equal(c.Spec.DNSNames, want) || c.Spec.Duration != "2160h" || c.Spec.IssuerRef["name"] != "loom-webhook" {
+				t.Errorf("Certificate spec %+v", c.Spec)
+			}
+			if got := secretVolume(r.deployment(t), "webhook-certs"); got != "loom-webhook-tls" {
+				t.Errorf("webhook-certs volume of Secret %q, want loom-webhook-tls", got)
+			}
+		},
+	}, {
+		name:   "the webhook's certificate by cert-manager, from an issuer of one's own; lifetimes are cert-manager's",
+		values: "webhook: {certManager: {enabled: true, issuerRef: {name: corp-ca, kind: ClusterIssuer}}, caLifetime: 1h}",
+		kinds:  map[string]int{"Issuer": 0, "Certificate": 1},
+		noArgs: []string{"--webhook-ca-lifetime"},
+	}, {
+		name:   "the webhook on another port, with lifetimes and a timeout",
+		values: "webhook: {port: 10443, caLifetime: 720h, certLifetime: 240h, timeout: 5s}",
+		args:   []string{"--webhook-bind-address=:10443", "--webhook-ca-lifetime=720h", "--webhook-cert-lifetime=240h", "--webhook-timeout=5s"},
 	}, {
 		name:   "network policy",
 		values: "networkPolicy: {enabled: true, apiServer: {ports: [6443], cidrs: [10.0.0.1/32]}}",
@@ -250,7 +303,7 @@ func TestRender(t *testing.T) {
 		values: allOnValues,
 		files:  withFiles,
 		kinds: map[string]int{"Namespace": 1, "NetworkPolicy": 1, "ServiceMonitor": 1, "PrometheusRule": 1, "ConfigMap": 1,
-			"PodDisruptionBudget": 1, "ClusterRole": 1, "Role": 2, "RoleBinding": 2},
+			"PodDisruptionBudget": 1, "ClusterRole": 1, "Role": 3, "RoleBinding": 3},
 		args: []string{"--namespace=team-a", "--install-crds", "--log-format=json", "--leader-elect", "--leader-election-id=loom-all"},
 		check: func(t *testing.T, r rendered) {
 			ns := r.objects["Namespace/ops"].(*corev1.Namespace)
@@ -334,4 +387,14 @@ func checkShardRole(t *testing.T, r rendered, name string) {
 		len(rb.Subjects) != 1 || rb.Subjects[0].Kind != "ServiceAccount" || rb.Subjects[0].Name != sa || rb.Subjects[0].Namespace != testRelease.Namespace {
 		t.Errorf("RoleBinding %s: %+v, want Role %s bound to ServiceAccount %s/%s", name, rb, name, testRelease.Namespace, sa)
 	}
+}
+
+// secretVolume is the Secret of the Deployment's volume named name, or "".
+func secretVolume(d *appsv1.Deployment, name string) string {
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == name && v.Secret != nil {
+			return v.Secret.SecretName
+		}
+	}
+	return ""
 }

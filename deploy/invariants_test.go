@@ -126,13 +126,18 @@ func checkToken(t *testing.T, d *appsv1.Deployment) {
 
 // checkTemplateVolumes checks that every mount under /templates is a whole
 // ConfigMap (no subPath, or the kubelet's symlink swap never reaches Loom),
-// and that the pod has no writable volume.
+// and that the pod has no writable volume (a Secret's, cert-manager's
+// webhook certificate, is read-only too).
 func checkTemplateVolumes(t *testing.T, d *appsv1.Deployment) {
 	t.Helper()
 	spec := d.Spec.Template.Spec
+	configMaps := 0
 	for _, v := range spec.Volumes {
-		if v.Projected == nil && v.ConfigMap == nil {
-			t.Errorf("volume %s is neither projected nor a ConfigMap: %+v", v.Name, v.VolumeSource)
+		if v.ConfigMap != nil {
+			configMaps++
+		}
+		if v.Projected == nil && v.ConfigMap == nil && v.Secret == nil {
+			t.Errorf("volume %s is neither projected, a ConfigMap nor a Secret: %+v", v.Name, v.VolumeSource)
 		}
 	}
 	for _, m := range spec.Containers[0].VolumeMounts {
@@ -140,8 +145,8 @@ func checkTemplateVolumes(t *testing.T, d *appsv1.Deployment) {
 			t.Errorf("mount %s: subPath %q, readOnly %v", m.MountPath, m.SubPath, m.ReadOnly)
 		}
 	}
-	if got := len(templateVolumes(d)); got != len(spec.Volumes)-1 {
-		t.Errorf("%d template-set mounts for %d ConfigMap volumes", got, len(spec.Volumes)-1)
+	if got := len(templateVolumes(d)); got != configMaps {
+		t.Errorf("%d template-set mounts for %d ConfigMap volumes", got, configMaps)
 	}
 }
 
@@ -170,8 +175,14 @@ func checkNetworkPolicy(t *testing.T, r rendered) {
 	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{"Ingress", "Egress"}) {
 		t.Errorf("policyTypes %v", np.Spec.PolicyTypes)
 	}
-	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].Ports) != 1 || np.Spec.Ingress[0].Ports[0].Port.String() != "metrics" {
-		t.Errorf("ingress %+v: want the metrics port only", np.Spec.Ingress)
+	var in []string
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			in = append(in, p.Port.String())
+		}
+	}
+	if want := []string{"metrics", "webhook"}; !slices.Equal(in, want) || len(np.Spec.Ingress[1].From) != 0 {
+		t.Errorf("ingress %+v: want the metrics port, and the webhook's from anywhere (the API server)", np.Spec.Ingress)
 	}
 	var ports []string
 	for _, e := range np.Spec.Egress {

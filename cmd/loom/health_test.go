@@ -14,6 +14,9 @@ import (
 	"github.com/loom-operator/loom/engine/controller"
 )
 
+// errNoCert is a conversion webhook's readiness error.
+var errNoCert = errors.New("the conversion webhook has no valid serving certificate")
+
 // fakeProber answers the probes with fixed errors.
 type fakeProber struct{ ready, live error }
 
@@ -36,17 +39,22 @@ func TestHealthHandlers(t *testing.T) {
 		name         string
 		prober       prober
 		standby      bool
+		webhook      error
 		ready, alive answer
 	}{
-		{"ready and live", fakeProber{}, false, answer{200, "ok"}, answer{200, "ok"}},
-		{"not synced", fakeProber{ready: notSynced}, false, answer{503, notSynced.Error() + "\n"}, answer{200, "ok"}},
-		{"wedged", fakeProber{live: wedged}, false, answer{200, "ok"}, answer{503, wedged.Error() + "\n"}},
-		{"waiting to lead", fakeProber{ready: notSynced, live: wedged}, true,
+		{"ready and live", fakeProber{}, false, nil, answer{200, "ok"}, answer{200, "ok"}},
+		{"not synced", fakeProber{ready: notSynced}, false, nil, answer{503, notSynced.Error() + "\n"}, answer{200, "ok"}},
+		{"wedged", fakeProber{live: wedged}, false, nil, answer{200, "ok"}, answer{503, wedged.Error() + "\n"}},
+		{"waiting to lead", fakeProber{ready: notSynced, live: wedged}, true, nil,
 			answer{200, "ok: waiting to lead"}, answer{200, "ok: waiting to lead"}},
+		// The Service sends conversions to ready pods only: a replica
+		// that cannot serve them is not ready, leader or standby.
+		{"webhook down", fakeProber{}, false, errNoCert, answer{503, errNoCert.Error() + "\n"}, answer{200, "ok"}},
+		{"webhook down, waiting to lead", fakeProber{}, true, errNoCert, answer{503, errNoCert.Error() + "\n"}, answer{200, "ok: waiting to lead"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mux := metricsMux(prometheus.NewRegistry(), tt.prober, func() bool { return tt.standby })
+			mux := metricsMux(prometheus.NewRegistry(), tt.prober, func() bool { return tt.standby }, func() error { return tt.webhook })
 			for path, want := range map[string]answer{"/readyz": tt.ready, "/healthz": tt.alive} {
 				rec := httptest.NewRecorder()
 				mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -65,7 +73,7 @@ func TestReadyzBeforeTheManagerRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := metricsMux(prometheus.NewRegistry(), mgr, func() bool { return false })
+	mux := metricsMux(prometheus.NewRegistry(), mgr, func() bool { return false }, func() error { return nil })
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	if rec.Code != http.StatusServiceUnavailable || rec.Body.String() != "the template sets are not loaded yet\n" {

@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 // The chart's ClusterRole rules are `loom rbac`'s for the shipped sets:
@@ -41,13 +43,14 @@ func TestRBACCommand(t *testing.T) {
 		kinds   []string // kind/name of each object printed
 		wantErr string
 	}{
-		{name: "a ClusterRole", args: []string{"-t", set}, kinds: []string{"ClusterRole/loom", "ClusterRoleBinding/loom"}},
+		{name: "a ClusterRole, and a Role for the conversion webhook's Secret", args: []string{"-t", set}, kinds: []string{"ClusterRole/loom", "ClusterRoleBinding/loom", "Role/loom", "RoleBinding/loom"}},
+		{name: "no webhook: a ClusterRole alone", args: []string{"-t", set, "--webhook-bind-address=0"}, kinds: []string{"ClusterRole/loom", "ClusterRoleBinding/loom"}},
 		{name: "the Lease in its namespace", args: []string{"-t", set, "--leader-elect", "--name", "x"},
 			kinds: []string{"ClusterRole/x", "ClusterRoleBinding/x", "Role/x", "RoleBinding/x"}},
 		{name: "sharded: the group's Leases", args: []string{"-t", set, "--sharded", "--shard-namespace", "shards"},
-			kinds: []string{"ClusterRole/loom", "ClusterRoleBinding/loom", "Role/loom", "RoleBinding/loom"}},
-		{name: "one namespace: Roles", args: []string{"-t", set, "-n", "shop"},
 			kinds: []string{"ClusterRole/loom", "ClusterRoleBinding/loom", "Role/loom", "RoleBinding/loom", "Role/loom", "RoleBinding/loom"}},
+		{name: "one namespace: Roles", args: []string{"-t", set, "-n", "shop"},
+			kinds: []string{"ClusterRole/loom", "ClusterRoleBinding/loom", "Role/loom", "RoleBinding/loom", "Role/loom", "RoleBinding/loom", "Role/loom", "RoleBinding/loom"}},
 		{name: "bad output", args: []string{"-t", set, "-o", "toml"}, wantErr: `output format "toml"`},
 		{name: "bad account", args: []string{"-t", set, "--service-account", "loom"}, wantErr: "want NAMESPACE/NAME"},
 		{name: "rules with Roles", args: []string{"-t", set, "-n", "shop", "--rules"}, wantErr: "with --namespace there are Roles too"},
@@ -101,8 +104,48 @@ func TestRBACOutputList(t *testing.T) {
 		for _, i := range list.Items {
 			kinds = append(kinds, i.Kind)
 		}
-		if list.Kind != "List" || !cmp.Equal(kinds, []string{"ClusterRole", "ClusterRoleBinding"}) {
-			t.Errorf("-o %s: a %s of %v, want a List of ClusterRole, ClusterRoleBinding", format, list.Kind, kinds)
+		if list.Kind != "List" || !cmp.Equal(kinds, []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}) {
+			t.Errorf("-o %s: a %s of %v, want a List of ClusterRole, ClusterRoleBinding, Role, RoleBinding", format, list.Kind, kinds)
 		}
+	}
+}
+
+// A set of several versions gets its conversion webhook's Secret, named
+// by --webhook-cert-secret, in --loom-namespace.
+func TestRBACWebhookCertSecret(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "widgets")
+	testutil.WriteFiles(t, dir, map[string]string{
+		"loom.yaml": `parent: {apiVersion: example.com/v1, kind: Widget}
+schema: {spec: {replicas: integer}}
+versions:
+- name: v1alpha1
+  schema: {spec: {size: integer}}
+  conversion: {moves: [{rename: {from: spec.size, to: spec.replicas}}]}
+`,
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\n",
+	})
+	out, err := execute(t, "", "rbac", "-t", dir, "--loom-namespace", "ops", "--webhook-cert-secret", "hook-tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role struct {
+		Kind     string
+		Metadata struct{ Namespace string }
+		Rules    []rbacv1.PolicyRule
+	}
+	for _, doc := range strings.Split(out, "\n---\n") {
+		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
+			t.Fatal(err)
+		}
+		if role.Kind == "Role" && role.Metadata.Namespace == "ops" {
+			break
+		}
+	}
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"hook-tls"}, Verbs: []string{"get", "update"}},
+	}
+	if role.Kind != "Role" || !cmp.Equal(want, role.Rules) {
+		t.Errorf("no Role in ops with the webhook Secret's rules (-want +got):\n%s\n%s", cmp.Diff(want, role.Rules), out)
 	}
 }

@@ -60,6 +60,8 @@ type runOptions struct {
 	// clusters; allowExec is --allow-kubeconfig-exec.
 	loomNS    string
 	allowExec bool
+	// webhook is the conversion webhook's flags (webhookserve.go).
+	webhook webhookServeOptions
 }
 
 func newRunCommand() *cobra.Command {
@@ -90,6 +92,15 @@ their children, and the others take a replica's buckets over within about a
 second after SIGTERM, or within 10s of a crash. A replica never writes for a
 parent it no longer holds.
 
+Every replica (leader, standby, sharded member) serves the conversion
+webhook of the sets that declare several versions (loom.yaml's versions:)
+on --webhook-bind-address, at /convert: the API server calls it to read or
+write a parent in a version other than the stored one. Its certificate is
+signed by Loom's own CA, kept in the Secret --webhook-cert-secret in
+--loom-namespace that every replica reads, rotated before it expires, and
+the CA bundle is injected into the webhook CRDs Loom installed (with
+--webhook-cert-dir, cert-manager's certificate is served instead).
+
 It uses --kubeconfig, then $KUBECONFIG, then the in-cluster config.
 SIGTERM or SIGINT drains in-flight reconciles and exits.
 
@@ -104,6 +115,9 @@ failed, or when it lost the leader-election Lease (--leader-elect).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.shard.check(o.leaderElect); err != nil {
+				return usageHint(cmd, err)
+			}
+			if err := o.webhook.check(); err != nil {
 				return usageHint(cmd, err)
 			}
 			var err error
@@ -143,6 +157,7 @@ failed, or when it lost the leader-election Lease (--leader-elect).`,
 	f.BoolVar(&o.releasePages, "release-startup-pages", true, "once at start and once ready, page out the binary's code and read-only data (madvise MADV_PAGEOUT on Linux 5.4+): the pages only start-up read leave the RSS and the page cache, and the ones still used are read back on their next fault")
 	f.StringVar(&o.loomNS, "loom-namespace", "", "Loom's namespace: its Secrets labelled loom.dev/cluster, and Cluster API's <cluster>-kubeconfig Secrets, register the workload clusters sets may place children in (default: the pod's namespace, else "+offline.DefaultLoomNamespace+")")
 	f.BoolVar(&o.allowExec, cluster.FlagAllowExec, false, "let a registered cluster's kubeconfig run an exec credential plugin or an auth-provider (code run in Loom's container on the say of whoever wrote the Secret)")
+	o.webhook.addFlags(f)
 	f.BoolVar(&o.installCRDs, "install-crds", false, "server-side apply each set's generated CRD (loom crd) at start and on every template reload, refusing a change that would break stored parents unless loom.yaml sets schema.allowBreakingChanges (needs get, list, watch, create and patch on customresourcedefinitions)")
 	return cmd
 }
@@ -180,10 +195,18 @@ func run(ctx context.Context, o runOptions) error {
 	}
 
 	reg, shardMetrics := newRegistry()
+	// The conversion webhook runs on every replica, before and apart from
+	// leader election and sharding. The CRDs --install-crds applies point
+	// at it; their caBundle is the rotator's to inject.
+	hook, err := startWebhook(ctx, o.webhook, cfg, o.loomNS, o.templates, reg)
+	if err != nil {
+		return err
+	}
 	mopts := controller.Options{
 		Config: cfg, TemplatesDir: o.templates, Workers: o.workers, Namespace: o.namespace,
 		ResyncPeriod: o.resync, Registry: reg, ReconcileTimeout: o.timeout, InstallCRDs: o.installCRDs,
-		LoomNamespace: o.loomNS, AllowKubeconfigExec: o.allowExec,
+		LoomNamespace: o.loomNS, AllowKubeconfigExec: o.allowExec, Webhook: o.webhook.identity(),
+		CRDWebhook: crdWebhook(o.webhook),
 	}
 	var mem *member.Member
 	if o.shard.enabled {
@@ -209,7 +232,7 @@ func run(ctx context.Context, o runOptions) error {
 			return 1
 		}))
 	if o.metricsAddr != "" {
-		srv, err := serveMetrics(o.metricsAddr, reg, mgr, standby)
+		srv, err := serveMetrics(o.metricsAddr, reg, mgr, standby, hook.Ready)
 		if err != nil {
 			return err
 		}
@@ -388,10 +411,10 @@ func runAsLeader(ctx context.Context, cfg *rest.Config, o runOptions, leading *a
 	return runErr
 }
 
-// serveMetrics serves Prometheus metrics and the health probes of p
-// (see metricsMux).
-func serveMetrics(addr string, reg *prometheus.Registry, p prober, standby func() bool) (*http.Server, error) {
-	return serve("metrics", addr, metricsMux(reg, p, standby))
+// serveMetrics serves Prometheus metrics and the health probes of p and
+// the conversion webhook (see metricsMux).
+func serveMetrics(addr string, reg *prometheus.Registry, p prober, standby func() bool, webhook func() error) (*http.Server, error) {
+	return serve("metrics", addr, metricsMux(reg, p, standby, webhook))
 }
 
 // servePprof serves Go's profiles (heap, CPU, goroutines) on addr.

@@ -92,6 +92,10 @@ type Options struct {
 	// Converter returns a set's converter between its parent's versions;
 	// nil means the set's own (pipeline.ConverterOf).
 	Converter func(*render.Set) pipeline.Converter
+	// Webhook is how the conversion webhook is served, for the sets' RBAC.
+	Webhook identity.Webhook
+	// CRDWebhook is where the CRDs --install-crds applies send conversions.
+	CRDWebhook *crdinstall.Webhook
 }
 
 // Manager runs one parent controller per template set, the shared child
@@ -225,10 +229,11 @@ func New(opts Options) (*Manager, error) {
 		dirs:        map[string]schema.GroupKind{},
 		awaited:     make(chan struct{}, 1),
 		caps:        reader.NewCapabilities(disco),
-		perms:       identity.NewPermissions(kube.AuthorizationV1().SelfSubjectAccessReviews(), opts.ReconcileTimeout, opts.Namespace, opts.InstallCRDs, opts.LoomNamespace),
+		perms:       identity.NewPermissions(kube.AuthorizationV1().SelfSubjectAccessReviews(), opts.ReconcileTimeout, opts.Namespace, opts.InstallCRDs, opts.LoomNamespace, opts.Webhook),
 	}
 	if opts.InstallCRDs {
 		m.installer = crdinstall.New(client, opts.FieldManager, m.recorder, opts.ReconcileTimeout).Migrating(disco, opts.Shard, opts.Registry)
+		m.installer.SetWebhook(opts.CRDWebhook)
 	}
 	m.idents = identity.NewAccounts(opts.Config, httpClient.Transport, httpClient.Timeout, m.applier, kube.AuthorizationV1().SubjectAccessReviews())
 	metrics.RegisterLookupGauges(opts.Registry, func() childcache.Stats {

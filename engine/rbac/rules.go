@@ -72,9 +72,23 @@ type Options struct {
 	// --sharded: its members' Leases and the group's table.
 	ShardNamespace string
 	// LoomNamespace is --loom-namespace: its Secrets register workload
-	// clusters. "" is loom-system, the flag's default out of a pod.
+	// clusters, and one holds the conversion webhook's certificates. ""
+	// is loom-system, the flag's default out of a pod.
 	LoomNamespace string
+	// WebhookCertSecret is --webhook-cert-secret, the Secret of the
+	// conversion webhook's certificates ("": loom-webhook-tls).
+	WebhookCertSecret string
+	// WebhookFiles is --webhook-cert-dir: Loom serves another's
+	// certificate (cert-manager's), and keeps no Secret of its own.
+	WebhookFiles bool
+	// NoWebhook is --webhook-bind-address=0: no conversion webhook, so
+	// neither its Secret nor the CRDs' caBundle.
+	NoWebhook bool
 }
+
+// defaultWebhookCertSecret is Options.WebhookCertSecret's default
+// (certs.DefaultSecret, which rbac must not import).
+const defaultWebhookCertSecret = "loom-webhook-tls"
 
 // defaultLoomNamespace is Options.LoomNamespace's default, loom run's
 // --loom-namespace out of a pod (offline.DefaultLoomNamespace, which rbac
@@ -152,19 +166,45 @@ func Generate(sets []Set, o Options) Policy {
 		n.add(o.ShardNamespace, schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"},
 			"get", "list", "watch", "create", "update", "delete")
 	}
+	loomNS := o.LoomNamespace
+	if loomNS == "" {
+		loomNS = defaultLoomNamespace
+	}
+	secrets := schema.GroupResource{Resource: "secrets"}
 	for _, s := range sets {
 		s.add(n, ns, o.InstallCRDs)
 		if s.Config.Clusters != nil {
 			// The registry of workload clusters watches the Secrets that
 			// register them, in Loom's namespace only.
-			loomNS := o.LoomNamespace
-			if loomNS == "" {
-				loomNS = defaultLoomNamespace
+			n.add(loomNS, secrets, readVerbs...)
+		}
+		if len(s.Config.Versions) > 0 && !o.NoWebhook {
+			// The conversion webhook: its certificates' Secret (create
+			// cannot be limited to a name), and the caBundle injected into
+			// the set's CRD (with cert-manager, the cainjector's
+			// annotation).
+			name := o.WebhookCertSecret
+			if name == "" {
+				name = defaultWebhookCertSecret
 			}
-			n.add(loomNS, schema.GroupResource{Resource: "secrets"}, readVerbs...)
+			if !o.WebhookFiles {
+				n.add(loomNS, secrets, "create")
+				n.addNamed(loomNS, secrets, name, "get", "update")
+			}
+			n.addNamed("", crds, s.crdName(), "patch")
 		}
 	}
 	return n.policy()
+}
+
+// crdName is the name of the set's CRD: plural.group.
+func (s Set) crdName() string {
+	parent := s.Config.ParentGVK()
+	plural := s.Config.Parent.Plural
+	if plural == "" {
+		plural = crd.Plural(parent.Kind)
+	}
+	return plural + "." + parent.Group
 }
 
 // add adds what one set needs; ns is the watched namespace or "".

@@ -126,6 +126,10 @@ func singleWriter(sh heldBuckets) func() bool {
 	return func() bool { return sh.Held().Has(0) }
 }
 
+// Webhook is where the conversion webhook of the CRDs the Installer
+// applies is served (engine/crd's WebhookConfig).
+type Webhook = crd.WebhookConfig
+
 // SetWebhook points the conversion webhook of every CRD of several
 // versions the Installer applies from now on at w (loom run's
 // --webhook-url or --webhook-service). A caBundle left empty in w is left

@@ -40,6 +40,8 @@ type Permissions struct {
 	// loomNamespace is Loom's namespace, whose Secrets register workload
 	// clusters.
 	loomNamespace string
+	// webhook is how the conversion webhook is served.
+	webhook Webhook
 
 	mu      sync.Mutex
 	missing []string // rbac.Check.String of each, in order
@@ -49,9 +51,21 @@ type Permissions struct {
 // bounded by timeout, of what the sets need when Loom watches namespace
 // (empty: all), with installCRDs installs the sets' CRDs, and reads the
 // registrations of workload clusters in loomNamespace.
-func NewPermissions(reviews authclient.SelfSubjectAccessReviewInterface, timeout time.Duration, namespace string, installCRDs bool, loomNamespace string) *Permissions {
+func NewPermissions(reviews authclient.SelfSubjectAccessReviewInterface, timeout time.Duration, namespace string, installCRDs bool, loomNamespace string, webhook Webhook) *Permissions {
 	return &Permissions{reviews: reviews, kick: make(chan struct{}, 1), timeout: timeout, namespace: namespace, installCRDs: installCRDs,
-		loomNamespace: loomNamespace}
+		loomNamespace: loomNamespace, webhook: webhook}
+}
+
+// Webhook is how loom run serves the conversion webhook of the sets of
+// several versions, which changes the permissions they need.
+type Webhook struct {
+	// CertSecret is --webhook-cert-secret ("": its default).
+	CertSecret string
+	// Files is --webhook-cert-dir: cert-manager's certificate, no Secret
+	// of Loom's.
+	Files bool
+	// Off is --webhook-bind-address=0: no webhook.
+	Off bool
 }
 
 // Wake asks for a check now (a reload changed the sets).
@@ -135,7 +149,8 @@ func (p *Permissions) permissionChecks(running []*render.Set) []rbac.Check {
 		}
 		sets = append(sets, rs)
 	}
-	return rbac.Generate(sets, rbac.Options{Namespace: p.namespace, InstallCRDs: p.installCRDs, LoomNamespace: p.loomNamespace}).Checks()
+	return rbac.Generate(sets, rbac.Options{Namespace: p.namespace, InstallCRDs: p.installCRDs, LoomNamespace: p.loomNamespace,
+		WebhookCertSecret: p.webhook.CertSecret, WebhookFiles: p.webhook.Files, NoWebhook: p.webhook.Off}).Checks()
 }
 
 // missingOf asks about each permission of checks, and returns those Loom
