@@ -243,7 +243,9 @@ func TestStoredVersionMigrationResumes(t *testing.T) {
 	ns := e.NewNamespace(t)
 	s := newInstallSet(t, "Resumed", twoVersions("v1alpha1", false), "v0")
 	faulty := startLoom(t, s.root, ns, loomOptions{installCRDs: true, quiet: true,
-		transport: func(rt http.RoundTripper) http.RoundTripper { return &failAfterFirst{next: rt, resource: s.gvr.Resource} }})
+		transport: func(rt http.RoundTripper) http.RoundTripper {
+			return &failAfterFirst{next: rt, resource: s.gvr.Resource}
+		}})
 	s.waitEstablished(t)
 	alpha := schema.GroupVersionResource{Group: installGroup, Version: "v1alpha1", Resource: s.gvr.Resource}
 	names := []string{"a", "b", "c"}
