@@ -116,7 +116,9 @@ func (r *Rotator) Run(ctx context.Context) error {
 }
 
 // missingRetry is how soon a pass looks again for an expected webhook CRD
-// that is not there yet.
+// that is not there yet, or injects again after an injection failed (the
+// CRD changed under the patch, as it does just after --install-crds
+// creates it): until the caBundle lands, every conversion fails.
 const missingRetry = 2 * time.Second
 
 // errAgain says that the Secret changed under a write: read it again at
@@ -167,7 +169,8 @@ func (r *Rotator) step(ctx context.Context) (time.Time, error) {
 			logger.V(2).Info("Waiting for a webhook CRD to inject the caBundle into", "reason", err.Error())
 			missing = true
 		case err != nil:
-			logger.Error(err, "caBundle not injected into every CRD")
+			logger.Error(err, "caBundle not injected into every CRD; trying again", "retryIn", missingRetry)
+			missing = true
 		}
 	}
 	now := r.o.Now()

@@ -4,17 +4,20 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/base64"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/cert"
 	"sigs.k8s.io/yaml"
 )
@@ -274,5 +277,54 @@ func TestInjectOnlyItsKinds(t *testing.T) {
 	}
 	if cas := caBundleOf(t, dyn, "databases.example.com"); cas != nil {
 		t.Errorf("another Loom's CRD got %d CAs, want none", len(cas))
+	}
+}
+
+// An injection that fails (the CRD changed under the patch: the API
+// server writes its status just after --install-crds creates it) is tried
+// again within seconds, not at the next resync: until it lands, the API
+// server trusts no certificate of Loom's and every conversion fails.
+func TestRotatorRetriesAFailedInjectionSoon(t *testing.T) {
+	ctx := context.Background()
+	kube := fake.NewClientset()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{crdsGVR: "CustomResourceDefinitionList"})
+	c := crdYAML(t, "webapps.example.com", "loom", "Webhook")
+	_ = unstructured.SetNestedField(c.Object, "example.com", "spec", "group")
+	_ = unstructured.SetNestedField(c.Object, "WebApp", "spec", "names", "kind")
+	if _, err := dyn.Resource(crdsGVR).Create(ctx, c, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	conflicts := 1
+	dyn.PrependReactor("patch", "customresourcedefinitions", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if conflicts == 0 {
+			return false, nil, nil
+		}
+		conflicts--
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, "webapps.example.com", errors.New("the object has been modified"))
+	})
+	now := t0
+	clock := func() time.Time { return now }
+	webapp := schema.GroupKind{Group: "example.com", Kind: "WebApp"}
+	r := NewRotator(Options{
+		Secrets: kube.CoreV1().Secrets("loom-system"), Lifetimes: life, Hosts: local, Now: clock, Resync: time.Minute,
+		Injector: &Injector{CRDs: dyn.Resource(crdsGVR), FieldManager: "loom", Now: clock,
+			Expect: func() []schema.GroupKind { return []schema.GroupKind{webapp} }},
+	})
+	next, err := r.pass(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := now.Add(missingRetry); next.After(want) {
+		t.Errorf("after a failed injection, next pass at t0+%s, want by t0+%s", next.Sub(t0), want.Sub(t0))
+	}
+	if next, err = r.pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cas := caBundleOf(t, dyn, "webapps.example.com"); len(cas) != 1 {
+		t.Errorf("%d CAs injected after the retry, want 1", len(cas))
+	}
+	if !next.After(now.Add(time.Minute)) {
+		t.Errorf("with the CRD injected, next pass at t0+%s, want the plan's own", next.Sub(t0))
 	}
 }
