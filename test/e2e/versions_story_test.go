@@ -69,7 +69,11 @@ func (g *gadgets) start(t *testing.T, args ...string) *testutil.Process {
 	all := append([]string{"run", "--templates", g.templates, "--namespace", g.ns, "--kubeconfig", e.Kubeconfig,
 		"--metrics-bind-address", g.metricsAddr, "--loom-namespace", g.ns}, args...)
 	p := testutil.StartProcess(t, filepath.Join(t.TempDir(), "loom.log"), e.Binary, all...)
-	t.Cleanup(func() { p.Stop(t, 30*time.Second) })
+	t.Cleanup(func() {
+		if done, _ := p.Exited(); !done {
+			p.Stop(t, 30*time.Second)
+		}
+	})
 	g.loom = p
 	return p
 }
