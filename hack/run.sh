@@ -20,8 +20,14 @@ WORKLOAD_KUBECONFIG="$ROOT/.cluster-workload/kubeconfig"
 # The local cluster first: its up builds the binaries both use.
 hack/cluster/cluster.sh up
 hack/cluster/workload.sh up
-kubectl apply --server-side -f crds/ >/dev/null
-kubectl wait --for=condition=Established --timeout=60s -f crds/ >/dev/null
+# The shipped MyResource serves v1 beside v1alpha1 through Loom's conversion
+# webhook: its CRD is generated to point at the Loom below (on 127.0.0.1:9443,
+# loom run's default) and applied as Loom's own (field manager loom), so that
+# Loom injects its CA into it. The certificate's Secret goes in loom-system.
+kubectl create namespace loom-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+bin/loom crd -t templates/myresource --webhook-url https://127.0.0.1:9443/convert |
+  kubectl apply --server-side --field-manager=loom --force-conflicts -f - >/dev/null
+kubectl wait --for=condition=Established --timeout=60s crd/myresources.example.loom.dev >/dev/null
 
 # stop_looms stops the Looms a previous make run started (one pid a line).
 stop_looms() {
@@ -46,7 +52,6 @@ echo "Loom is running (pid $!); log: $LOG; metrics: http://127.0.0.1:18080/metri
 # The workload cluster, registered in Loom's namespace, and a second Loom on
 # the example set that places children there. It installs its parent's CRD
 # (Greeting) from the set's schema.
-kubectl create namespace loom-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 bin/loom cluster add workload --from-kubeconfig "$WORKLOAD_KUBECONFIG" --kubeconfig "$KUBECONFIG"
 setsid nohup bin/loom run --templates examples/clusters/ --install-crds --loom-namespace loom-system \
   --kubeconfig "$KUBECONFIG" --metrics-bind-address 127.0.0.1:18082 >"$CLUSTERS_LOG" 2>&1 &
@@ -83,6 +88,7 @@ Try:
   kubectl describe myresource web          # conditions, children, events
   kubectl get deploy,svc,cm -l app.kubernetes.io/managed-by=loom
   kubectl patch myresource web --type merge -p '{"spec":{"replicas":5}}'
+  kubectl get myresources.v1.example.loom.dev web -o yaml   # the same parent in v1, through Loom's conversion webhook
   rm -rf /tmp/loom-edit; cp -r templates/myresource /tmp/loom-edit; \$EDITOR /tmp/loom-edit/deployment.yaml
   bin/loom diff -t /tmp/loom-edit          # what that edit would change, before Loom applies it
   \$EDITOR templates/myresource/deployment.yaml   # e.g. add a label: every Deployment follows, no restart
