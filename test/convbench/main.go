@@ -11,7 +11,8 @@
 // --loom-namespace (where its certificate Secret goes), ports of its own,
 // and --namespace set to an empty namespace, so that it serves
 // conversions of the parents without reconciling them. `make
-// bench-conversion` runs it on the local cluster.
+// bench-conversion` runs it on the local cluster. CONVBENCH_PPROF=ADDR has
+// Loom serve its pprof profiles there, for profiling only.
 package main
 
 import (

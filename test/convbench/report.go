@@ -16,6 +16,12 @@ type result struct {
 	storageVersion, webhookVersion string
 	// reviews are the latencies of the ConversionReviews sent to /convert.
 	reviews []time.Duration
+	// listReviews is how many ConversionReviews Loom served during the
+	// timed lists (its loom_conversion_reviews_total).
+	listReviews float64
+	// listCPU is the CPU time Loom used over the timed rounds (the
+	// touches' and the lists').
+	listCPU time.Duration
 	// parents is how many parents each list returned.
 	parents int
 	// loomRSS is Loom's peak RSS (VmHWM) at the end, in KiB; 0 unknown.
@@ -56,6 +62,7 @@ func (r *result) write(w io.Writer, o options) {
 	fmt.Fprintf(w, "lists of every parent, %d each, alternating (p50 / p90 / max):\n", o.rounds)
 	fmt.Fprintf(w, "  %-8s %-28s %s / %s / %s\n", r.storageVersion, "(storage: no conversion)", ms(quantile(r.storage, 0.5)), ms(quantile(r.storage, 0.9)), ms(quantile(r.storage, 1)))
 	fmt.Fprintf(w, "  %-8s %-28s %s / %s / %s\n", r.webhookVersion, "(through the webhook)", ms(quantile(r.webhook, 0.5)), ms(quantile(r.webhook, 0.9)), ms(quantile(r.webhook, 1)))
+	fmt.Fprintf(w, "  Loom served %g ConversionReviews during the %d lists through the webhook (the API server sends one per parent), with %.2f s of CPU\n", r.listReviews, o.rounds, r.listCPU.Seconds())
 	fmt.Fprintf(w, "one ConversionReview of %d parents (%s to %s) sent to /convert over HTTPS, %d times: p50 %s, p99 %s, max %s\n",
 		o.reviewSize, r.storageVersion, r.webhookVersion, len(r.reviews), ms(quantile(r.reviews, 0.5)), ms(quantile(r.reviews, 0.99)), ms(quantile(r.reviews, 1)))
 	if r.loomRSS > 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -36,6 +37,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/internal/testutil"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -95,9 +97,11 @@ func run(ctx context.Context, o options) (r *result, err error) {
 		return nil, err
 	}
 	r = &result{storageVersion: b.storage.Version, webhookVersion: b.converted.Version}
+	cpu := loom.cpu()
 	if err := b.lists(ctx, r); err != nil {
 		return r, errors.Join(err, loom.tail())
 	}
+	r.listCPU = loom.cpu() - cpu
 	if err := b.reviews(ctx, r, caBundle); err != nil {
 		return r, errors.Join(err, loom.tail())
 	}
@@ -194,6 +198,9 @@ func (b *bench) startLoom(ctx context.Context) (*loomProc, error) {
 		"--namespace", b.idleNS, "--loom-namespace", b.loomNS,
 		"--webhook-bind-address", "127.0.0.1:"+strconv.Itoa(b.o.webhookPort),
 		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(b.o.metricsPort))
+	if addr := os.Getenv("CONVBENCH_PPROF"); addr != "" { // profiling only
+		l.cmd.Args = append(l.cmd.Args, "--pprof-bind-address", addr)
+	}
 	l.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	l.cmd.Stdout, l.cmd.Stderr = out, out
 	l.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -226,6 +233,25 @@ func (l *loomProc) tail() error {
 		raw = raw[len(raw)-4000:]
 	}
 	return fmt.Errorf("loom's log ends:\n%s", raw)
+}
+
+// cpu is the CPU time Loom has used (user and system), 0 if unknown.
+func (l *loomProc) cpu() time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", l.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's name, which ends with ')': utime
+	// and stime are the 12th and 13th of them, in clock ticks (100 a
+	// second on Linux).
+	s := string(raw)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(fields[11], 10, 64)
+	k, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(u+k) * 10 * time.Millisecond
 }
 
 // peakRSS is Loom's VmHWM in KiB, 0 if unknown.
@@ -340,7 +366,11 @@ loop:
 }
 
 // lists times a list of every parent in each version, alternating which
-// goes first, after one list of each to warm up.
+// goes first. Each round first changes every parent (an annotation): the
+// API server keeps what it has serialized of an unchanged object, in each
+// version, and a list of parents that did not change since the last one
+// converts nothing, so a round's lists are both of fresh objects, as they
+// are after real writes.
 func (b *bench) lists(ctx context.Context, r *result) error {
 	list := func(gvr schema.GroupVersionResource) (time.Duration, error) {
 		start := time.Now()
@@ -352,6 +382,9 @@ func (b *bench) lists(ctx context.Context, r *result) error {
 		if len(l.Items) != b.o.parents {
 			return d, fmt.Errorf("list %s: %d parents, want %d", gvr, len(l.Items), b.o.parents)
 		}
+		if got := l.Items[0].GetAPIVersion(); got != gvr.GroupVersion().String() {
+			return d, fmt.Errorf("list %s: a parent in %s", gvr, got)
+		}
 		r.parents = len(l.Items)
 		return d, nil
 	}
@@ -360,7 +393,14 @@ func (b *bench) lists(ctx context.Context, r *result) error {
 			return err
 		}
 	}
+	before, err := b.reviewsServed(ctx)
+	if err != nil {
+		return err
+	}
 	for i := range b.o.rounds {
+		if err := b.touch(ctx, i); err != nil {
+			return err
+		}
 		order := []schema.GroupVersionResource{b.storage, b.converted}
 		if i%2 == 1 {
 			order[0], order[1] = order[1], order[0]
@@ -377,8 +417,55 @@ func (b *bench) lists(ctx context.Context, r *result) error {
 			}
 		}
 	}
-	logf("lists: %s p50 %v, %s p50 %v", b.storage.Version, quantile(r.storage, 0.5), b.converted.Version, quantile(r.webhook, 0.5))
+	after, err := b.reviewsServed(ctx)
+	if err != nil {
+		return err
+	}
+	r.listReviews = after - before
+	logf("lists: %s p50 %v, %s p50 %v; %g ConversionReviews served", b.storage.Version, quantile(r.storage, 0.5), b.converted.Version, quantile(r.webhook, 0.5), r.listReviews)
+	if r.listReviews < float64(b.o.rounds) {
+		return fmt.Errorf("Loom served %g ConversionReviews during %d lists through the webhook: the API server did not convert through it", r.listReviews, b.o.rounds)
+	}
 	return nil
+}
+
+// touch changes every parent (the annotation convbench/round), in the
+// storage version, so that no list is served from what the API server
+// serialized before.
+func (b *bench) touch(ctx context.Context, round int) error {
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"convbench/round":"%d"}}}`, round))
+	work := make(chan int)
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range work {
+				_, err := b.dyn.Resource(b.storage).Namespace(b.parentsNS).Patch(ctx, fmt.Sprintf("p-%d", i), types.MergePatchType, patch, metav1.PatchOptions{})
+				if err != nil {
+					mu.Lock()
+					first = cmp.Or(first, fmt.Errorf("touch parent %d: %w", i, err))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range b.o.parents {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return first
+}
+
+// reviewsServed reads how many ConversionReviews Loom has answered
+// (loom_conversion_reviews_total), to prove the lists went through it.
+func (b *bench) reviewsServed(ctx context.Context) (float64, error) {
+	m, err := testutil.ScrapeMetrics(ctx, "http://127.0.0.1:"+strconv.Itoa(b.o.metricsPort)+"/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("read Loom's metrics: %w", err)
+	}
+	return m.Sum("loom_conversion_reviews_total", nil), nil
 }
 
 // reviews sends ConversionReviews of o.reviewSize stored parents to
