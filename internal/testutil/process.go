@@ -150,3 +150,17 @@ func (p *Process) Memory() (rss, hwm int64, err error) {
 	m, err := procmem.Read(p.Pid())
 	return m.RSS, m.HWM, err
 }
+
+// WithoutWebhook returns loom run's args with --webhook-bind-address=0
+// added, unless they set the flag: the shipped set serves several
+// versions, so every loom run on it would listen on :9443, and the
+// second on one machine would fail to start. Tests of the webhook give
+// it an address of their own.
+func WithoutWebhook(args []string) []string {
+	for _, a := range args {
+		if a == "--webhook-bind-address" || strings.HasPrefix(a, "--webhook-bind-address=") {
+			return args
+		}
+	}
+	return append(args, "--webhook-bind-address=0")
+}

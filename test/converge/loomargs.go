@@ -13,6 +13,11 @@ import (
 // The loom run flags the harness reads from -loom-args or sets itself.
 const (
 	metricsFlag = "metrics-bind-address"
+	// webhookFlag and defaultWebhookAddr are loom run's conversion
+	// webhook's: the shipped set serves several versions, so every replica
+	// listens on it.
+	webhookFlag        = "webhook-bind-address"
+	defaultWebhookAddr = ":9443"
 	// bindSuffix ends the name of every flag loom run listens on
 	// (--metrics-bind-address, --pprof-bind-address): each replica of a
 	// sharded phase gets ports of its own.
@@ -94,14 +99,15 @@ func shiftPort(addr string, i int) string {
 // from 0, of a loom phase: args as they are for replica 0, so that one
 // unsharded replica runs exactly as -loom-args say; for a later replica,
 // every --*-bind-address with a fixed port moved up by i, and
-// --metrics-bind-address added when args leave it at its default. A
+// --metrics-bind-address and --webhook-bind-address added when args leave
+// them at their defaults. A
 // sharded phase's replicas get --sharded unless args already turn it on,
 // --shard-id-prefix converge-<i+1> unless args set one (a takeover tells
 // the replicas' buckets apart by it), and --shard-namespace loom-system
 // unless args set one (loom run has no default out of a pod).
 func replicaArgs(args []string, i int, sharded bool) []string {
 	out := make([]string, 0, len(args)+2)
-	metricsGiven := false
+	metricsGiven, webhookGiven := false, false
 	for j := 0; j < len(args); j++ {
 		a := strings.TrimLeft(args[j], "-")
 		name, value, eq := strings.Cut(a, "=")
@@ -118,10 +124,14 @@ func replicaArgs(args []string, i int, sharded bool) []string {
 			value = args[j]
 		}
 		metricsGiven = metricsGiven || name == metricsFlag
+		webhookGiven = webhookGiven || name == webhookFlag
 		out = append(out, "--"+name+"="+shiftPort(value, i))
 	}
 	if i > 0 && !metricsGiven {
 		out = append(out, "--"+metricsFlag+"="+shiftPort(defaultMetricsAddr, i))
+	}
+	if i > 0 && !webhookGiven {
+		out = append(out, "--"+webhookFlag+"="+shiftPort(defaultWebhookAddr, i))
 	}
 	if sharded && !boolFlag(args, shardedFlag) {
 		out = append(out, "--"+shardedFlag)

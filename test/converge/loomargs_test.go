@@ -15,18 +15,20 @@ func TestReplicaArgs(t *testing.T) {
 		sharded bool
 		want    string
 	}{
+		{name: "a later replica's webhook given is moved", args: "--webhook-bind-address 127.0.0.1:9500", i: 2, sharded: true,
+			want: "--webhook-bind-address=127.0.0.1:9502 --metrics-bind-address=:8082 --sharded --shard-id-prefix=converge-3 --shard-namespace=loom-system"},
 		{name: "one unsharded replica runs as -loom-args say", args: "--workers 4 --metrics-bind-address :9000", want: "--workers 4 --metrics-bind-address :9000"},
 		{name: "no args, one replica", args: "", want: ""},
 		{name: "first sharded replica keeps its ports", args: "--workers 4", sharded: true, want: "--workers 4 --sharded --shard-id-prefix=converge-1 --shard-namespace=loom-system"},
-		{name: "later replica: default metrics port moved", args: "--workers 4", i: 2, sharded: true, want: "--workers 4 --metrics-bind-address=:8082 --sharded --shard-id-prefix=converge-3 --shard-namespace=loom-system"},
+		{name: "later replica: default metrics port moved", args: "--workers 4", i: 2, sharded: true, want: "--workers 4 --metrics-bind-address=:8082 --webhook-bind-address=:9445 --sharded --shard-id-prefix=converge-3 --shard-namespace=loom-system"},
 		{name: "later replica: every bind address moved, both forms", args: "--metrics-bind-address 127.0.0.1:9000 --pprof-bind-address=:6060", i: 1, sharded: true,
-			want: "--metrics-bind-address=127.0.0.1:9001 --pprof-bind-address=:6061 --sharded --shard-id-prefix=converge-2 --shard-namespace=loom-system"},
+			want: "--metrics-bind-address=127.0.0.1:9001 --pprof-bind-address=:6061 --webhook-bind-address=:9444 --sharded --shard-id-prefix=converge-2 --shard-namespace=loom-system"},
 		{name: "an address without a fixed port stays", args: "--pprof-bind-address= --metrics-bind-address=:9000", i: 1, sharded: true,
-			want: "--pprof-bind-address= --metrics-bind-address=:9001 --sharded --shard-id-prefix=converge-2 --shard-namespace=loom-system"},
-		{name: "--sharded given is not repeated", args: "--sharded --shard-group g", i: 1, sharded: true, want: "--sharded --shard-group g --metrics-bind-address=:8081 --shard-id-prefix=converge-2 --shard-namespace=loom-system"},
-		{name: "--shard-id-prefix given is kept", args: "--shard-id-prefix p", i: 1, sharded: true, want: "--shard-id-prefix p --metrics-bind-address=:8081 --sharded --shard-namespace=loom-system"},
+			want: "--pprof-bind-address= --metrics-bind-address=:9001 --webhook-bind-address=:9444 --sharded --shard-id-prefix=converge-2 --shard-namespace=loom-system"},
+		{name: "--sharded given is not repeated", args: "--sharded --shard-group g", i: 1, sharded: true, want: "--sharded --shard-group g --metrics-bind-address=:8081 --webhook-bind-address=:9444 --shard-id-prefix=converge-2 --shard-namespace=loom-system"},
+		{name: "--shard-id-prefix given is kept", args: "--shard-id-prefix p", i: 1, sharded: true, want: "--shard-id-prefix p --metrics-bind-address=:8081 --webhook-bind-address=:9444 --sharded --shard-namespace=loom-system"},
 		{name: "--sharded=false given: the phase's own is appended", args: "--sharded=false", sharded: true, want: "--sharded=false --sharded --shard-id-prefix=converge-1 --shard-namespace=loom-system"},
-		{name: "a value that looks like a bind flag is a value", args: "--namespace pprof-bind-address=:1", i: 1, want: "--namespace pprof-bind-address=:1 --metrics-bind-address=:8081"},
+		{name: "a value that looks like a bind flag is a value", args: "--namespace pprof-bind-address=:1", i: 1, want: "--namespace pprof-bind-address=:1 --metrics-bind-address=:8081 --webhook-bind-address=:9444"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

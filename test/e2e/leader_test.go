@@ -25,7 +25,7 @@ func startLoomProcess(t *testing.T, ns string, args ...string) *loomProcess {
 	e := env.From(t)
 	args = append([]string{"run", "--templates", filepath.Join(e.Root, "templates"), "--namespace", ns,
 		"--kubeconfig", e.Kubeconfig, "--metrics-bind-address", ""}, args...)
-	return &loomProcess{testutil.StartProcess(t, filepath.Join(t.TempDir(), "loom.log"), e.Binary, args...)}
+	return &loomProcess{testutil.StartProcess(t, filepath.Join(t.TempDir(), "loom.log"), e.Binary, testutil.WithoutWebhook(args)...)}
 }
 
 // stop sends SIGTERM and expects a clean exit.

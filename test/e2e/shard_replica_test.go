@@ -42,7 +42,7 @@ func (e *shardEnv) start(extra ...string) *shardReplica {
 	args := append([]string{"run", "--templates", e.templates, "--namespace", e.ns, "--kubeconfig", kubeconfig,
 		"--metrics-bind-address", r.addr, "--log-format", "json", "-v=2",
 		"--sharded", "--shard-namespace", e.ns, "--shard-group", e.group, "--shard-id-prefix", r.name}, extra...)
-	r.Process = testutil.StartProcess(t, filepath.Join(e.logs, r.name+".log"), e.Binary, args...)
+	r.Process = testutil.StartProcess(t, filepath.Join(e.logs, r.name+".log"), e.Binary, testutil.WithoutWebhook(args)...)
 	return r
 }
 

@@ -97,6 +97,17 @@ func setup(o Options) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{Root: root, Binary: filepath.Join(root, "bin", "loom"), opts: o}
+	// kubectl's discovery cache of its own: the shared ~/.kube/cache
+	// remembers the versions a kind was served in before (make run's
+	// MyResource v1), and kubectl then asks for one the suite's CRD does
+	// not serve ("the server could not find the requested resource").
+	cache, err := os.MkdirTemp("", "loom-"+o.Suite+"-kubecache-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Setenv("KUBECACHEDIR", cache); err != nil {
+		return nil, err
+	}
 	e.Kubeconfig = os.Getenv("KUBECONFIG")
 	if e.Kubeconfig == "" {
 		e.Kubeconfig = filepath.Join(root, ".cluster", "kubeconfig")

@@ -32,7 +32,7 @@ func startLoom(t *testing.T, templates, namespace string, extra ...string) *loom
 	args := append([]string{"run", "--kubeconfig", e.Kubeconfig, "--templates", templates,
 		"--metrics-bind-address", addr, "-n", namespace}, extra...)
 	log := filepath.Join(t.TempDir(), "loom.log")
-	l := &loomProc{Process: testutil.StartProcess(t, log, e.Binary, args...), metricsAddr: addr}
+	l := &loomProc{Process: testutil.StartProcess(t, log, e.Binary, testutil.WithoutWebhook(args)...), metricsAddr: addr}
 	testutil.Eventually(t, 30*time.Second, "loom serves /metrics", func(ctx context.Context) error {
 		if done, err := l.Exited(); done {
 			return fmt.Errorf("loom exited: %v\n%s", err, l.Tail(20))
