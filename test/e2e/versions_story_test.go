@@ -51,7 +51,7 @@ versions:
   schema: {spec: {count: string}}
   conversion: {toHub: conversion/up.yaml, fromHub: conversion/down.yaml}
 `, g.group),
-		"configmap.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-gadget\ndata:\n  replicas: {{ .Spec.replicas | quote }}\n  tier: {{ .Spec.tier | default \"none\" | quote }}\n",
+		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-gadget\ndata:\n  replicas: {{ .Spec.replicas | quote }}\n  tier: {{ .Spec.tier | default \"none\" | quote }}\n",
 		"conversion/up.yaml": "{{- if not (regexMatch \"^[0-9]+$\" .Spec.count) }}{{ fail \"count must be a whole number\" }}{{ end }}\n" +
 			"replicas: {{ .Spec.count | atoi }}\n",
 		"conversion/down.yaml": "{{- if gt (int .Spec.replicas) 100 }}\n" +
