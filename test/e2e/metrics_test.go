@@ -45,7 +45,9 @@ func TestDashboardMetricsExported(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, filepath.Join(dir, "obs"), obsSet)
 	addr := freeAddr(t)
-	p := startLoomProcess(t, ns, "--templates", dir, "--metrics-bind-address", addr, "--log-format", "json")
+	// The webhook on (an address of its own), as loom run's default: its
+	// metrics are the dashboard's and the alerts' too.
+	p := startLoomProcess(t, ns, "--templates", dir, "--metrics-bind-address", addr, "--log-format", "json", "--webhook-bind-address", freeAddr(t))
 	createParentFixture(t, ns, "minimal")
 	waitCondition(t, ns, "hello", "Ready", "True")
 
