@@ -32,7 +32,7 @@ import (
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/reader"
 	"github.com/loom-operator/loom/engine/controller/seed"
-	"github.com/loom-operator/loom/engine/controller/templatewatch"
+	"github.com/loom-operator/loom/internal/templatewatch"
 	"github.com/loom-operator/loom/engine/controller/transport"
 	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/config"
+	"github.com/loom-operator/loom/internal/templatewatch"
 	"github.com/loom-operator/loom/engine/render"
 )
 
@@ -120,51 +120,9 @@ func (s *Sets) Load() error {
 // debounce of quiet), until ctx is done; call Load first. Failures are
 // logged.
 func (s *Sets) Watch(ctx context.Context, debounce time.Duration) error {
-	logger := klog.FromContext(ctx)
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	if err := addWatches(w, s.Root); err != nil {
-		return err
-	}
-	var timer <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-w.Events:
-			if !ok {
-				return errors.New("fsnotify closed its event channel")
-			}
-			if ev.Has(fsnotify.Create) {
-				_ = addWatches(w, ev.Name)
-			}
-			timer = time.After(debounce)
-		case err, ok := <-w.Errors:
-			if !ok {
-				return errors.New("fsnotify closed its error channel")
-			}
-			logger.Error(err, "Template watcher error (conversion webhook)")
-		case <-timer:
-			timer = nil
-			if err := s.Load(); err != nil {
-				logger.Error(err, "Some template sets' converters were not reloaded; they keep their last good version")
-			}
+	return templatewatch.Run(ctx, s.Root, debounce, func(ctx context.Context) {
+		if err := s.Load(); err != nil {
+			klog.FromContext(ctx).Error(err, "Some template sets' converters were not reloaded; they keep their last good version")
 		}
-	}
-}
-
-// addWatches watches root and every folder below it.
-func addWatches(w *fsnotify.Watcher, root string) error {
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() {
-			return w.Add(p)
-		}
-		return nil
 	})
 }
