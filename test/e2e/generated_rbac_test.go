@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,6 +70,14 @@ func bindPolicy(t *testing.T, p rbac.Policy, name string, sa types.NamespacedNam
 func createRBACObject(ctx context.Context, e *env.Env, obj runtime.Object) error {
 	var err error
 	r := e.Kube.RbacV1()
+	if m, ok := obj.(metav1.Object); ok && m.GetNamespace() != "" {
+		// A generated policy holds Roles in Loom's own namespace
+		// (loom-system by default), which a fresh cluster lacks until a
+		// test that installs Loom creates it.
+		if err := ensureNamespace(ctx, e, m.GetNamespace()); err != nil {
+			return err
+		}
+	}
 	switch o := obj.(type) {
 	case *rbacv1.ClusterRole:
 		_, err = r.ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
@@ -85,6 +94,16 @@ func createRBACObject(ctx context.Context, e *env.Env, obj runtime.Object) error
 		return nil
 	}
 	return err
+}
+
+// ensureNamespace creates namespace unless it exists. It is never
+// deleted: other tests running beside this one may use it too.
+func ensureNamespace(ctx context.Context, e *env.Env, namespace string) error {
+	_, err := e.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", namespace, err)
+	}
+	return nil
 }
 
 func deleteRBACObject(ctx context.Context, e *env.Env, obj runtime.Object) error {
