@@ -108,6 +108,13 @@ type Config struct {
 	// set's children may be placed in (see Clusters). Without it every
 	// child goes to the cluster Loom runs in.
 	Clusters *Clusters `json:"clusters,omitempty"`
+	// Manage is how much of each child Loom manages unless the child's
+	// loom.dev/manage annotation says otherwise: full (the default),
+	// create-only, observe or patch (see object.AnnotationManage).
+	Manage string `json:"manage,omitempty"`
+	// Drift is what Loom does, by default, when another writer changed a
+	// field a template sets.
+	Drift *Drift `json:"drift,omitempty"`
 }
 
 // ParentRef names the parent kind.
@@ -243,6 +250,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := validateClusters(c.Clusters); err != nil {
+		return err
+	}
+	if err := validateManagement(c); err != nil {
 		return err
 	}
 	if c.Rollout != nil {
