@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/internal/modes"
 )
 
 // Drift is loom.yaml's drift: what Loom does, by default for the set's
@@ -16,7 +16,7 @@ type Drift struct {
 	Mode string `json:"mode,omitempty"`
 	// Ignore lists, per kind, field paths that Loom sets when it creates
 	// a child and never takes back afterwards (see
-	// object.AnnotationDriftIgnore, which a child adds its own to).
+	// loom.dev/drift-ignore, which a child adds its own to).
 	Ignore []DriftIgnore `json:"ignore,omitempty"`
 }
 
@@ -35,16 +35,16 @@ type DriftIgnore struct {
 // validateManagement checks loom.yaml's manage and drift.
 func validateManagement(c *Config) error {
 	if c.Manage != "" {
-		if err := object.CheckManage(c.Manage); err != nil {
-			return fmt.Errorf("manage: %w", unprefixed(err, object.AnnotationManage))
+		if err := modes.Check("manage", c.Manage, modes.Manages); err != nil {
+			return err
 		}
 	}
 	if c.Drift == nil {
 		return nil
 	}
 	if c.Drift.Mode != "" {
-		if err := object.CheckDrift(c.Drift.Mode); err != nil {
-			return fmt.Errorf("drift.mode: %w", unprefixed(err, object.AnnotationDrift))
+		if err := modes.Check("drift.mode", c.Drift.Mode, modes.Drifts); err != nil {
+			return err
 		}
 	}
 	for i, ig := range c.Drift.Ignore {
@@ -61,10 +61,4 @@ func validateManagement(c *Config) error {
 		}
 	}
 	return nil
-}
-
-// unprefixed returns err's message without the annotation's name, which a
-// loom.yaml field does not carry.
-func unprefixed(err error, annotation string) error {
-	return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), annotation+" "))
 }

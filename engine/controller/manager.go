@@ -32,12 +32,12 @@ import (
 	"github.com/loom-operator/loom/engine/controller/packwatch"
 	"github.com/loom-operator/loom/engine/controller/reader"
 	"github.com/loom-operator/loom/engine/controller/seed"
-	"github.com/loom-operator/loom/internal/templatewatch"
 	"github.com/loom-operator/loom/engine/controller/transport"
 	"github.com/loom-operator/loom/engine/pipeline"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/shard"
 	"github.com/loom-operator/loom/internal/kubeclient"
+	"github.com/loom-operator/loom/internal/templatewatch"
 )
 
 // Options configure a Manager.

@@ -1,11 +1,6 @@
 package object
 
-import (
-	"fmt"
-	"strings"
-
-	"github.com/loom-operator/loom/internal/suggest"
-)
+import "github.com/loom-operator/loom/internal/modes"
 
 // AnnotationManage, set on a child in its template, says how much of the
 // child Loom manages (one of Manages); loom.yaml's manage gives the set's
@@ -19,23 +14,23 @@ const AnnotationManage = "loom.dev/manage"
 const (
 	// ManageFull creates the child, keeps every field the template sets,
 	// reverts drift (as AnnotationDrift says) and prunes it.
-	ManageFull = "full"
+	ManageFull = modes.Full
 	// ManageCreateOnly creates the child when it is missing and never
 	// updates it; it is pruned as AnnotationDeletePolicy says.
-	ManageCreateOnly = "create-only"
+	ManageCreateOnly = modes.CreateOnly
 	// ManageObserve never writes the child and never creates it: Loom
 	// reads it for readiness, status and lookups, and the parent waits
 	// while it does not exist. Its template names it and nothing more.
-	ManageObserve = "observe"
+	ManageObserve = modes.Observe
 	// ManagePatch applies only the template's fields to an object that
 	// belongs to someone else, under Loom's field manager, and never
 	// creates or deletes it; when the child stops rendering, or the parent
 	// goes, Loom gives its fields back.
-	ManagePatch = "patch"
+	ManagePatch = modes.Patch
 )
 
 // Manages are AnnotationManage's values, the default first.
-var Manages = []string{ManageFull, ManageCreateOnly, ManageObserve, ManagePatch}
+var Manages = modes.Manages
 
 // AnnotationDrift, set on a child in its template, says what Loom does
 // when another writer changed a field the template sets (one of Drifts);
@@ -45,15 +40,15 @@ const AnnotationDrift = "loom.dev/drift"
 // The values of AnnotationDrift.
 const (
 	// DriftRepair applies the template again, taking the field back.
-	DriftRepair = "repair"
+	DriftRepair = modes.Repair
 	// DriftWarn leaves the field as the other writer set it, and says so:
 	// a Drifted condition on the parent naming the child and the field
 	// paths, an Event once per change, and a metric.
-	DriftWarn = "warn"
+	DriftWarn = modes.Warn
 )
 
 // Drifts are AnnotationDrift's values, the default first.
-var Drifts = []string{DriftRepair, DriftWarn}
+var Drifts = modes.Drifts
 
 // AnnotationDriftIgnore, set on a child in its template, lists field
 // paths (comma-separated, such as "spec.replicas,
@@ -72,13 +67,13 @@ const AnnotationSuspend = "loom.dev/suspend"
 // CheckManage returns an error unless v is one of Manages; the error
 // suggests the value v is a typo of.
 func CheckManage(v string) error {
-	return checkValue(AnnotationManage, v, Manages)
+	return modes.Check(AnnotationManage, v, Manages)
 }
 
 // CheckDrift returns an error unless v is one of Drifts; the error
 // suggests the value v is a typo of.
 func CheckDrift(v string) error {
-	return checkValue(AnnotationDrift, v, Drifts)
+	return modes.Check(AnnotationDrift, v, Drifts)
 }
 
 // ManageOf returns the management mode of a child with annotations, in a
@@ -109,17 +104,4 @@ func DriftOf(annotations map[string]string, setDefault string) string {
 // IsSuspended reports whether annotations (a parent's) suspend it.
 func IsSuspended(annotations map[string]string) bool {
 	return annotations[AnnotationSuspend] == "true"
-}
-
-func checkValue(name, v string, values []string) error {
-	for _, want := range values {
-		if v == want {
-			return nil
-		}
-	}
-	msg := fmt.Sprintf("%s is %q; it must be one of %s", name, v, strings.Join(values, ", "))
-	if s := suggest.Nearest(v, values); s != "" {
-		msg += fmt.Sprintf(" (did you mean %q?)", s)
-	}
-	return fmt.Errorf("%s", msg)
 }

@@ -14,8 +14,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loom-operator/loom/engine/config"
-	"github.com/loom-operator/loom/internal/templatewatch"
 	"github.com/loom-operator/loom/engine/render"
+	"github.com/loom-operator/loom/internal/templatewatch"
 )
 
 // ConverterOf returns a loaded set's Converter (nil: the set has none).
