@@ -218,6 +218,9 @@ func (c *Config) Validate() error {
 	if err := validateVersions(c); err != nil {
 		return err
 	}
+	if err := validateScale(c); err != nil {
+		return err
+	}
 	if n := c.ServiceAccountName; n != "" {
 		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
 			return fmt.Errorf("serviceAccountName %q: %s", n, strings.Join(errs, "; "))

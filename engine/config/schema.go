@@ -33,6 +33,9 @@ type Schema struct {
 	// a CRD version's schema.openAPIV3Schema. Loom adds its own status
 	// fields to it.
 	OpenAPIV3Schema *apiextv1.JSONSchemaProps `json:"openAPIV3Schema,omitempty"`
+	// Scale gives the parent kind a scale subresource (see Scale), for
+	// `kubectl scale` and HorizontalPodAutoscalers.
+	Scale *Scale `json:"scale,omitempty"`
 	// AllowBreakingChanges lets a schema change through that would break
 	// parents already stored (a removed field some parent sets, a
 	// narrowed type, a tightened constraint a parent violates, a new

@@ -37,6 +37,11 @@ const (
 	// status.storedVersions lists it or parents were last written in it.
 	// No setting overrides it (Break.Overridable).
 	VersionStillStored BreakKind = "VersionStillStored"
+	// ScaleRemoved: a version that is still served lost its scale
+	// subresource while parents are stored: kubectl scale and
+	// HorizontalPodAutoscalers that target them stop working (the parents
+	// themselves are intact).
+	ScaleRemoved BreakKind = "ScaleRemoved"
 )
 
 // MaxParents caps the parents one Break names; Break.More counts the rest.
@@ -141,6 +146,9 @@ func Breaking(old, newCRD *apiextv1.CustomResourceDefinition, stored []map[strin
 			breaks = append(breaks, named(Break{Kind: VersionRemoved, Version: ov.Name, Detail: "version removed"}, all))
 		case !nv.Served:
 			breaks = append(breaks, named(Break{Kind: VersionRemoved, Version: ov.Name, Detail: "version no longer served"}, all))
+		case hasScale(ov) && !hasScale(*nv):
+			breaks = append(breaks, named(Break{Kind: ScaleRemoved, Version: ov.Name,
+				Detail: "scale subresource removed: kubectl scale and HorizontalPodAutoscalers that target these parents stop working"}, all))
 		}
 		if nv == nil || ov.Schema == nil || nv.Schema == nil {
 			continue
@@ -153,6 +161,11 @@ func Breaking(old, newCRD *apiextv1.CustomResourceDefinition, stored []map[strin
 		breaks = append(breaks, violations(newCRD, stored, admit)...)
 	}
 	return breaks
+}
+
+// hasScale reports whether a CRD version has the scale subresource.
+func hasScale(v apiextv1.CustomResourceDefinitionVersion) bool {
+	return v.Subresources != nil && v.Subresources.Scale != nil
 }
 
 // version returns the CRD's version called name, or nil.

@@ -51,7 +51,8 @@ func releaseSchema() apiextv1.JSONSchemaProps {
 // Generate builds the parent's CRD from a set's loom.yaml: one version per
 // version the set serves (config.Config.VersionNames: the hub, then
 // loom.yaml's versions; one for most sets), each served, with the status
-// subresource, its schema (the compact form compiled, or the OpenAPI form
+// subresource (and the scale subresource when schema.scale declares it,
+// the same on every version), its schema (the compact form compiled, or the OpenAPI form
 // as given) with Loom's own status fields merged in, its deprecation and
 // the printer columns; exactly one is storage (StorageVersionOrHub); and
 // the names and scope. Several versions convert through Loom's webhook
@@ -150,8 +151,28 @@ func freeForm() apiextv1.JSONSchemaProps {
 	return apiextv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &yes}
 }
 
-// parentSchema is the parent object's openAPIV3Schema.
+// parentSchema is the parent object's openAPIV3Schema, with the status
+// fields of its scale subresource when the set declares one (withScale).
 func parentSchema(c config.Config) (*apiextv1.JSONSchemaProps, error) {
+	s, err := schemaOf(c)
+	if err != nil {
+		return nil, err
+	}
+	if sc := scaleOf(c); sc != nil {
+		reserved := loomStatusNames()
+		if c.Chart != "" {
+			reserved = append(reserved, StatusNotes, StatusRelease)
+		}
+		if err := withScale(s, *sc, reserved); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// schemaOf is the parent object's openAPIV3Schema as schema: gives it,
+// with Loom's own status fields.
+func schemaOf(c config.Config) (*apiextv1.JSONSchemaProps, error) {
 	switch {
 	case c.Schema == nil:
 		return &apiextv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextv1.JSONSchemaProps{
@@ -244,6 +265,12 @@ func VersionSchema(c config.Config, version string) (*apiextv1.JSONSchemaProps, 
 	}
 	vc := c
 	vc.Schema = v.Schema
+	if sc := scaleOf(c); sc != nil && v.Schema != nil {
+		// Every version has the hub's scale subresource.
+		vs := *v.Schema
+		vs.Scale = sc
+		vc.Schema = &vs
+	}
 	s, err := parentSchema(vc)
 	if err != nil {
 		return nil, fmt.Errorf("version %s: %w", version, err)

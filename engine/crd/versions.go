@@ -139,7 +139,7 @@ func versions(c config.Config, hub *apiextv1.JSONSchemaProps) ([]apiextv1.Custom
 			Storage:                  name == storage,
 			Deprecated:               v.Deprecated,
 			Schema:                   &apiextv1.CustomResourceValidation{OpenAPIV3Schema: schema},
-			Subresources:             &apiextv1.CustomResourceSubresources{Status: &apiextv1.CustomResourceSubresourceStatus{}},
+			Subresources:             subresources(c),
 			AdditionalPrinterColumns: cols,
 		}
 		if v.DeprecationWarning != "" {

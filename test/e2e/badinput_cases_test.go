@@ -193,6 +193,14 @@ func setCases() []badCase {
 			"loom.yaml", "readiness[0] needs condition or ignore"),
 		broken("loom.yaml names a status template that is not there", "loom.yaml", parent+"status: nothere.yaml\n", "",
 			"loom.yaml", "status template", "nothere.yaml"),
+		broken("a scale subresource without a status template", "loom.yaml",
+			parent+"schema:\n  spec: {image: string, replicas: integer, memory: string, port: integer, config: \"map[string]string\"}\n"+
+				"  scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}\n", "",
+			"loom.yaml", "schema.scale: a set with a scale subresource needs a status template (status:) that writes .status.replicas"),
+		broken("a scale subresource on a spec field that is not an integer", "loom.yaml",
+			parent+"status: status.yaml\nschema:\n  spec: {image: string, replicas: string, memory: string, port: integer, config: \"map[string]string\"}\n"+
+				"  scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}\n", "",
+			"loom.yaml", "schema.scale.specReplicasPath: .spec.replicas is a string in the schema; the replicas are an integer"),
 		broken("a template that does not parse", "bad.yaml", "apiVersion: v1\n{{ if }}\n", "{{ if }}", "missing value for if"),
 		broken("a template that calls an unknown function", "bad.yaml", "a: {{ nosuchfunc 1 }}\n", "nosuchfunc", `function "nosuchfunc" not defined`),
 		broken("a template that calls now", "bad.yaml", "a: b\nc: {{ now | date \"2006\" }}\n", "{{ now",

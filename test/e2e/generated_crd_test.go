@@ -30,7 +30,8 @@ import (
 )
 
 // The CRDs Generate makes of engine/crd's test sets (every compact type
-// and marker, the OpenAPI form, a cluster-scoped kind, no schema) are
+// and marker, the OpenAPI form, a cluster-scoped kind, no schema, a scale
+// subresource on two versions) are
 // accepted by the API server and become Established; a parent of each
 // gets the schema's defaults from the API server, and the status Loom
 // writes is stored whole (nothing pruned). The kinds are in the group
@@ -51,6 +52,7 @@ func TestGeneratedCRDsAreServed(t *testing.T) {
 			want: `{rules: [{action: deny}], params: {any: [thing]}}`},
 		{set: "cluster", spec: `{}`, want: `{size: 3}`},
 		{set: "noschema", spec: `{whatever: {you: like}}`, want: `{whatever: {you: like}}`},
+		{set: "scale", spec: `{image: nginx}`, want: `{image: nginx, replicas: 1}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.set, func(t *testing.T) {
@@ -130,6 +132,11 @@ func checkStatusStored(ctx context.Context, t *testing.T, res dynamic.ResourceIn
 	extra := map[string]any{}
 	if c.Schema != nil && c.Schema.Status["url"] != nil {
 		extra = map[string]any{"url": "http://gen", "endpoints": []any{"a", "b"}}
+	}
+	if c.Schema != nil && c.Schema.Scale != nil {
+		// The scale subresource's status fields, which the status
+		// template writes.
+		extra = map[string]any{"replicas": int64(2), "selector": "app=gen"}
 	}
 	st := status.Compute(status.Input{
 		Parent: parent, Rendered: []*unstructured.Unstructured{child}, Extra: extra,
