@@ -85,6 +85,9 @@ type Rollout struct {
 	wroteMu sync.Mutex
 	wrote   [8]string
 	wroteN  int
+	// suspended is the TemplateSet's spec.suspend as the informer last
+	// delivered it (Suspended).
+	suspended atomic.Bool
 	// schema is the SchemaAccepted condition (--install-crds) the next
 	// status write carries, or nil.
 	schema atomic.Pointer[metav1.Condition]
@@ -295,13 +298,20 @@ func (r *Rollout) watch(ctx context.Context) (err error) {
 	}
 	r.informer = r.store.informer()
 	_, _ = r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { r.Wake() },
+		AddFunc: func(obj any) {
+			r.setSuspended(rollout.Suspended(obj))
+			r.Wake()
+		},
 		UpdateFunc: func(old, cur any) {
+			r.setSuspended(rollout.Suspended(cur))
 			if !r.ownWrite(old, cur) {
 				r.Wake()
 			}
 		},
-		DeleteFunc: func(any) { r.Wake() },
+		DeleteFunc: func(any) {
+			r.setSuspended(false)
+			r.Wake()
+		},
 	})
 	// The informer's first list is bounded like any rollout request; one
 	// that does not sync in time is stopped, and the start is tried again.
@@ -319,6 +329,19 @@ func (r *Rollout) watch(ctx context.Context) (err error) {
 		return fmt.Errorf("wait for the TemplateSet cache: %w", context.Cause(wctx))
 	}
 	return nil
+}
+
+// Suspended reports whether the set's TemplateSet has spec.suspend true:
+// its parents' reconciles write none of their children.
+func (r *Rollout) Suspended() bool { return r.suspended.Load() }
+
+// setSuspended records the TemplateSet's spec.suspend, and reconciles
+// every parent of the set when it changed: a resumed set converges at
+// once, and a suspended one says so in each parent's status.
+func (r *Rollout) setSuspended(v bool) {
+	if r.suspended.Swap(v) != v {
+		r.host.EnqueueAll()
+	}
 }
 
 // ownWrite reports whether an update of the TemplateSet is the echo of
