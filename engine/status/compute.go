@@ -3,6 +3,7 @@ package status
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -78,7 +79,11 @@ func Compute(in Input) map[string]any {
 		kids = renderedChildren(in)
 	}
 
-	// 2. Take the status template's fields, minus the ones Loom owns.
+	// 2. Take the status template's fields, minus the ones Loom owns; a
+	//    suspended parent, whose templates do not render, keeps its last.
+	if in.Suspended != nil && in.Extra == nil && in.ExtraErr == nil {
+		in.Extra = previousExtra(parent)
+	}
 	extra, templateProblems := extraFields(in.Extra, in.ExtraErr)
 
 	// 3. Derive the conditions and the state from what was found.
@@ -233,6 +238,16 @@ func extraFields(extra map[string]any, extraErr error) (map[string]any, []string
 		return out, nil
 	}
 	return out, []string{fmt.Sprintf("status template sets %s, which Loom owns; ignored", strings.Join(dropped, ", "))}
+}
+
+// previousExtra is the parent's status without the fields Loom owns: the
+// status template's fields as last written.
+func previousExtra(parent *unstructured.Unstructured) map[string]any {
+	prev, _, _ := unstructured.NestedMap(parent.Object, "status")
+	for _, k := range append(slices.Clone(reservedFields), FieldRelease) {
+		delete(prev, k)
+	}
+	return prev
 }
 
 // toJSONMap deep-copies m into plain JSON values, with whole numbers as

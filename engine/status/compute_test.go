@@ -568,6 +568,7 @@ func TestComputeSuspended(t *testing.T) {
 	if c := conditionIn(t, previous, TypeSuspended); c != nil {
 		t.Fatalf("a parent never suspended has a Suspended condition: %v", c)
 	}
+	previous["url"] = "http://app.default.svc"
 	in.Parent = withStatus(t, in.Parent, previous)
 	in.Rendered, in.Results = nil, nil
 	in.Suspended = &object.Suspension{Reason: object.ReasonSuspendedByTemplateSet, Message: "spec.suspend of TemplateSet web is true"}
@@ -584,6 +585,9 @@ func TestComputeSuspended(t *testing.T) {
 		if c[k] != v {
 			t.Errorf("Suspended condition %s = %v, want %v", k, c[k], v)
 		}
+	}
+	if got["url"] != "http://app.default.svc" {
+		t.Errorf("status.url = %v: the status template's field as last written is lost", got["url"])
 	}
 	kids, _ := got["children"].([]any)
 	if len(kids) != 3 || kids[1].(map[string]any)["message"] != "Updated: 1/3" {
