@@ -43,33 +43,6 @@ func (c *Controller) suspended(ctx context.Context, key cache.ObjectName, parent
 	klog.FromContext(ctx).V(2).Info("The parent is suspended; writing none of its children", "reason", s.Reason)
 	c.setUnserved(key, false)
 	rev, _, _ := unstructured.NestedString(parent.Object, "status", "templateRevision")
-	in := status.Input{Suspended: s, Live: c.listedLive(ctx, parent), Revision: rev}
+	in := status.Input{Suspended: s, Live: clusters.Listed(ctx, parent, func(cl string) (clusters.Place, error) { return c.place(ctx, cl) }), Revision: rev}
 	return c.status.Write(ctx, c.set.Load(), parent, statuswriter.Hub{}, in)
-}
-
-// listedLive reads, from the caches, the live object of each child that
-// parent's status lists, keyed as status.Compute looks the listed children
-// up. A kind that cannot be watched, or a workload cluster that does not
-// answer, leaves its children as last listed.
-func (c *Controller) listedLive(ctx context.Context, parent *unstructured.Unstructured) map[object.Ref]*unstructured.Unstructured {
-	live := map[object.Ref]*unstructured.Unstructured{}
-	kinds := status.ChildKinds(parent)
-	for _, cl := range clusters.Targeted(nil, status.ChildClusters(parent)) {
-		pl, err := c.place(ctx, cl)
-		if err != nil {
-			continue
-		}
-		for _, gvk := range kinds {
-			_, _ = pl.WatchGroupKind(ctx, gvk.GroupKind()) // a read: the informer of a listed kind
-		}
-		for _, o := range pl.Cache.Owned(parent.GetUID()) {
-			if !object.IsChildOf(o, parent) {
-				continue
-			}
-			ref := object.RefOf(o)
-			ref.Namespace, ref.Cluster = parent.GetNamespace(), cl
-			live[ref] = o
-		}
-	}
-	return live
 }
