@@ -85,9 +85,12 @@ type Rollout struct {
 	wroteMu sync.Mutex
 	wrote   [8]string
 	wroteN  int
-	// suspended is the TemplateSet's spec.suspend as the informer last
-	// delivered it (Suspended).
+	// suspended is the TemplateSet's spec.suspend as the informer's
+	// handlers last saw it, to reconcile every parent when it changes;
+	// Suspended reads the informer's store (tsStore), which is filled
+	// before the first reconcile, when the handlers may not have run yet.
 	suspended atomic.Bool
+	tsStore   atomic.Pointer[cache.Store]
 	// schema is the SchemaAccepted condition (--install-crds) the next
 	// status write carries, or nil.
 	schema atomic.Pointer[metav1.Condition]
@@ -297,6 +300,8 @@ func (r *Rollout) watch(ctx context.Context) (err error) {
 		return err
 	}
 	r.informer = r.store.informer()
+	st := r.informer.GetStore()
+	r.tsStore.Store(&st)
 	_, _ = r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			r.setSuspended(rollout.Suspended(obj))
@@ -331,9 +336,17 @@ func (r *Rollout) watch(ctx context.Context) (err error) {
 	return nil
 }
 
-// Suspended reports whether the set's TemplateSet has spec.suspend true:
-// its parents' reconciles write none of their children.
-func (r *Rollout) Suspended() bool { return r.suspended.Load() }
+// Suspended reports whether the set's TemplateSet has spec.suspend true,
+// as the TemplateSet's cache holds it: its parents' reconciles write none
+// of their children. Without a watched TemplateSet it is false.
+func (r *Rollout) Suspended() bool {
+	st := r.tsStore.Load()
+	if st == nil {
+		return false
+	}
+	obj, ok, _ := (*st).GetByKey(r.name)
+	return ok && rollout.Suspended(obj)
+}
 
 // setSuspended records the TemplateSet's spec.suspend, and reconciles
 // every parent of the set when it changed: a resumed set converges at
