@@ -39,6 +39,10 @@ const (
 	StateSuspended = "Suspended"
 )
 
+// States are every value of status.state, which a parent's CRD must accept
+// (engine/crd's status schema lists them).
+var States = []string{StateBuilding, StateReady, StateFailed, StateDeleting, StateSuspended}
+
 // Reasons Loom sets on its conditions.
 const (
 	// ReasonAllChildrenReady: Ready is True.
