@@ -32,6 +32,10 @@ type TemplateSetSpec struct {
 	// Abort, naming the candidate revision, rolls it back and rejects it
 	// until the templates change again.
 	Abort string `json:"abort,omitempty"`
+	// Suspend stops every write Loom makes for the children of every
+	// parent of the set; their status goes on, with a Suspended condition
+	// (object.SuspensionOf). Clearing it reconciles every parent at once.
+	Suspend bool `json:"suspend,omitempty"`
 }
 
 // TemplateSetStatus is a set's rollout as Loom keeps it: the fields

@@ -45,6 +45,7 @@ that failed or is not done yet. Each command's help says which it uses.`,
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 	root.AddCommand(newRenderCommand(), newTestCommand(), newDiffCommand(), newRunCommand(), newRolloutCommand(), newCRDCommand(), newInitCommand(),
 		newRBACCommand(), newClusterCommand(), newVersionCommand())
+	root.AddCommand(newSuspendCommands()...)
 	root.AddCommand(newCompletionCommand())
 	return root
 }

@@ -57,6 +57,14 @@ metadata: {name: web, namespace: ns, uid: u1, resourceVersion: "1", generation: 
 spec: {replicas: 1}
 `
 
+// suspendedParentYAML is parentYAML suspended by its annotation.
+const suspendedParentYAML = `
+apiVersion: example.loom.dev/v1alpha1
+kind: MyResource
+metadata: {name: web, namespace: ns, uid: u1, resourceVersion: "1", generation: 1, annotations: {loom.dev/suspend: "true"}}
+spec: {replicas: 1}
+`
+
 // configMapParentYAML is a parent of a kind without metadata.generation:
 // the API server never sets it on a ConfigMap, so it stays 0.
 const configMapParentYAML = `
@@ -86,6 +94,10 @@ func TestOnUpdateEnqueuesOnlyWhatRenderReads(t *testing.T) {
 		{"annotations", parentYAML, func(o *unstructured.Unstructured) {
 			o.SetResourceVersion("2")
 			o.SetAnnotations(map[string]string{"x": "y"})
+		}, true},
+		{"loom.dev/suspend removed (loom resume): no generation change", suspendedParentYAML, func(o *unstructured.Unstructured) {
+			o.SetResourceVersion("2")
+			o.SetAnnotations(nil)
 		}, true},
 		{"deletion", parentYAML, func(o *unstructured.Unstructured) {
 			o.SetResourceVersion("2")

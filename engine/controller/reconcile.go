@@ -38,6 +38,9 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName, parent
 	if parent == nil || parent.GetDeletionTimestamp() != nil {
 		return c.gone(ctx, key, parent)
 	}
+	if s := c.suspension(parent); s != nil {
+		return c.suspended(ctx, key, parent, s)
+	}
 	ctx, a, err := c.begin(ctx, key, parent)
 	if a == nil {
 		return err

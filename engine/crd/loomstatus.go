@@ -20,7 +20,7 @@ func loomStatus() map[string]apiextv1.JSONSchemaProps {
 		"observedGeneration": {Type: "integer", Format: "int64", Description: "The generation of the spec that this status describes."},
 		"state": {
 			Type: "string", Description: "A one-word summary for humans and printer columns.",
-			Enum: []apiextv1.JSON{{Raw: []byte(`"Building"`)}, {Raw: []byte(`"Ready"`)}, {Raw: []byte(`"Failed"`)}, {Raw: []byte(`"Deleting"`)}},
+			Enum: []apiextv1.JSON{{Raw: []byte(`"Building"`)}, {Raw: []byte(`"Ready"`)}, {Raw: []byte(`"Failed"`)}, {Raw: []byte(`"Deleting"`)}, {Raw: []byte(`"Suspended"`)}},
 		},
 		"templateRevision": str("The template revision the children were rendered from (a set with a rollout policy)."),
 		"children": {

@@ -20,6 +20,10 @@ type Controls struct {
 	Promote string
 	// Abort, when it names the candidate, rolls it back and rejects it.
 	Abort string
+	// Suspend stops every write Loom makes for the set's parents'
+	// children (object.SuspensionOf); it does not stop the rollout's
+	// decisions, which write only the TemplateSet and its revisions.
+	Suspend bool
 }
 
 // Input is everything Decide reads.

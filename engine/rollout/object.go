@@ -27,5 +27,18 @@ func FromObject(ts *unstructured.Unstructured) (State, Controls, error) {
 	c.Resume, _, _ = unstructured.NestedString(ts.Object, "spec", "resume")
 	c.Promote, _, _ = unstructured.NestedString(ts.Object, "spec", "promote")
 	c.Abort, _, _ = unstructured.NestedString(ts.Object, "spec", "abort")
+	c.Suspend = Suspended(ts)
 	return s, c, nil
+}
+
+// Suspended reports whether obj, a TemplateSet as an informer hands it,
+// has spec.suspend true; anything else is not suspended. It reads nothing
+// else, so a status it cannot decode never resumes the set.
+func Suspended(obj any) bool {
+	ts, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return false
+	}
+	v, _, _ := unstructured.NestedBool(ts.Object, "spec", "suspend")
+	return v
 }

@@ -15,7 +15,7 @@ func TestFromObject(t *testing.T) {
 apiVersion: loom.dev/v1alpha1
 kind: TemplateSet
 metadata: {name: app}
-spec: {paused: true, resume: r1, promote: abc, abort: def}
+spec: {paused: true, resume: r1, promote: abc, abort: def, suspend: true}
 status:
   stableRevision: s1
   candidateRevision: c1
@@ -34,7 +34,7 @@ status:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(Controls{Paused: true, Resume: "r1", Promote: "abc", Abort: "def"}, ctl); diff != "" {
+	if diff := cmp.Diff(Controls{Paused: true, Resume: "r1", Promote: "abc", Abort: "def", Suspend: true}, ctl); diff != "" {
 		t.Errorf("controls (-want +got):\n%s", diff)
 	}
 	if s.StableRevision != "s1" || s.CandidateRevision != "c1" || s.Step != 2 || s.Steps != 3 || s.Parents.Moved != 5 ||
@@ -52,5 +52,27 @@ func TestFromObjectRefusesAStatusItCannotRead(t *testing.T) {
 	}}
 	if _, _, err := FromObject(&ts); err == nil || !strings.Contains(err.Error(), "TemplateSet app") {
 		t.Fatalf("FromObject = %v, want an error naming TemplateSet app", err)
+	}
+}
+
+// Suspended reads spec.suspend of a TemplateSet, whatever else it holds:
+// the parents' controllers call it on every TemplateSet event.
+func TestSuspended(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		obj  any
+		want bool
+	}{
+		{"spec.suspend true", &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"suspend": true}}}, true},
+		{"spec.suspend false", &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"suspend": false}}}, false},
+		{"no spec", &unstructured.Unstructured{Object: map[string]any{}}, false},
+		{"a status it cannot read", &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"suspend": true}, "status": map[string]any{"step": "two"}}}, true},
+		{"not a TemplateSet", "x", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Suspended(tc.obj); got != tc.want {
+				t.Errorf("Suspended = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

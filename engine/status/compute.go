@@ -3,9 +3,11 @@ package status
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -71,19 +73,27 @@ func Compute(in Input) map[string]any {
 	// 1. Judge each child: the rendered ones, or the last known ones when
 	//    the templates did not render.
 	var kids []child
-	if in.RenderErr != nil || in.RolloutErr != nil || in.IdentityErr != nil || in.Deleting != nil {
+	if in.RenderErr != nil || in.RolloutErr != nil || in.IdentityErr != nil || in.Deleting != nil || in.Suspended != nil {
 		kids = previousChildren(parent, in.Live, in.Rules)
 	} else {
 		kids = renderedChildren(in)
 	}
 
-	// 2. Take the status template's fields, minus the ones Loom owns.
+	// 2. Take the status template's fields, minus the ones Loom owns; a
+	//    suspended parent, whose templates do not render, keeps its last.
+	if in.Suspended != nil && in.Extra == nil && in.ExtraErr == nil {
+		in.Extra = previousExtra(parent)
+	}
 	extra, templateProblems := extraFields(in.Extra, in.ExtraErr)
 
 	// 3. Derive the conditions and the state from what was found.
 	f := gather(in, kids, templateProblems)
 	ready, progressing, degraded := f.ready(), f.progressing(), f.degraded()
-	conds := setConditions(parent, gen, in.Now, ready, progressing, degraded)
+	next := []metav1.Condition{ready, progressing, degraded}
+	if in.Suspended != nil {
+		next = append(next, suspended(in.Suspended))
+	}
+	conds := setConditions(parent, gen, in.Now, next...)
 
 	// 4. Assemble; Loom's own fields are written last so nothing overrides them.
 	status := make(map[string]any, len(extra)+len(reservedFields))
@@ -228,6 +238,16 @@ func extraFields(extra map[string]any, extraErr error) (map[string]any, []string
 		return out, nil
 	}
 	return out, []string{fmt.Sprintf("status template sets %s, which Loom owns; ignored", strings.Join(dropped, ", "))}
+}
+
+// previousExtra is the parent's status without the fields Loom owns: the
+// status template's fields as last written.
+func previousExtra(parent *unstructured.Unstructured) map[string]any {
+	prev, _, _ := unstructured.NestedMap(parent.Object, "status")
+	for _, k := range append(slices.Clone(reservedFields), FieldRelease) {
+		delete(prev, k)
+	}
+	return prev
 }
 
 // toJSONMap deep-copies m into plain JSON values, with whole numbers as

@@ -557,3 +557,58 @@ func TestComputeClusterUnreachable(t *testing.T) {
 		t.Errorf("state = %v, want %s", st["state"], StateFailed)
 	}
 }
+
+// TestComputeSuspended: a suspended parent is not rendered or applied, so
+// its children stay as last listed, judged against their live objects; a
+// Suspended condition says where the suspension comes from, and the state
+// is Suspended. Resumed, the condition is gone.
+func TestComputeSuspended(t *testing.T) {
+	in := baseInput(t)
+	previous := Compute(in)
+	if c := conditionIn(t, previous, TypeSuspended); c != nil {
+		t.Fatalf("a parent never suspended has a Suspended condition: %v", c)
+	}
+	previous["url"] = "http://app.default.svc"
+	in.Parent = withStatus(t, in.Parent, previous)
+	in.Rendered, in.Results = nil, nil
+	in.Suspended = &object.Suspension{Reason: object.ReasonSuspendedByTemplateSet, Message: "spec.suspend of TemplateSet web is true"}
+	in.Live = liveOf(obj(t, liveDeploymentRolling))
+
+	got := Compute(in)
+	if got["state"] != StateSuspended {
+		t.Errorf("state = %v, want %s", got["state"], StateSuspended)
+	}
+	want := map[string]any{"type": TypeSuspended, "status": "True", "reason": object.ReasonSuspendedByTemplateSet,
+		"message": "spec.suspend of TemplateSet web is true"}
+	c := conditionIn(t, got, TypeSuspended)
+	for k, v := range want {
+		if c[k] != v {
+			t.Errorf("Suspended condition %s = %v, want %v", k, c[k], v)
+		}
+	}
+	if got["url"] != "http://app.default.svc" {
+		t.Errorf("status.url = %v: the status template's field as last written is lost", got["url"])
+	}
+	kids, _ := got["children"].([]any)
+	if len(kids) != 3 || kids[1].(map[string]any)["message"] != "Updated: 1/3" {
+		t.Errorf("children are not the last listed, judged live: %v", got["children"])
+	}
+
+	in.Parent = withStatus(t, in.Parent, got)
+	in.Suspended = nil
+	if c := conditionIn(t, Compute(in), TypeSuspended); c != nil {
+		t.Errorf("a resumed parent keeps its Suspended condition: %v", c)
+	}
+}
+
+// conditionIn returns the condition of type typ in status, or nil.
+func conditionIn(t *testing.T, status map[string]any, typ string) map[string]any {
+	t.Helper()
+	conds, _ := status["conditions"].([]any)
+	for _, c := range conds {
+		if m, _ := c.(map[string]any); m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}

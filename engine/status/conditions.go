@@ -27,6 +27,8 @@ type findings struct {
 	identityErr error
 	// deleting says why a deleted parent waits (Input.Deleting).
 	deleting error
+	// suspended says why the parent is suspended (Input.Suspended).
+	suspended *object.Suspension
 	// unreachable name each workload cluster that did not answer, with
 	// its last error, in name order.
 	unreachable []string
@@ -48,7 +50,7 @@ type findings struct {
 
 // gather sorts the children and results of one pass into findings.
 func gather(in Input, kids []child, templateProblems []string) findings {
-	f := findings{renderErr: in.RenderErr, rolloutErr: in.RolloutErr, identityErr: in.IdentityErr, deleting: in.Deleting, templateProblems: templateProblems, cycles: in.Cycles}
+	f := findings{renderErr: in.RenderErr, rolloutErr: in.RolloutErr, identityErr: in.IdentityErr, deleting: in.Deleting, suspended: in.Suspended, templateProblems: templateProblems, cycles: in.Cycles}
 	for _, w := range in.Waits {
 		f.dependencies = append(f.dependencies, w.Message)
 	}
@@ -258,6 +260,8 @@ func (f findings) state(ready metav1.Condition) string {
 	switch {
 	case f.deleting != nil:
 		return StateDeleting
+	case f.suspended != nil:
+		return StateSuspended
 	case f.failed():
 		return StateFailed
 	case ready.Status == metav1.ConditionTrue:
@@ -265,6 +269,11 @@ func (f findings) state(ready metav1.Condition) string {
 	default:
 		return StateBuilding
 	}
+}
+
+// suspended is the Suspended condition of a suspended parent.
+func suspended(s *object.Suspension) metav1.Condition {
+	return metav1.Condition{Type: TypeSuspended, Status: metav1.ConditionTrue, Reason: s.Reason, Message: s.Message}
 }
 
 // setConditions applies the new conditions over the parent's previous ones

@@ -11,8 +11,13 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
-// loomConditions are the condition types Loom owns; others are left alone.
+// loomConditions are the condition types Loom sets on every parent, in
+// their order.
 var loomConditions = []string{TypeReady, TypeProgressing, TypeDegraded}
+
+// ownedConditions are the condition types Loom owns (a suspended parent's
+// Suspended besides); others are left alone.
+var ownedConditions = append(slices.Clone(loomConditions), TypeSuspended)
 
 // Equal reports whether the status fields Loom writes hold the same values
 // in want (as Compute returns it) and in the live parent's status. Only
@@ -74,7 +79,7 @@ func project(status map[string]any, extraKeys []string) projection {
 		p.State = field{Found: true, Value: v}
 	}
 	for _, c := range decodeConditions(status[fieldConditions]) {
-		if slices.Contains(loomConditions, c.Type) {
+		if slices.Contains(ownedConditions, c.Type) {
 			p.Conditions[c.Type] = c
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -167,5 +168,27 @@ func TestChildKinds(t *testing.T) {
 	}
 	if got := ChildKinds(obj(t, "{apiVersion: example.com/v1, kind: App, metadata: {name: app}}")); len(got) != 0 {
 		t.Errorf("ChildKinds of a parent without status = %v", got)
+	}
+}
+
+// A parent that is resumed has its Suspended condition removed: the status
+// that holds one differs from the one computed without it.
+func TestEqualSeesTheSuspendedCondition(t *testing.T) {
+	in := baseInput(t)
+	in.Suspended = &object.Suspension{Reason: object.ReasonSuspendedByAnnotation, Message: "suspended"}
+	suspended := Compute(in)
+	live := withStatus(t, in.Parent, suspended)
+	resumed := Compute(in)
+	delete(resumed, "state")
+	resumed["state"] = suspended["state"]
+	conds := []any{}
+	for _, c := range suspended["conditions"].([]any) {
+		if c.(map[string]any)["type"] != TypeSuspended {
+			conds = append(conds, c)
+		}
+	}
+	resumed["conditions"] = conds
+	if Equal(resumed, live) {
+		t.Error("Equal ignores a Suspended condition that is gone")
 	}
 }

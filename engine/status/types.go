@@ -17,6 +17,10 @@ const (
 	TypeProgressing = "Progressing"
 	// TypeDegraded is True when rendering or applying failed, or a child failed.
 	TypeDegraded = "Degraded"
+	// TypeSuspended is True while the parent is suspended (Input.Suspended);
+	// its reason and message say where the suspension comes from. A parent
+	// that is not suspended has no Suspended condition.
+	TypeSuspended = "Suspended"
 )
 
 // States are the one-word summaries in status.state.
@@ -30,7 +34,14 @@ const (
 	// StateDeleting means the parent is deleted and waits for what Loom
 	// must do first (Input.Deleting says why it waits).
 	StateDeleting = "Deleting"
+	// StateSuspended means Loom writes none of the parent's children
+	// (Input.Suspended): they stay as they are, whatever the spec says.
+	StateSuspended = "Suspended"
 )
+
+// States are every value of status.state, which a parent's CRD must accept
+// (engine/crd's status schema lists them).
+var States = []string{StateBuilding, StateReady, StateFailed, StateDeleting, StateSuspended}
 
 // Reasons Loom sets on its conditions.
 const (
@@ -142,6 +153,10 @@ type Input struct {
 	// is not gone. Nothing was rendered; the children stay as last
 	// reported.
 	Deleting error
+	// Suspended, when set, says why the parent is suspended: nothing was
+	// rendered or applied, and the children stay as last reported, judged
+	// against Live.
+	Suspended *object.Suspension
 	// Results are the apply results, one per rendered child, plus prunes.
 	Results object.ChangeSet
 	// Live maps each rendered child to its live object (from the informer

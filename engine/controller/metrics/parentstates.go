@@ -19,7 +19,7 @@ const stateUnknown = "Unknown"
 
 // parentStateLabels are the states loom_parents always reports, zero or
 // not, so that an alert on one of them has a series to compare.
-var parentStateLabels = []string{status.StateBuilding, status.StateReady, status.StateFailed, status.StateDeleting, stateUnknown}
+var parentStateLabels = []string{status.StateBuilding, status.StateReady, status.StateFailed, status.StateDeleting, status.StateSuspended, stateUnknown}
 
 // ParentStates counts one parent kind's parents by status.state. It is a
 // handler of the parent informer's events: an add counts the parent under
@@ -111,7 +111,7 @@ type parentSource struct {
 func newParentsCollector() *ParentsCollector {
 	return &ParentsCollector{
 		desc: prometheus.NewDesc("loom_parents",
-			"Parents by kind and status.state (Building, Ready, Failed, Deleting; Unknown: no state written yet), as the parent cache holds them.",
+			"Parents by kind and status.state (Building, Ready, Failed, Deleting, Suspended; Unknown: no state written yet), as the parent cache holds them.",
 			[]string{"kind", "state"}, nil),
 		sources: map[any]parentSource{},
 	}

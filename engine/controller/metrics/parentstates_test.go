@@ -84,7 +84,8 @@ func TestParentStates(t *testing.T) {
 	}
 }
 
-// loom_parents has a series for every state of every running kind, zeros
+// loom_parents has a series for every state of every running kind (a
+// suspended parent counts under Suspended), zeros
 // included, so that an alert on one state has a series to compare; two
 // controllers of one kind (one draining, one starting) are summed; and a
 // kind whose controller is gone has no series left.
@@ -95,30 +96,33 @@ func TestParentsMetric(t *testing.T) {
 	a.OnAdd(packedParent(t, "x", "Ready"), false)
 	a.OnAdd(packedParent(t, "y", "Failed"), false)
 	b.OnAdd(packedParent(t, "z", "Ready"), false)
+	b.OnAdd(packedParent(t, "v", "Suspended"), false)
 	other.OnAdd(packedParent(t, "w", ""), false)
 	var ka, kb, ko int // distinct owners
 	m.Parents.Track(&ka, "MyResource", a)
 	m.Parents.Track(&kb, "MyResource", b)
 	m.Parents.Track(&ko, "Other", other)
 	want := `
-# HELP loom_parents Parents by kind and status.state (Building, Ready, Failed, Deleting; Unknown: no state written yet), as the parent cache holds them.
+# HELP loom_parents Parents by kind and status.state (Building, Ready, Failed, Deleting, Suspended; Unknown: no state written yet), as the parent cache holds them.
 # TYPE loom_parents gauge
 loom_parents{kind="MyResource",state="Building"} 0
 loom_parents{kind="MyResource",state="Deleting"} 0
 loom_parents{kind="MyResource",state="Failed"} 1
 loom_parents{kind="MyResource",state="Ready"} 2
+loom_parents{kind="MyResource",state="Suspended"} 1
 loom_parents{kind="MyResource",state="Unknown"} 0
 loom_parents{kind="Other",state="Building"} 0
 loom_parents{kind="Other",state="Deleting"} 0
 loom_parents{kind="Other",state="Failed"} 0
 loom_parents{kind="Other",state="Ready"} 0
+loom_parents{kind="Other",state="Suspended"} 0
 loom_parents{kind="Other",state="Unknown"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "loom_parents"); err != nil {
 		t.Error(err)
 	}
 	m.Parents.Untrack(&ko)
-	if n := testutil.CollectAndCount(m.Parents, "loom_parents"); n != 5 {
-		t.Errorf("%d series after the Other controller stopped, want 5", n)
+	if n := testutil.CollectAndCount(m.Parents, "loom_parents"); n != 6 {
+		t.Errorf("%d series after the Other controller stopped, want 6", n)
 	}
 }

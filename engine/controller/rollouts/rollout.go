@@ -85,6 +85,12 @@ type Rollout struct {
 	wroteMu sync.Mutex
 	wrote   [8]string
 	wroteN  int
+	// suspended is the TemplateSet's spec.suspend as the informer's
+	// handlers last saw it, to reconcile every parent when it changes;
+	// Suspended reads the informer's store (tsStore), which is filled
+	// before the first reconcile, when the handlers may not have run yet.
+	suspended atomic.Bool
+	tsStore   atomic.Pointer[cache.Store]
 	// schema is the SchemaAccepted condition (--install-crds) the next
 	// status write carries, or nil.
 	schema atomic.Pointer[metav1.Condition]
@@ -294,14 +300,23 @@ func (r *Rollout) watch(ctx context.Context) (err error) {
 		return err
 	}
 	r.informer = r.store.informer()
+	st := r.informer.GetStore()
+	r.tsStore.Store(&st)
 	_, _ = r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { r.Wake() },
+		AddFunc: func(obj any) {
+			r.setSuspended(rollout.Suspended(obj))
+			r.Wake()
+		},
 		UpdateFunc: func(old, cur any) {
+			r.setSuspended(rollout.Suspended(cur))
 			if !r.ownWrite(old, cur) {
 				r.Wake()
 			}
 		},
-		DeleteFunc: func(any) { r.Wake() },
+		DeleteFunc: func(any) {
+			r.setSuspended(false)
+			r.Wake()
+		},
 	})
 	// The informer's first list is bounded like any rollout request; one
 	// that does not sync in time is stopped, and the start is tried again.
@@ -319,6 +334,27 @@ func (r *Rollout) watch(ctx context.Context) (err error) {
 		return fmt.Errorf("wait for the TemplateSet cache: %w", context.Cause(wctx))
 	}
 	return nil
+}
+
+// Suspended reports whether the set's TemplateSet has spec.suspend true,
+// as the TemplateSet's cache holds it: its parents' reconciles write none
+// of their children. Without a watched TemplateSet it is false.
+func (r *Rollout) Suspended() bool {
+	st := r.tsStore.Load()
+	if st == nil {
+		return false
+	}
+	obj, ok, _ := (*st).GetByKey(r.name)
+	return ok && rollout.Suspended(obj)
+}
+
+// setSuspended records the TemplateSet's spec.suspend, and reconciles
+// every parent of the set when it changed: a resumed set converges at
+// once, and a suspended one says so in each parent's status.
+func (r *Rollout) setSuspended(v bool) {
+	if r.suspended.Swap(v) != v {
+		r.host.EnqueueAll()
+	}
 }
 
 // ownWrite reports whether an update of the TemplateSet is the echo of
