@@ -227,14 +227,18 @@ func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructur
 		if err != nil {
 			return false, err
 		}
-		if err := ownByNamespace(ctx, p, child); err != nil {
-			return false, d.failed(p, err)
-		}
 		ref := object.RefOf(child)
 		rendered[ref] = true
 		kinds[child.GroupVersionKind()] = true
 		before, err := live(ctx, p, child.GroupVersionKind(), ref)
 		if err != nil {
+			return false, d.failed(p, err)
+		}
+		if n, done := d.byMode(child, before, parent.GetUID()); done {
+			counts[n]++
+			continue
+		}
+		if err := ownByNamespace(ctx, p, child); err != nil {
 			return false, d.failed(p, err)
 		}
 		after, err := p.applier.DryRun(ctx, child)
