@@ -69,7 +69,8 @@ func gather(in Input, kids []child, templateProblems []string) findings {
 		case c.dependency:
 			f.counted++ // named in dependencies or cycles, or here: an observed child missing
 			if c.mode == object.ManageObserve {
-				f.dependencies = append(f.dependencies, c.state.Message)
+				// First: what waits may wait for it.
+				f.dependencies = append([]string{c.state.Message}, f.dependencies...)
 			}
 		case c.state.Ignored:
 			f.ignored++

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -42,5 +43,12 @@ metadata: {name: pw, namespace: default}
 	}
 	if c := conds["Degraded"]; c.Status != "False" {
 		t.Errorf("Degraded = %+v, want False", c)
+	}
+
+	// A child that waits for the observed one (it looks it up) comes
+	// after it in Ready's message: the observed object is what is missing.
+	in.Waits = []Wait{{Message: "ConfigMap site waits for ConfigMap team/shared"}}
+	if c := condsOf(t, Compute(in))["Ready"]; !strings.HasPrefix(c.Message, "waiting for ConfigMap team/shared, which Loom observes") {
+		t.Errorf("Ready's message %q, want the observed ConfigMap first", c.Message)
 	}
 }
