@@ -37,6 +37,27 @@ var (
 // *LineError. A computed value, and fields a template action prints, are
 // left to the render (Of, Observed), which sees them.
 func Scan(texts map[string][]byte) error {
+	return eachDoc(texts, scanDoc)
+}
+
+// ObservedDocs returns, per file, the line ranges (first and last line, from
+// 1) of the documents whose loom.dev/manage is literally observe: `loom
+// rbac` grants Loom no create or delete on a kind that only such
+// documents name.
+func ObservedDocs(texts map[string][]byte) map[string][][2]int {
+	out := map[string][][2]int{}
+	_ = eachDoc(texts, func(file string, lines []string, first int) error {
+		if mode, _ := literalMode(file, lines, first); mode == object.ManageObserve {
+			out[file] = append(out[file], [2]int{first + 1, first + len(lines)})
+		}
+		return nil
+	})
+	return out
+}
+
+// eachDoc calls fn on each document of each file, in file order, with
+// its lines and the number of lines before it; it stops at fn's error.
+func eachDoc(texts map[string][]byte, fn func(file string, lines []string, first int) error) error {
 	files := make([]string, 0, len(texts))
 	for f := range texts {
 		files = append(files, f)
@@ -49,7 +70,7 @@ func Scan(texts map[string][]byte) error {
 			if i < len(lines) && !yamldoc.IsSeparator([]byte(lines[i])) {
 				continue
 			}
-			if err := scanDoc(f, lines[start:i], start); err != nil {
+			if err := fn(f, lines[start:i], start); err != nil {
 				return err
 			}
 			start = i + 1
@@ -58,9 +79,10 @@ func Scan(texts map[string][]byte) error {
 	return nil
 }
 
-// scanDoc scans one document, whose first line is line first+1.
-func scanDoc(file string, lines []string, first int) error {
-	mode := ""
+// literalMode returns the literal loom.dev/manage of a document ("" when
+// it has none, or a template action computes it), or the *LineError of a
+// value that is not a mode.
+func literalMode(file string, lines []string, first int) (string, error) {
 	for i, l := range lines {
 		m := manageLine.FindStringSubmatch(l)
 		if m == nil {
@@ -68,16 +90,21 @@ func scanDoc(file string, lines []string, first int) error {
 		}
 		v := literal(m[1])
 		if v == "" {
-			return nil // computed: the render checks it
+			return "", nil // computed: the render checks it
 		}
 		if err := object.CheckManage(v); err != nil {
-			return &LineError{File: file, Line: first + i + 1, Err: err}
+			return "", &LineError{File: file, Line: first + i + 1, Err: err}
 		}
-		mode = v
-		break
+		return v, nil
 	}
-	if mode != object.ManageObserve {
-		return nil
+	return "", nil
+}
+
+// scanDoc scans one document, whose first line is line first+1.
+func scanDoc(file string, lines []string, first int) error {
+	mode, err := literalMode(file, lines, first)
+	if err != nil || mode != object.ManageObserve {
+		return err
 	}
 	inMeta, metaIndent := false, ""
 	for i, l := range lines {
