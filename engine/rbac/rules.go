@@ -109,7 +109,7 @@ var (
 	// observeVerbs are those of a kind only observed: patch releases a
 	// child switched to observe from full or create-only.
 	observeVerbs = []string{"get", "list", "watch", "patch"}
-	verbOrder  = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "escalate", "bind", "impersonate"}
+	verbOrder    = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "escalate", "bind", "impersonate"}
 )
 
 // Policy is the rules Loom needs: Cluster for a ClusterRole, and
