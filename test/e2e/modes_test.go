@@ -175,7 +175,7 @@ func TestCreateOnlyAndObservedChildren(t *testing.T) {
 	}
 
 	// 5. loom diff: what each mode does, and nothing to write.
-	out, code := loomDiff(t, "-t", dir, "-n", ns)
+	out, code := loomDiff(t, "-t", set, "-n", ns)
 	for _, want := range []string{
 		fmt.Sprintf("Secret %s/hello-pw (loom.dev/manage: create-only): exists, so Loom leaves it as it is", ns),
 		fmt.Sprintf("ConfigMap %s/settings (loom.dev/manage: observe): exists; Loom reads it and never writes it", shared),
