@@ -53,7 +53,7 @@ func FromSet(s *render.Set) (Set, error) {
 		return Set{}, fmt.Errorf("set %s: %w", s.Name, err)
 	}
 	out := Set{Name: s.Name, Config: s.Config, Children: children, Seeded: s.Seeded(), Roles: s.Roles(),
-		Observed: observedOnly(kinds.Occurrences(texts), modes.ObservedDocs(texts))}
+		Observed: observedOnly(kinds.Occurrences(texts), modes.ObservedDocs(texts, s.Config.Manage))}
 	if err := out.checkRoleRefs(); err != nil {
 		return Set{}, fmt.Errorf("set %s: %w", s.Name, err)
 	}

@@ -363,7 +363,7 @@ func LoadSources(dir string, files map[string][]byte) (*Set, error) {
 // known without rendering (see kinds.ScanKinds).
 func (s *Set) checkKinds() error {
 	var me *modes.LineError
-	if err := modes.Scan(s.ChildTexts()); errors.As(err, &me) {
+	if err := modes.Scan(s.ChildTexts(), s.Config.Manage); errors.As(err, &me) {
 		return &Error{File: me.File, Line: me.Line, Err: me.Err}
 	}
 	_, err := kinds.ScanKinds(s.ChildTexts())

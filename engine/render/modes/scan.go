@@ -36,18 +36,22 @@ var (
 // field Loom would never apply. It returns the first, in file order, as a
 // *LineError. A computed value, and fields a template action prints, are
 // left to the render (Of, Observed), which sees them.
-func Scan(texts map[string][]byte) error {
-	return eachDoc(texts, scanDoc)
+// setDefault is loom.yaml's manage: the mode of a document without the
+// annotation.
+func Scan(texts map[string][]byte, setDefault string) error {
+	return eachDoc(texts, func(file string, lines []string, first int) error {
+		return scanDoc(file, lines, first, setDefault)
+	})
 }
 
 // ObservedDocs returns, per file, the line ranges (first and last line, from
 // 1) of the documents whose loom.dev/manage is literally observe: `loom
 // rbac` grants Loom no create or delete on a kind that only such
 // documents name.
-func ObservedDocs(texts map[string][]byte) map[string][][2]int {
+func ObservedDocs(texts map[string][]byte, setDefault string) map[string][][2]int {
 	out := map[string][][2]int{}
 	_ = eachDoc(texts, func(file string, lines []string, first int) error {
-		if mode, _ := literalMode(file, lines, first); mode == object.ManageObserve {
+		if mode, _ := literalMode(file, lines, first, setDefault); mode == object.ManageObserve {
 			out[file] = append(out[file], [2]int{first + 1, first + len(lines)})
 		}
 		return nil
@@ -79,10 +83,10 @@ func eachDoc(texts map[string][]byte, fn func(file string, lines []string, first
 	return nil
 }
 
-// literalMode returns the literal loom.dev/manage of a document ("" when
-// it has none, or a template action computes it), or the *LineError of a
-// value that is not a mode.
-func literalMode(file string, lines []string, first int) (string, error) {
+// literalMode returns the literal loom.dev/manage of a document
+// (setDefault when it has none, "" when a template action computes it),
+// or the *LineError of a value that is not a mode.
+func literalMode(file string, lines []string, first int, setDefault string) (string, error) {
 	for i, l := range lines {
 		m := manageLine.FindStringSubmatch(l)
 		if m == nil {
@@ -97,12 +101,15 @@ func literalMode(file string, lines []string, first int) (string, error) {
 		}
 		return v, nil
 	}
-	return "", nil
+	return setDefault, nil
 }
 
 // scanDoc scans one document, whose first line is line first+1.
-func scanDoc(file string, lines []string, first int) error {
-	mode, err := literalMode(file, lines, first)
+func scanDoc(file string, lines []string, first int, setDefault string) error {
+	if isBlank(lines) {
+		return nil
+	}
+	mode, err := literalMode(file, lines, first, setDefault)
 	if err != nil || mode != object.ManageObserve {
 		return err
 	}
@@ -143,4 +150,16 @@ func literal(v string) string {
 		v = v[1 : len(v)-1]
 	}
 	return v
+}
+
+// isBlank reports whether a document holds nothing but blank lines,
+// comments and template actions alone on their lines: no field.
+func isBlank(lines []string) bool {
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if t != "" && !strings.HasPrefix(t, "#") && !(strings.HasPrefix(t, "{{") && strings.HasSuffix(t, "}}")) {
+			return false
+		}
+	}
+	return true
 }
