@@ -59,6 +59,13 @@ in the controller, a child that looked up another that is not there or not
 ready yet is not applied: diff says what it waits for and leaves it, and its
 live object, alone; while a whole template file waits, nothing is pruned.
 
+A child whose loom.dev/manage is not full gets a line saying what Loom does
+with it, as the controller decides: a create-only child that exists is left
+as it is (one that is missing is announced, then diffed as a create); an
+observed child is read, never written: diff says whether it exists (the
+parent waits for it when it does not), or that Loom releases it once when it
+is still Loom's child.
+
 A child placed in a workload cluster (its loom.dev/cluster annotation) is
 diffed against that cluster: diff reads the registrations as Loom does (the
 Secrets of --loom-namespace labelled loom.dev/cluster, and Cluster API's
@@ -227,14 +234,18 @@ func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructur
 		if err != nil {
 			return false, err
 		}
-		if err := ownByNamespace(ctx, p, child); err != nil {
-			return false, d.failed(p, err)
-		}
 		ref := object.RefOf(child)
 		rendered[ref] = true
 		kinds[child.GroupVersionKind()] = true
 		before, err := live(ctx, p, child.GroupVersionKind(), ref)
 		if err != nil {
+			return false, d.failed(p, err)
+		}
+		if n, done := d.byMode(child, before, parent.GetUID()); done {
+			counts[n]++
+			continue
+		}
+		if err := ownByNamespace(ctx, p, child); err != nil {
 			return false, d.failed(p, err)
 		}
 		after, err := p.applier.DryRun(ctx, child)

@@ -15,13 +15,14 @@ import (
 // update rewrites golden files: go test ./... -update (make golden).
 var update = testflags.Update
 
-// The shipped template sets, and the example sets make run starts a second
-// Loom on (examples/clusters), pass their own golden cases (the same check
+// The shipped template sets, the example sets make run starts a second
+// Loom on (examples/clusters), and the example of the management modes
+// (examples/modes: a create-only, an observed and a full child) pass their own golden cases (the same check
 // as `loom test templates/`), so `go test ./...` catches a template change
 // that the golden files do not expect, and -update accepts it.
 func TestShippedTemplateSets(t *testing.T) {
 	var sets []*render.Set
-	for _, root := range []string{"templates", filepath.Join("examples", "clusters")} {
+	for _, root := range []string{"templates", filepath.Join("examples", "clusters"), filepath.Join("examples", "modes")} {
 		found, err := render.LoadAll(filepath.Join(repoRoot, root))
 		if err != nil {
 			t.Fatal(err)

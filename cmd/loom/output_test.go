@@ -170,3 +170,38 @@ func decoded(t *testing.T, v map[string]any) map[string]any {
 	}
 	return out
 }
+
+// loom render -o names each child's mode that is not full (its
+// loom.dev/manage, from the template or loom.yaml's manage), and nothing
+// on a full child: the example set has one of each.
+func TestRenderOutputShowsModes(t *testing.T) {
+	set := filepath.Join(repoRoot, "examples", "modes", "site")
+	tests := filepath.Join(set, "tests")
+	for _, format := range []string{"json", "yaml"} {
+		out, errOut, code := runLoom(t, "", "render", "-t", set, "-f", filepath.Join(tests, "site.yaml"),
+			"--lookups", filepath.Join(tests, "site.lookups.yaml"), "-o", format)
+		if code != 0 {
+			t.Fatalf("loom render -o %s: exit %d\n%s", format, code, errOut)
+		}
+		var list struct {
+			Items []struct {
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Name        string            `json:"name"`
+					Annotations map[string]string `json:"annotations"`
+				} `json:"metadata"`
+			} `json:"items"`
+		}
+		if err := yaml.Unmarshal([]byte(out), &list); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, it := range list.Items {
+			got[it.Kind+" "+it.Metadata.Name] = it.Metadata.Annotations["loom.dev/manage"]
+		}
+		want := map[string]string{"Secret shop-db": "create-only", "ConfigMap platform-settings": "observe", "ConfigMap shop-site": ""}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("-o %s: modes (-want +got):\n%s", format, d)
+		}
+	}
+}

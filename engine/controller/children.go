@@ -39,7 +39,9 @@ func (c *Controller) groupResource(ref object.Ref) schema.GroupResource {
 //
 // fresh holds children an earlier pass of this reconcile applied, as the
 // API server answered; they stand for the cache, which may lag behind.
-func (c *Controller) applyAll(ctx context.Context, rendered []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured, held finalizer.Holds) (object.ChangeSet, map[object.Ref]*unstructured.Unstructured) {
+// Each child is applied as its mode says (apply.ApplyManaged): an
+// observed one is read with a's lookups.
+func (c *Controller) applyAll(ctx context.Context, rendered []*unstructured.Unstructured, fresh map[object.Ref]*unstructured.Unstructured, held finalizer.Holds, a *attempt) (object.ChangeSet, map[object.Ref]*unstructured.Unstructured) {
 	results := make(object.ChangeSet, 0, len(rendered))
 	live := make(map[object.Ref]*unstructured.Unstructured, len(rendered))
 	for _, child := range rendered {
@@ -62,7 +64,7 @@ func (c *Controller) applyAll(ctx context.Context, rendered []*unstructured.Unst
 		if cached == nil {
 			cached = pl.Cache.Get(gr, ref.Namespace, ref.Name)
 		}
-		r := pl.Applier.Apply(ctx, child, cached)
+		r := pl.Applier.ApplyManaged(ctx, child, cached, a.parent.GetUID(), a.reader)
 		results = append(results, r)
 		if object.NamespaceTerminating(r.Err) {
 			// Every other create in the namespace is refused alike.

@@ -235,7 +235,7 @@ func (c *Controller) applyPass(ctx context.Context, a *attempt, planned *pipelin
 	out := planned.Output
 	owner, held := c.guards.Protect(ctx, owner, out.Children)
 	toApply, hookDeletes, hookLive := a.hooks.Gate(ctx, hookCluster{c}, a.set, a.parent, out, planned.Plan.Apply, a.reader.Fresh)
-	results, live = c.applyAll(ctx, toApply, a.reader.Fresh, held)
+	results, live = c.applyAll(ctx, toApply, a.reader.Fresh, held, a)
 	if results.Terminating() {
 		return owner, results, live, true
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/loom-operator/loom/engine/rbac/roles"
 	"github.com/loom-operator/loom/engine/render"
 	"github.com/loom-operator/loom/engine/render/kinds"
+	"github.com/loom-operator/loom/engine/render/modes"
 )
 
 // Set is what one template set makes Loom do to the cluster.
@@ -37,6 +38,11 @@ type Set struct {
 	// Roles are the roles its templates write and the roleRefs of its
 	// bindings (see roles.Scan).
 	Roles roles.Found
+	// Observed are the kinds of Children that only observed children
+	// (loom.dev/manage: observe, literally) are of: Loom reads them, and
+	// patches one only to release it (a child switched to observe), but
+	// never creates or deletes one.
+	Observed map[schema.GroupKind]bool
 }
 
 // FromSet reduces a loaded set to what its permissions depend on.
@@ -46,7 +52,8 @@ func FromSet(s *render.Set) (Set, error) {
 	if err != nil {
 		return Set{}, fmt.Errorf("set %s: %w", s.Name, err)
 	}
-	out := Set{Name: s.Name, Config: s.Config, Children: children, Seeded: s.Seeded(), Roles: s.Roles()}
+	out := Set{Name: s.Name, Config: s.Config, Children: children, Seeded: s.Seeded(), Roles: s.Roles(),
+		Observed: observedOnly(kinds.Occurrences(texts), modes.ObservedDocs(texts, s.Config.Manage))}
 	if err := out.checkRoleRefs(); err != nil {
 		return Set{}, fmt.Errorf("set %s: %w", s.Name, err)
 	}
@@ -99,7 +106,10 @@ const defaultLoomNamespace = "loom-system"
 var (
 	readVerbs  = []string{"get", "list", "watch"}
 	childVerbs = []string{"get", "list", "watch", "create", "patch", "delete"}
-	verbOrder  = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "escalate", "bind", "impersonate"}
+	// observeVerbs are those of a kind only observed: patch releases a
+	// child switched to observe from full or create-only.
+	observeVerbs = []string{"get", "list", "watch", "patch"}
+	verbOrder    = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "escalate", "bind", "impersonate"}
 )
 
 // Policy is the rules Loom needs: Cluster for a ClusterRole, and
@@ -269,6 +279,10 @@ func (s Set) add(n needs, ns string, installCRDs bool) {
 		if clusterScoped[k.GroupKind] || builtinClusterScoped(k.GroupKind) {
 			where = ""
 		}
+		if s.Observed[k.GroupKind] {
+			n.add(where, Resource(k.GroupKind), observeVerbs...)
+			continue
+		}
 		n.add(where, Resource(k.GroupKind), verbs...)
 	}
 	if s.Config.ServiceAccountName == "" {
@@ -372,4 +386,22 @@ func (n needs) policy() Policy {
 		}
 	}
 	return p
+}
+
+// observedOnly returns the kinds whose every template document (each
+// occurrence, by the line that names its kind) is in an observed range.
+func observedOnly(children []Kind, observed map[string][][2]int) map[schema.GroupKind]bool {
+	seen, full := map[schema.GroupKind]bool{}, map[schema.GroupKind]bool{}
+	for _, k := range children {
+		in := slices.ContainsFunc(observed[k.File], func(r [2]int) bool { return k.Line >= r[0] && k.Line <= r[1] })
+		if in {
+			seen[k.GroupKind] = true
+		} else {
+			full[k.GroupKind] = true
+		}
+	}
+	for gk := range full {
+		delete(seen, gk)
+	}
+	return seen
 }

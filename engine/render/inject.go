@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/render/modes"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,12 +19,15 @@ type owner struct {
 	applySetID                             string
 	// cluster are the cluster-scoped kinds the set declares.
 	cluster map[schema.GroupKind]bool
+	// cfg is the set's loom.yaml: its manage default and its lookups,
+	// which bind an observed child.
+	cfg *config.Config
 }
 
-func newOwner(p *unstructured.Unstructured, cluster map[schema.GroupKind]bool) owner {
+func newOwner(p *unstructured.Unstructured, cfg *config.Config) owner {
 	gvk := p.GroupVersionKind()
 	return owner{
-		cluster:    cluster,
+		cluster: cfg.ClusterScopedKinds(), cfg: cfg,
 		apiVersion: p.GetAPIVersion(),
 		kind:       gvk.Kind,
 		name:       p.GetName(),
@@ -46,6 +51,13 @@ func (o owner) inject(obj map[string]any) error {
 		if _, ok := ann[object.AnnotationOwner]; ok {
 			return fmt.Errorf("annotation %s is reserved for Loom and must not be set by a template", object.AnnotationOwner)
 		}
+	}
+	if mode, err := modes.Of(obj, o.cfg.Manage); err != nil || mode == object.ManageObserve {
+		if err != nil {
+			return err
+		}
+		gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()
+		return modes.Observed(obj, o.cfg.Lookups, o.namespace, o.cluster[gk] || IsClusterScoped(apiVersion, kind))
 	}
 	remote := false
 	if ann, _ := meta["annotations"].(map[string]any); ann != nil {

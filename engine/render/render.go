@@ -88,7 +88,7 @@ func (s *Set) renderContext(ctx context.Context, parent *unstructured.Unstructur
 	if gvk := parent.GroupVersionKind(); gvk != s.gvk {
 		return nil, &Error{File: config.File, Err: fmt.Errorf("parent is %s, but this set renders %s", gvk, s.gvk)}
 	}
-	owner := newOwner(parent, s.Config.ClusterScopedKinds())
+	owner := newOwner(parent, &s.Config)
 	data := templateData(parent.DeepCopy().Object)
 	data["Clusters"] = clusters.Template()
 	r, err := s.pool.get()

@@ -28,6 +28,7 @@ import (
 	"github.com/loom-operator/loom/engine/render/doccache"
 	"github.com/loom-operator/loom/engine/render/hermetic"
 	"github.com/loom-operator/loom/engine/render/kinds"
+	"github.com/loom-operator/loom/engine/render/modes"
 	"github.com/loom-operator/loom/engine/render/schemacheck"
 	"github.com/loom-operator/loom/engine/render/tmpltree"
 )
@@ -361,6 +362,10 @@ func LoadSources(dir string, files map[string][]byte) (*Set, error) {
 // checkKinds refuses a set whose templates name a kind that cannot be
 // known without rendering (see kinds.ScanKinds).
 func (s *Set) checkKinds() error {
+	var me *modes.LineError
+	if err := modes.Scan(s.ChildTexts(), s.Config.Manage); errors.As(err, &me) {
+		return &Error{File: me.File, Line: me.Line, Err: me.Err}
+	}
 	_, err := kinds.ScanKinds(s.ChildTexts())
 	var ce *kinds.ComputedError
 	if errors.As(err, &ce) {

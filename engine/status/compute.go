@@ -48,8 +48,11 @@ type child struct {
 	// applyErr is set when applying this child failed.
 	applyErr error
 	// dependency is set when the child waits for another child, or is in
-	// a dependency cycle, and was not applied.
+	// a dependency cycle, and was not applied, or is an observed child
+	// that does not exist.
 	dependency bool
+	// mode is the child's object.AnnotationManage, "" for full.
+	mode string
 }
 
 // String names the child the way messages do: "Deployment web".
@@ -136,8 +139,12 @@ func renderedChildren(in Input) []child {
 		if live == nil && applied {
 			live = res.Object
 		}
-		c := child{apiVersion: obj.GetAPIVersion(), kind: obj.GetKind(), name: obj.GetName(), cluster: ref.Cluster}
+		c := child{apiVersion: obj.GetAPIVersion(), kind: obj.GetKind(), name: obj.GetName(), cluster: ref.Cluster, mode: modeOf(obj)}
 		c.state = stateOf(c.apiVersion, c.kind, c.name, live, in.Rules)
+		if live == nil && c.mode == object.ManageObserve {
+			c.dependency = true
+			c.state.Message = observedMissing(ref)
+		}
 		if applied && failed(res) {
 			c.applyErr = res.Err
 			c.state.Ready = false
@@ -162,7 +169,7 @@ func previousChildren(parent *unstructured.Unstructured, live map[object.Ref]*un
 	entries := decodeChildren(raw)
 	kids := make([]child, 0, len(entries))
 	for _, e := range entries {
-		c := child{apiVersion: e.APIVersion, kind: e.Kind, name: e.Name, cluster: e.Cluster}
+		c := child{apiVersion: e.APIVersion, kind: e.Kind, name: e.Name, cluster: e.Cluster, mode: e.Manage}
 		ref := object.Ref{
 			GroupKind: schema.FromAPIVersionAndKind(e.APIVersion, e.Kind).GroupKind(),
 			Namespace: parent.GetNamespace(),
@@ -206,6 +213,9 @@ func childList(kids []child) []any {
 		}
 		if c.cluster != "" {
 			e["cluster"] = c.cluster
+		}
+		if c.mode != "" {
+			e["manage"] = c.mode
 		}
 		out = append(out, e)
 	}

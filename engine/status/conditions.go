@@ -69,7 +69,11 @@ func gather(in Input, kids []child, templateProblems []string) findings {
 			// desired state is not in the cluster.
 			f.counted++
 		case c.dependency:
-			f.counted++ // named in dependencies or cycles
+			f.counted++ // named in dependencies or cycles, or here: an observed child missing
+			if c.mode == object.ManageObserve {
+				// First: what waits may wait for it.
+				f.dependencies = append([]string{c.state.Message}, f.dependencies...)
+			}
 		case c.state.Ignored:
 			f.ignored++
 		case c.state.Status == statusFailed:

@@ -64,6 +64,7 @@ type childEntry struct {
 	Kind       string `json:"kind"`
 	Name       string `json:"name"`
 	Cluster    string `json:"cluster,omitempty"`
+	Manage     string `json:"manage,omitempty"`
 	Ready      bool   `json:"ready"`
 	Status     string `json:"status,omitempty"`
 	Message    string `json:"message,omitempty"`

@@ -70,6 +70,8 @@ func templateCases() []badCase {
 			"RenderFailed", "selectr", `unknown field "spec.selectr"`),
 		bad("another controller in ownerReferences", forBad("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-extra\n  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: other, uid: \"1234\", controller: true}]\n"),
 			"RenderFailed", docStart, "metadata.ownerReferences names a controller (ConfigMap other)"),
+		bad("a computed typo in the manage annotation", forBad("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-extra\n  annotations:\n    loom.dev/manage: {{ \"create-once\" }}\n"),
+			"RenderFailed", docStart, `loom.dev/manage is "create-once"`, `did you mean "create-only"?`),
 		bad("a label reserved for Loom", forBad("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-extra\n  labels: {applyset.kubernetes.io/part-of: someone-else}\n"),
 			"RenderFailed", docStart, "label applyset.kubernetes.io/part-of is reserved for Loom"),
 		{name: "include that includes itself", files: map[string]string{
@@ -208,5 +210,11 @@ func setCases() []badCase {
 		broken("an action left open", "bad.yaml", "a: b\nc: {{ .Name\n", "{{ .Name", "unclosed action"),
 		{name: "a second set that never loads", brokenSet: map[string]string{"loom.yaml": "parent: [unclosed\n", "a.yaml": "a: b\n"}},
 		broken("a partial that renders text", "_bad.tpl", "stray text\n", "", "_bad.tpl:1", "a partial may only hold define blocks"),
+		broken("a typo in the manage annotation", "bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-extra\n  annotations:\n    loom.dev/manage: craete-only\n",
+			"craete-only", `loom.dev/manage is "craete-only"`, `did you mean "create-only"?`),
+		broken("an observed child with fields", "bad.yaml", "apiVersion: v1\nkind: ConfigMap\ndata:\n  a: b\nmetadata:\n  name: {{ .Name }}-extra\n  annotations:\n    loom.dev/manage: observe\n",
+			"data:", "Loom never writes this child", "not data"),
+		broken("loom.yaml's manage has a typo", "loom.yaml", parent+"manage: obsreve\n", "",
+			"loom.yaml", `manage: is "obsreve"`, `did you mean "observe"?`),
 	}
 }

@@ -111,6 +111,18 @@ func ScanKinds(texts map[string][]byte) ([]Kind, error) {
 	return out, nil
 }
 
+// Occurrences is every document's kind that texts name, with the file and
+// line that name it: ScanKinds without the deduplication, the documents
+// whose kind is not known left out.
+func Occurrences(texts map[string][]byte) []Kind {
+	var out []Kind
+	for name, text := range texts {
+		kinds, _ := scanFile(name, text)
+		out = append(out, kinds...)
+	}
+	return out
+}
+
 // Named is every kind that texts name literally (ScanKinds), the
 // documents whose kind is computed left out.
 func Named(texts map[string][]byte) map[schema.GroupKind]bool {
