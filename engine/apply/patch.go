@@ -1,0 +1,98 @@
+package apply
+
+// A patch child (object.ManagePatch) is someone else's object: Loom
+// applies the template's fields to it under its own field manager, and
+// never creates or deletes it. It carries no ownerReference and no Loom
+// label (render gives it none), so the child cache does not hold it: Loom
+// reads it as a lookup (the reconcile's reader, which watches it for the
+// parent), and reads it in full, for its managedFields, only when its
+// version is not the one Loom's last apply or read gave it.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/pack"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// patch applies a patch child that exists (read through obs); one that
+// does not is Unchanged with no Object: the parent waits for it. The
+// decision is Apply's (the record, or the proof from Loom's managedFields
+// entry, expect.go), taken on the object read in full from the server,
+// since a lookup read carries no managedFields; a record of the version
+// Loom's apply (or that read) gave the object spares the read.
+func (a *Applier) patch(ctx context.Context, desired *unstructured.Unstructured, obs Observer, res object.Result) object.Result {
+	seen := a.observe(desired, obs, res)
+	if seen.Err != nil || seen.Object == nil {
+		return seen
+	}
+	desired = prepare(desired)
+	ref := res.Ref
+	hash, err := Hash(desired)
+	if err != nil {
+		return failed(res, fmt.Errorf("hash %s: %w", ref, err))
+	}
+	if a.patchedAt(ref, hash, seen.Object) {
+		res.Object = seen.Object
+		return res
+	}
+	gvr, err := a.target(desired.GroupVersionKind(), ref.Namespace)
+	if err != nil {
+		return failed(res, fmt.Errorf("patch %s: %w", ref, err))
+	}
+	full, err := a.client.Resource(gvr).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return res // deleted since the lookup read: the parent waits
+	}
+	if err != nil {
+		return failed(res, fmt.Errorf("read %s to patch it: %w", ref, err))
+	}
+	unchanged, _, recorded := a.decide(ref, hash, full)
+	if !unchanged && !recorded {
+		unchanged = a.proven(ctx, ref, desired, hash, full)
+	}
+	if unchanged {
+		a.rememberRead(ref, hash, full)
+		res.Object = full
+		return res
+	}
+	resp, err := a.client.Resource(gvr).Namespace(ref.Namespace).Apply(ctx, ref.Name, withHash(desired, hash),
+		metav1.ApplyOptions{FieldManager: a.manager, Force: true})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return res
+		}
+		return failed(res, fmt.Errorf("patch %s: %w", ref, err))
+	}
+	a.rememberRead(ref, hash, resp)
+	res.Action, res.Object = object.Configured, resp
+	if full.GetAnnotations()[AnnotationApplied] == hash {
+		res.Drift = regained(full, resp, a.manager) // another writer changed fields Loom sets
+	}
+	return res
+}
+
+// rememberRead records obj, read from (or answered by) the server, as the
+// object Loom's fields of the desired object with hash are in. No cache
+// holds a patch child, so the record is never behind one.
+func (a *Applier) rememberRead(ref object.Ref, hash string, obj *unstructured.Unstructured) {
+	rv := obj.GetResourceVersion()
+	a.remember(ref, newRecord(hash, obj.GetUID(), rv, rv, pack.Fingerprint(obj, a.manager)))
+}
+
+// patchedAt reports whether live, a patch child as a lookup read it, is
+// at the version Loom's record of the desired object with hash holds:
+// nobody wrote it since Loom applied or read it, so Loom's fields are as
+// they were.
+func (a *Applier) patchedAt(ref object.Ref, hash string, live *unstructured.Unstructured) bool {
+	a.mu.Lock()
+	rec, ok := a.applied[keyOf(ref)]
+	a.mu.Unlock()
+	return ok && rec.hash == digestOf(hash) && rec.rv != 0 && rec.rv == versionOf(live.GetResourceVersion()) &&
+		rec.uid == digestOf(string(live.GetUID())) && live.GetDeletionTimestamp() == nil &&
+		live.GetAnnotations()[AnnotationApplied] == hash
+}
