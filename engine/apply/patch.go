@@ -96,3 +96,50 @@ func (a *Applier) patchedAt(ref object.Ref, hash string, live *unstructured.Unst
 		rec.uid == digestOf(string(live.GetUID())) && live.GetDeletionTimestamp() == nil &&
 		live.GetAnnotations()[AnnotationApplied] == hash
 }
+
+// GiveBack gives Loom's fields in the objects refs back: the objects
+// someone else owns that Loom patched (patch children that no longer
+// render, or whose parent is deleted). Each is applied with no field
+// under Loom's manager (apiVersion, kind and its name only), which
+// removes the fields only Loom owned and leaves every other writer's. An
+// object that is gone needs nothing, and so does one that does not say
+// it is patched (loom.dev/manage: patch, which Loom's patch wrote): the
+// record names it, but Loom holds nothing in it (or it is not Loom's to
+// give back, a record written by hand). Each given back is Orphaned.
+func (a *Applier) GiveBack(ctx context.Context, refs []object.Ref) object.ChangeSet {
+	cs := make(object.ChangeSet, 0, len(refs))
+	for _, ref := range refs {
+		res := object.Result{Ref: ref}
+		m, err := a.mapper.RESTMapping(ref.GroupKind)
+		if err != nil {
+			cs = append(cs, failed(res, fmt.Errorf("give back %s: %w", ref, err)))
+			continue
+		}
+		res.APIVersion = m.GroupVersionKind.GroupVersion().String()
+		rc := a.client.Resource(m.Resource).Namespace(ref.Namespace)
+		cur, err := rc.Get(ctx, ref.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			a.Forget(ref)
+			continue
+		}
+		if err != nil {
+			cs = append(cs, failed(res, fmt.Errorf("read %s to give its fields back: %w", ref, err)))
+			continue
+		}
+		if cur.GetAnnotations()[object.AnnotationManage] != object.ManagePatch {
+			continue
+		}
+		empty := &unstructured.Unstructured{}
+		empty.SetGroupVersionKind(m.GroupVersionKind)
+		empty.SetName(ref.Name)
+		empty.SetNamespace(ref.Namespace)
+		if _, err := rc.Apply(ctx, ref.Name, empty, metav1.ApplyOptions{FieldManager: a.manager, Force: true}); err != nil && !apierrors.IsNotFound(err) {
+			cs = append(cs, failed(res, fmt.Errorf("give back Loom's fields in %s: %w", ref, err)))
+			continue
+		}
+		a.Forget(ref)
+		res.Action = object.Orphaned
+		cs = append(cs, res)
+	}
+	return cs
+}

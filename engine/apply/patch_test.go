@@ -7,6 +7,7 @@ import (
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/internal/fixture"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // TestDecidePatch: a patch child is applied by its own step whatever the
@@ -95,5 +96,46 @@ metadata:
 	a.ApplyManaged(t.Context(), fixture.Object(t, child), nil, "p1", obs)
 	if d := cmp.Diff([]string{}, *got); d != "" {
 		t.Errorf("requests after the read (-want +got):\n%s", d)
+	}
+}
+
+// TestGiveBack: giving Loom's fields back is one apply naming the object
+// and nothing else, for an object Loom patched; none for one that is gone
+// or that does not say Loom patches it.
+func TestGiveBack(t *testing.T) {
+	ref := object.Ref{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, Namespace: "ns", Name: "web"}
+	tests := []struct {
+		name   string
+		server string
+		want   []string
+		action object.Action
+	}{
+		{"patched", `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns, uid: u1, labels: {team: a}, annotations: {loom.dev/manage: patch}}}`,
+			[]string{"get", "apply"}, object.Orphaned},
+		{"not patched", `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns, uid: u1}}`, []string{"get"}, ""},
+		{"gone", "", []string{"get"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var server *unstructured.Unstructured
+			if tt.server != "" {
+				server = fixture.Object(t, tt.server)
+			}
+			a, got := guardedServer(server, nil, "u1", "41")
+			cs := a.GiveBack(t.Context(), []object.Ref{ref})
+			if err := cs.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, *got); d != "" {
+				t.Errorf("requests (-want +got):\n%s", d)
+			}
+			var action object.Action
+			if len(cs) == 1 {
+				action = cs[0].Action
+			}
+			if action != tt.action {
+				t.Errorf("action %q, want %q", action, tt.action)
+			}
+		})
 	}
 }

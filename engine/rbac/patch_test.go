@@ -25,6 +25,7 @@ func TestPatchedKinds(t *testing.T) {
 		"* '' namespaces get,list,watch,patch",
 		"shop '' serviceaccounts get,list,watch,patch",
 		"platform '' serviceaccounts get,list,watch,patch",
+		"shop shop.example shops get,list,watch,patch", // the loom.dev/patches record and finalizer
 	} {
 		if !slices.Contains(got, want) {
 			t.Errorf("rules lack %q:\n%v", want, got)

@@ -254,10 +254,10 @@ func (s Set) add(n needs, ns string, installCRDs bool) {
 	// blockOwnerDeletion on every child's ownerReference: under the
 	// OwnerReferencesPermissionEnforcement admission plugin.
 	n.add(parentNS, gr(pres+"/finalizers"), "update")
-	if s.Orphans || len(clusterScoped) > 0 || s.Seeded || s.Config.Clusters != nil {
-		// The loom.dev/orphan, loom.dev/cluster-children and
-		// loom.dev/remote-children finalizers; a seeded chart's
-		// loom.dev/seed annotation.
+	if s.Orphans || len(clusterScoped) > 0 || s.Seeded || s.Config.Clusters != nil || len(s.Patched) > 0 {
+		// The loom.dev/orphan, loom.dev/cluster-children,
+		// loom.dev/remote-children and loom.dev/patches finalizers; a
+		// seeded chart's loom.dev/seed annotation.
 		n.add(parentNS, gr(pres), "patch")
 	}
 	if s.Orphans {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +107,10 @@ func TestPatchChildren(t *testing.T) {
 		return patchedBy(sa, "hello")
 	})
 	waitCondition(t, ns, "hello", "Ready", "True")
+	p := mustGet(t, myresGVR, ns, "hello")
+	if got, want := p.GetAnnotations()["loom.dev/patches"], "Namespace//"+shared+",ServiceAccount/"+shared+"/builder"; got != want || !slices.Contains(p.GetFinalizers(), "loom.dev/patches") {
+		t.Errorf("the parent's record %q and finalizers %v, want %q and loom.dev/patches", got, p.GetFinalizers(), want)
+	}
 
 	// 3. A second writer changes Loom's label: repaired.
 	patchObject(t, serviceAccountGVR, shared, "builder", `{"metadata":{"labels":{"team":"other"}}}`)
@@ -141,7 +146,31 @@ func TestPatchChildren(t *testing.T) {
 	}
 	waitCondition(t, ns, "hello", "Ready", "True")
 
-	// 5. The parent's deletion: both objects stay.
+	// 5. The ServiceAccount stops rendering: Loom's label goes, the
+	// owner's stays, and the record lists only the Namespace.
+	writeFiles(t, filepath.Join(dir, "myresource"), map[string]string{
+		"patch.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + shared + "\n  labels:\n    team: {{ .Name }}\n  annotations:\n    loom.dev/manage: patch\n",
+	})
+	eventually(t, 60*time.Second, "Loom's fields in the ServiceAccount are given back", func(ctx context.Context) error {
+		sa, err := e.Get(ctx, serviceAccountGVR, shared, "builder")
+		if err != nil {
+			return err
+		}
+		if err := givenBack(sa); err != nil {
+			return err
+		}
+		p, err := e.Get(ctx, myresGVR, ns, "hello")
+		if err != nil {
+			return err
+		}
+		if got, want := p.GetAnnotations()["loom.dev/patches"], "Namespace//"+shared; got != want {
+			return fmt.Errorf("record %q, want %q", got, want)
+		}
+		return nil
+	})
+
+	// 6. The parent's deletion: Loom's fields in the Namespace are given
+	// back, then the parent goes; both objects stay.
 	deleteParent(t, ns, "hello")
 	eventually(t, 60*time.Second, "the parent is gone", func(ctx context.Context) error {
 		if _, err := e.Get(ctx, myresGVR, ns, "hello"); !isNotFound(err) {
@@ -149,13 +178,37 @@ func TestPatchChildren(t *testing.T) {
 		}
 		return nil
 	})
-	consistently(t, 5*time.Second, "the patched objects stay", func(ctx context.Context) error {
-		if _, err := e.Get(ctx, serviceAccountGVR, shared, "builder"); err != nil {
-			return err
+	if err := givenBack(mustGet(t, namespaceGVR, "", shared)); err != nil {
+		t.Error(err)
+	}
+	if _, err := e.Get(ctx, serviceAccountGVR, shared, "builder"); err != nil {
+		t.Error(err)
+	}
+}
+
+// givenBack checks that obj holds nothing of Loom's (no team label, no
+// loom.dev/ annotation, no managedFields entry of Loom's), and its owner's
+// label owner=them.
+func givenBack(obj *unstructured.Unstructured) error {
+	if v, ok := obj.GetLabels()["team"]; ok {
+		return fmt.Errorf("%s %s: Loom's label team=%s is still there", obj.GetKind(), obj.GetName(), v)
+	}
+	if got := obj.GetLabels()["owner"]; got != "them" {
+		return fmt.Errorf("%s %s: the owner's label owner is %q", obj.GetKind(), obj.GetName(), got)
+	}
+	for k := range obj.GetAnnotations() {
+		if strings.HasPrefix(k, "loom.dev/") {
+			return fmt.Errorf("%s %s: annotation %s", obj.GetKind(), obj.GetName(), k)
 		}
-		_, err := e.Get(ctx, namespaceGVR, "", shared)
-		return err
-	})
+	}
+	for _, m := range obj.GetManagedFields() {
+		if m.Manager == "loom" {
+			if raw := string(m.FieldsV1.Raw); raw != "{}" && raw != "" {
+				return fmt.Errorf("%s %s: Loom still owns %s", obj.GetKind(), obj.GetName(), raw)
+			}
+		}
+	}
+	return nil
 }
 
 // objectWrites returns the writes l sent, but for its permission checks
