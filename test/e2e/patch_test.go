@@ -223,3 +223,71 @@ func objectWrites(l *loom) []string {
 	}
 	return out
 }
+
+// TestManageSwitchFullToPatch: a child switched from full to patch is not
+// deleted: Loom's apply without the ownerReference and labels it owned
+// removes them, so neither the garbage collector nor Loom's prune takes
+// it; the parent's deletion then gives Loom's fields back and leaves the
+// object, with another writer's field, in place.
+func TestManageSwitchFullToPatch(t *testing.T) {
+	e := env.From(t)
+	t.Parallel()
+	ns := e.NewNamespace(t)
+	dir := t.TempDir()
+	set := filepath.Join(dir, "myresource")
+	writeFiles(t, set, map[string]string{
+		"loom.yaml": env.Fixture(t, "sets/myresource/loom.yaml") + "lookups:\n  - apiVersion: v1\n    kind: ConfigMap\n",
+		"cm.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-cm\ndata:\n  v: one\n",
+	})
+	// The rules `loom rbac` generates for the set as it starts (full)
+	// lack the patch record's: the set changes under the running Loom.
+	startLoom(t, dir, ns, loomOptions{admin: true, resync: 3 * time.Second})
+	parent := createParentFixture(t, ns, "minimal")
+	waitCondition(t, ns, "hello", "Ready", "True")
+	cm := mustGet(t, configMapGVR, ns, "hello-cm")
+	if err := ownedBy(cm, parent); err != nil {
+		t.Fatal(err)
+	}
+	uid := cm.GetUID()
+	patchObject(t, configMapGVR, ns, "hello-cm", `{"metadata":{"labels":{"owner":"them"}},"data":{"other":"theirs"}}`)
+
+	// full → patch: the ownerReference and Loom's labels go, the
+	// template's label comes; the object is the same one.
+	writeFiles(t, set, map[string]string{
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-cm\n  labels:\n    team: {{ .Name }}\n  annotations:\n    loom.dev/manage: patch\n",
+	})
+	eventually(t, 60*time.Second, "hello-cm is patched, not owned", func(ctx context.Context) error {
+		cm, err := e.Get(ctx, configMapGVR, ns, "hello-cm")
+		if err != nil {
+			return err
+		}
+		if cm.GetUID() != uid {
+			return fmt.Errorf("hello-cm was deleted and made again")
+		}
+		return patchedBy(cm, "hello")
+	})
+	waitCondition(t, ns, "hello", "Ready", "True")
+
+	// The parent's deletion: the object stays, Loom's fields given back,
+	// the other writer's in place.
+	deleteParent(t, ns, "hello")
+	eventually(t, 60*time.Second, "the parent is gone", func(ctx context.Context) error {
+		if _, err := e.Get(ctx, myresGVR, ns, "hello"); !isNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+	consistently(t, 5*time.Second, "hello-cm stays", func(ctx context.Context) error {
+		cm, err := e.Get(ctx, configMapGVR, ns, "hello-cm")
+		if err != nil {
+			return err
+		}
+		if cm.GetUID() != uid {
+			return fmt.Errorf("hello-cm was deleted and made again")
+		}
+		if v, _, _ := unstructured.NestedString(cm.Object, "data", "other"); v != "theirs" {
+			return fmt.Errorf("the other writer's data %q", v)
+		}
+		return givenBack(cm)
+	})
+}
