@@ -122,6 +122,22 @@ func TestPatchChildren(t *testing.T) {
 		return patchedBy(sa, "hello")
 	})
 
+	// loom diff: what Loom does with each patch child, and nothing to
+	// write.
+	out, code := loomDiff(t, "-t", filepath.Join(dir, "myresource"), "-n", ns)
+	for _, want := range []string{
+		fmt.Sprintf("ServiceAccount %s/builder (loom.dev/manage: patch): someone else's object; Loom applies only the template's fields to it", shared),
+		fmt.Sprintf("Namespace %s (loom.dev/manage: patch): someone else's object", shared),
+		fmt.Sprintf("MyResource %s/hello: 0 to create, 0 to change, 3 unchanged, 0 to prune", ns),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("loom diff lacks %q", want)
+		}
+	}
+	if code != 0 || t.Failed() {
+		t.Fatalf("loom diff: exit %d\n%s", code, out)
+	}
+
 	// 4. SIGKILL, then a new Loom with no record and only the rules `loom
 	// rbac` generates: it writes nothing.
 	saBefore := mustGet(t, serviceAccountGVR, shared, "builder")
