@@ -101,7 +101,7 @@ func (a *Applier) ApplyManaged(ctx context.Context, desired, cached *unstructure
 	case StepRead:
 		return a.observe(desired, obs, res)
 	case StepPatch:
-		return a.patch(ctx, desired, obs, res)
+		return a.patch(ctx, desired, obs, res, parent)
 	}
 	return a.Apply(ctx, desired, cached)
 }

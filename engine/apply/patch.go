@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // patch applies a patch child that exists (read through obs); one that
@@ -25,7 +26,7 @@ import (
 // entry, expect.go), taken on the object read in full from the server,
 // since a lookup read carries no managedFields; a record of the version
 // Loom's apply (or that read) gave the object spares the read.
-func (a *Applier) patch(ctx context.Context, desired *unstructured.Unstructured, obs Observer, res object.Result) object.Result {
+func (a *Applier) patch(ctx context.Context, desired *unstructured.Unstructured, obs Observer, res object.Result, parent types.UID) object.Result {
 	seen := a.observe(desired, obs, res)
 	if seen.Err != nil || seen.Object == nil {
 		return seen
@@ -51,6 +52,9 @@ func (a *Applier) patch(ctx context.Context, desired *unstructured.Unstructured,
 	if err != nil {
 		return failed(res, fmt.Errorf("read %s to patch it: %w", ref, err))
 	}
+	if err := notAnotherParents(full, parent); err != nil {
+		return failed(res, err)
+	}
 	unchanged, _, recorded := a.decide(ref, hash, full)
 	if !unchanged && !recorded {
 		unchanged = a.proven(ctx, ref, desired, hash, full)
@@ -74,6 +78,22 @@ func (a *Applier) patch(ctx context.Context, desired *unstructured.Unstructured,
 		res.Drift = regained(full, resp, a.manager) // another writer changed fields Loom sets
 	}
 	return res
+}
+
+// notAnotherParents refuses to patch obj when it is the child of a parent
+// other than parent (it carries Loom's label, and another controller, or
+// none): Loom's one field manager owns that parent's ownerReference and
+// labels in it, which a patch, setting neither, would remove. Its own
+// parent's child is a switch from full, which a patch releases so.
+func notAnotherParents(obj *unstructured.Unstructured, parent types.UID) error {
+	if obj.GetLabels()[object.LabelManagedBy] != object.ManagedByValue {
+		return nil
+	}
+	if owner, _ := object.OwnerOf(obj); owner != nil && owner.UID == parent {
+		return nil
+	}
+	return fmt.Errorf("%s is another parent's child (label %s=%s): %s: %s cannot name it",
+		object.RefOf(obj), object.LabelManagedBy, object.ManagedByValue, object.AnnotationManage, object.ManagePatch)
 }
 
 // rememberRead records obj, read from (or answered by) the server, as the

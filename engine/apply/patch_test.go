@@ -139,3 +139,35 @@ func TestGiveBack(t *testing.T) {
 		})
 	}
 }
+
+// TestPatchRefusesAnotherParentsChild: a patch child may not name an
+// object that is another parent's child (Loom's label, another
+// controller): the patch, under Loom's one field manager, would strip
+// that parent's ownerReference and labels. Its own parent's child (a
+// switch from full) is patched.
+func TestPatchRefusesAnotherParentsChild(t *testing.T) {
+	const child = `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns, labels: {team: a}, annotations: {loom.dev/manage: patch}}}`
+	owned := func(uid string) string {
+		return `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns, uid: u1, resourceVersion: "40",
+  labels: {app.kubernetes.io/managed-by: loom},
+  ownerReferences: [{apiVersion: example.loom.dev/v1alpha1, kind: MyResource, name: web, uid: ` + uid + `, controller: true}]}}`
+	}
+	for _, tt := range []struct {
+		owner string
+		want  []string
+		err   bool
+	}{
+		{owner: "p2", want: []string{"get"}, err: true},
+		{owner: "p1", want: []string{"get", "apply"}},
+	} {
+		server := fixture.Object(t, owned(tt.owner))
+		a, got := guardedServer(server, nil, "u1", "41")
+		r := a.ApplyManaged(t.Context(), fixture.Object(t, child), server, "p1", observer{"ns/web": server.Object})
+		if (r.Err != nil) != tt.err {
+			t.Errorf("owner %s: err %v, want an error: %v", tt.owner, r.Err, tt.err)
+		}
+		if d := cmp.Diff(tt.want, *got); d != "" {
+			t.Errorf("owner %s: requests (-want +got):\n%s", tt.owner, d)
+		}
+	}
+}
