@@ -64,7 +64,9 @@ with it, as the controller decides: a create-only child that exists is left
 as it is (one that is missing is announced, then diffed as a create); an
 observed child is read, never written: diff says whether it exists (the
 parent waits for it when it does not), or that Loom releases it once when it
-is still Loom's child.
+is still Loom's child. A patch child is someone else's object: one that
+exists is diffed as the apply of the template's fields only, and one that
+does not is never created (the parent waits for it).
 
 A child placed in a workload cluster (its loom.dev/cluster annotation) is
 diffed against that cluster: diff reads the registrations as Loom does (the

@@ -46,6 +46,8 @@ func (d *differ) byMode(child, before *unstructured.Unstructured, parent types.U
 			fmt.Fprintf(d.out, "%s: exists; Loom reads it and never writes it\n", tag)
 		}
 		return countUnchanged, true
+	case apply.StepPatch:
+		return d.patchStep(tag, before)
 	}
 	return 0, false
 }

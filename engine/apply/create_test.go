@@ -164,7 +164,7 @@ func guardedServer(existing *unstructured.Unstructured, createErr error, uid, rv
 		body.SetUID(types.UID(uid))
 		return true, &body, nil
 	})
-	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}}) // the default version: GiveBack maps a kind without one
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	return New(client, mapper, "loom"), got
 }

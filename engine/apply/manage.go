@@ -36,6 +36,9 @@ const (
 	StepRelease Step = "release"
 	// StepRead only reads an observed child.
 	StepRead Step = "read"
+	// StepPatch applies a patch child's fields to an object that exists,
+	// and never creates it (patch.go).
+	StepPatch Step = "patch"
 )
 
 // Decide returns the step of a child of mode (as object.ManageOf gives
@@ -55,6 +58,8 @@ func Decide(mode string, cached *unstructured.Unstructured, parent types.UID) St
 			}
 		}
 		return StepRead
+	case object.ManagePatch:
+		return StepPatch
 	}
 	return StepApply
 }
@@ -95,6 +100,8 @@ func (a *Applier) ApplyManaged(ctx context.Context, desired, cached *unstructure
 		return a.observe(desired, obs, res)
 	case StepRead:
 		return a.observe(desired, obs, res)
+	case StepPatch:
+		return a.patch(ctx, desired, obs, res, parent)
 	}
 	return a.Apply(ctx, desired, cached)
 }

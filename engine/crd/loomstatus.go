@@ -30,7 +30,7 @@ func loomStatus() map[string]apiextv1.JSONSchemaProps {
 				Properties: map[string]apiextv1.JSONSchemaProps{
 					"apiVersion": {Type: "string"}, "kind": {Type: "string"}, "name": {Type: "string"},
 					"cluster": {Type: "string", Description: "The registered workload cluster the child is in (loom.dev/cluster); absent for the cluster Loom runs in."},
-					"manage": {Type: "string", Description: "How much of the child Loom manages (loom.dev/manage): create-only or observe; absent for full.",
+					"manage": {Type: "string", Description: "How much of the child Loom manages (loom.dev/manage): create-only, observe or patch; absent for full.",
 						Enum: []apiextv1.JSON{{Raw: []byte(`"full"`)}, {Raw: []byte(`"create-only"`)}, {Raw: []byte(`"observe"`)}, {Raw: []byte(`"patch"`)}}},
 					"ready": {Type: "boolean"}, "status": {Type: "string"}, "message": {Type: "string"},
 				},

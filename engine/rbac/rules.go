@@ -43,6 +43,10 @@ type Set struct {
 	// patches one only to release it (a child switched to observe), but
 	// never creates or deletes one.
 	Observed map[schema.GroupKind]bool
+	// Patched are the kinds of Children some patch child
+	// (loom.dev/manage: patch, literally) is of: Loom patches them
+	// wherever their lookup declaration may read.
+	Patched map[schema.GroupKind]bool
 }
 
 // FromSet reduces a loaded set to what its permissions depend on.
@@ -53,7 +57,8 @@ func FromSet(s *render.Set) (Set, error) {
 		return Set{}, fmt.Errorf("set %s: %w", s.Name, err)
 	}
 	out := Set{Name: s.Name, Config: s.Config, Children: children, Seeded: s.Seeded(), Roles: s.Roles(),
-		Observed: observedOnly(kinds.Occurrences(texts), modes.ObservedDocs(texts, s.Config.Manage))}
+		Observed: observedOnly(kinds.Occurrences(texts), notOwned(modes.ObservedDocs(texts, s.Config.Manage), modes.PatchedDocs(texts, s.Config.Manage))),
+		Patched:  patchedKinds(kinds.Occurrences(texts), modes.PatchedDocs(texts, s.Config.Manage))}
 	if err := out.checkRoleRefs(); err != nil {
 		return Set{}, fmt.Errorf("set %s: %w", s.Name, err)
 	}
@@ -249,10 +254,10 @@ func (s Set) add(n needs, ns string, installCRDs bool) {
 	// blockOwnerDeletion on every child's ownerReference: under the
 	// OwnerReferencesPermissionEnforcement admission plugin.
 	n.add(parentNS, gr(pres+"/finalizers"), "update")
-	if s.Orphans || len(clusterScoped) > 0 || s.Seeded || s.Config.Clusters != nil {
-		// The loom.dev/orphan, loom.dev/cluster-children and
-		// loom.dev/remote-children finalizers; a seeded chart's
-		// loom.dev/seed annotation.
+	if s.Orphans || len(clusterScoped) > 0 || s.Seeded || s.Config.Clusters != nil || len(s.Patched) > 0 {
+		// The loom.dev/orphan, loom.dev/cluster-children,
+		// loom.dev/remote-children and loom.dev/patches finalizers; a
+		// seeded chart's loom.dev/seed annotation.
 		n.add(parentNS, gr(pres), "patch")
 	}
 	if s.Orphans {
@@ -291,13 +296,17 @@ func (s Set) add(n needs, ns string, installCRDs bool) {
 	for _, l := range s.Config.Lookups {
 		gk := config.KindRef{APIVersion: l.APIVersion, Kind: l.Kind}.GroupKind()
 		res := Resource(gk)
+		verbs := readVerbs
+		if s.Patched[gk] {
+			verbs = observeVerbs // get, list, watch and patch
+		}
 		if ns == "" || clusterScoped[gk] || builtinClusterScoped(gk) {
-			n.add("", res, readVerbs...)
+			n.add("", res, verbs...)
 			continue
 		}
-		n.add(ns, res, readVerbs...)
+		n.add(ns, res, verbs...)
 		for _, other := range l.Namespaces {
-			n.add(other, res, readVerbs...)
+			n.add(other, res, verbs...)
 		}
 	}
 	if s.Config.Rollout != nil {

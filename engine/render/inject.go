@@ -52,12 +52,15 @@ func (o owner) inject(obj map[string]any) error {
 			return fmt.Errorf("annotation %s is reserved for Loom and must not be set by a template", object.AnnotationOwner)
 		}
 	}
-	if mode, err := modes.Of(obj, o.cfg.Manage); err != nil || mode == object.ManageObserve {
-		if err != nil {
-			return err
-		}
-		gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()
+	mode, err := modes.Of(obj, o.cfg.Manage)
+	if err != nil {
+		return err
+	}
+	switch gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind(); mode {
+	case object.ManageObserve:
 		return modes.Observed(obj, o.cfg.Lookups, o.namespace, o.cluster[gk] || IsClusterScoped(apiVersion, kind))
+	case object.ManagePatch:
+		return modes.Patched(obj, o.cfg.Lookups, o.namespace, o.cluster[gk] || IsClusterScoped(apiVersion, kind))
 	}
 	remote := false
 	if ann, _ := meta["annotations"].(map[string]any); ann != nil {

@@ -63,11 +63,6 @@ func TestManageIsChecked(t *testing.T) {
 			render: `a.yaml:1 (document 1) ConfigMap cm: loom.dev/manage is observe: namespace "other" is neither the parent's ("default") nor declared for ConfigMap in loom.yaml lookups`,
 		},
 		{
-			name:   "patch is refused until it is built",
-			files:  map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  annotations:\n    loom.dev/manage: patch\n"},
-			render: `a.yaml:1 (document 1) ConfigMap cm: loom.dev/manage is patch, which this version of Loom does not support yet`,
-		},
-		{
 			name:  "the set's default is checked with loom.yaml",
 			files: map[string]string{config_: testConfig + "manage: observ\n", "a.yaml": configMap("cm", "  a: b\n")},
 			load:  `manage: is "observ"`,

@@ -141,9 +141,9 @@ func renderedChildren(in Input) []child {
 		}
 		c := child{apiVersion: obj.GetAPIVersion(), kind: obj.GetKind(), name: obj.GetName(), cluster: ref.Cluster, mode: modeOf(obj)}
 		c.state = stateOf(c.apiVersion, c.kind, c.name, live, in.Rules)
-		if live == nil && c.mode == object.ManageObserve {
+		if live == nil && notOwned(c.mode) {
 			c.dependency = true
-			c.state.Message = observedMissing(ref)
+			c.state.Message = missingMessage(c.mode, ref)
 		}
 		if applied && failed(res) {
 			c.applyErr = res.Err

@@ -70,7 +70,7 @@ func gather(in Input, kids []child, templateProblems []string) findings {
 			f.counted++
 		case c.dependency:
 			f.counted++ // named in dependencies or cycles, or here: an observed child missing
-			if c.mode == object.ManageObserve {
+			if notOwned(c.mode) {
 				// First: what waits may wait for it.
 				f.dependencies = append([]string{c.state.Message}, f.dependencies...)
 			}

@@ -72,6 +72,8 @@ func templateCases() []badCase {
 			"RenderFailed", docStart, "metadata.ownerReferences names a controller (ConfigMap other)"),
 		bad("a computed typo in the manage annotation", forBad("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-extra\n  annotations:\n    loom.dev/manage: {{ \"create-once\" }}\n"),
 			"RenderFailed", docStart, `loom.dev/manage is "create-once"`, `did you mean "create-only"?`),
+		bad("a patch child of a kind lookups do not declare", forBad("apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Name }}-extra\n  annotations:\n    loom.dev/manage: patch\nstringData: {a: b}\n"),
+			"RenderFailed", docStart, "loom.dev/manage is patch: Loom reads this child as a lookup, so loom.yaml's lookups must declare v1 Secret"),
 		bad("a label reserved for Loom", forBad("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-extra\n  labels: {applyset.kubernetes.io/part-of: someone-else}\n"),
 			"RenderFailed", docStart, "label applyset.kubernetes.io/part-of is reserved for Loom"),
 		{name: "include that includes itself", files: map[string]string{

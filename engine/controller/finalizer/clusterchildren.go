@@ -122,6 +122,7 @@ func (gs *Guards) Protect(ctx context.Context, parent *unstructured.Unstructured
 	var h Holds
 	parent, h.orphans = gs.protectOrphans(ctx, parent, rendered)
 	parent, h.cluster = gs.ensureGuard(ctx, clusterGuard, parent, rendered)
+	parent, h.patches = gs.protectPatches(ctx, parent, rendered)
 	return parent, h
 }
 
@@ -134,6 +135,9 @@ type Holds struct {
 	// cluster holds the cluster-scoped children: the parent could not be
 	// given the cluster-children finalizer.
 	cluster error
+	// patches holds the patch children: the parent could not be given
+	// their record and the patches finalizer.
+	patches error
 }
 
 // Of returns why child may not be applied, or nil.
@@ -143,6 +147,8 @@ func (h Holds) Of(child *unstructured.Unstructured) error {
 		return h.orphans
 	case h.cluster != nil && isClusterChild(child):
 		return h.cluster
+	case h.patches != nil && object.ManageOf(child.GetAnnotations(), "") == object.ManagePatch:
+		return h.patches
 	}
 	return nil
 }

@@ -72,6 +72,8 @@ type Applier interface {
 	Release(ctx context.Context, objs []*unstructured.Unstructured, parent types.UID) object.ChangeSet
 	// Prune deletes objs, each conditional on its UID.
 	Prune(ctx context.Context, objs []*unstructured.Unstructured) object.ChangeSet
+	// GiveBack gives Loom's fields in the objects it patched back.
+	GiveBack(ctx context.Context, refs []object.Ref) object.ChangeSet
 }
 
 // patchOp is one operation of a JSON patch (RFC 6902).
@@ -243,6 +245,10 @@ func (gs *Guards) Settle(ctx context.Context, parent *unstructured.Unstructured,
 		if parent, err = gs.settleGuard(ctx, g, parent, rendered, live); err != nil {
 			return parent, err
 		}
+	}
+	parent, err := gs.settlePatches(ctx, parent, rendered)
+	if err != nil {
+		return parent, err
 	}
 	return gs.settleRemote(ctx, parent, rendered, live)
 }

@@ -84,6 +84,11 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 // a failure to release children to keep is also a Warning Event. It
 // returns the parent as last written (or parent).
 func (gs *Guards) Finalize(ctx context.Context, parent *unstructured.Unstructured) (_ *unstructured.Unstructured, pending bool, err error) {
+	if patchGuard.has(parent) {
+		if parent, err = gs.finalizePatches(ctx, parent); err != nil {
+			return parent, false, err
+		}
+	}
 	if orphanGuard.has(parent) {
 		err = gs.releaseOrphans(ctx, parent)
 		if err == nil {

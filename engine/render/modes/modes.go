@@ -13,14 +13,9 @@ import (
 
 // Of checks a rendered child's loom.dev/manage annotation and returns its
 // mode, setDefault (loom.yaml's manage, checked with it) when it has
-// none. A child whose mode is not full gets it in its annotation. Patch
-// is refused: it is not built yet, and as full it would take the object.
+// none. A child whose mode is not full gets it in its annotation.
 func Of(obj map[string]any, setDefault string) (string, error) {
-	mode, err := of(obj, setDefault)
-	if err == nil && mode == object.ManagePatch {
-		return "", fmt.Errorf("%s is %s, which this version of Loom does not support yet", object.AnnotationManage, mode)
-	}
-	return mode, err
+	return of(obj, setDefault)
 }
 
 func of(obj map[string]any, setDefault string) (string, error) {
