@@ -65,7 +65,7 @@ func TestManageIsChecked(t *testing.T) {
 		{
 			name:  "the set's default is checked with loom.yaml",
 			files: map[string]string{config_: testConfig + "manage: observ\n", "a.yaml": configMap("cm", "  a: b\n")},
-			load:  `manage: is "observ"`,
+			load:  `manage is "observ"`,
 		},
 	}
 	for _, tt := range tests {

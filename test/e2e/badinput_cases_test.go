@@ -217,6 +217,6 @@ func setCases() []badCase {
 		broken("an observed child with fields", "bad.yaml", "apiVersion: v1\nkind: ConfigMap\ndata:\n  a: b\nmetadata:\n  name: {{ .Name }}-extra\n  annotations:\n    loom.dev/manage: observe\n",
 			"data:", "Loom never writes this child", "not data"),
 		broken("loom.yaml's manage has a typo", "loom.yaml", parent+"manage: obsreve\n", "",
-			"loom.yaml", `manage: is "obsreve"`, `did you mean "observe"?`),
+			"loom.yaml", `manage is "obsreve"`, `did you mean "observe"?`),
 	}
 }
