@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -71,7 +72,8 @@ func Compute(in Input) map[string]any {
 	// 1. Judge each child: the rendered ones, or the last known ones when
 	//    the templates did not render.
 	var kids []child
-	if in.RenderErr != nil || in.RolloutErr != nil || in.IdentityErr != nil || in.Deleting != nil {
+	rendered := !(in.RenderErr != nil || in.RolloutErr != nil || in.IdentityErr != nil || in.Deleting != nil)
+	if !rendered {
 		kids = previousChildren(parent, in.Live, in.Rules)
 	} else {
 		kids = renderedChildren(in)
@@ -83,7 +85,11 @@ func Compute(in Input) map[string]any {
 	// 3. Derive the conditions and the state from what was found.
 	f := gather(in, kids, templateProblems)
 	ready, progressing, degraded := f.ready(), f.progressing(), f.degraded()
-	conds := setConditions(parent, gen, in.Now, ready, progressing, degraded)
+	next := []metav1.Condition{ready, progressing, degraded}
+	if d, ok := drifted(parent, in, rendered); ok {
+		next = append(next, d)
+	}
+	conds := setConditions(parent, gen, in.Now, next...)
 
 	// 4. Assemble; Loom's own fields are written last so nothing overrides them.
 	status := make(map[string]any, len(extra)+len(reservedFields))
