@@ -13,6 +13,7 @@ import (
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/pack"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -310,4 +311,23 @@ func (x *expecter) merge(base, sent *unstructured.Unstructured, manager string) 
 		return nil, fmt.Errorf("merge %s: got a %T", sent.GetKind(), out)
 	}
 	return u, nil
+}
+
+// previewed is desired as Apply would send it to the live object now, for
+// DryRun: without the ignored fields (object.AnnotationDriftIgnore) that
+// Loom no longer owns in the live object, read here. A child that does not
+// exist yet is created whole.
+func (a *Applier) previewed(ctx context.Context, gvr schema.GroupVersionResource, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	p, err := driftPolicyOf(desired)
+	if err != nil || len(p.ignore) == 0 {
+		return desired, err
+	}
+	live, err := a.client.Resource(gvr).Namespace(desired.GetNamespace()).Get(ctx, desired.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return desired, nil
+	case err != nil:
+		return nil, err
+	}
+	return withoutUnowned(desired, p.ignore, ownedFields(live, a.manager)), nil
 }

@@ -291,3 +291,23 @@ func TestWarnedDriftTakenBackByANewDesiredObject(t *testing.T) {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }
+
+// loom diff's dry run sends what Apply would: without an ignored field
+// that another writer took, so the diff shows that writer's value as it
+// is. On the old code the dry run sent spec.replicas, and the diff showed
+// it taken back.
+func TestDryRunLeavesOutIgnoredFieldsLoomLost(t *testing.T) {
+	ignore := map[string]string{object.AnnotationDriftIgnore: "spec.replicas"}
+	desired := driftDeployment(t, "nginx", ignore)
+	live := takenBy(t, servedFrom(t, desired), int64(5), "spec", "replicas")
+	a, verbs, sent := driftServer(t, &live)
+	if _, err := a.DryRun(t.Context(), desired); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"get", "patch"}, *verbs); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	if _, ok, _ := unstructured.NestedFieldNoCopy((*sent)[0].Object, "spec", "replicas"); ok {
+		t.Error("the dry run sent spec.replicas")
+	}
+}
