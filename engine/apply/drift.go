@@ -210,7 +210,7 @@ func withoutUnowned(desired *unstructured.Unstructured, ignore [][]string, owned
 			continue
 		}
 		eachUnit(names, v, func(unit []string) {
-			if !ownsAny(owned, unit) {
+			if !ownsAny(owned, unit) && !loomsOwn(unit) {
 				drop = append(drop, unit)
 			}
 		})
@@ -223,6 +223,29 @@ func withoutUnowned(desired *unstructured.Unstructured, ignore [][]string, owned
 		removeAndPrune(out.Object, unit)
 	}
 	return out
+}
+
+// loomsOwn reports whether the field at names is the child's identity
+// (apiVersion, kind, its name and namespace, which no managedFields entry
+// holds) or one Loom itself marks its children with (its loom.dev/
+// annotations, its labels, the owner reference): no ignore path gives
+// those away.
+func loomsOwn(names []string) bool {
+	if len(names) == 1 {
+		return names[0] == "apiVersion" || names[0] == "kind"
+	}
+	if names[0] != "metadata" {
+		return false
+	}
+	switch {
+	case names[1] == "name" || names[1] == "namespace" || names[1] == "ownerReferences":
+		return true
+	case names[1] == "annotations" && len(names) > 2:
+		return strings.HasPrefix(names[2], "loom.dev/")
+	case names[1] == "labels" && len(names) > 2:
+		return names[2] == object.LabelPartOf || names[2] == object.LabelManagedBy || names[2] == object.LabelParentUID
+	}
+	return false
 }
 
 // nestedValue returns the value at names in obj.

@@ -269,6 +269,13 @@ func TestWithoutUnowned(t *testing.T) {
 	if _, ok := desired.GetAnnotations()["x"]; !ok {
 		t.Error("withoutUnowned changed the desired object")
 	}
+	// Loom's own marks are never left out, whatever a path says.
+	marked := fixture.Object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: a, annotations: {loom.dev/drift-ignore: metadata}, labels: {app.kubernetes.io/managed-by: loom, x: "1"}}}`)
+	got := withoutUnowned(marked, [][]string{{"metadata"}}, fieldpath.NewSet())
+	want := `{apiVersion: v1, kind: ConfigMap, metadata: {name: a, annotations: {loom.dev/drift-ignore: metadata}, labels: {app.kubernetes.io/managed-by: loom}}}`
+	if diff := cmp.Diff(fixture.Object(t, want).Object, got.Object); diff != "" {
+		t.Errorf("Loom's marks (-want +got):\n%s", diff)
+	}
 }
 
 // A child warned of, whose desired object then changes, is applied; the
