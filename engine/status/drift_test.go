@@ -63,6 +63,22 @@ func TestDriftedCondition(t *testing.T) {
 			if diff := cmp.Diff(*tt.want, metav1.Condition{Status: got.Status, Reason: got.Reason, Message: got.Message}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
+			// A Drifted condition the parent lacks, or holds otherwise, is
+			// a status to write.
+			without := map[string]any{}
+			for k, v := range st {
+				without[k] = v
+			}
+			var others []any
+			for _, c := range st["conditions"].([]any) {
+				if c.(map[string]any)["type"] != TypeDrifted {
+					others = append(others, c)
+				}
+			}
+			without["conditions"] = others
+			if Equal(st, withStatus(t, p, without)) {
+				t.Error("Equal says the parent's status, without Drifted, is the one computed")
+			}
 		})
 	}
 }

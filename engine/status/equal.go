@@ -12,12 +12,12 @@ import (
 )
 
 // loomConditions are the condition types Loom owns; others are left alone.
-var loomConditions = []string{TypeReady, TypeProgressing, TypeDegraded}
+var loomConditions = []string{TypeReady, TypeProgressing, TypeDegraded, TypeDrifted}
 
 // Equal reports whether the status fields Loom writes hold the same values
 // in want (as Compute returns it) and in the live parent's status. Only
 // Loom's fields are compared: observedGeneration, state, children,
-// templateRevision, Loom's three conditions, and the extra fields present in want. Fields and
+// templateRevision, Loom's conditions, and the extra fields present in want. Fields and
 // conditions that others own are ignored. Values are compared after
 // decoding, so a time in another zone or a number in another Go type is
 // equal when it means the same. The controller writes status only when
