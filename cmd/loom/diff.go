@@ -261,6 +261,10 @@ func (d *differ) parent(ctx context.Context, set *render.Set, parent *unstructur
 			counts[0]++
 		case changed:
 			counts[1]++
+			if object.DriftOf(child.GetAnnotations(), "") == object.DriftWarn && before.GetAnnotations()[apply.AnnotationApplied] == after.GetAnnotations()[apply.AnnotationApplied] {
+				fmt.Fprintf(d.out, "%s: %s: %s: Loom leaves these changes by another writer as they are until the child's templates change\n",
+					ref, object.AnnotationDrift, object.DriftWarn)
+			}
 		default:
 			counts[2]++
 		}

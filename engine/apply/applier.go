@@ -42,6 +42,9 @@ type shared struct {
 
 	mu      sync.Mutex
 	applied map[recordKey]record
+	// warned holds what Apply found of each drifted child in warn mode
+	// (drift.go); nil until one drifts.
+	warned map[recordKey]warned
 	// noCreateOnly holds the group-resources whose API server refused a
 	// create-only apply (see create).
 	noCreateOnly sync.Map
@@ -227,6 +230,23 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 	if err != nil {
 		return failed(res, fmt.Errorf("apply %s: %w", ref, err))
 	}
+	var full *unstructured.Unstructured
+	var reverted []string
+	valuesKept := false
+	if p, err := driftPolicyOf(desired); err != nil {
+		return failed(res, fmt.Errorf("apply %s: %w", ref, err))
+	} else if p.active() && live != nil {
+		// Not plain repair: see decideDrift (drift.go).
+		d, err := a.decideDrift(ctx, gvr, ref, desired, hash, live, p)
+		if err != nil {
+			return failed(res, err)
+		}
+		if d.unchanged {
+			res.Action, res.Object, res.Drifted = object.Unchanged, live, d.drifted
+			return res
+		}
+		desired, full, reverted, valuesKept = d.sent, d.full, d.reverted, d.valuesKept
+	}
 	var resp *unstructured.Unstructured
 	if live == nil {
 		if resp, err = a.create(ctx, gvr, desired, hash); err != nil {
@@ -234,7 +254,9 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 		}
 	}
 	before := live
-	if known && live != nil && pack.IsSlim(live) && live.GetAnnotations()[AnnotationApplied] == hash {
+	if full != nil {
+		before = full
+	} else if known && live != nil && pack.IsSlim(live) && live.GetAnnotations()[AnnotationApplied] == hash {
 		// A repair: another writer changed fields Loom sets. The cache
 		// keeps only a fingerprint of Loom's fields, so read them, once,
 		// to name the fields taken back. A failed read names none.
@@ -264,6 +286,13 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 			res.Drift = []string{object.DriftUnrecorded} // no record since a restart: no read was made
 		}
 	}
+	switch {
+	case valuesKept:
+		res.Drift = nil // Loom's entry takes back fields whose values are its own
+	case len(res.Drift) == 0 && len(reverted) > 0:
+		res.Drift = reverted // warned of, and taken back by a new desired object
+	}
+	a.forgetWarned(ref)
 	return res
 }
 
@@ -388,6 +417,7 @@ func (a *Applier) Forget(ref object.Ref) {
 	key := keyOf(ref)
 	a.mu.Lock()
 	delete(a.applied, key)
+	delete(a.warned, key)
 	a.mu.Unlock()
 }
 

@@ -30,6 +30,14 @@
 // type's OpenAPI schema (WithOpenAPI, expect.go), and sends nothing when
 // the child carries that entry and the hash of the desired object.
 //
+// A child may ask for less than a repair (drift.go): in drift mode warn
+// (loom.dev/drift) a child another writer changed is not applied while its
+// desired object is the same; the fields its apply would own and its live
+// entry lacks are reported (Result.Drifted). Fields it names in
+// loom.dev/drift-ignore are left out of every apply after the create once
+// Loom no longer owns them, and such a child is unchanged when Loom's entry
+// is exactly what that smaller apply leaves.
+//
 // A child the cache does not hold, whatever Loom remembers of its name,
 // is created by an apply that only creates (a resourceVersion
 // precondition no stored object meets); when the API server refuses it

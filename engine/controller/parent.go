@@ -112,7 +112,7 @@ func newStatusWriter(c *Controller) *statuswriter.Writer {
 	sh := c.sh
 	return statuswriter.New(statuswriter.Config{Client: sh.Client, GVK: c.gvk,
 		Resource:     func() schema.GroupVersionResource { return c.gvr },
-		FieldManager: sh.FieldManager, Clock: sh.Clock, Recorder: sh.Recorder, Writes: sh.Metrics.StatusWrites, DriftRepairs: sh.Metrics.DriftRepairs,
+		FieldManager: sh.FieldManager, Clock: sh.Clock, Recorder: sh.Recorder, Writes: sh.Metrics.StatusWrites, DriftRepairs: sh.Metrics.DriftRepairs, DriftWarnings: sh.Metrics.DriftWarnings,
 		Cached: c.parentVersion, Parent: c.parentGet})
 }
 

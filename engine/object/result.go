@@ -83,7 +83,16 @@ type Result struct {
 	// or removed fields Loom sets, and this apply took them back. It names
 	// those fields, such as "spec.replicas", or holds only DriftUnrecorded.
 	Drift []string
+	// Drifted is set when Action is Unchanged because the child's drift
+	// mode is DriftWarn: another writer changed or removed the fields it
+	// names, such as "spec.replicas", and Loom left them as they are. It
+	// holds DriftUnnamed when the fields cannot be named.
+	Drifted []string
 }
+
+// DriftUnnamed stands for drifted fields Loom cannot name: the API server
+// publishes no schema of the child's kind to compute them from.
+const DriftUnnamed = "some of its fields (which ones is not known: the API server publishes no schema of its kind)"
 
 // DriftUnrecorded stands for the fields taken back when Loom cannot name
 // them: the first apply after a restart, when Loom has no record of its

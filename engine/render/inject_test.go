@@ -170,6 +170,16 @@ func TestInjectErrors(t *testing.T) {
 			want:  `a.yaml:1 (document 1) ConfigMap cm: annotation loom.dev/delete-policy is "keep"; it must be "orphan" or "delete"`,
 		},
 		{
+			name:  "drift mode with a typo, on its line",
+			child: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  annotations:\n    loom.dev/drift-ignore: data.a\n    loom.dev/drift: wran\ndata:\n  a: b\n",
+			want:  `a.yaml:7 (document 1) ConfigMap cm: annotation loom.dev/drift is "wran"; it must be one of repair, warn (did you mean "warn"?)`,
+		},
+		{
+			name:  "drift-ignore path the template does not set, on its line",
+			child: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  annotations:\n    loom.dev/drift-ignore: data.aa\ndata:\n  a: b\n",
+			want:  `a.yaml:6 (document 1) ConfigMap cm: annotation loom.dev/drift-ignore: "data.aa" names no field the template sets (did you mean "data.a"?)`,
+		},
+		{
 			name:  "second document located",
 			child: configMap("ok", "  a: b\n") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: other\n",
 			want:  `a.yaml:8 (document 2) ConfigMap cm: metadata.namespace is "other", but children must live in their parent's namespace "default"`,

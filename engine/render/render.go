@@ -13,6 +13,7 @@ import (
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/hook"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/engine/render/driftpolicy"
 	"github.com/loom-operator/loom/engine/render/placement"
 	"github.com/loom-operator/loom/engine/render/tmpltree"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -113,6 +114,9 @@ func (s *Set) renderContext(ctx context.Context, parent *unstructured.Unstructur
 			}
 			if err := owner.inject(o.obj); err != nil {
 				return &Error{File: file, Line: o.line, Doc: o.doc, Object: objectName(o.obj), Err: err}
+			}
+			if at, err := driftpolicy.Resolve(o.obj, s.Config.Drift); err != nil {
+				return &Error{File: file, Line: s.findLine(file, o.line, at), Doc: o.doc, Object: objectName(o.obj), Err: err}
 			}
 			child := &unstructured.Unstructured{Object: o.obj}
 			if err := clusters.Check(child); err != nil {

@@ -76,7 +76,8 @@ func Compute(in Input) map[string]any {
 	// 1. Judge each child: the rendered ones, or the last known ones when
 	//    the templates did not render.
 	var kids []child
-	if in.RenderErr != nil || in.RolloutErr != nil || in.IdentityErr != nil || in.Deleting != nil || in.Suspended != nil {
+	rendered := !(in.RenderErr != nil || in.RolloutErr != nil || in.IdentityErr != nil || in.Deleting != nil || in.Suspended != nil)
+	if !rendered {
 		kids = previousChildren(parent, in.Live, in.Rules)
 	} else {
 		kids = renderedChildren(in)
@@ -95,6 +96,9 @@ func Compute(in Input) map[string]any {
 	next := []metav1.Condition{ready, progressing, degraded}
 	if in.Suspended != nil {
 		next = append(next, suspended(in.Suspended))
+	}
+	if d, ok := drifted(parent, in, rendered); ok {
+		next = append(next, d)
 	}
 	conds := setConditions(parent, gen, in.Now, next...)
 

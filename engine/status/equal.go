@@ -16,13 +16,13 @@ import (
 var loomConditions = []string{TypeReady, TypeProgressing, TypeDegraded}
 
 // ownedConditions are the condition types Loom owns (a suspended parent's
-// Suspended besides); others are left alone.
-var ownedConditions = append(slices.Clone(loomConditions), TypeSuspended)
+// Suspended, and Drifted, besides); others are left alone.
+var ownedConditions = append(slices.Clone(loomConditions), TypeSuspended, TypeDrifted)
 
 // Equal reports whether the status fields Loom writes hold the same values
 // in want (as Compute returns it) and in the live parent's status. Only
 // Loom's fields are compared: observedGeneration, state, children,
-// templateRevision, Loom's three conditions, and the extra fields present in want. Fields and
+// templateRevision, Loom's conditions, and the extra fields present in want. Fields and
 // conditions that others own are ignored. Values are compared after
 // decoding, so a time in another zone or a number in another Go type is
 // equal when it means the same. The controller writes status only when

@@ -19,6 +19,10 @@ type Metrics struct {
 	StatusWrites *prometheus.CounterVec
 	// DriftRepairs counts children changed back, by parent kind.
 	DriftRepairs *prometheus.CounterVec
+	// DriftWarnings counts, by parent kind, the times a parent's Drifted
+	// condition became True or changed (children in drift mode warn that
+	// another writer changed, and Loom left).
+	DriftWarnings *prometheus.CounterVec
 	// Sets is the number of template sets loaded.
 	Sets prometheus.Gauge
 	// Reloads counts reloads, by set and result.
@@ -55,6 +59,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		DriftRepairs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loom_drift_reverted_total", Help: "Children that another writer had changed and Loom changed back, by parent kind.",
 		}, []string{"kind"}),
+		DriftWarnings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loom_drift_warned_total", Help: "Changes of a parent's Drifted condition to True or to other children or fields (drift mode warn: Loom left them), by parent kind.",
+		}, []string{"kind"}),
 		Sets: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "loom_template_sets", Help: "Template sets loaded, each with the controller of its parent kind.",
 		}),
@@ -71,7 +78,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"cluster"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reconciles, m.duration, m.changes, m.StatusWrites, m.DriftRepairs, m.Sets, m.Reloads, m.Rollout.Step, m.Rollout.Parents,
+		reg.MustRegister(m.reconciles, m.duration, m.changes, m.StatusWrites, m.DriftRepairs, m.DriftWarnings, m.Sets, m.Reloads, m.Rollout.Step, m.Rollout.Parents,
 			m.Parents, m.Rollout.Failures, m.MissingPermissions, m.ClusterReachable)
 	}
 	return m
@@ -87,6 +94,7 @@ func (m *Metrics) InitKind(kind string) {
 	m.duration.WithLabelValues(kind)
 	m.StatusWrites.WithLabelValues(kind).Add(0)
 	m.DriftRepairs.WithLabelValues(kind).Add(0)
+	m.DriftWarnings.WithLabelValues(kind).Add(0)
 	m.changes.WithLabelValues(kind, string(object.Failed)).Add(0)
 }
 

@@ -56,6 +56,25 @@ func (w *Writer) recordTransitions(parent, prev *unstructured.Unstructured, want
 	if newDeg.Status != "True" && oldDeg.Status == "True" {
 		rec.Event(parent, corev1.EventTypeNormal, "Recovered", "no longer degraded: "+oldDeg.Reason+" resolved")
 	}
+	w.recordDrifted(parent, ConditionOf(old, status.TypeDrifted), ConditionOf(want, status.TypeDrifted))
+}
+
+// recordDrifted records a Warning Event, and counts it, when the Drifted
+// condition (children in drift mode warn that another writer changed)
+// becomes True or names other children or fields; a Normal Event when it
+// stops being True. The condition already on the parent is what it is
+// compared with, so a reconcile that finds the same drift, or a restarted
+// Loom, records nothing again.
+func (w *Writer) recordDrifted(parent *unstructured.Unstructured, old, cur Condition) {
+	switch {
+	case cur.Status == "True" && (old.Status != "True" || old.Message != cur.Message):
+		if w.cfg.DriftWarnings != nil {
+			w.cfg.DriftWarnings.WithLabelValues(w.cfg.GVK.Kind).Inc()
+		}
+		w.cfg.Recorder.Event(parent, corev1.EventTypeWarning, "Drifted", cur.Message)
+	case cur.Status != "True" && old.Status == "True":
+		w.cfg.Recorder.Event(parent, corev1.EventTypeNormal, "DriftResolved", "no child has fields changed by another writer any more")
+	}
 }
 
 // RecordDrift records a Warning Event on the parent for each child that

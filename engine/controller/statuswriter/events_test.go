@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/controller/metrics"
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -48,6 +49,50 @@ func TestRecordTransitions(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.events, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A Warning Event, counted, when Drifted becomes True or names other
+// fields; none while it stays the same (a restarted Loom finds the
+// condition on the parent); a Normal one when it clears. On the old code
+// no Drifted Event was recorded.
+func TestRecordDrifted(t *testing.T) {
+	dr := func(status, msg string) string {
+		return fmt.Sprintf(`{conditions: [{type: Drifted, status: %q, message: %q}]}`, status, msg)
+	}
+	tests := []struct {
+		name      string
+		old, want string
+		events    []string
+		counted   float64
+	}{
+		{"became drifted", `{}`, dr("True", "a at spec.replicas"), []string{"Warning Drifted a at spec.replicas"}, 1},
+		{"same drift: nothing", dr("True", "a at spec.replicas"), dr("True", "a at spec.replicas"), nil, 0},
+		{"other fields", dr("True", "a at spec.replicas"), dr("True", "a at spec.replicas, data.x"), []string{"Warning Drifted a at spec.replicas, data.x"}, 1},
+		{"drift resolved", dr("True", "a at spec.replicas"), dr("False", "none"),
+			[]string{"Normal DriftResolved no child has fields changed by another writer any more"}, 0},
+		{"still resolved: nothing", dr("False", "none"), dr("False", "none"), nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := record.NewFakeRecorder(10)
+			m := metrics.New(nil)
+			w := New(Config{Recorder: rec, GVK: schema.GroupVersionKind{Kind: "MyResource"}, DriftWarnings: m.DriftWarnings})
+			prev := u(t, parentYAML)
+			prev.Object["status"] = u(t, tt.old).Object
+			w.recordTransitions(prev, prev, u(t, tt.want).Object)
+			close(rec.Events)
+			var got []string
+			for ev := range rec.Events {
+				got = append(got, ev)
+			}
+			if diff := cmp.Diff(tt.events, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if n := testutil.ToFloat64(m.DriftWarnings.WithLabelValues("MyResource")); n != tt.counted {
+				t.Errorf("loom_drift_warned_total = %v, want %v", n, tt.counted)
 			}
 		})
 	}

@@ -51,6 +51,10 @@ type Config struct {
 	// DriftRepairs counts the children changed back after another writer
 	// changed them (RecordDrift), by parent kind; nil counts nothing.
 	DriftRepairs *prometheus.CounterVec
+	// DriftWarnings counts the changes of the Drifted condition to True or
+	// to other children or fields (recordDrifted), by parent kind; nil
+	// counts nothing.
+	DriftWarnings *prometheus.CounterVec
 	// Cached returns the UID and resourceVersion of the parent named key
 	// in the parent cache, without decoding it; ok is false when the cache
 	// holds none, or the controller has not started.
