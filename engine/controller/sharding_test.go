@@ -83,7 +83,7 @@ func TestFilterShardList(t *testing.T) {
 					list.Items = append(list.Items, shardParent(t, name, uid))
 				}
 			}
-			lw := filterShard(&cache.ListWatch{
+			lw := packwatch.FilterShard(&cache.ListWatch{
 				ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) { return list, nil },
 			}, tt.held, ktesting.NewLogger(t, ktesting.NewConfig()))
 			obj, err := lw.ListWithContextFunc(t.Context(), metav1.ListOptions{})
@@ -133,7 +133,7 @@ metadata: {resourceVersion: "9", annotations: {k8s.io/initial-events-end: "true"
 		{Type: watch.Deleted, Object: shardParent(t, "a", in)},
 	}
 	fw := watch.NewFake()
-	lw := filterShard(&cache.ListWatch{
+	lw := packwatch.FilterShard(&cache.ListWatch{
 		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return fw, nil },
 	}, held, ktesting.NewLogger(t, ktesting.NewConfig()))
 	w, err := lw.WatchFuncWithContext(t.Context(), metav1.ListOptions{})

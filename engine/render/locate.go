@@ -21,28 +21,11 @@ func (s *Set) source(file string) []byte {
 }
 
 // docLine returns the source line where document idx (1-based) of file
-// starts, counting the literal "---" separators in the template source.
-// When the template emits separators from actions, it falls back to line 1.
-func (s *Set) docLine(file string, idx int) int {
-	if idx <= 1 {
-		return 1
-	}
-	src := s.source(file)
-	line, seen := 1, 0
-	for _, l := range bytes.Split(src, []byte("\n")) {
-		if yamldoc.IsSeparator(l) {
-			seen++
-			if seen == idx-1 {
-				return line + 1
-			}
-		}
-		line++
-	}
-	return 1
-}
+// starts (yamldoc.DocLine).
+func (s *Set) docLine(file string, idx int) int { return yamldoc.DocLine(s.source(file), idx) }
 
-// findLine returns the first line, at or after from, whose trimmed text
-// contains needle, or from when none does.
+// findLine returns the first line, at or after from, whose text contains
+// needle, or from when none does.
 func (s *Set) findLine(file string, from int, needle string) int {
 	if needle == "" {
 		return from
@@ -51,30 +34,15 @@ func (s *Set) findLine(file string, from int, needle string) int {
 }
 
 // findKeyLine returns the first line, at or after from, that holds the
-// mapping key key, alone or as the first key of a sequence item ("key:" or
-// "- key:", but not "otherkey:"), or from when none does.
+// mapping key key (yamldoc.IsKeyLine), or from when none does.
 func (s *Set) findKeyLine(file string, from int, key string) int {
-	prefix := []byte(key + ":")
-	return s.findMatch(file, from, func(line []byte) bool {
-		line = bytes.TrimLeft(line, " ")
-		line = bytes.TrimLeft(bytes.TrimPrefix(line, []byte("-")), " ")
-		return bytes.HasPrefix(line, prefix)
-	})
+	return s.findMatch(file, from, func(line []byte) bool { return yamldoc.IsKeyLine(line, key) })
 }
 
 // findMatch returns the first line, at or after from and within the same
 // document, that match accepts, or from when none does.
 func (s *Set) findMatch(file string, from int, match func(line []byte) bool) int {
-	lines := bytes.Split(s.source(file), []byte("\n"))
-	for i := from - 1; i >= 0 && i < len(lines); i++ {
-		if i > from-1 && yamldoc.IsSeparator(lines[i]) {
-			break
-		}
-		if match(lines[i]) {
-			return i + 1
-		}
-	}
-	return from
+	return yamldoc.FindLine(s.source(file), from, match)
 }
 
 // yamlLine matches the line number in a yaml.v2 error.
