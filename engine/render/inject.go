@@ -60,7 +60,7 @@ func (o owner) inject(obj map[string]any) error {
 	case object.ManageObserve:
 		return modes.Observed(obj, o.cfg.Lookups, o.namespace, o.cluster[gk] || IsClusterScoped(apiVersion, kind))
 	case object.ManagePatch:
-		return modes.Patched(obj, o.cfg.Lookups, o.namespace, o.cluster[gk] || IsClusterScoped(apiVersion, kind))
+		return modes.Patched(obj, o.cfg.Lookups, o.namespace, o.cluster[gk] || IsClusterScoped(apiVersion, kind), o.cluster[gk])
 	}
 	remote := false
 	if ann, _ := meta["annotations"].(map[string]any); ann != nil {

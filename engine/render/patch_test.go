@@ -13,6 +13,9 @@ import (
 const patchConfig = testConfig + `lookups:
 - apiVersion: v1
   kind: Namespace
+  namespaces: [team-a]
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: ClusterRole
 - apiVersion: v1
   kind: ConfigMap
   namespaces: [shared]
@@ -62,6 +65,16 @@ func TestPatchIsBound(t *testing.T) {
 			name: "a namespace not declared",
 			doc:  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: other\n  annotations:\n    loom.dev/manage: patch\n",
 			want: `a.yaml:1 (document 1) ConfigMap cm: loom.dev/manage is patch: namespace "other" is neither the parent's ("default") nor declared for ConfigMap in loom.yaml lookups`,
+		},
+		{
+			name: "a Namespace the parent's spec could aim anywhere",
+			doc:  "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-system\n  labels:\n    team: a\n  annotations:\n    loom.dev/manage: patch\n",
+			want: `Namespace kube-system: loom.dev/manage is patch: Namespace "kube-system" is neither the parent's ("default") nor listed in the namespaces of loom.yaml's Namespace lookup`,
+		},
+		{
+			name: "a cluster-scoped kind not declared in clusterScoped",
+			doc:  "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: admin\n  labels:\n    team: a\n  annotations:\n    loom.dev/manage: patch\n",
+			want: `loom.dev/manage is patch: ClusterRole.rbac.authorization.k8s.io is cluster-scoped, and a namespaced parent patches one only when loom.yaml's clusterScoped declares its kind`,
 		},
 		{
 			name: "a workload cluster",

@@ -28,7 +28,7 @@ func patchSet(t *testing.T, shared string) string {
 	dir := t.TempDir()
 	writeFiles(t, filepath.Join(dir, "myresource"), map[string]string{
 		"loom.yaml": env.Fixture(t, "sets/myresource/loom.yaml") +
-			"lookups:\n  - apiVersion: v1\n    kind: Namespace\n  - apiVersion: v1\n    kind: ServiceAccount\n    namespaces: [" + shared + "]\n",
+			"lookups:\n  - apiVersion: v1\n    kind: Namespace\n    namespaces: [" + shared + "]\n  - apiVersion: v1\n    kind: ServiceAccount\n    namespaces: [" + shared + "]\n",
 		"patch.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + shared + "\n  labels:\n    team: {{ .Name }}\n  annotations:\n    loom.dev/manage: patch\n---\n" +
 			"apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: builder\n  namespace: " + shared + "\n  labels:\n    team: {{ .Name }}\n  annotations:\n    loom.dev/manage: patch\n",
 		"site.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-site\ndata:\n  image: {{ .Spec.image | quote }}\n",

@@ -17,13 +17,38 @@ import (
 // fields Loom is to own in it. It gets no ownerReference and no Loom
 // labels: either would make the garbage collector, or Loom's prune,
 // delete the owner's object. clusterScoped says whether the kind is.
-func Patched(obj map[string]any, rules []config.LookupRule, parentNS string, clusterScoped bool) error {
+//
+// A namespaced parent's spec must not reach a cluster-scoped object the
+// set did not mean: whoever may create a parent could otherwise have Loom
+// label kube-system, say, into a NetworkPolicy's namespaceSelector. So
+// such a parent may patch a Namespace only when it is the parent's own or
+// one its Namespace lookup lists in namespaces, and another
+// cluster-scoped kind only when loom.yaml's clusterScoped declares it
+// (declared), as for the cluster-scoped children it creates.
+func Patched(obj map[string]any, rules []config.LookupRule, parentNS string, clusterScoped, declared bool) error {
 	meta := obj["metadata"].(map[string]any) // validate ensured it
 	if ann, _ := meta["annotations"].(map[string]any); ann[object.AnnotationCluster] != nil {
 		return fmt.Errorf("%s is %s: Loom patches objects in the cluster it runs in, not in a workload cluster (%s)",
 			object.AnnotationManage, object.ManagePatch, object.AnnotationCluster)
 	}
-	return bind(obj, meta, rules, parentNS, clusterScoped, object.ManagePatch)
+	if err := bind(obj, meta, rules, parentNS, clusterScoped, object.ManagePatch); err != nil || !clusterScoped || parentNS == "" {
+		return err
+	}
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()
+	name, _ := meta["name"].(string)
+	switch {
+	case gk == schema.GroupKind{Kind: "Namespace"}:
+		if name != parentNS && !slices.Contains(ruleOf(rules, gk).Namespaces, name) {
+			return fmt.Errorf("%s is %s: Namespace %q is neither the parent's (%q) nor listed in the namespaces of %s's Namespace lookup",
+				object.AnnotationManage, object.ManagePatch, name, parentNS, config.File)
+		}
+	case !declared:
+		return fmt.Errorf("%s is %s: %s is cluster-scoped, and a namespaced parent patches one only when %s's clusterScoped declares its kind",
+			object.AnnotationManage, object.ManagePatch, gk, config.File)
+	}
+	return nil
 }
 
 // bind checks that a child Loom reads as a lookup (mode says why) is of a
