@@ -612,3 +612,33 @@ func conditionIn(t *testing.T, status map[string]any, typ string) map[string]any
 	}
 	return nil
 }
+
+// TestComputeSuspendedBeforeItsChildren: a parent suspended before Loom
+// ever rendered it (created with loom.dev/suspend, no templateRevision and
+// no children in its status) is not Ready: it has children, none made.
+// The old Compute called it Ready, "no children to wait for".
+func TestComputeSuspendedBeforeItsChildren(t *testing.T) {
+	in := baseInput(t)
+	in.Rendered, in.Results, in.Live, in.Revision = nil, nil, nil, ""
+	in.Suspended = &object.Suspension{Reason: object.ReasonSuspendedByAnnotation, Message: "the parent's loom.dev/suspend is true"}
+	got := Compute(in)
+	c := conditionIn(t, got, TypeReady)
+	if c["status"] != "False" || c["reason"] != ReasonSuspendedBeforeCreation {
+		t.Errorf("Ready = %v, want False, reason %s", c, ReasonSuspendedBeforeCreation)
+	}
+	if got["state"] != StateSuspended {
+		t.Errorf("state = %v, want %s", got["state"], StateSuspended)
+	}
+	// It stays so at the next reconcile, and a parent that Loom rendered
+	// with no children at all is Ready when suspended.
+	in.Parent = withStatus(t, in.Parent, got)
+	if c := conditionIn(t, Compute(in), TypeReady); c["reason"] != ReasonSuspendedBeforeCreation {
+		t.Errorf("the second reconcile's Ready = %v", c)
+	}
+	in.Suspended = nil
+	in.Parent = withStatus(t, in.Parent, Compute(in))
+	in.Suspended = &object.Suspension{Reason: object.ReasonSuspendedByAnnotation, Message: "the parent's loom.dev/suspend is true"}
+	if c := conditionIn(t, Compute(in), TypeReady); c["status"] != "True" {
+		t.Errorf("a parent rendered with no children, then suspended: Ready = %v", c)
+	}
+}

@@ -29,6 +29,10 @@ type findings struct {
 	deleting error
 	// suspended says why the parent is suspended (Input.Suspended).
 	suspended *object.Suspension
+	// unbuilt is set for a suspended parent that Loom never rendered (no
+	// children listed, and no Ready condition but this one): it has
+	// children, none made.
+	unbuilt bool
 	// unreachable name each workload cluster that did not answer, with
 	// its last error, in name order.
 	unreachable []string
@@ -51,6 +55,7 @@ type findings struct {
 // gather sorts the children and results of one pass into findings.
 func gather(in Input, kids []child, templateProblems []string) findings {
 	f := findings{renderErr: in.RenderErr, rolloutErr: in.RolloutErr, identityErr: in.IdentityErr, deleting: in.Deleting, suspended: in.Suspended, templateProblems: templateProblems, cycles: in.Cycles}
+	f.unbuilt = in.Suspended != nil && len(kids) == 0 && neverBuilt(in.Parent)
 	for _, w := range in.Waits {
 		f.dependencies = append(f.dependencies, w.Message)
 	}
@@ -122,6 +127,8 @@ func (f findings) ready() metav1.Condition {
 		c.Reason, c.Message = reason, msg
 	} else {
 		switch {
+		case f.unbuilt:
+			c.Reason, c.Message = ReasonSuspendedBeforeCreation, "suspended before Loom made its children; resume it to make them"
 		case len(f.dependencies) > 0:
 			c.Reason = ReasonWaitingForDependency
 		case len(f.waiting) > 0:
@@ -355,4 +362,14 @@ func concat(lists ...[]string) []string {
 		out = append(out, l...)
 	}
 	return out
+}
+
+// neverBuilt reports whether Loom never reconciled parent past a
+// suspension: it has no Ready condition, or only the one that says so.
+func neverBuilt(parent *unstructured.Unstructured) bool {
+	if parent == nil {
+		return true
+	}
+	ready := meta.FindStatusCondition(previousConditions(parent), TypeReady)
+	return ready == nil || ready.Reason == ReasonSuspendedBeforeCreation
 }

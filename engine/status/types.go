@@ -47,6 +47,10 @@ var States = []string{StateBuilding, StateReady, StateFailed, StateDeleting, Sta
 const (
 	// ReasonAllChildrenReady: Ready is True.
 	ReasonAllChildrenReady = "AllChildrenReady"
+	// ReasonSuspendedBeforeCreation: Ready is False because the parent
+	// was suspended before Loom ever rendered it, so none of its children
+	// were made.
+	ReasonSuspendedBeforeCreation = "SuspendedBeforeCreation"
 	// ReasonChildrenNotReady: Ready is False while children roll out.
 	ReasonChildrenNotReady = "ChildrenNotReady"
 	// ReasonChildrenProgressing: Progressing is True.
