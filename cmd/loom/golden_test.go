@@ -17,7 +17,7 @@ var update = testflags.Update
 
 // The shipped template sets, the example sets make run starts a second
 // Loom on (examples/clusters), and the example of the management modes
-// (examples/modes: a create-only, an observed and a full child) pass their own golden cases (the same check
+// (examples/modes: create-only, observe, patch, full, drift warn and ignore) pass their own golden cases (the same check
 // as `loom test templates/`), so `go test ./...` catches a template change
 // that the golden files do not expect, and -update accepts it.
 func TestShippedTemplateSets(t *testing.T) {
