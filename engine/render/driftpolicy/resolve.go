@@ -24,6 +24,9 @@ import (
 func Resolve(obj map[string]any, cfg *config.Drift) (annotation string, err error) {
 	meta, _ := obj["metadata"].(map[string]any)
 	ann, _ := meta["annotations"].(map[string]any)
+	if ann[object.AnnotationManage] == object.ManagePatch {
+		return patchChild(ann)
+	}
 	if v, ok := ann[object.AnnotationDrift]; ok {
 		s, _ := v.(string)
 		if err := object.CheckDrift(s); err != nil {
@@ -138,4 +141,20 @@ func fieldPaths(obj map[string]any) []string {
 	walk(nil, obj)
 	sort.Strings(out)
 	return out
+}
+
+// patchChild checks a patch child's drift annotations: Loom always takes
+// back the few fields it sets in someone else's object (repair), so warn
+// and ignore paths, which are not built for patch children, are refused
+// rather than silently not followed, and the set's defaults do not apply.
+func patchChild(ann map[string]any) (annotation string, err error) {
+	if v, ok := ann[object.AnnotationDrift]; ok && v != object.DriftRepair {
+		return object.AnnotationDrift + ":", fmt.Errorf("annotation %s is %v, but a patch child's fields are always taken back (%s): %s and %s are not built for patch children",
+			object.AnnotationDrift, v, object.DriftRepair, object.DriftWarn, object.AnnotationDriftIgnore)
+	}
+	if _, ok := ann[object.AnnotationDriftIgnore]; ok {
+		return object.AnnotationDriftIgnore, fmt.Errorf("annotation %s: a patch child's fields are always taken back (%s): %s and %s are not built for patch children",
+			object.AnnotationDriftIgnore, object.DriftRepair, object.DriftWarn, object.AnnotationDriftIgnore)
+	}
+	return "", nil
 }

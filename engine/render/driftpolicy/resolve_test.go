@@ -50,6 +50,9 @@ func TestResolve(t *testing.T) {
 		{name: "not a path", ann: `loom.dev/drift-ignore: "spec..replicas"`, wantErr: "is not a field path", wantAt: "loom.dev/drift-ignore"},
 		{name: "into a list", ann: `loom.dev/drift-ignore: "spec.containers[0]"`, wantErr: "goes into a list", wantAt: "loom.dev/drift-ignore"},
 		{name: "empty", ann: `loom.dev/drift-ignore: " , "`, wantErr: "names no field path", wantAt: "loom.dev/drift-ignore"},
+		{name: "a patch child takes the set's mode as repair", ann: `loom.dev/manage: patch`, cfg: warnSet, want: map[string]string{}},
+		{name: "a patch child in warn", ann: `loom.dev/manage: patch, loom.dev/drift: warn`, wantErr: "a patch child's fields are always taken back", wantAt: "loom.dev/drift:"},
+		{name: "a patch child with ignore paths", ann: `loom.dev/manage: patch, loom.dev/drift-ignore: spec.replicas`, wantErr: "a patch child's fields are always taken back", wantAt: "loom.dev/drift-ignore"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
