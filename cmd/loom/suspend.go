@@ -251,7 +251,7 @@ func (o *suspendOptions) patchSet(ctx context.Context, out io.Writer, client dyn
 	}
 	_, err = client.Resource(v1alpha1.TemplateSetGVR).Patch(ctx, o.set, types.MergePatchType, body, metav1.PatchOptions{FieldManager: suspendFieldManager})
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("templateset/%s: not found: Loom keeps a TemplateSet for a set with a rollout policy; suspend the parents of another set with KIND --all", o.set)
+		return fmt.Errorf("templateset/%s: not found: Loom keeps a TemplateSet for a set with a rollout policy; suspend another set with suspend: true in its loom.yaml, or its parents with KIND --all", o.set)
 	}
 	if err != nil {
 		return fmt.Errorf("templateset/%s: %w", o.set, err)

@@ -115,6 +115,10 @@ type Config struct {
 	// Drift is what Loom does, by default, when another writer changed a
 	// field a template sets.
 	Drift *Drift `json:"drift,omitempty"`
+	// Suspend, when true, suspends every parent of the set: Loom writes
+	// none of their children and only reads them and writes the parents'
+	// status, until it is removed (see object.AnnotationSuspend).
+	Suspend bool `json:"suspend,omitempty"`
 }
 
 // ParentRef names the parent kind.

@@ -5,6 +5,7 @@ package controller
 
 import (
 	"context"
+	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
@@ -16,15 +17,22 @@ import (
 	"github.com/loom-operator/loom/engine/status"
 )
 
-// suspension is why parent is suspended, by its annotation or by its
-// set's TemplateSet, or nil.
+// suspension is why parent is suspended, by its annotation, its set's
+// TemplateSet, or its set's loom.yaml (the folder's, whatever revision
+// the parent renders: a freeze is for now), or nil.
 func (c *Controller) suspension(parent *unstructured.Unstructured) *object.Suspension {
 	var name string
 	var setSuspended bool
 	if c.rollouts != nil {
 		name, setSuspended = c.rollouts.Name(), c.rollouts.Suspended()
 	}
-	return object.SuspensionOf(parent.GetAnnotations(), name, setSuspended)
+	if s := object.SuspensionOf(parent.GetAnnotations(), name, setSuspended); s != nil {
+		return s
+	}
+	if set := c.set.Load(); set != nil && set.Config.Suspend {
+		return object.SetSuspension(filepath.Base(set.Dir))
+	}
+	return nil
 }
 
 // suspended reconciles a suspended parent: it writes its status and

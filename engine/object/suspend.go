@@ -10,6 +10,8 @@ const (
 	// ReasonSuspendedByTemplateSet: the set's TemplateSet has
 	// spec.suspend true.
 	ReasonSuspendedByTemplateSet = "SuspendedByTemplateSet"
+	// ReasonSuspendedBySet: the set's loom.yaml says suspend: true.
+	ReasonSuspendedBySet = "SuspendedBySet"
 )
 
 // Suspension says why a parent is suspended: Loom writes none of its
@@ -43,4 +45,12 @@ func SuspensionOf(annotations map[string]string, templateSet string, setSuspende
 			templateSet, templateSet)}
 	}
 	return nil
+}
+
+// SetSuspension is the suspension of every parent of the set named set
+// (its folder's name) whose loom.yaml says suspend: true. A parent's
+// annotation and its TemplateSet (SuspensionOf) are named before it.
+func SetSuspension(set string) *Suspension {
+	return &Suspension{Reason: ReasonSuspendedBySet, Message: fmt.Sprintf(
+		"suspend is true in loom.yaml of set %s: Loom writes none of the set's children until it is removed there", set)}
 }

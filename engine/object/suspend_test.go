@@ -30,3 +30,13 @@ func TestSuspensionOf(t *testing.T) {
 		})
 	}
 }
+
+// TestSetSuspension: loom.yaml's suspend suspends every parent of any set,
+// one with a rollout policy (and so a TemplateSet) or not.
+func TestSetSuspension(t *testing.T) {
+	want := &Suspension{Reason: ReasonSuspendedBySet,
+		Message: "suspend is true in loom.yaml of set web: Loom writes none of the set's children until it is removed there"}
+	if diff := cmp.Diff(want, SetSuspension("web")); diff != "" {
+		t.Errorf("SetSuspension (-want +got):\n%s", diff)
+	}
+}

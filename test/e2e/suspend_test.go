@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loom-operator/loom/engine/object"
+	"github.com/loom-operator/loom/internal/testutil"
 	"github.com/loom-operator/loom/test/env"
 )
 
@@ -345,4 +347,44 @@ func TestDeletingASuspendedParent(t *testing.T) {
 	waitGone(t, myresGVR, ns, "p", "its deletion is not held by the suspension")
 	releasedCM(t, ns, "p-kept", "nginx:1.27")
 	waitGone(t, configMapGVR, ns, "p-plain", "it goes with its parent")
+}
+
+// loom.yaml's suspend: true suspends every parent of a set that has no
+// rollout policy (and so no TemplateSet); removing it converges them at
+// once, with the edit made meanwhile.
+func TestSetSuspendsEveryParent(t *testing.T) {
+	e := env.From(t)
+	t.Parallel()
+	ns := e.NewNamespace(t)
+	dir := t.TempDir()
+	setDir := filepath.Join(dir, "myresource")
+	if err := testutil.CopyDir(filepath.Join(e.Root, "templates", "myresource"), setDir); err != nil {
+		t.Fatal(err)
+	}
+	config, err := os.ReadFile(filepath.Join(setDir, "loom.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	startLoom(t, dir, ns, loomOptions{})
+	createParentFixture(t, ns, "full")
+	waitCondition(t, ns, "web", "Ready", "True")
+
+	writeFiles(t, setDir, map[string]string{"loom.yaml": string(config) + "suspend: true\n"})
+	waitSuspended(t, ns, "web", object.ReasonSuspendedBySet)
+	cm := mustGet(t, configMapGVR, ns, "web-config").GetResourceVersion()
+	patchObject(t, myresGVR, ns, "web", `{"spec":{"config":{"LOG_LEVEL":"debug"}}}`)
+	consistently(t, 5*time.Second, "the ConfigMap is not written", func(ctx context.Context) error {
+		now, err := e.Get(ctx, configMapGVR, ns, "web-config")
+		if err != nil {
+			return err
+		}
+		if now.GetResourceVersion() != cm {
+			return fmt.Errorf("written: %v", now.Object["data"])
+		}
+		return nil
+	})
+
+	writeFiles(t, setDir, map[string]string{"loom.yaml": string(config)})
+	waitField(t, 10*time.Second, configMapGVR, ns, "web-config", "debug", "data", "LOG_LEVEL")
+	waitResumed(t, ns, "web", 10*time.Second)
 }
