@@ -22,6 +22,7 @@ import (
 	"github.com/loom-operator/loom/engine/object"
 	"github.com/loom-operator/loom/engine/render/doccache"
 	"github.com/loom-operator/loom/engine/render/hermetic"
+	"github.com/loom-operator/loom/engine/render/tmplfuncs"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -92,9 +93,7 @@ func (s *Set) Chart() *chart.Chart { return s.chart }
 var chartOverrides = func() template.FuncMap {
 	m := sprig.TxtFuncMap()
 	hermetic.Apply(m)
-	out := template.FuncMap{
-		"until": until, "untilStep": untilStep, "seq": seq, "repeat": repeat,
-	}
+	out := tmplfuncs.Bounded()
 	for _, name := range []string{"printf", "date", "dateInZone", "date_in_zone", "htmlDate", "htmlDateInZone", "durationRound", "keys", "values"} {
 		out[name] = m[name]
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/loom-operator/loom/engine/render/tmplfuncs"
 )
 
 // helpersTpl is a partial with defines that the function tests include.
@@ -169,19 +170,19 @@ func TestMissingFields(t *testing.T) {
 // less the removed functions, with Loom's replacements, and that building
 // a renderer's map does not change the shared one.
 func TestFuncMapIsolation(t *testing.T) {
-	for _, name := range removedFuncs {
-		if _, ok := baseFuncs[name]; ok {
+	for _, name := range tmplfuncs.Removed {
+		if _, ok := tmplfuncs.Base()[name]; ok {
 			t.Errorf("baseFuncs has %q", name)
 		}
 	}
 	for _, name := range []string{"toYaml", "fromYaml", "fromYamlArray", "toJson", "fromJson", "required"} {
-		if _, ok := baseFuncs[name]; !ok {
+		if _, ok := tmplfuncs.Base()[name]; !ok {
 			t.Errorf("baseFuncs lacks %q", name)
 		}
 	}
 	_ = funcMap(&renderer{})
 	for _, name := range []string{"include", "tpl"} {
-		if _, ok := baseFuncs[name]; ok {
+		if _, ok := tmplfuncs.Base()[name]; ok {
 			t.Errorf("baseFuncs gained %q from a renderer", name)
 		}
 	}

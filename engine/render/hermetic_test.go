@@ -8,6 +8,7 @@ import (
 	"github.com/Masterminds/sprig/v3"
 	"github.com/google/go-cmp/cmp"
 	"github.com/loom-operator/loom/engine/render/hermetic"
+	"github.com/loom-operator/loom/engine/render/tmplfuncs"
 )
 
 // clockOrRandom lists, by hand, every function of sprig v3.3.0 whose value
@@ -71,7 +72,7 @@ func TestSprigFuncsClassified(t *testing.T) {
 			class[n] = kind
 		}
 	}
-	add("removed", removedFuncs)
+	add("removed", tmplfuncs.Removed)
 	add("clock or random", clockOrRandom)
 	add("deterministic", deterministicFuncs)
 	for name := range sprig.TxtFuncMap() {
