@@ -164,6 +164,14 @@ func guardedServer(existing *unstructured.Unstructured, createErr error, uid, rv
 		body.SetUID(types.UID(uid))
 		return true, &body, nil
 	})
+	client.PrependReactor("delete", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		req := "delete"
+		if p := a.(clienttesting.DeleteActionImpl).DeleteOptions.Preconditions; p != nil && p.UID != nil {
+			req += "+uid=" + string(*p.UID)
+		}
+		*got = append(*got, req)
+		return true, nil, nil
+	})
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}}) // the default version: GiveBack maps a kind without one
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	return New(client, mapper, "loom"), got

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 )
 
 // patch applies a patch child that exists (read through obs); one that
@@ -71,6 +72,12 @@ func (a *Applier) patch(ctx context.Context, desired *unstructured.Unstructured,
 			return res
 		}
 		return failed(res, fmt.Errorf("patch %s: %w", ref, err))
+	}
+	if anew, err := undoCreate(ctx, a.client.Resource(gvr).Namespace(ref.Namespace), full, resp); anew || err != nil {
+		if err != nil {
+			return failed(res, err)
+		}
+		return res // deleted since the read: the parent waits
 	}
 	a.rememberRead(ref, hash, resp)
 	res.Action, res.Object = object.Configured, resp
@@ -153,7 +160,11 @@ func (a *Applier) GiveBack(ctx context.Context, refs []object.Ref) object.Change
 		empty.SetGroupVersionKind(m.GroupVersionKind)
 		empty.SetName(ref.Name)
 		empty.SetNamespace(ref.Namespace)
-		if _, err := rc.Apply(ctx, ref.Name, empty, metav1.ApplyOptions{FieldManager: a.manager, Force: true}); err != nil && !apierrors.IsNotFound(err) {
+		resp, err := rc.Apply(ctx, ref.Name, empty, metav1.ApplyOptions{FieldManager: a.manager, Force: true})
+		if err == nil {
+			_, err = undoCreate(ctx, rc, cur, resp)
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
 			cs = append(cs, failed(res, fmt.Errorf("give back Loom's fields in %s: %w", ref, err)))
 			continue
 		}
@@ -162,4 +173,24 @@ func (a *Applier) GiveBack(ctx context.Context, refs []object.Ref) object.Change
 		cs = append(cs, res)
 	}
 	return cs
+}
+
+// undoCreate deletes the object an apply made anew. A server-side apply
+// creates a missing object, and no precondition stops it (a
+// resourceVersion is ignored on create: see create), so an object that
+// was deleted between Loom's read (read) and its apply of a patch child,
+// or of giving Loom's fields back, is made again with Loom's fields alone.
+// The answer then has another UID than read; that object is deleted at
+// once, on the condition that it is the one the apply made. anew reports
+// it.
+func undoCreate(ctx context.Context, rc dynamic.ResourceInterface, read, resp *unstructured.Unstructured) (anew bool, err error) {
+	if resp == nil || resp.GetUID() == read.GetUID() {
+		return false, nil
+	}
+	uid := resp.GetUID()
+	err = rc.Delete(ctx, resp.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return true, fmt.Errorf("delete %s, which Loom's apply created after its owner deleted it: %w", object.RefOf(resp), err)
+	}
+	return true, nil
 }

@@ -171,3 +171,32 @@ func TestPatchRefusesAnotherParentsChild(t *testing.T) {
 		}
 	}
 }
+
+// TestPatchNeverLeavesAnObjectItCreated: a server-side apply creates a
+// missing object, so an object deleted between Loom's read and its apply
+// (of a patch child, or of giving Loom's fields back) would be made anew,
+// with Loom's fields alone: a Namespace of nothing but a label. The apply
+// answers a new UID then, and Loom deletes that object at once, on the
+// condition that it is the one its apply made.
+func TestPatchNeverLeavesAnObjectItCreated(t *testing.T) {
+	const child = `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns, labels: {team: a}, annotations: {loom.dev/manage: patch}}}`
+	theirs := `{apiVersion: v1, kind: ConfigMap, metadata: {name: web, namespace: ns, uid: u1, resourceVersion: "40", labels: {owner: them},
+  annotations: {loom.dev/manage: patch}}}`
+
+	// The apply answers uid u2: the object read (u1) was deleted between.
+	server := fixture.Object(t, theirs)
+	a, got := guardedServer(server, nil, "u2", "41")
+	r := a.ApplyManaged(t.Context(), fixture.Object(t, child), nil, "p1", observer{"ns/web": server.Object})
+	if r.Object != nil || r.Action == object.Configured {
+		t.Errorf("patch of an object recreated by the apply: %s, object %v; want no object (the parent waits)", r.Action, r.Object != nil)
+	}
+	if d := cmp.Diff([]string{"get", "apply", "delete+uid=u2"}, *got); d != "" {
+		t.Errorf("requests of a patch whose object went (-want +got):\n%s", d)
+	}
+
+	a, got = guardedServer(server, nil, "u2", "41")
+	a.GiveBack(t.Context(), []object.Ref{object.RefOf(server)})
+	if d := cmp.Diff([]string{"get", "apply", "delete+uid=u2"}, *got); d != "" {
+		t.Errorf("requests of giving back to an object that went (-want +got):\n%s", d)
+	}
+}
