@@ -263,6 +263,14 @@ func TestDriftWarnLeavesTheFieldAndSaysSo(t *testing.T) {
 	if v := cmLevel(); v != "1" {
 		t.Errorf("data.level = %q, want 1", v)
 	}
+
+	// Through the parent's deletion: a warn child is Loom's child as any
+	// other, and goes with its parent.
+	if err := e.Dyn.Resource(myresGVR).Namespace(ns).Delete(ctx, "w", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, myresGVR, ns, "w", "the parent is deleted")
+	waitGone(t, configMapGVR, ns, "w-warn", "a warn child goes with its parent")
 }
 
 // A Deployment whose spec.replicas loom.yaml's drift.ignore leaves to
@@ -357,4 +365,12 @@ func TestDriftIgnoreLeavesAFieldToAnotherWriter(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "0 to create, 0 to change, 2 unchanged") {
 		t.Errorf("loom diff of an ignored field another writer set: exit %d, want 0 and no change:\n%s", code, out)
 	}
+
+	// Through the parent's deletion: a child with an ignored field is
+	// Loom's child as any other, and goes with its parent.
+	if err := e.Dyn.Resource(myresGVR).Namespace(ns).Delete(ctx, "i", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, myresGVR, ns, "i", "the parent is deleted")
+	waitGone(t, deployGVR, ns, "i", "a child with an ignored field goes with its parent")
 }
