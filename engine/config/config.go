@@ -177,6 +177,17 @@ type LookupRule struct {
 	Namespaces []string `json:"namespaces,omitempty"`
 }
 
+// LookupRuleFor returns the rule of rules that declares gk (whatever its
+// version), or nil.
+func LookupRuleFor(rules []LookupRule, gk schema.GroupKind) *LookupRule {
+	for i := range rules {
+		if (KindRef{APIVersion: rules[i].APIVersion, Kind: rules[i].Kind}).GroupKind() == gk {
+			return &rules[i]
+		}
+	}
+	return nil
+}
+
 // KindRef names a kind by apiVersion and kind.
 type KindRef struct {
 	// APIVersion is the kind's group/version, e.g.

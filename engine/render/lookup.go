@@ -205,14 +205,7 @@ func (st *lookupState) allowed(read *Read, rule *config.LookupRule) error {
 
 // rule returns the declaration of gk, or nil.
 func (st *lookupState) rule(gk schema.GroupKind) *config.LookupRule {
-	for i := range st.rules {
-		r := &st.rules[i]
-		gv, err := schema.ParseGroupVersion(r.APIVersion)
-		if err == nil && gv.Group == gk.Group && r.Kind == gk.Kind {
-			return r
-		}
-	}
-	return nil
+	return config.LookupRuleFor(st.rules, gk)
 }
 
 // listOf is Helm's shape for a list lookup.

@@ -116,22 +116,12 @@ func mayGiveBack(set *render.Set, parent *unstructured.Unstructured) []object.Re
 	}
 	var out []object.Ref
 	for _, r := range recorded {
-		if rule := lookupRule(set.Config.Lookups, r); rule != nil &&
+		if rule := config.LookupRuleFor(set.Config.Lookups, r.GroupKind); rule != nil &&
 			(r.Namespace == "" || r.Namespace == parent.GetNamespace() || slices.Contains(rule.Namespaces, r.Namespace)) {
 			out = append(out, r)
 		}
 	}
 	return out
-}
-
-// lookupRule returns the declaration of r's kind, or nil.
-func lookupRule(rules []config.LookupRule, r object.Ref) *config.LookupRule {
-	for i := range rules {
-		if (config.KindRef{APIVersion: rules[i].APIVersion, Kind: rules[i].Kind}).GroupKind() == r.GroupKind {
-			return &rules[i]
-		}
-	}
-	return nil
 }
 
 // protectPatches records rendered's patch children on parent, with the

@@ -8,7 +8,6 @@ import (
 
 	"github.com/loom-operator/loom/engine/config"
 	"github.com/loom-operator/loom/engine/object"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Of checks a rendered child's loom.dev/manage annotation and returns its
@@ -73,31 +72,7 @@ func Observed(obj map[string]any, rules []config.LookupRule, parentNS string, cl
 				object.AnnotationManage, object.ManageObserve, object.AnnotationCluster)
 		}
 	}
-	apiVersion, _ := obj["apiVersion"].(string)
-	kind, _ := obj["kind"].(string)
-	gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()
-	rule := ruleOf(rules, gk)
-	if rule == nil {
-		return fmt.Errorf("%s is %s: Loom reads this child as a lookup, so %s's lookups must declare %s %s",
-			object.AnnotationManage, object.ManageObserve, config.File, apiVersion, kind)
-	}
-	meta := obj["metadata"].(map[string]any)
-	ns, _ := meta["namespace"].(string)
-	switch {
-	case clusterScoped:
-		if ns != "" {
-			return fmt.Errorf("metadata.namespace is %q, but %s is cluster-scoped", ns, gk)
-		}
-		delete(meta, "namespace")
-	case ns == "" && parentNS == "":
-		return fmt.Errorf("%s is %s: a cluster-scoped parent's observed %s must set metadata.namespace", object.AnnotationManage, object.ManageObserve, kind)
-	case ns == "":
-		meta["namespace"] = parentNS
-	case ns != parentNS && !slices.Contains(rule.Namespaces, ns):
-		return fmt.Errorf("%s is %s: namespace %q is neither the parent's (%q) nor declared for %s in %s lookups",
-			object.AnnotationManage, object.ManageObserve, ns, parentNS, kind, config.File)
-	}
-	return nil
+	return bind(obj, obj["metadata"].(map[string]any), rules, parentNS, clusterScoped, object.ManageObserve)
 }
 
 // extraField returns the first field (sorted) that an observed child's
@@ -126,15 +101,4 @@ func extraField(obj map[string]any) string {
 	}
 	sort.Strings(extra)
 	return extra[0]
-}
-
-// ruleOf returns the declaration of gk, or nil.
-func ruleOf(rules []config.LookupRule, gk schema.GroupKind) *config.LookupRule {
-	for i := range rules {
-		gv, err := schema.ParseGroupVersion(rules[i].APIVersion)
-		if err == nil && gv.Group == gk.Group && rules[i].Kind == gk.Kind {
-			return &rules[i]
-		}
-	}
-	return nil
 }

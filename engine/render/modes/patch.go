@@ -40,7 +40,7 @@ func Patched(obj map[string]any, rules []config.LookupRule, parentNS string, clu
 	name, _ := meta["name"].(string)
 	switch {
 	case gk == schema.GroupKind{Kind: "Namespace"}:
-		if name != parentNS && !slices.Contains(ruleOf(rules, gk).Namespaces, name) {
+		if name != parentNS && !slices.Contains(config.LookupRuleFor(rules, gk).Namespaces, name) {
 			return fmt.Errorf("%s is %s: Namespace %q is neither the parent's (%q) nor listed in the namespaces of %s's Namespace lookup",
 				object.AnnotationManage, object.ManagePatch, name, parentNS, config.File)
 		}
@@ -58,7 +58,7 @@ func bind(obj, meta map[string]any, rules []config.LookupRule, parentNS string, 
 	apiVersion, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
 	gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()
-	rule := ruleOf(rules, gk)
+	rule := config.LookupRuleFor(rules, gk)
 	if rule == nil {
 		return fmt.Errorf("%s is %s: Loom reads this child as a lookup, so %s's lookups must declare %s %s",
 			object.AnnotationManage, mode, config.File, apiVersion, kind)
